@@ -1,0 +1,186 @@
+#include "models/gpt2/model.h"
+
+#include "models/gpt2/tensor_map.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "ops/add.h"
+#include "ops/embedding.h"
+#include "ops/gelu.h"
+#include "ops/heads.h"
+#include "ops/layer_norm.h"
+#include "ops/linear.h"
+#include "profiler/scope.h"
+#include "runtime/error.h"
+
+namespace attnscope::gpt2 {
+
+namespace {
+
+constexpr std::string_view kSyntheticPrefix = "synthetic:";
+
+// The checkpoint file inside `spec` (a directory, or the .safetensors file itself).
+std::filesystem::path find_checkpoint(const std::filesystem::path& spec) {
+  namespace fs = std::filesystem;
+  check(fs::exists(spec), spec.string(), "no such file or directory");
+  const fs::path file = fs::is_directory(spec) ? spec / "model.safetensors" : spec;
+  const std::string pickle_help =
+      ": pickle checkpoints (pytorch_model.bin) are refused because loading them can run "
+      "arbitrary code; convert it to model.safetensors with python: "
+      "transformers.GPT2LMHeadModel.from_pretrained(DIR)"
+      ".save_pretrained(DIR, safe_serialization=True)";
+  if (file.extension() == ".bin") throw Error(file.string() + pickle_help);
+  if (!fs::exists(file)) {
+    if (fs::exists(spec / "pytorch_model.bin")) {
+      throw Error((spec / "pytorch_model.bin").string() + pickle_help);
+    }
+    throw Error(spec.string(), "no model.safetensors here");
+  }
+  return file;
+}
+
+}  // namespace
+
+Model Model::open(const std::string& spec, Context& ctx, std::uint64_t synthetic_seed) {
+  Model model;
+  model.source_ = spec;
+  if (spec.starts_with(kSyntheticPrefix)) {
+    const std::string name = spec.substr(kSyntheticPrefix.size());
+    model.config_ = synthetic_config(name);
+    model.weights_ = synthetic_weights(model.config_, synthetic_seed, ctx.allocator(), ctx.threads());
+    model.stored_ = synthetic_tensor_list(model.config_);
+  } else {
+    const std::filesystem::path checkpoint = find_checkpoint(spec);
+    model.config_ = read_model_config((checkpoint.parent_path() / "config.json").string());
+    const SafetensorsFile file = SafetensorsFile::open(checkpoint.string());
+    model.weights_ = load_weights(file, model.config_, ctx.allocator(), ctx.threads());
+    for (const SafetensorsEntry& e : file.entries()) {
+      model.stored_.push_back({e.name, e.dtype, e.shape, e.end - e.begin});
+    }
+  }
+  model.set_attention("naive");
+  return model;
+}
+
+std::int64_t Model::parameter_count() const { return count_parameters(config_); }
+
+void Model::set_attention(std::string_view name) {
+  attention_ = &ops::attention::find_backend(name);
+}
+
+KVCache Model::new_cache(Context& ctx, std::int64_t batch, std::int64_t capacity) const {
+  check(capacity >= 1 && capacity <= config_.context_length, "kv cache",
+        "capacity " + std::to_string(capacity) + " must be in [1, context length " +
+            std::to_string(config_.context_length) + "]");
+  return KVCache(config_.n_layers, batch, config_.n_kv_heads, capacity, config_.head_dim(),
+                 DType::F32, ctx.allocator());
+}
+
+Tensor Model::forward(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t batch,
+                      KVCache& cache, bool all_positions) const {
+  profiler::Scope scope(ctx, "forward", "step");
+  check(batch >= 1 && cache.batch() == batch, "forward",
+        "batch " + std::to_string(batch) + " does not match the cache's " +
+            std::to_string(cache.batch()));
+  const auto total = static_cast<std::int64_t>(tokens.size());
+  check(total > 0 && total % batch == 0, "forward",
+        std::to_string(total) + " tokens do not split into " + std::to_string(batch) +
+            " equal rows");
+  const std::int64_t length = total / batch;
+  const std::int64_t start = cache.length();
+  check(start + length <= config_.context_length, "forward",
+        std::to_string(start + length) + " tokens exceed the model's context length of " +
+            std::to_string(config_.context_length));
+  check(start + length <= cache.capacity(), "forward",
+        std::to_string(start + length) + " tokens exceed the KV cache capacity of " +
+            std::to_string(cache.capacity()));
+
+  const std::int64_t width = config_.d_model;
+  Allocator& allocator = ctx.allocator();
+  std::vector<std::int64_t> positions(tokens.size());
+  for (std::size_t i = 0; i < positions.size(); ++i) {
+    positions[i] = start + static_cast<std::int64_t>(i) % length;
+  }
+  Tensor hidden = Tensor::empty({total, width}, DType::F32, allocator);
+  ops::embedding(ctx, weights_.token_embedding, weights_.position_embedding, tokens, positions,
+                 hidden);
+
+  for (std::int64_t i = 0; i < config_.n_layers; ++i) {
+    profiler::Scope layer_scope(ctx, "layer", "layer");
+    const LayerWeights& layer = weights_.layers[static_cast<std::size_t>(i)];
+    attention_block(ctx, layer, i, hidden, batch, length, cache);
+    mlp_block(ctx, layer, hidden);
+  }
+  cache.advance(length);
+
+  // Only the rows whose logits are wanted go through the final norm and the LM head.
+  const std::int64_t rows = all_positions ? length : 1;
+  Tensor last = hidden;
+  if (!all_positions) {
+    last = Tensor::empty({batch, width}, DType::F32, allocator);
+    for (std::int64_t b = 0; b < batch; ++b) {
+      const float* src = hidden.data<float>() + ((b + 1) * length - 1) * width;
+      std::copy_n(src, width, last.data<float>() + b * width);
+    }
+  }
+  Tensor normed = Tensor::empty(last.shape(), DType::F32, allocator);
+  ops::layer_norm(ctx, last, weights_.ln_f_weight, weights_.ln_f_bias,
+                  static_cast<float>(config_.layer_norm_epsilon), normed);
+  Tensor logits = Tensor::empty({batch * rows, config_.vocab_size}, DType::F32, allocator);
+  ops::linear(ctx, normed, weights_.lm_head, Tensor(), logits);
+  return logits.reshape({batch, rows, config_.vocab_size});
+}
+
+void Model::attention_block(Context& ctx, const LayerWeights& layer, std::int64_t layer_index,
+                            Tensor& hidden, std::int64_t batch, std::int64_t tokens,
+                            KVCache& cache) const {
+  profiler::Scope scope(ctx, "attention_block", "block");
+  const std::int64_t width = config_.d_model;
+  const std::int64_t heads = config_.n_heads;
+  const std::int64_t head_dim = config_.head_dim();
+  const std::int64_t rows = batch * tokens;
+  Allocator& allocator = ctx.allocator();
+
+  Tensor normed = Tensor::empty({rows, width}, DType::F32, allocator);
+  ops::layer_norm(ctx, hidden, layer.ln_1_weight, layer.ln_1_bias,
+                  static_cast<float>(config_.layer_norm_epsilon), normed);
+  Tensor qkv = Tensor::empty({rows, 3 * width}, DType::F32, allocator);
+  ops::linear(ctx, normed, layer.attn_qkv_weight, layer.attn_qkv_bias, qkv);
+
+  ops::attention::Call call;
+  call.q = Tensor::empty({batch, heads, tokens, head_dim}, DType::F32, allocator);
+  call.k = cache.keys(layer_index);
+  call.v = cache.values(layer_index);
+  call.kv_len = cache.length() + tokens;
+  call.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  ops::split_qkv(ctx, qkv.reshape({batch, tokens, 3 * width}), call.q, call.k, call.v,
+                 cache.length());
+  call.out = Tensor::empty(call.q.shape(), DType::F32, allocator);
+  attention_->forward(ctx, call);
+
+  Tensor merged = Tensor::empty({batch, tokens, width}, DType::F32, allocator);
+  ops::merge_heads(ctx, call.out, merged);
+  Tensor projected = Tensor::empty({rows, width}, DType::F32, allocator);
+  ops::linear(ctx, merged.reshape({rows, width}), layer.attn_out_weight, layer.attn_out_bias,
+              projected);
+  ops::add(ctx, hidden, projected, hidden);
+}
+
+void Model::mlp_block(Context& ctx, const LayerWeights& layer, Tensor& hidden) const {
+  profiler::Scope scope(ctx, "mlp_block", "block");
+  const std::int64_t rows = hidden.dim(0);
+  Allocator& allocator = ctx.allocator();
+  Tensor normed = Tensor::empty(hidden.shape(), DType::F32, allocator);
+  ops::layer_norm(ctx, hidden, layer.ln_2_weight, layer.ln_2_bias,
+                  static_cast<float>(config_.layer_norm_epsilon), normed);
+  Tensor up = Tensor::empty({rows, config_.d_ff}, DType::F32, allocator);
+  ops::linear(ctx, normed, layer.mlp_up_weight, layer.mlp_up_bias, up);
+  ops::gelu(ctx, up, up);
+  Tensor down = Tensor::empty(hidden.shape(), DType::F32, allocator);
+  ops::linear(ctx, up, layer.mlp_down_weight, layer.mlp_down_bias, down);
+  ops::add(ctx, hidden, down, hidden);
+}
+
+}  // namespace attnscope::gpt2

@@ -1,0 +1,71 @@
+// GPT-2: the decoder-only transformer of Radford et al. (2019), as Hugging Face lays it out.
+//
+// For tokens x_1..x_T at positions p_1..p_T (after the cache's length):
+//   h = wte[x] + wpe[p]
+//   for each of L layers (pre-norm blocks):
+//     h = h + W_o · attention(LN_1(h))              causal, H heads of width D = C / H
+//     h = h + W_down · gelu(W_up · LN_2(h))         F = 4 C hidden units
+//   logits = LN_f(h) · wte^T                        the LM head is tied to the embedding
+//
+// Cost per token: about 2 (12 L C^2 + V C) FLOPs in the projections (0.25 GFLOP for the 124M
+// model) plus attention, 4 L C Tk FLOPs against Tk cached tokens; a decode step reads every
+// weight once (~0.5 GB in f32 for 124M), so batch-1 decode is bound by memory bandwidth and
+// prefill by GEMM throughput.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/gpt2/weights.h"
+#include "ops/attention/attention.h"
+#include "runtime/config.h"
+#include "runtime/context.h"
+#include "runtime/kv_cache.h"
+
+namespace attnscope::gpt2 {
+
+class Model {
+ public:
+  // `spec` is "synthetic:NAME" (seeded random weights of a known shape) or a directory holding
+  // config.json and model.safetensors. A directory with only pytorch_model.bin is refused with
+  // instructions to convert it. Throws Error on any problem.
+  static Model open(const std::string& spec, Context& ctx, std::uint64_t synthetic_seed = 0);
+
+  const ModelConfig& config() const { return config_; }
+  const std::string& source() const { return source_; }
+  const Weights& weights() const { return weights_; }
+  // The tensors as stored in the checkpoint (for `inspect`).
+  const std::vector<StoredTensor>& stored_tensors() const { return stored_; }
+  std::int64_t parameter_count() const;
+
+  // Chooses the attention backend by name (see ops/attention); throws Error for unknown names.
+  void set_attention(std::string_view name);
+  const ops::attention::Backend& attention() const { return *attention_; }
+
+  // A cache for `batch` sequences of up to `capacity` tokens (at most the context length).
+  KVCache new_cache(Context& ctx, std::int64_t batch, std::int64_t capacity) const;
+
+  // Runs `tokens` (batch rows of T = tokens.size() / batch ids, row-major) at the positions
+  // following the cache's contents, and appends their keys and values to the cache.
+  // Returns f32 logits [batch, T, V] when all_positions, else [batch, 1, V] for the last token.
+  // Throws Error for out-of-range ids or when the cache or the context would overflow.
+  Tensor forward(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t batch,
+                 KVCache& cache, bool all_positions = false) const;
+
+ private:
+  void attention_block(Context& ctx, const LayerWeights& layer, std::int64_t layer_index,
+                       Tensor& hidden, std::int64_t batch, std::int64_t tokens,
+                       KVCache& cache) const;
+  void mlp_block(Context& ctx, const LayerWeights& layer, Tensor& hidden) const;
+
+  ModelConfig config_;
+  std::string source_;
+  Weights weights_;
+  std::vector<StoredTensor> stored_;
+  const ops::attention::Backend* attention_ = nullptr;
+};
+
+}  // namespace attnscope::gpt2

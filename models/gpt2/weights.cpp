@@ -1,0 +1,73 @@
+// Loading GPT-2's weights from a Hugging Face safetensors checkpoint.
+//
+// Cost: one pass over the file's bytes (memory-mapped, so the OS pages them in), writing an f32
+// copy in attnscope's layout: 4 bytes per parameter of resident memory whatever the stored dtype.
+#include <set>
+#include <string_view>
+
+#include "models/gpt2/tensor_map.h"
+#include "models/gpt2/weights.h"
+#include "runtime/error.h"
+
+namespace attnscope::gpt2 {
+
+namespace {
+
+constexpr std::string_view kPrefix = "transformer.";
+
+// Old checkpoints carry the causal mask and its fill value as buffers; attnscope builds its own.
+bool is_legacy_buffer(std::string_view name) {
+  return name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias");
+}
+
+// An f32 copy of the 2-D or 1-D `src`, transposed from [rows, cols] to [cols, rows] if asked.
+Tensor to_f32(const Tensor& src, bool transpose, Allocator& allocator, int threads) {
+  Tensor wide = src.to_dtype(DType::F32, allocator);
+  if (!transpose) return wide;
+  const std::int64_t rows = src.dim(0);
+  const std::int64_t cols = src.dim(1);
+  Tensor out = Tensor::empty({cols, rows}, DType::F32, allocator);
+  const float* in = wide.data<float>();
+  float* dst = out.data<float>();
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::int64_t c = 0; c < cols; ++c) {
+    for (std::int64_t r = 0; r < rows; ++r) dst[c * rows + r] = in[r * cols + c];
+  }
+  return out;
+}
+
+}  // namespace
+
+Weights load_weights(const SafetensorsFile& file, const ModelConfig& config, Allocator& allocator,
+                     int threads) {
+  Weights weights;
+  const std::vector<TensorSlot> slots = tensor_slots(config, weights);
+  bool prefixed = false;
+  for (const SafetensorsEntry& e : file.entries()) prefixed |= e.name.starts_with(kPrefix);
+
+  std::set<std::string, std::less<>> used;
+  auto load = [&](const std::string& key, const Shape& shape, bool transpose) {
+    const SafetensorsEntry* entry = file.find(key);
+    check(entry != nullptr, file.label(), "missing tensor '" + key + "'");
+    check(entry->shape == shape, file.label(),
+          "tensor '" + key + "': expected shape " + shape_string(shape) + ", found " +
+              shape_string(entry->shape));
+    used.insert(key);
+    return to_f32(file.tensor(key), transpose, allocator, threads);
+  };
+  for (const TensorSlot& slot : slots) {
+    const std::string key = prefixed ? std::string(kPrefix) + slot.name : slot.name;
+    *slot.destination = load(key, slot.stored_shape, slot.transpose);
+  }
+  weights.lm_head = file.find("lm_head.weight")
+                        ? load("lm_head.weight", {config.vocab_size, config.d_model}, false)
+                        : weights.token_embedding;
+
+  for (const SafetensorsEntry& e : file.entries()) {
+    check(used.contains(e.name) || is_legacy_buffer(e.name), file.label(),
+          "unexpected tensor '" + e.name + "' (not part of a GPT-2 model with this config)");
+  }
+  return weights;
+}
+
+}  // namespace attnscope::gpt2

@@ -1,0 +1,23 @@
+#include "ops/add.h"
+
+#include "ops/check.h"
+#include "profiler/scope.h"
+
+namespace attnscope::ops {
+
+void add(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
+  profiler::Scope scope(ctx, "add");
+  require_cpu_f32(a, "add", "a");
+  require_cpu_f32(b, "add", "b");
+  require_cpu_f32(out, "add", "out");
+  require_shape(b, a.shape(), "add", "b");
+  require_shape(out, a.shape(), "add", "out");
+  const float* x = a.data<float>();
+  const float* y = b.data<float>();
+  float* z = out.data<float>();
+  const std::int64_t n = a.numel();
+#pragma omp parallel for num_threads(ctx.threads()) schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) z[i] = x[i] + y[i];
+}
+
+}  // namespace attnscope::ops

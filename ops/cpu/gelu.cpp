@@ -1,0 +1,26 @@
+#include "ops/gelu.h"
+
+#include <cmath>
+
+#include "ops/check.h"
+#include "profiler/scope.h"
+
+namespace attnscope::ops {
+
+void gelu(Context& ctx, const Tensor& x, Tensor& out) {
+  profiler::Scope scope(ctx, "gelu");
+  require_cpu_f32(x, "gelu", "x");
+  require_cpu_f32(out, "gelu", "out");
+  require_shape(out, x.shape(), "gelu", "out");
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  const float* in = x.data<float>();
+  float* y = out.data<float>();
+  const std::int64_t n = x.numel();
+#pragma omp parallel for num_threads(ctx.threads()) schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float v = in[i];
+    y[i] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
+  }
+}
+
+}  // namespace attnscope::ops

@@ -1,0 +1,41 @@
+#include "ops/layer_norm.h"
+
+#include <cmath>
+
+#include "ops/check.h"
+#include "profiler/scope.h"
+
+namespace attnscope::ops {
+
+void layer_norm(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                Tensor& out) {
+  profiler::Scope scope(ctx, "layer_norm");
+  require_cpu_f32(x, "layer_norm", "x");
+  require_cpu_f32(gamma, "layer_norm", "gamma");
+  require_cpu_f32(beta, "layer_norm", "beta");
+  require_cpu_f32(out, "layer_norm", "out");
+  const std::int64_t width = x.dim(-1);
+  const std::int64_t rows = width == 0 ? 0 : x.numel() / width;
+  require_shape(gamma, {width}, "layer_norm", "gamma");
+  require_shape(beta, {width}, "layer_norm", "beta");
+  require_shape(out, x.shape(), "layer_norm", "out");
+  const float* in = x.data<float>();
+  const float* g = gamma.data<float>();
+  const float* b = beta.data<float>();
+  float* y = out.data<float>();
+#pragma omp parallel for num_threads(ctx.threads()) schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* row = in + r * width;
+    float* dst = y + r * width;
+    double sum = 0.0;
+    for (std::int64_t c = 0; c < width; ++c) sum += row[c];
+    const double mean = sum / static_cast<double>(width);
+    double squares = 0.0;
+    for (std::int64_t c = 0; c < width; ++c) squares += (row[c] - mean) * (row[c] - mean);
+    const auto inv_std = static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(width) + eps));
+    const auto mean_f = static_cast<float>(mean);
+    for (std::int64_t c = 0; c < width; ++c) dst[c] = (row[c] - mean_f) * inv_std * g[c] + b[c];
+  }
+}
+
+}  // namespace attnscope::ops

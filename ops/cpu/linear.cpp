@@ -1,0 +1,70 @@
+#include "ops/linear.h"
+
+#include <Eigen/Core>
+
+#include "ops/check.h"
+#include "profiler/scope.h"
+
+namespace attnscope::ops {
+
+namespace {
+
+using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using ConstRowMatrixMap = Eigen::Map<const RowMatrix, Eigen::Unaligned>;
+using RowMatrixMap = Eigen::Map<RowMatrix, Eigen::Unaligned>;
+using ConstVectorMap = Eigen::Map<const Eigen::VectorXf, Eigen::Unaligned>;
+
+// Below this many rows the weights are streamed once per row (matrix-vector products); from it
+// on, a blocked GEMM reuses each weight tile across rows.
+constexpr std::int64_t kGemmMinRows = 4;
+
+void matrix_vector_rows(const Context& ctx, const float* x, const float* w, const float* b,
+                        float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs) {
+#pragma omp parallel for num_threads(ctx.threads()) schedule(static)
+  for (std::int64_t o = 0; o < outputs; ++o) {
+    const ConstVectorMap weight_row(w + o * in, in);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float dot = weight_row.dot(ConstVectorMap(x + r * in, in));
+      y[r * outputs + o] = b ? dot + b[o] : dot;
+    }
+  }
+}
+
+void gemm_rows(const Context& ctx, const float* x, const float* w, const float* b, float* y,
+               std::int64_t rows, std::int64_t in, std::int64_t outputs) {
+  Eigen::setNbThreads(ctx.threads());
+  const ConstRowMatrixMap input(x, rows, in);
+  const ConstRowMatrixMap weight(w, outputs, in);
+  RowMatrixMap result(y, rows, outputs);
+  result.noalias() = input * weight.transpose();
+  if (b) result.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(b, outputs);
+}
+
+}  // namespace
+
+void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out) {
+  profiler::Scope scope(ctx, "linear");
+  require_cpu_f32(x, "linear", "x");
+  require_cpu_f32(weight, "linear", "weight");
+  require_cpu_f32(out, "linear", "out");
+  check(x.rank() == 2 && weight.rank() == 2, "linear", "x and weight must be 2-D");
+  const std::int64_t rows = x.dim(0);
+  const std::int64_t in = x.dim(1);
+  const std::int64_t outputs = weight.dim(0);
+  require_shape(weight, {outputs, in}, "linear", "weight");
+  require_shape(out, {rows, outputs}, "linear", "out");
+  const float* b = nullptr;
+  if (bias.defined()) {
+    require_cpu_f32(bias, "linear", "bias");
+    require_shape(bias, {outputs}, "linear", "bias");
+    b = bias.data<float>();
+  }
+  if (rows < kGemmMinRows) {
+    matrix_vector_rows(ctx, x.data<float>(), weight.data<float>(), b, out.data<float>(), rows, in,
+                       outputs);
+  } else {
+    gemm_rows(ctx, x.data<float>(), weight.data<float>(), b, out.data<float>(), rows, in, outputs);
+  }
+}
+
+}  // namespace attnscope::ops

@@ -1,0 +1,53 @@
+// Allocators with byte accounting.
+//
+// Every tensor's bytes come from an Allocator, which counts what is live now and the highest
+// that count has been (peak). Attention backends allocate their temporaries through it, so
+// "naive allocates two more T x T score buffers than fused" is a measured number, not a comment.
+// Counters are atomic: ops may allocate from OpenMP worker threads.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/device.h"
+
+namespace attnscope {
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+
+  // Returns at least `bytes` bytes aligned to 64 (bytes == 0 gives a valid unique pointer).
+  // Throws Error when the memory cannot be had.
+  void* allocate(std::size_t bytes);
+  void deallocate(void* ptr, std::size_t bytes) noexcept;
+
+  virtual Device device() const = 0;
+  std::size_t current_bytes() const { return current_.load(std::memory_order_relaxed); }
+  std::size_t peak_bytes() const { return peak_.load(std::memory_order_relaxed); }
+  std::uint64_t allocation_count() const { return count_.load(std::memory_order_relaxed); }
+  // Starts a new peak measurement from the bytes live now.
+  void reset_peak() { peak_.store(current_bytes(), std::memory_order_relaxed); }
+
+ protected:
+  virtual void* raw_allocate(std::size_t bytes) = 0;  // returns nullptr on failure
+  virtual void raw_deallocate(void* ptr, std::size_t bytes) noexcept = 0;
+
+ private:
+  std::atomic<std::size_t> current_{0};
+  std::atomic<std::size_t> peak_{0};
+  std::atomic<std::uint64_t> count_{0};
+};
+
+// Host memory, 64-byte aligned (one cache line, one AVX-512 register).
+class CpuAllocator final : public Allocator {
+ public:
+  Device device() const override { return Device::CPU; }
+
+ protected:
+  void* raw_allocate(std::size_t bytes) override;
+  void raw_deallocate(void* ptr, std::size_t bytes) noexcept override;
+};
+
+}  // namespace attnscope

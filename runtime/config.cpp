@@ -1,0 +1,228 @@
+// Reader for a Hugging Face GPT-2 config.json.
+//
+// Checked: the text is JSON (the parser's line and column are reported otherwise) and an
+// object; vocab_size, n_embd, n_layer, n_head and n_positions (or its older name n_ctx) are
+// present; every integer is a JSON integer (not 12.5, "12", true or null), every string a
+// string; then validate_config bounds each value so that nothing absurd sizes an allocation.
+// Keys attnscope does not use are ignored, as config.json carries many.
+//
+// Cost: one parse of a small file; nothing here is on a hot path.
+
+#include "runtime/config.h"
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "runtime/error.h"
+
+namespace attnscope {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr std::int64_t kMaxVocabSize = std::int64_t{1} << 24;
+constexpr std::int64_t kMaxContextLength = std::int64_t{1} << 20;
+constexpr std::int64_t kMaxDModel = std::int64_t{1} << 16;
+constexpr std::int64_t kMaxLayers = 1024;
+constexpr std::int64_t kMaxHeads = 1024;
+constexpr std::int64_t kMaxDFF = std::int64_t{1} << 18;
+constexpr std::uintmax_t kMaxConfigFileBytes = std::uintmax_t{16} << 20;
+
+// GPT-2's tanh approximation of GELU, under its two Hugging Face names. ("gelu", the exact erf
+// form, differs by up to ~1e-3 and is not implemented.)
+constexpr std::array<std::string_view, 2> kActivations = {"gelu_new", "gelu_pytorch_tanh"};
+
+// How a wrongly typed value is named in a message: "12.5", "a string", "null".
+std::string describe(const json& value) {
+  if (value.is_number() || value.is_boolean() || value.is_null()) return value.dump();
+  if (value.is_string()) return "a string";
+  if (value.is_array()) return "an array";
+  return "an object";
+}
+
+// A string in JSON quotes with escapes, so a message stays one line whatever the text holds.
+std::string json_quoted(const std::string& text) {
+  return json(text).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string format_double(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+// The integer at `key`, or nothing when the key is absent.
+std::optional<std::int64_t> optional_integer(const json& root, const char* key,
+                                             const std::string& label) {
+  const auto found = root.find(key);
+  if (found == root.end()) return std::nullopt;
+  check(found->is_number_integer(), label,
+        std::string(key) + " must be an integer, found " + describe(*found));
+  if (found->is_number_unsigned()) {
+    check(found->get<std::uint64_t>() <=
+              static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
+          label, std::string(key) + " = " + found->dump() + " is too large");
+  }
+  return found->get<std::int64_t>();
+}
+
+std::int64_t required_integer(const json& root, const char* key, const std::string& label) {
+  const std::optional<std::int64_t> value = optional_integer(root, key, label);
+  check(value.has_value(), label, std::string("missing required key ") + key);
+  return *value;
+}
+
+std::optional<std::string> optional_string(const json& root, const char* key,
+                                           const std::string& label) {
+  const auto found = root.find(key);
+  if (found == root.end()) return std::nullopt;
+  check(found->is_string(), label,
+        std::string(key) + " must be a string, found " + describe(*found));
+  return found->get<std::string>();
+}
+
+void check_range(std::int64_t value, std::int64_t low, std::int64_t high, const char* key,
+                 const std::string& label) {
+  check(low <= value && value <= high, label,
+        std::string(key) + " = " + std::to_string(value) + " is outside [" + std::to_string(low) +
+            ", " + std::to_string(high) + "]");
+}
+
+// The parser's message without its "[json.exception.parse_error.101] " prefix.
+std::string parser_message(const json::exception& error) {
+  const std::string_view what = error.what();
+  const std::size_t prefix_end = what.find("] ");
+  return std::string(prefix_end == std::string_view::npos ? what : what.substr(prefix_end + 2));
+}
+
+}  // namespace
+
+ModelConfig parse_model_config(std::string_view json_text, const std::string& label) {
+  // nlohmann::json stops at a NUL byte as if the text ended there; refuse it instead.
+  const std::size_t nul = json_text.find('\0');
+  check(nul == std::string_view::npos, label,
+        "not valid JSON: NUL byte at offset " + std::to_string(nul));
+  json root;
+  try {
+    root = json::parse(json_text);
+  } catch (const json::exception& error) {  // a parse_error, or out_of_range for 1e999
+    throw Error(label, "not valid JSON: " + parser_message(error));
+  }
+  check(root.is_object(), label, "not a JSON object");
+
+  ModelConfig config;
+  if (const std::optional<std::string> model_type = optional_string(root, "model_type", label)) {
+    config.model_type = *model_type;
+  }
+  config.vocab_size = required_integer(root, "vocab_size", label);
+
+  // n_ctx is GPT-2's older name for n_positions; when both are given n_positions wins.
+  const std::optional<std::int64_t> n_positions = optional_integer(root, "n_positions", label);
+  const std::optional<std::int64_t> n_ctx = optional_integer(root, "n_ctx", label);
+  check(n_positions.has_value() || n_ctx.has_value(), label,
+        "missing required key n_positions (or n_ctx)");
+  config.context_length = n_positions ? *n_positions : *n_ctx;
+
+  config.d_model = required_integer(root, "n_embd", label);
+  config.n_layers = required_integer(root, "n_layer", label);
+  config.n_heads = required_integer(root, "n_head", label);
+  config.n_kv_heads = config.n_heads;
+
+  // n_inner: absent or null means 4 x n_embd, computed only once n_embd is known to be small.
+  const auto n_inner = root.find("n_inner");
+  if (n_inner == root.end() || n_inner->is_null()) {
+    check_range(config.d_model, 1, kMaxDModel, "n_embd", label);
+    config.d_ff = 4 * config.d_model;
+  } else {
+    config.d_ff = required_integer(root, "n_inner", label);
+  }
+
+  const auto epsilon = root.find("layer_norm_epsilon");
+  if (epsilon != root.end()) {
+    check(epsilon->is_number(), label,
+          "layer_norm_epsilon must be a number, found " + describe(*epsilon));
+    config.layer_norm_epsilon = epsilon->get<double>();
+  }
+  if (const std::optional<std::string> activation =
+          optional_string(root, "activation_function", label)) {
+    config.activation = *activation;
+  }
+  if (const std::optional<std::int64_t> eos = optional_integer(root, "eos_token_id", label)) {
+    config.eos_token_id = *eos;
+  }
+  // Variants of GPT-2's attention that attnscope does not implement: refuse rather than compute
+  // something else. (reorder_and_upcast_attn only changes rounding, and attnscope is f32.)
+  for (const auto& [key, supported] : {std::pair{"scale_attn_weights", true},
+                                       std::pair{"scale_attn_by_inverse_layer_idx", false}}) {
+    const auto found = root.find(key);
+    if (found == root.end()) continue;
+    check(found->is_boolean(), label,
+          std::string(key) + " must be true or false, found " + describe(*found));
+    check(found->get<bool>() == supported, label,
+          std::string(key) + " = " + found->dump() + " is not supported");
+  }
+
+  validate_config(config, label);
+  return config;
+}
+
+ModelConfig read_model_config(const std::string& path) {
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  check(status.type() != std::filesystem::file_type::not_found, path, "no such file");
+  check(!error, path, error.message());
+  check(std::filesystem::is_regular_file(status), path, "not a regular file");
+  const std::uintmax_t size = std::filesystem::file_size(path, error);
+  check(!error, path, "cannot read the file size: " + error.message());
+  check(size <= kMaxConfigFileBytes, path,
+        "file is " + std::to_string(size) + " bytes; a config.json is far smaller than 16 MiB");
+
+  std::ifstream file(path, std::ios::binary);
+  check(file.is_open(), path, "cannot open the file");
+  std::string text(size, '\0');
+  file.read(text.data(), static_cast<std::streamsize>(size));
+  check(static_cast<std::uintmax_t>(file.gcount()) == size, path, "cannot read the file");
+  return parse_model_config(text, path);
+}
+
+void validate_config(const ModelConfig& config, const std::string& label) {
+  check(config.model_type == "gpt2", label,
+        "model_type " + json_quoted(config.model_type) + " is not supported (only \"gpt2\")");
+  check_range(config.vocab_size, 1, kMaxVocabSize, "vocab_size", label);
+  check_range(config.context_length, 1, kMaxContextLength, "n_positions", label);
+  check_range(config.d_model, 1, kMaxDModel, "n_embd", label);
+  check_range(config.n_layers, 1, kMaxLayers, "n_layer", label);
+  check_range(config.n_heads, 1, kMaxHeads, "n_head", label);
+  check(config.d_model % config.n_heads == 0, label,
+        "n_embd = " + std::to_string(config.d_model) +
+            " is not divisible by n_head = " + std::to_string(config.n_heads));
+  check(config.n_kv_heads == config.n_heads, label,
+        "n_kv_heads = " + std::to_string(config.n_kv_heads) +
+            " must equal n_head = " + std::to_string(config.n_heads) + " for GPT-2");
+  check_range(config.d_ff, 1, kMaxDFF, "n_inner", label);
+  check(std::isfinite(config.layer_norm_epsilon) && config.layer_norm_epsilon > 0 &&
+            config.layer_norm_epsilon < 1,
+        label,
+        "layer_norm_epsilon = " + format_double(config.layer_norm_epsilon) +
+            " must be finite and in (0, 1)");
+  bool known_activation = false;
+  std::string valid_activations;
+  for (std::string_view activation : kActivations) {
+    known_activation = known_activation || config.activation == activation;
+    valid_activations += (valid_activations.empty() ? "" : ", ") + std::string(activation);
+  }
+  check(known_activation, label,
+        "activation_function " + json_quoted(config.activation) +
+            " is not supported (valid: " + valid_activations + ")");
+  check(0 <= config.eos_token_id && config.eos_token_id < config.vocab_size, label,
+        "eos_token_id = " + std::to_string(config.eos_token_id) +
+            " is outside [0, vocab_size = " + std::to_string(config.vocab_size) + ")");
+}
+
+}  // namespace attnscope

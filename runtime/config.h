@@ -1,0 +1,40 @@
+// Model configuration, read from a Hugging Face `config.json`.
+//
+// GPT-2 spells its hyperparameters n_embd, n_layer, n_head, n_positions (or n_ctx), vocab_size,
+// n_inner (null: 4 x n_embd), layer_norm_epsilon, activation_function. They are read into one
+// neutral struct and checked: every value must be present where required, of the right JSON
+// type, and inside sane bounds, so a hostile or broken file is refused with a clear message
+// before any memory is sized from it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace attnscope {
+
+struct ModelConfig {
+  std::string model_type = "gpt2";
+  std::int64_t vocab_size = 0;
+  std::int64_t context_length = 0;  // n_positions
+  std::int64_t d_model = 0;         // n_embd
+  std::int64_t n_layers = 0;        // n_layer
+  std::int64_t n_heads = 0;         // n_head
+  std::int64_t n_kv_heads = 0;      // = n_heads for GPT-2
+  std::int64_t d_ff = 0;            // n_inner, or 4 x d_model
+  double layer_norm_epsilon = 1e-5;
+  std::string activation = "gelu_new";
+  std::int64_t eos_token_id = 50256;  // <|endoftext|>; also where an empty prompt starts
+
+  std::int64_t head_dim() const { return d_model / n_heads; }
+};
+
+// Parses config.json text; `label` names the source in errors. Validates (see validate_config).
+ModelConfig parse_model_config(std::string_view json_text, const std::string& label);
+// Reads and parses a config.json file.
+ModelConfig read_model_config(const std::string& path);
+// Throws Error unless every field is in its sane range and the shapes agree
+// (d_model divisible by n_heads, n_heads divisible by n_kv_heads, ...).
+void validate_config(const ModelConfig& config, const std::string& label);
+
+}  // namespace attnscope

@@ -1,0 +1,115 @@
+#include "runtime/dtype.h"
+
+#include <bit>
+#include <cstring>
+#include <string>
+
+#include "runtime/error.h"
+
+namespace attnscope {
+
+std::size_t dtype_size(DType t) { return t == DType::F32 ? 4 : 2; }
+
+std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::F32:
+      return "f32";
+    case DType::F16:
+      return "f16";
+    case DType::BF16:
+      return "bf16";
+  }
+  return "?";
+}
+
+DType parse_dtype(std::string_view name) {
+  if (name == "f32" || name == "float32") return DType::F32;
+  if (name == "f16" || name == "float16") return DType::F16;
+  if (name == "bf16" || name == "bfloat16") return DType::BF16;
+  throw Error("dtype", "unknown dtype '" + std::string(name) + "' (valid: f32, f16, bf16)");
+}
+
+float f16_to_f32(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t exponent = (h >> 10) & 0x1Fu;
+  std::uint32_t mantissa = h & 0x3FFu;
+  std::uint32_t bits = 0;
+  if (exponent == 0x1F) {  // infinity or NaN: keep the payload
+    bits = sign | 0x7F800000u | (mantissa << 13);
+  } else if (exponent != 0) {  // normal: rebias 15 -> 127
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {  // signed zero
+    bits = sign;
+  } else {  // subnormal: shift until the leading 1 becomes the implicit bit
+    std::uint32_t e = 113;
+    while ((mantissa & 0x400u) == 0) {
+      mantissa <<= 1;
+      --e;
+    }
+    bits = sign | (e << 23) | ((mantissa & 0x3FFu) << 13);
+  }
+  return std::bit_cast<float>(bits);
+}
+
+std::uint16_t f32_to_f16(float f) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
+  const auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
+  const std::uint32_t abs = bits & 0x7FFFFFFFu;
+  if (abs > 0x7F800000u) return static_cast<std::uint16_t>(sign | 0x7E00u);  // NaN (quiet)
+  if (abs >= 0x477FF000u) return static_cast<std::uint16_t>(sign | 0x7C00u);  // rounds past 65504
+  if (abs < 0x33000001u) return sign;  // below half the smallest subnormal: zero
+  const std::uint32_t exponent = abs >> 23;
+  std::uint32_t mantissa = (abs & 0x7FFFFFu) | 0x800000u;  // with the implicit bit
+  // Number of low mantissa bits to drop: 13 for normals, more for f16 subnormals.
+  const std::uint32_t shift = exponent < 113 ? 13 + (113 - exponent) : 13;
+  const std::uint32_t half = 1u << (shift - 1);
+  const std::uint32_t dropped = mantissa & ((1u << shift) - 1);
+  std::uint32_t kept = mantissa >> shift;
+  if (dropped > half || (dropped == half && (kept & 1u))) ++kept;  // round to nearest even
+  if (exponent < 113) return static_cast<std::uint16_t>(sign | kept);  // subnormal (may carry)
+  // Normal: kept holds the implicit bit at 1 << 10; a carry moves it to 1 << 11 and the sum
+  // below then bumps the exponent, which is exactly right.
+  const std::uint32_t result = ((exponent - 112) << 10) + (kept - 0x400u);
+  return static_cast<std::uint16_t>(sign | result);
+}
+
+float bf16_to_f32(std::uint16_t b) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
+}
+
+std::uint16_t f32_to_bf16(float f) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) {  // NaN: keep it a (quiet) NaN
+    return static_cast<std::uint16_t>((bits >> 16) | 0x0040u);
+  }
+  const std::uint32_t rounding = 0x7FFFu + ((bits >> 16) & 1u);  // nearest, ties to even
+  return static_cast<std::uint16_t>((bits + rounding) >> 16);
+}
+
+namespace {
+
+float load_as_f32(const void* src, DType from, std::size_t i) {
+  if (from == DType::F32) return static_cast<const float*>(src)[i];
+  const std::uint16_t raw = static_cast<const std::uint16_t*>(src)[i];
+  return from == DType::F16 ? f16_to_f32(raw) : bf16_to_f32(raw);
+}
+
+void store_from_f32(void* dst, DType to, std::size_t i, float value) {
+  if (to == DType::F32) {
+    static_cast<float*>(dst)[i] = value;
+  } else {
+    static_cast<std::uint16_t*>(dst)[i] = to == DType::F16 ? f32_to_f16(value) : f32_to_bf16(value);
+  }
+}
+
+}  // namespace
+
+void convert_elements(const void* src, DType from, void* dst, DType to, std::size_t n) {
+  if (from == to) {
+    if (n != 0) std::memmove(dst, src, n * dtype_size(from));
+    return;
+  }
+  for (std::size_t i = 0; i < n; ++i) store_from_f32(dst, to, i, load_as_f32(src, from, i));
+}
+
+}  // namespace attnscope

@@ -1,0 +1,26 @@
+// The one exception type of attnscope.
+//
+// Every failure caused by input (a file, a flag, a shape) is thrown as an Error whose message
+// says what failed and where: "model.safetensors: tensor 'h.0.attn.c_attn.weight': expected
+// shape [768, 2304], found [768, 768]". The command line catches it and prints that single line.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace attnscope {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& what) : std::runtime_error(what) {}
+  Error(std::string_view where, std::string_view what)
+      : std::runtime_error(std::string(where) + ": " + std::string(what)) {}
+};
+
+// Throws Error(where, what) when `ok` is false. A real check: it is never compiled out.
+inline void check(bool ok, std::string_view where, std::string_view what) {
+  if (!ok) throw Error(where, what);
+}
+
+}  // namespace attnscope

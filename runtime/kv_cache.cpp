@@ -1,0 +1,34 @@
+#include "runtime/kv_cache.h"
+
+#include <string>
+
+#include "runtime/error.h"
+
+namespace attnscope {
+
+KVCache::KVCache(std::int64_t layers, std::int64_t batch, std::int64_t kv_heads,
+                 std::int64_t capacity, std::int64_t head_dim, DType dtype, Allocator& allocator)
+    : batch_(batch), capacity_(capacity) {
+  check(layers > 0 && batch > 0 && kv_heads > 0 && capacity > 0 && head_dim > 0, "kv cache",
+        "every dimension must be positive");
+  const Shape shape = {batch, kv_heads, capacity, head_dim};
+  for (std::int64_t l = 0; l < layers; ++l) {
+    keys_.push_back(Tensor::empty(shape, dtype, allocator));
+    values_.push_back(Tensor::empty(shape, dtype, allocator));
+  }
+}
+
+void KVCache::advance(std::int64_t tokens) {
+  check(tokens >= 0 && length_ + tokens <= capacity_, "kv cache",
+        "cannot hold " + std::to_string(length_ + tokens) + " tokens (capacity " +
+            std::to_string(capacity_) + ")");
+  length_ += tokens;
+}
+
+std::size_t KVCache::nbytes() const {
+  std::size_t total = 0;
+  for (const Tensor& t : keys_) total += 2 * t.nbytes();
+  return total;
+}
+
+}  // namespace attnscope

@@ -1,0 +1,40 @@
+// The key/value cache of a decoder: for every layer, the keys and values of every token seen so
+// far, so that each new token attends to the past without recomputing it.
+//
+// Layout per layer: keys and values [B, Hkv, capacity, D], head-major so that one head's keys are
+// contiguous (what the attention GEMMs want). length() tokens are valid; the model appends the
+// new tokens' keys and values (ops::split_qkv), then calls advance().
+// Memory: 2 L B Hkv capacity D elements, allocated once, up front.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/tensor.h"
+
+namespace attnscope {
+
+class KVCache {
+ public:
+  KVCache(std::int64_t layers, std::int64_t batch, std::int64_t kv_heads, std::int64_t capacity,
+          std::int64_t head_dim, DType dtype, Allocator& allocator);
+
+  Tensor& keys(std::int64_t layer) { return keys_.at(static_cast<std::size_t>(layer)); }
+  Tensor& values(std::int64_t layer) { return values_.at(static_cast<std::size_t>(layer)); }
+  std::int64_t batch() const { return batch_; }
+  std::int64_t capacity() const { return capacity_; }
+  std::int64_t length() const { return length_; }
+  // Marks `tokens` more positions as filled; throws Error past the capacity.
+  void advance(std::int64_t tokens);
+  void clear() { length_ = 0; }
+  std::size_t nbytes() const;
+
+ private:
+  std::vector<Tensor> keys_;
+  std::vector<Tensor> values_;
+  std::int64_t batch_ = 0;
+  std::int64_t capacity_ = 0;
+  std::int64_t length_ = 0;
+};
+
+}  // namespace attnscope

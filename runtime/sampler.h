@@ -1,0 +1,42 @@
+// Choosing the next token from the logits.
+//
+// Greedy (temperature 0): the arg max, lowest id on ties. Otherwise, in Hugging Face's order:
+//   1. temperature: p = softmax(logits / T)
+//   2. top-k: keep the k most probable tokens (k = 0: all)
+//   3. top-p (nucleus): keep the smallest most-probable set whose mass reaches p (p = 1: all)
+//   4. renormalise and draw with a seeded generator (splitmix64), so a seed reproduces a run on
+//      any machine.
+// Cost: O(V) for greedy; O(V log V) when sorting is needed (top-k via partial sort, top-p).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace attnscope {
+
+struct SamplingOptions {
+  float temperature = 0.0f;  // 0: greedy
+  std::int64_t top_k = 0;    // 0: no limit
+  float top_p = 1.0f;        // 1: no limit
+  std::uint64_t seed = 0;
+};
+
+// Throws Error naming the flag when an option is out of range.
+void validate_sampling(const SamplingOptions& options);
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingOptions& options);
+  // Throws Error when the logits are empty or contain NaN.
+  std::int32_t sample(std::span<const float> logits);
+
+ private:
+  double next_uniform();  // in [0, 1)
+
+  SamplingOptions options_;
+  std::uint64_t state_;
+  std::vector<std::pair<float, std::int32_t>> candidates_;  // reused between calls
+};
+
+}  // namespace attnscope

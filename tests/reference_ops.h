@@ -1,0 +1,73 @@
+// Float64 reference implementations for the op tests: the definitions written as plainly as
+// possible, with no concern for speed, so the tests compare attnscope's ops against the math.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "runtime/tensor.h"
+
+namespace attnscope::testing {
+
+inline Tensor random_tensor(const Shape& shape, std::mt19937& rng, Allocator& allocator,
+                            float scale = 1.0f) {
+  Tensor t = Tensor::empty(shape, DType::F32, allocator);
+  std::normal_distribution<float> normal(0.0f, scale);
+  for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = normal(rng);
+  return t;
+}
+
+inline std::vector<double> to_double(const Tensor& t) {
+  return std::vector<double>(t.data<float>(), t.data<float>() + t.numel());
+}
+
+// Largest |a - b| / max(|b|, floor) over the elements.
+inline double max_relative_error(const Tensor& actual, const std::vector<double>& expected,
+                                 double floor = 1e-3) {
+  double worst = 0.0;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const double err = std::fabs(actual.data<float>()[i] - expected[i]) /
+                       std::max(std::fabs(expected[i]), floor);
+    worst = std::max(worst, err);
+  }
+  return worst;
+}
+
+// Causal attention in float64: q [B, Hq, Tq, D], k/v [B, Hkv, S, D] with kv_len valid rows.
+inline std::vector<double> reference_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                               std::int64_t kv_len, double scale) {
+  const std::int64_t batch = q.dim(0), q_heads = q.dim(1), q_len = q.dim(2), d = q.dim(3);
+  const std::int64_t kv_heads = k.dim(1), capacity = k.dim(2), group = q_heads / kv_heads;
+  std::vector<double> out(static_cast<std::size_t>(q.numel()), 0.0);
+  const float* Q = q.data<float>();
+  const float* K = k.data<float>();
+  const float* V = v.data<float>();
+  for (std::int64_t b = 0; b < batch; ++b) {
+    for (std::int64_t h = 0; h < q_heads; ++h) {
+      const std::int64_t kv_base = (b * kv_heads + h / group) * capacity * d;
+      for (std::int64_t i = 0; i < q_len; ++i) {
+        const std::int64_t position = kv_len - q_len + i;
+        const float* qi = Q + ((b * q_heads + h) * q_len + i) * d;
+        std::vector<double> scores(static_cast<std::size_t>(position + 1));
+        double max_score = -INFINITY;
+        for (std::int64_t j = 0; j <= position; ++j) {
+          double dot = 0.0;
+          for (std::int64_t x = 0; x < d; ++x) dot += double(qi[x]) * K[kv_base + j * d + x];
+          scores[j] = dot * scale;
+          max_score = std::max(max_score, scores[j]);
+        }
+        double sum = 0.0;
+        for (double& s : scores) sum += (s = std::exp(s - max_score));
+        double* o = out.data() + ((b * q_heads + h) * q_len + i) * d;
+        for (std::int64_t j = 0; j <= position; ++j) {
+          for (std::int64_t x = 0; x < d; ++x) o[x] += scores[j] / sum * V[kv_base + j * d + x];
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace attnscope::testing

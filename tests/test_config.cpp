@@ -1,0 +1,325 @@
+// Tests of the config.json reader: GPT-2's own config parses to the expected hyperparameters,
+// defaults apply where keys are optional, and each missing, mistyped or out-of-range value is
+// refused with a one-line Error naming the source and the key. Cost: milliseconds.
+
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+
+#include "runtime/config.h"
+#include "runtime/error.h"
+#include "safetensors_writer.h"
+
+namespace attnscope {
+namespace {
+
+const std::string kLabel = "config.json";
+
+// GPT-2 small's config.json as Hugging Face publishes it (n_inner absent).
+const char* const kGpt2ConfigJson = R"({
+  "activation_function": "gelu_new",
+  "architectures": ["GPT2LMHeadModel"],
+  "attn_pdrop": 0.1,
+  "bos_token_id": 50256,
+  "embd_pdrop": 0.1,
+  "eos_token_id": 50256,
+  "initializer_range": 0.02,
+  "layer_norm_epsilon": 1e-05,
+  "model_type": "gpt2",
+  "n_ctx": 1024,
+  "n_embd": 768,
+  "n_head": 12,
+  "n_layer": 12,
+  "n_positions": 1024,
+  "resid_pdrop": 0.1,
+  "summary_activation": null,
+  "summary_first_dropout": 0.1,
+  "summary_proj_to_labels": true,
+  "summary_type": "cls_index",
+  "summary_use_proj": true,
+  "task_specific_params": {"text-generation": {"do_sample": true, "max_length": 50}},
+  "vocab_size": 50257
+})";
+
+// A config as key -> raw JSON value, to build variants of a small valid one.
+class ConfigText {
+ public:
+  ConfigText& set(const std::string& key, const std::string& raw_json_value) {
+    fields_[key] = raw_json_value;
+    return *this;
+  }
+  ConfigText& erase(const std::string& key) {
+    fields_.erase(key);
+    return *this;
+  }
+  std::string json() const {
+    std::string text = "{";
+    for (const auto& [key, value] : fields_) {
+      if (text.size() > 1) text += ", ";
+      text += "\"" + key + "\": " + value;
+    }
+    return text + "}";
+  }
+
+ private:
+  std::map<std::string, std::string> fields_ = {{"vocab_size", "100"}, {"n_positions", "32"},
+                                                {"n_embd", "16"},      {"n_layer", "2"},
+                                                {"n_head", "4"},       {"eos_token_id", "99"}};
+};
+
+// The message of the Error thrown by parsing, or a note that none was thrown.
+std::string config_failure(const ConfigText& config) {
+  try {
+    parse_model_config(config.json(), kLabel);
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "(parsed without error)";
+}
+
+TEST_CASE("config: GPT-2 small's config.json") {
+  const ModelConfig config = parse_model_config(kGpt2ConfigJson, kLabel);
+  CHECK(config.model_type == "gpt2");
+  CHECK(config.vocab_size == 50257);
+  CHECK(config.context_length == 1024);
+  CHECK(config.d_model == 768);
+  CHECK(config.n_layers == 12);
+  CHECK(config.n_heads == 12);
+  CHECK(config.n_kv_heads == 12);
+  CHECK(config.d_ff == 3072);
+  CHECK(config.head_dim() == 64);
+  CHECK(config.layer_norm_epsilon == 1e-5);
+  CHECK(config.activation == "gelu_new");
+  CHECK(config.eos_token_id == 50256);
+}
+
+TEST_CASE("config: optional keys take their defaults") {
+  const ModelConfig config = parse_model_config(
+      ConfigText().erase("eos_token_id").set("vocab_size", "50257").json(), kLabel);
+  CHECK(config.d_ff == 64);
+  CHECK(config.layer_norm_epsilon == 1e-5);
+  CHECK(config.activation == "gelu_new");
+  CHECK(config.model_type == "gpt2");
+  CHECK(config.eos_token_id == 50256);
+}
+
+TEST_CASE("config: n_inner given, null or absent") {
+  CHECK(parse_model_config(ConfigText().set("n_inner", "24").json(), kLabel).d_ff == 24);
+  CHECK(parse_model_config(ConfigText().set("n_inner", "null").json(), kLabel).d_ff == 64);
+  CHECK(parse_model_config(ConfigText().json(), kLabel).d_ff == 64);
+}
+
+TEST_CASE("config: n_ctx stands in for n_positions, and n_positions wins when both are given") {
+  CHECK(parse_model_config(ConfigText().erase("n_positions").set("n_ctx", "48").json(), kLabel)
+            .context_length == 48);
+  CHECK(parse_model_config(ConfigText().set("n_ctx", "48").json(), kLabel).context_length == 32);
+}
+
+TEST_CASE("config: the accepted activations are stored") {
+  for (const char* activation : {"gelu_new", "gelu_pytorch_tanh"}) {
+    const ModelConfig config = parse_model_config(
+        ConfigText().set("activation_function", std::string("\"") + activation + "\"").json(),
+        kLabel);
+    CHECK(config.activation == activation);
+  }
+}
+
+TEST_CASE("config: other optional values are read") {
+  const ModelConfig config = parse_model_config(ConfigText()
+                                                    .set("layer_norm_epsilon", "1e-6")
+                                                    .set("eos_token_id", "0")
+                                                    .set("model_type", "\"gpt2\"")
+                                                    .json(),
+                                                kLabel);
+  CHECK(config.layer_norm_epsilon == 1e-6);
+  CHECK(config.eos_token_id == 0);
+}
+
+TEST_CASE("config: text that is not a JSON object is refused with the parser's position") {
+  CHECK_THROWS_WITH_AS(parse_model_config("{\n  \"n_embd\": 768,\n}", kLabel),
+                       "config.json: not valid JSON: parse error at line 3, column 1: syntax "
+                       "error while parsing object key - unexpected '}'; expected string literal",
+                       Error);
+  CHECK_THROWS_WITH_AS(parse_model_config("", kLabel),
+                       doctest::Contains("config.json: not valid JSON: parse error at line 1, "
+                                         "column 1"),
+                       Error);
+  CHECK_THROWS_WITH_AS(parse_model_config(std::string_view("{}\0{", 4), kLabel),
+                       "config.json: not valid JSON: NUL byte at offset 2", Error);
+  CHECK_THROWS_WITH_AS(parse_model_config("[1, 2]", kLabel), "config.json: not a JSON object",
+                       Error);
+  CHECK_THROWS_WITH_AS(parse_model_config("null", kLabel), "config.json: not a JSON object", Error);
+}
+
+TEST_CASE("config: each required key is required") {
+  CHECK(config_failure(ConfigText().erase("vocab_size")) ==
+        "config.json: missing required key vocab_size");
+  CHECK(config_failure(ConfigText().erase("n_embd")) == "config.json: missing required key n_embd");
+  CHECK(config_failure(ConfigText().erase("n_layer")) ==
+        "config.json: missing required key n_layer");
+  CHECK(config_failure(ConfigText().erase("n_head")) == "config.json: missing required key n_head");
+  CHECK(config_failure(ConfigText().erase("n_positions")) ==
+        "config.json: missing required key n_positions (or n_ctx)");
+}
+
+TEST_CASE("config: integers must be JSON integers") {
+  CHECK(config_failure(ConfigText().set("n_embd", "12.5")) ==
+        "config.json: n_embd must be an integer, found 12.5");
+  CHECK(config_failure(ConfigText().set("n_embd", "16.0")) ==
+        "config.json: n_embd must be an integer, found 16.0");
+  CHECK(config_failure(ConfigText().set("n_layer", "\"2\"")) ==
+        "config.json: n_layer must be an integer, found a string");
+  CHECK(config_failure(ConfigText().set("n_head", "true")) ==
+        "config.json: n_head must be an integer, found true");
+  CHECK(config_failure(ConfigText().set("vocab_size", "null")) ==
+        "config.json: vocab_size must be an integer, found null");
+  CHECK(config_failure(ConfigText().set("n_positions", "[32]")) ==
+        "config.json: n_positions must be an integer, found an array");
+  CHECK(config_failure(ConfigText().set("n_inner", "{}")) ==
+        "config.json: n_inner must be an integer, found an object");
+  CHECK(config_failure(ConfigText().set("eos_token_id", "\"50256\"")) ==
+        "config.json: eos_token_id must be an integer, found a string");
+  CHECK(config_failure(ConfigText().set("n_ctx", "1e3")) ==
+        "config.json: n_ctx must be an integer, found 1000.0");
+  CHECK(config_failure(ConfigText().set("vocab_size", "18446744073709551615")) ==
+        "config.json: vocab_size = 18446744073709551615 is too large");
+}
+
+TEST_CASE("config: strings must be JSON strings") {
+  CHECK(config_failure(ConfigText().set("activation_function", "1")) ==
+        "config.json: activation_function must be a string, found 1");
+  CHECK(config_failure(ConfigText().set("model_type", "null")) ==
+        "config.json: model_type must be a string, found null");
+  CHECK(config_failure(ConfigText().set("layer_norm_epsilon", "\"1e-5\"")) ==
+        "config.json: layer_norm_epsilon must be a number, found a string");
+}
+
+TEST_CASE("config: negative and absurd values are refused") {
+  CHECK(config_failure(ConfigText().set("n_layer", "-1")) ==
+        "config.json: n_layer = -1 is outside [1, 1024]");
+  CHECK(config_failure(ConfigText().set("vocab_size", "0")) ==
+        "config.json: vocab_size = 0 is outside [1, 16777216]");
+  CHECK(config_failure(ConfigText().set("vocab_size", "16777217")) ==
+        "config.json: vocab_size = 16777217 is outside [1, 16777216]");
+  CHECK(config_failure(ConfigText().set("n_positions", "1048577")) ==
+        "config.json: n_positions = 1048577 is outside [1, 1048576]");
+  CHECK(config_failure(ConfigText().set("n_positions", "0")) ==
+        "config.json: n_positions = 0 is outside [1, 1048576]");
+  CHECK(config_failure(ConfigText().set("n_embd", "65540").set("n_head", "4")) ==
+        "config.json: n_embd = 65540 is outside [1, 65536]");
+  CHECK(config_failure(ConfigText().set("n_embd", "0")) ==
+        "config.json: n_embd = 0 is outside [1, 65536]");
+  CHECK(config_failure(ConfigText().set("n_embd", "-9223372036854775808")) ==
+        "config.json: n_embd = -9223372036854775808 is outside [1, 65536]");
+  CHECK(config_failure(ConfigText().set("n_layer", "1025")) ==
+        "config.json: n_layer = 1025 is outside [1, 1024]");
+  CHECK(config_failure(ConfigText().set("n_head", "1025")) ==
+        "config.json: n_head = 1025 is outside [1, 1024]");
+  CHECK(config_failure(ConfigText().set("n_head", "0")) ==
+        "config.json: n_head = 0 is outside [1, 1024]");
+  CHECK(config_failure(ConfigText().set("n_inner", "0")) ==
+        "config.json: n_inner = 0 is outside [1, 262144]");
+  CHECK(config_failure(ConfigText().set("n_inner", "262145")) ==
+        "config.json: n_inner = 262145 is outside [1, 262144]");
+  CHECK(config_failure(ConfigText().set("n_inner", "9223372036854775807")) ==
+        "config.json: n_inner = 9223372036854775807 is outside [1, 262144]");
+}
+
+TEST_CASE("config: n_embd must be divisible by n_head") {
+  CHECK(config_failure(ConfigText().set("n_embd", "18")) ==
+        "config.json: n_embd = 18 is not divisible by n_head = 4");
+}
+
+TEST_CASE("config: layer_norm_epsilon must be finite and in (0, 1)") {
+  CHECK(config_failure(ConfigText().set("layer_norm_epsilon", "0")) ==
+        "config.json: layer_norm_epsilon = 0 must be finite and in (0, 1)");
+  CHECK(config_failure(ConfigText().set("layer_norm_epsilon", "-1e-5")) ==
+        "config.json: layer_norm_epsilon = -1e-05 must be finite and in (0, 1)");
+  CHECK(config_failure(ConfigText().set("layer_norm_epsilon", "1")) ==
+        "config.json: layer_norm_epsilon = 1 must be finite and in (0, 1)");
+  // JSON has no infinity; the parser refuses a literal beyond double's range.
+  CHECK(config_failure(ConfigText().set("layer_norm_epsilon", "1e999")) ==
+        "config.json: not valid JSON: number overflow parsing '1e999'");
+}
+
+TEST_CASE("config: activation_function and model_type must be ones attnscope implements") {
+  CHECK(config_failure(ConfigText().set("activation_function", "\"relu\"")) ==
+        "config.json: activation_function \"relu\" is not supported (valid: gelu_new, "
+        "gelu_pytorch_tanh)");
+  CHECK(config_failure(ConfigText().set("activation_function", "\"gelu\\nnew\"")) ==
+        "config.json: activation_function \"gelu\\nnew\" is not supported (valid: gelu_new, "
+        "gelu_pytorch_tanh)");
+  CHECK(config_failure(ConfigText().set("activation_function", "\"gelu\"")) ==
+        "config.json: activation_function \"gelu\" is not supported (valid: gelu_new, "
+        "gelu_pytorch_tanh)");
+  CHECK(config_failure(ConfigText().set("scale_attn_by_inverse_layer_idx", "true")) ==
+        "config.json: scale_attn_by_inverse_layer_idx = true is not supported");
+  CHECK(config_failure(ConfigText().set("scale_attn_weights", "false")) ==
+        "config.json: scale_attn_weights = false is not supported");
+  CHECK(config_failure(ConfigText().set("scale_attn_weights", "1")) ==
+        "config.json: scale_attn_weights must be true or false, found 1");
+  CHECK(config_failure(ConfigText().set("model_type", "\"llama\"")) ==
+        "config.json: model_type \"llama\" is not supported (only \"gpt2\")");
+}
+
+TEST_CASE("config: eos_token_id must be a token of the vocabulary") {
+  CHECK(config_failure(ConfigText().set("eos_token_id", "100")) ==
+        "config.json: eos_token_id = 100 is outside [0, vocab_size = 100)");
+  CHECK(config_failure(ConfigText().set("eos_token_id", "-1")) ==
+        "config.json: eos_token_id = -1 is outside [0, vocab_size = 100)");
+  // The default, 50256, needs GPT-2's vocabulary.
+  CHECK(config_failure(ConfigText().erase("eos_token_id")) ==
+        "config.json: eos_token_id = 50256 is outside [0, vocab_size = 100)");
+}
+
+TEST_CASE("config: read_model_config reads a file and names it in errors") {
+  const testing::TempDir dir;
+  const std::string path = dir.file("config.json");
+  testing::write_file(path, kGpt2ConfigJson);
+  CHECK(read_model_config(path).d_model == 768);
+
+  const std::string broken = dir.file("broken.json");
+  testing::write_file(broken, ConfigText().set("n_layer", "0").json());
+  CHECK_THROWS_WITH_AS(read_model_config(broken),
+                       (broken + ": n_layer = 0 is outside [1, 1024]").c_str(), Error);
+
+  const std::string empty = dir.file("empty.json");
+  testing::write_file(empty, "");
+  CHECK_THROWS_WITH_AS(
+      read_model_config(empty),
+      doctest::Contains((empty + ": not valid JSON: parse error at line 1").c_str()), Error);
+
+  CHECK_THROWS_WITH_AS(read_model_config(dir.file("absent.json")),
+                       (dir.file("absent.json") + ": no such file").c_str(), Error);
+  CHECK_THROWS_WITH_AS(read_model_config(dir.path().string()),
+                       (dir.path().string() + ": not a regular file").c_str(), Error);
+}
+
+TEST_CASE("config: validate_config checks configs built in code") {
+  ModelConfig config;
+  config.vocab_size = 64;
+  config.context_length = 16;
+  config.d_model = 8;
+  config.n_layers = 1;
+  config.n_heads = 2;
+  config.n_kv_heads = 2;
+  config.d_ff = 32;
+  config.eos_token_id = 0;
+  CHECK_NOTHROW(validate_config(config, "synthetic"));
+
+  config.n_kv_heads = 1;
+  CHECK_THROWS_WITH_AS(validate_config(config, "synthetic"),
+                       "synthetic: n_kv_heads = 1 must equal n_head = 2 for GPT-2", Error);
+  config.n_kv_heads = 2;
+  config.activation = "swish";
+  CHECK_THROWS_WITH_AS(validate_config(config, "synthetic"),
+                       doctest::Contains("activation_function \"swish\" is not supported"), Error);
+  config.activation = "gelu_pytorch_tanh";
+  config.d_ff = 0;
+  CHECK_THROWS_WITH_AS(validate_config(config, "synthetic"),
+                       "synthetic: n_inner = 0 is outside [1, 262144]", Error);
+}
+
+}  // namespace
+}  // namespace attnscope

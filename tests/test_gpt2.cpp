@@ -1,0 +1,224 @@
+// GPT-2 end to end: Hugging Face parity on committed fixtures (logits and greedy tokens, for
+// every attention backend and every stored dtype), KV-cache and batch consistency, synthetic
+// models, and the loader's refusals.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "fixture_paths.h"
+#include "models/gpt2/model.h"
+#include "models/gpt2/tensor_map.h"
+#include "runtime/error.h"
+#include "runtime/sampler.h"
+#include "safetensors_writer.h"
+
+using namespace attnscope;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* const kFixtures[] = {"tiny-a", "tiny-b", "tiny-a-bf16", "tiny-a-f16"};
+
+std::string fixture_dir(const std::string& name) { return testing::test_fixtures() + "/hf/" + name; }
+
+nlohmann::json read_reference(const std::string& name) {
+  std::ifstream in(fixture_dir(name) + "/reference.json");
+  REQUIRE(in.good());
+  return nlohmann::json::parse(in);
+}
+
+// Greedy generation through prefill + one-token decode steps, as `attnscope generate` does it.
+std::vector<std::int32_t> greedy(Context& ctx, const gpt2::Model& model,
+                                 const std::vector<std::int32_t>& prompt, int new_tokens) {
+  KVCache cache = model.new_cache(ctx, 1, static_cast<std::int64_t>(prompt.size()) + new_tokens);
+  Sampler sampler(SamplingOptions{});
+  Tensor logits = model.forward(ctx, prompt, 1, cache);
+  std::vector<std::int32_t> out;
+  for (int i = 0; i < new_tokens; ++i) {
+    const std::int32_t next = sampler.sample(
+        {logits.data<float>(), static_cast<std::size_t>(model.config().vocab_size)});
+    out.push_back(next);
+    if (i + 1 < new_tokens) logits = model.forward(ctx, {&next, 1}, 1, cache);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("logits match Hugging Face's within 1e-4 for every backend and stored dtype") {
+  for (const char* name : kFixtures) {
+    const nlohmann::json reference = read_reference(name);
+    Context ctx(2);
+    gpt2::Model model = gpt2::Model::open(fixture_dir(name), ctx);
+    const auto ids = reference["input_ids"].get<std::vector<std::vector<std::int32_t>>>();
+    std::vector<std::int32_t> flat;
+    for (const auto& row : ids) flat.insert(flat.end(), row.begin(), row.end());
+    const auto batch = static_cast<std::int64_t>(ids.size());
+    const auto length = static_cast<std::int64_t>(ids[0].size());
+    const std::int64_t vocab = model.config().vocab_size;
+    for (const std::string& backend : ops::attention::backend_names()) {
+      model.set_attention(backend);
+      KVCache cache = model.new_cache(ctx, batch, length);
+      const Tensor logits = model.forward(ctx, flat, batch, cache, true);
+      REQUIRE(logits.shape() == Shape{batch, length, vocab});
+      double worst = 0.0;
+      for (std::int64_t b = 0; b < batch; ++b) {
+        for (std::int64_t t = 0; t < length; ++t) {
+          const auto& row = reference["logits"][b][t];
+          for (std::int64_t v = 0; v < vocab; ++v) {
+            const double expected = row[v].get<double>();
+            const double actual = logits.data<float>()[(b * length + t) * vocab + v];
+            worst = std::max(worst, std::fabs(actual - expected) / std::max(std::fabs(expected), 1.0));
+          }
+        }
+      }
+      CAPTURE(name);
+      CAPTURE(backend);
+      CHECK(worst < 1e-4);
+    }
+  }
+}
+
+TEST_CASE("greedy continuations equal Hugging Face's for every backend") {
+  for (const char* name : kFixtures) {
+    const nlohmann::json reference = read_reference(name);
+    Context ctx(2);
+    gpt2::Model model = gpt2::Model::open(fixture_dir(name), ctx);
+    const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
+    const auto expected = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
+    for (const std::string& backend : ops::attention::backend_names()) {
+      model.set_attention(backend);
+      CAPTURE(name);
+      CAPTURE(backend);
+      CHECK(greedy(ctx, model, prompt, static_cast<int>(expected.size())) == expected);
+    }
+  }
+}
+
+TEST_CASE("decoding token by token gives the logits of one prefill; batch rows are independent") {
+  Context ctx(2);
+  const gpt2::Model model = gpt2::Model::open("synthetic:tiny", ctx, 3);
+  const std::int64_t vocab = model.config().vocab_size;
+  const std::vector<std::int32_t> a = {464, 2068, 7586, 21831, 18045, 625};
+  const std::vector<std::int32_t> b = {50256, 1, 50000, 42, 42, 7};
+  KVCache full_cache = model.new_cache(ctx, 1, 6);
+  const Tensor full = model.forward(ctx, a, 1, full_cache, true);
+
+  KVCache step_cache = model.new_cache(ctx, 1, 6);
+  model.forward(ctx, std::span(a).first(2), 1, step_cache);  // prefill 2, then 1 at a time
+  for (std::size_t t = 2; t < a.size(); ++t) {
+    const Tensor step = model.forward(ctx, std::span(a).subspan(t, 1), 1, step_cache);
+    for (std::int64_t v = 0; v < vocab; v += 97) {
+      REQUIRE(step.data<float>()[v] ==
+              doctest::Approx(full.data<float>()[static_cast<std::int64_t>(t) * vocab + v])
+                  .epsilon(1e-5));
+    }
+  }
+
+  std::vector<std::int32_t> both = a;
+  both.insert(both.end(), b.begin(), b.end());
+  KVCache batch_cache = model.new_cache(ctx, 2, 6);
+  const Tensor batched = model.forward(ctx, both, 2, batch_cache);
+  KVCache single_cache = model.new_cache(ctx, 1, 6);
+  const Tensor second = model.forward(ctx, b, 1, single_cache);
+  for (std::int64_t v = 0; v < vocab; v += 31) {
+    REQUIRE(batched.data<float>()[v] ==
+            doctest::Approx(full.data<float>()[5 * vocab + v]).epsilon(1e-5));
+    REQUIRE(batched.data<float>()[vocab + v] ==
+            doctest::Approx(second.data<float>()[v]).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("the context length and the cache capacity are enforced") {
+  Context ctx(1);
+  const gpt2::Model model = gpt2::Model::open(fixture_dir("tiny-a"), ctx);  // context 64
+  std::vector<std::int32_t> ids(65, 1);
+  CHECK_THROWS_AS(model.new_cache(ctx, 1, 65), Error);
+  KVCache cache = model.new_cache(ctx, 1, 64);
+  CHECK_THROWS_WITH_AS(model.forward(ctx, ids, 1, cache), doctest::Contains("context length"),
+                       Error);
+  KVCache small = model.new_cache(ctx, 1, 4);
+  CHECK_THROWS_WITH_AS(model.forward(ctx, std::span(ids).first(5), 1, small),
+                       doctest::Contains("capacity"), Error);
+  const std::vector<std::int32_t> bad = {1, 512};
+  CHECK_THROWS_WITH_AS(model.forward(ctx, bad, 1, cache), doctest::Contains("vocabulary"), Error);
+}
+
+TEST_CASE("synthetic models have GPT-2's real shapes and seeded weights") {
+  CHECK(gpt2::count_parameters(gpt2::synthetic_config("gpt2")) == 124439808);
+  CHECK(gpt2::count_parameters(gpt2::synthetic_config("gpt2-medium")) == 354823168);
+  CHECK(gpt2::count_parameters(gpt2::synthetic_config("gpt2-large")) == 774030080);
+  CHECK(gpt2::count_parameters(gpt2::synthetic_config("gpt2-xl")) == 1557611200);
+  CHECK_THROWS_WITH_AS(gpt2::synthetic_config("gpt3"), doctest::Contains("valid: gpt2"), Error);
+
+  Context ctx(2);
+  const gpt2::Model one = gpt2::Model::open("synthetic:tiny", ctx, 1);
+  const gpt2::Model same = gpt2::Model::open("synthetic:tiny", ctx, 1);
+  const gpt2::Model other = gpt2::Model::open("synthetic:tiny", ctx, 2);
+  const Tensor& w1 = one.weights().layers[0].attn_qkv_weight;
+  const Tensor& w2 = same.weights().layers[0].attn_qkv_weight;
+  const Tensor& w3 = other.weights().layers[0].attn_qkv_weight;
+  CHECK(std::equal(w1.data<float>(), w1.data<float>() + w1.numel(), w2.data<float>()));
+  CHECK_FALSE(std::equal(w1.data<float>(), w1.data<float>() + w1.numel(), w3.data<float>()));
+  double sum_squares = 0.0;
+  for (std::int64_t i = 0; i < w1.numel(); ++i) sum_squares += double(w1.data<float>()[i]) * w1.data<float>()[i];
+  CHECK(std::sqrt(sum_squares / static_cast<double>(w1.numel())) == doctest::Approx(0.02).epsilon(0.02));
+  CHECK(one.weights().layers[1].ln_2_weight.data<float>()[5] == 1.0f);
+}
+
+TEST_CASE("the loader refuses pickles, missing files, and checkpoints that do not fit") {
+  Context ctx(1);
+  const std::string source = fixture_dir("tiny-a");
+  CHECK_THROWS_WITH_AS(gpt2::Model::open("/no/such/model", ctx),
+                       doctest::Contains("no such file"), Error);
+
+  testing::TempDir pickle;
+  std::ofstream(pickle.path() / "pytorch_model.bin") << "not really a pickle";
+  CHECK_THROWS_WITH_AS(gpt2::Model::open(pickle.path().string(), ctx),
+                       doctest::Contains("safe_serialization=True"), Error);
+
+  testing::TempDir no_config;
+  fs::copy_file(source + "/model.safetensors", no_config.path() / "model.safetensors");
+  CHECK_THROWS_WITH_AS(gpt2::Model::open(no_config.path().string(), ctx),
+                       doctest::Contains("config.json"), Error);
+
+  testing::TempDir truncated;
+  fs::copy_file(source + "/config.json", truncated.path() / "config.json");
+  fs::copy_file(source + "/model.safetensors", truncated.path() / "model.safetensors");
+  fs::resize_file(truncated.path() / "model.safetensors",
+                  fs::file_size(truncated.path() / "model.safetensors") / 2);
+  CHECK_THROWS_AS(gpt2::Model::open(truncated.path().string(), ctx), Error);
+
+  // Rewrite the checkpoint with one change each: a tensor missing, reshaped, or one too many.
+  const SafetensorsFile original = SafetensorsFile::open(source + "/model.safetensors");
+  auto rewrite = [&](const std::string& skip, const std::string& reshape,
+                     const std::string& extra) {
+    testing::TempDir dir;
+    testing::SafetensorsWriter writer;
+    for (const SafetensorsEntry& e : original.entries()) {
+      if (e.name == skip) continue;
+      const Tensor t = original.tensor(e.name);
+      Shape shape = e.shape;
+      if (e.name == reshape) shape = {shape[1], shape[0]};
+      writer.add(e.name, e.dtype, shape,
+                 std::string(static_cast<const char*>(t.raw_data()), t.nbytes()));
+    }
+    if (!extra.empty()) writer.add_f32(extra, {2}, {1.0f, 2.0f});
+    fs::copy_file(source + "/config.json", dir.path() / "config.json");
+    testing::write_file((dir.path() / "model.safetensors").string(), writer.serialize());
+    try {
+      gpt2::Model::open(dir.path().string(), ctx);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("loaded");
+  };
+  CHECK(rewrite("transformer.h.1.mlp.c_fc.bias", "", "").find("missing tensor") != std::string::npos);
+  CHECK(rewrite("", "transformer.h.0.attn.c_attn.weight", "").find("expected shape") !=
+        std::string::npos);
+  CHECK(rewrite("", "", "transformer.h.0.attn.rotary").find("unexpected tensor") !=
+        std::string::npos);
+  CHECK(rewrite("", "", "") == "loaded");
+}

@@ -1,0 +1,273 @@
+// Every CPU op against a float64 reference on random inputs, and the ops' argument checks.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "ops/add.h"
+#include "ops/attention/attention.h"
+#include "ops/embedding.h"
+#include "ops/gelu.h"
+#include "ops/heads.h"
+#include "ops/layer_norm.h"
+#include "ops/linear.h"
+#include "ops/softmax.h"
+#include "reference_ops.h"
+#include "runtime/error.h"
+
+using namespace attnscope;
+using testing::max_relative_error;
+using testing::random_tensor;
+
+TEST_CASE("linear matches x W^T + b in float64, in both the GEMV and the GEMM regime") {
+  Context ctx(2);
+  std::mt19937 rng(1);
+  for (std::int64_t rows : {1, 3, 4, 17}) {
+    const std::int64_t in = 67, outputs = 45;
+    Tensor x = random_tensor({rows, in}, rng, ctx.allocator());
+    Tensor w = random_tensor({outputs, in}, rng, ctx.allocator());
+    Tensor b = random_tensor({outputs}, rng, ctx.allocator());
+    Tensor y = Tensor::empty({rows, outputs}, DType::F32, ctx.allocator());
+    ops::linear(ctx, x, w, b, y);
+    std::vector<double> expected(static_cast<std::size_t>(rows * outputs));
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t o = 0; o < outputs; ++o) {
+        double sum = b.data<float>()[o];
+        for (std::int64_t k = 0; k < in; ++k) {
+          sum += double(x.data<float>()[r * in + k]) * w.data<float>()[o * in + k];
+        }
+        expected[r * outputs + o] = sum;
+      }
+    }
+    CAPTURE(rows);
+    CHECK(max_relative_error(y, expected, 1.0) < 1e-5);
+    ops::linear(ctx, x, w, Tensor(), y);  // no bias
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t o = 0; o < outputs; ++o) expected[r * outputs + o] -= b.data<float>()[o];
+    }
+    CHECK(max_relative_error(y, expected, 1.0) < 1e-5);
+  }
+}
+
+TEST_CASE("layer_norm matches the float64 definition, also in place") {
+  Context ctx(2);
+  std::mt19937 rng(2);
+  Tensor x = random_tensor({5, 96}, rng, ctx.allocator(), 3.0f);
+  for (int i = 0; i < 96; ++i) x.data<float>()[i] += 1000.0f;  // a large mean: two-pass matters
+  Tensor g = random_tensor({96}, rng, ctx.allocator());
+  Tensor b = random_tensor({96}, rng, ctx.allocator());
+  std::vector<double> expected;
+  for (int r = 0; r < 5; ++r) {
+    const float* row = x.data<float>() + r * 96;
+    const double mean = std::accumulate(row, row + 96, 0.0) / 96;
+    double var = 0;
+    for (int c = 0; c < 96; ++c) var += (row[c] - mean) * (row[c] - mean);
+    var /= 96;
+    for (int c = 0; c < 96; ++c) {
+      expected.push_back((row[c] - mean) / std::sqrt(var + 1e-5) * g.data<float>()[c] +
+                         b.data<float>()[c]);
+    }
+  }
+  ops::layer_norm(ctx, x, g, b, 1e-5f, x);
+  CHECK(max_relative_error(x, expected, 1.0) < 1e-4);
+}
+
+TEST_CASE("gelu is GPT-2's tanh form") {
+  Context ctx(2);
+  std::mt19937 rng(3);
+  Tensor x = random_tensor({1000}, rng, ctx.allocator(), 4.0f);
+  std::vector<double> expected;
+  for (double v : testing::to_double(x)) {
+    expected.push_back(0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))));
+  }
+  Tensor y = Tensor::empty({1000}, DType::F32, ctx.allocator());
+  ops::gelu(ctx, x, y);
+  CHECK(max_relative_error(y, expected, 1e-2) < 1e-5);
+}
+
+TEST_CASE("softmax rows sum to one, masked entries get zero, huge logits do not overflow") {
+  Context ctx(2);
+  Tensor x = Tensor::empty({2, 4}, DType::F32, ctx.allocator());
+  const float values[] = {1000.0f, 1001.0f, 999.0f, -INFINITY, 0.0f, 0.0f, 0.0f, 0.0f};
+  std::copy(values, values + 8, x.data<float>());
+  ops::softmax(ctx, x, x);
+  const double z = std::exp(-1.0) + 1 + std::exp(-2.0);
+  const std::vector<double> expected = {std::exp(-1.0) / z, 1 / z, std::exp(-2.0) / z, 0,
+                                        0.25, 0.25, 0.25, 0.25};
+  CHECK(max_relative_error(x, expected) < 1e-6);
+}
+
+TEST_CASE("embedding adds token and position rows and checks ids") {
+  Context ctx(1);
+  std::mt19937 rng(4);
+  Tensor wte = random_tensor({10, 8}, rng, ctx.allocator());
+  Tensor wpe = random_tensor({6, 8}, rng, ctx.allocator());
+  Tensor out = Tensor::empty({3, 8}, DType::F32, ctx.allocator());
+  const std::vector<std::int32_t> ids = {9, 0, 4};
+  const std::vector<std::int64_t> positions = {2, 3, 5};
+  ops::embedding(ctx, wte, wpe, ids, positions, out);
+  for (int i = 0; i < 3; ++i) {
+    for (int c = 0; c < 8; ++c) {
+      CHECK(out.data<float>()[i * 8 + c] ==
+            wte.data<float>()[ids[i] * 8 + c] + wpe.data<float>()[positions[i] * 8 + c]);
+    }
+  }
+  const std::vector<std::int32_t> bad_ids = {9, 10, 4};
+  CHECK_THROWS_WITH_AS(ops::embedding(ctx, wte, wpe, bad_ids, positions, out),
+                       doctest::Contains("outside the vocabulary"), Error);
+  const std::vector<std::int64_t> bad_positions = {2, 3, 6};
+  CHECK_THROWS_WITH_AS(ops::embedding(ctx, wte, wpe, ids, bad_positions, out),
+                       doctest::Contains("outside the context"), Error);
+}
+
+TEST_CASE("split_qkv and merge_heads move rows between layouts") {
+  Context ctx(2);
+  const std::int64_t batch = 2, tokens = 3, heads = 2, d = 4, width = heads * d, capacity = 5;
+  Tensor qkv = Tensor::empty({batch, tokens, 3 * width}, DType::F32, ctx.allocator());
+  std::iota(qkv.data<float>(), qkv.data<float>() + qkv.numel(), 0.0f);
+  Tensor q = Tensor::empty({batch, heads, tokens, d}, DType::F32, ctx.allocator());
+  Tensor k = Tensor::zeros({batch, heads, capacity, d}, DType::F32, ctx.allocator());
+  Tensor v = Tensor::zeros({batch, heads, capacity, d}, DType::F32, ctx.allocator());
+  ops::split_qkv(ctx, qkv, q, k, v, 2);
+  auto at = [](const Tensor& t, std::int64_t i0, std::int64_t i1, std::int64_t i2,
+               std::int64_t i3) {
+    return t.data<float>()[((i0 * t.dim(1) + i1) * t.dim(2) + i2) * t.dim(3) + i3];
+  };
+  for (std::int64_t b = 0; b < batch; ++b) {
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      for (std::int64_t h = 0; h < heads; ++h) {
+        for (std::int64_t x = 0; x < d; ++x) {
+          const float base = static_cast<float>((b * tokens + t) * 3 * width + h * d + x);
+          CHECK(at(q, b, h, t, x) == base);
+          CHECK(at(k, b, h, 2 + t, x) == base + width);
+          CHECK(at(v, b, h, 2 + t, x) == base + 2 * width);
+        }
+      }
+    }
+  }
+  CHECK(at(k, 0, 0, 0, 0) == 0.0f);  // rows before `start` untouched
+  CHECK_THROWS_AS(ops::split_qkv(ctx, qkv, q, k, v, 3), Error);  // 3 + 3 > capacity 5
+
+  Tensor merged = Tensor::empty({batch, tokens, width}, DType::F32, ctx.allocator());
+  ops::merge_heads(ctx, q, merged);
+  for (std::int64_t b = 0; b < batch; ++b) {
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      for (std::int64_t c = 0; c < width; ++c) {
+        CHECK(merged.data<float>()[(b * tokens + t) * width + c] ==
+              qkv.data<float>()[(b * tokens + t) * 3 * width + c]);
+      }
+    }
+  }
+}
+
+TEST_CASE("ops refuse mismatched shapes and dtypes") {
+  Context ctx(1);
+  Tensor a = Tensor::zeros({2, 3}, DType::F32, ctx.allocator());
+  Tensor b = Tensor::zeros({3, 2}, DType::F32, ctx.allocator());
+  Tensor half = Tensor::zeros({2, 3}, DType::F16, ctx.allocator());
+  CHECK_THROWS_AS(ops::add(ctx, a, b, a), Error);
+  CHECK_THROWS_WITH_AS(ops::gelu(ctx, half, half), doctest::Contains("must be f32"), Error);
+  CHECK_THROWS_AS(ops::linear(ctx, a, a, Tensor(), a), Error);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attention backends
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+struct AttentionCase {
+  std::int64_t batch, q_heads, kv_heads, q_len, kv_len, capacity, head_dim;
+};
+
+void check_backend(const ops::attention::Backend& backend, const AttentionCase& c,
+                   std::mt19937& rng) {
+  Context ctx(2);
+  ops::attention::Call call;
+  call.q = random_tensor({c.batch, c.q_heads, c.q_len, c.head_dim}, rng, ctx.allocator());
+  call.k = random_tensor({c.batch, c.kv_heads, c.capacity, c.head_dim}, rng, ctx.allocator());
+  call.v = random_tensor({c.batch, c.kv_heads, c.capacity, c.head_dim}, rng, ctx.allocator());
+  call.out = Tensor::empty(call.q.shape(), DType::F32, ctx.allocator());
+  std::fill_n(call.out.data<float>(), call.out.numel(), NAN);  // unwritten outputs show up
+  call.kv_len = c.kv_len;
+  call.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  backend.forward(ctx, call);
+  const auto expected =
+      testing::reference_attention(call.q, call.k, call.v, c.kv_len, call.scale);
+  CAPTURE(backend.name());
+  CAPTURE(c.batch);
+  CAPTURE(c.q_heads);
+  CAPTURE(c.kv_heads);
+  CAPTURE(c.q_len);
+  CAPTURE(c.kv_len);
+  CAPTURE(c.head_dim);
+  CHECK(max_relative_error(call.out, expected, 1.0) < 1e-5);
+}
+
+}  // namespace
+
+TEST_CASE("every attention backend matches float64 causal attention on random shapes") {
+  std::mt19937 rng(5);
+  const std::vector<AttentionCase> fixed = {
+      {1, 1, 1, 1, 1, 1, 32},      // a single token
+      {2, 4, 4, 7, 7, 9, 64},      // prefill, batch 2, spare cache capacity
+      {1, 8, 2, 1, 37, 40, 128},   // decode against a cache, grouped-query heads
+      {3, 6, 3, 3, 20, 20, 64},    // several new tokens against a cache
+      {1, 16, 16, 65, 65, 65, 32}, // 16 heads, length not a multiple of common tiles
+  };
+  std::uniform_int_distribution<int> pick(0, 3);
+  std::vector<AttentionCase> cases = fixed;
+  for (int i = 0; i < 12; ++i) {
+    const std::int64_t head_dims[] = {32, 64, 128, 64};
+    const std::int64_t kv_heads = 1 + pick(rng);
+    const std::int64_t group = 1 + pick(rng);
+    const std::int64_t kv_len = 1 + rng() % 90;
+    const std::int64_t q_len = 1 + rng() % kv_len;
+    cases.push_back({1 + pick(rng), kv_heads * group, kv_heads, q_len, kv_len,
+                     kv_len + pick(rng), head_dims[pick(rng)]});
+  }
+  for (const std::string& name : ops::attention::backend_names()) {
+    for (const AttentionCase& c : cases) check_backend(ops::attention::find_backend(name), c, rng);
+  }
+}
+
+TEST_CASE("the attention registry resolves names and aliases and refuses unknown ones") {
+  CHECK(ops::attention::find_backend("eager").name() == "naive");
+  CHECK_THROWS_WITH_AS(ops::attention::find_backend("fast"), doctest::Contains("valid: naive"),
+                       Error);
+}
+
+TEST_CASE("attention calls with inconsistent shapes are refused") {
+  Context ctx(1);
+  ops::attention::Call call;
+  call.q = Tensor::zeros({1, 3, 2, 8}, DType::F32, ctx.allocator());
+  call.k = Tensor::zeros({1, 2, 4, 8}, DType::F32, ctx.allocator());  // 3 heads over 2: no
+  call.v = call.k;
+  call.out = call.q;
+  call.kv_len = 2;
+  CHECK_THROWS_WITH_AS(ops::attention::validate_call(call), doctest::Contains("multiple"), Error);
+  call.k = Tensor::zeros({1, 3, 4, 8}, DType::F32, ctx.allocator());
+  call.v = call.k;
+  call.kv_len = 5;  // beyond the capacity
+  CHECK_THROWS_AS(ops::attention::validate_call(call), Error);
+  call.kv_len = 1;  // fewer keys than queries
+  CHECK_THROWS_AS(ops::attention::validate_call(call), Error);
+}
+
+TEST_CASE("naive attention allocates four score-sized temporaries, as its cost model says") {
+  Context ctx(1);
+  std::mt19937 rng(6);
+  const std::int64_t b = 2, h = 3, t = 10, d = 16;
+  ops::attention::Call call;
+  call.q = random_tensor({b, h, t, d}, rng, ctx.allocator());
+  call.k = random_tensor({b, h, t, d}, rng, ctx.allocator());
+  call.v = random_tensor({b, h, t, d}, rng, ctx.allocator());
+  call.out = Tensor::empty(call.q.shape(), DType::F32, ctx.allocator());
+  call.kv_len = t;
+  const std::size_t before = ctx.allocator().current_bytes();
+  ctx.allocator().reset_peak();
+  ops::attention::find_backend("naive").forward(ctx, call);
+  CHECK(ctx.allocator().peak_bytes() - before == 4 * sizeof(float) * b * h * t * t);
+  CHECK(ctx.allocator().current_bytes() == before);
+}

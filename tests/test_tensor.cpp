@@ -1,0 +1,98 @@
+// Tensors, views, the allocator's byte accounting and the KV cache.
+#include <doctest/doctest.h>
+
+#include <cstring>
+
+#include "runtime/allocator.h"
+#include "runtime/error.h"
+#include "runtime/kv_cache.h"
+#include "runtime/tensor.h"
+
+using namespace attnscope;
+
+TEST_CASE("the allocator counts current and peak bytes") {
+  CpuAllocator allocator;
+  {
+    Tensor a = Tensor::empty({10, 10}, DType::F32, allocator);
+    CHECK(allocator.current_bytes() == 400);
+    {
+      Tensor b = Tensor::empty({8}, DType::BF16, allocator);
+      CHECK(allocator.current_bytes() == 416);
+      CHECK(reinterpret_cast<std::uintptr_t>(b.raw_data()) % 64 == 0);
+    }
+    CHECK(allocator.current_bytes() == 400);
+    CHECK(allocator.peak_bytes() == 416);
+    allocator.reset_peak();
+    CHECK(allocator.peak_bytes() == 400);
+  }
+  CHECK(allocator.current_bytes() == 0);
+  CHECK(allocator.allocation_count() == 2);
+}
+
+TEST_CASE("views share storage and keep it alive") {
+  CpuAllocator allocator;
+  Tensor rows;
+  {
+    Tensor t = Tensor::zeros({4, 3}, DType::F32, allocator);
+    for (int i = 0; i < 12; ++i) t.data<float>()[i] = static_cast<float>(i);
+    rows = t.slice_rows(1, 3);
+    Tensor flat = t.reshape({12});
+    flat.data<float>()[4] = 40.0f;
+  }
+  CHECK(allocator.current_bytes() == 48);  // the parent's buffer lives on through the view
+  REQUIRE(rows.shape() == Shape{2, 3});
+  CHECK(rows.data<float>()[0] == 3.0f);
+  CHECK(rows.data<float>()[1] == 40.0f);
+  CHECK(rows.data<float>()[5] == 8.0f);
+  CHECK(rows.nbytes() == 24);
+  rows = Tensor();
+  CHECK(allocator.current_bytes() == 0);
+}
+
+TEST_CASE("bad shapes, reshapes and slices are errors") {
+  CpuAllocator allocator;
+  CHECK_THROWS_AS(Tensor::empty({-1, 2}, DType::F32, allocator), Error);
+  CHECK_THROWS_AS(Tensor::empty({1ll << 40, 1ll << 40}, DType::F32, allocator), Error);
+  CHECK_THROWS_AS(checked_numel(Shape{1ll << 62, 4}), Error);
+  Tensor t = Tensor::empty({2, 3}, DType::F32, allocator);
+  CHECK_THROWS_AS(t.reshape({4, 2}), Error);
+  CHECK_THROWS_AS(t.slice_rows(1, 3), Error);
+  CHECK_THROWS_AS(t.data<std::uint16_t>(), Error);
+  CHECK_THROWS_AS(t.dim(2), Error);
+  CHECK(t.dim(-1) == 3);
+}
+
+TEST_CASE("an impossible allocation is a clear error, not a crash") {
+  CpuAllocator allocator;
+  CHECK_THROWS_WITH_AS(allocator.allocate(SIZE_MAX - 8), doctest::Contains("out of memory"),
+                       Error);
+  CHECK(allocator.current_bytes() == 0);
+}
+
+TEST_CASE("to_dtype converts the elements") {
+  CpuAllocator allocator;
+  Tensor t = Tensor::empty({3}, DType::F32, allocator);
+  t.data<float>()[0] = 1.0f;
+  t.data<float>()[1] = -2.5f;
+  t.data<float>()[2] = 1.0f / 3.0f;
+  Tensor half = t.to_dtype(DType::BF16, allocator);
+  Tensor back = half.to_dtype(DType::F32, allocator);
+  CHECK(back.data<float>()[0] == 1.0f);
+  CHECK(back.data<float>()[1] == -2.5f);
+  CHECK(back.data<float>()[2] == doctest::Approx(1.0 / 3.0).epsilon(1.0 / 256));
+}
+
+TEST_CASE("the KV cache allocates once and refuses to overflow") {
+  CpuAllocator allocator;
+  KVCache cache(2, 1, 4, 16, 8, DType::F32, allocator);
+  CHECK(cache.nbytes() == 2 * 2 * 4 * 16 * 8 * 4);
+  CHECK(allocator.current_bytes() == cache.nbytes());
+  CHECK(cache.keys(1).shape() == Shape{1, 4, 16, 8});
+  cache.advance(10);
+  CHECK(cache.length() == 10);
+  CHECK_THROWS_AS(cache.advance(7), Error);
+  cache.advance(6);
+  CHECK(cache.length() == 16);
+  cache.clear();
+  CHECK(cache.length() == 0);
+}

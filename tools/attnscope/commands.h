@@ -1,0 +1,20 @@
+// The subcommands of the `attnscope` command line. Each adds itself and its flags to the CLI11
+// app and returns the function that runs it once the flags are parsed.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace attnscope::cli {
+
+struct Subcommand {
+  CLI::App* app = nullptr;
+  std::function<int()> run;  // returns the exit code
+};
+
+Subcommand add_generate(CLI::App& app);
+Subcommand add_tokenize(CLI::App& app);
+Subcommand add_detokenize(CLI::App& app);
+Subcommand add_inspect(CLI::App& app);
+
+}  // namespace attnscope::cli

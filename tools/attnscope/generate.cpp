@@ -1,0 +1,172 @@
+// `attnscope generate`: prefill a prompt, then decode token by token with the KV cache,
+// streaming text to stdout and timings to stderr (or one JSON object with --json).
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "runtime/error.h"
+#include "runtime/sampler.h"
+#include "tools/attnscope/commands.h"
+#include "tools/attnscope/common.h"
+
+namespace attnscope::cli {
+
+namespace {
+
+struct GenerateFlags {
+  std::string model;
+  std::string tokenizer;
+  std::string prompt;
+  std::vector<std::string> prompt_ids;
+  std::int64_t max_new_tokens = 32;
+  SamplingOptions sampling;
+  std::string attention = "naive";
+  int threads = 0;
+  bool ignore_eos = false;
+  bool json = false;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+int run_generate(const GenerateFlags& flags) {
+  validate_sampling(flags.sampling);
+  Context ctx(flags.threads);
+  gpt2::Model model = load_model(flags.model, ctx);
+  model.set_attention(flags.attention);
+  const ModelConfig& config = model.config();
+  const std::optional<gpt2::Tokenizer> tokenizer = find_tokenizer(flags.tokenizer, flags.model);
+
+  std::vector<std::int32_t> prompt;
+  if (!flags.prompt_ids.empty()) {
+    prompt = parse_ids(flags.prompt_ids, "--prompt-ids");
+  } else if (!flags.prompt.empty()) {
+    check(tokenizer.has_value(), "--prompt",
+          "no tokenizer for this model: pass --tokenizer DIR (vocab.json + merges.txt) or use "
+          "--prompt-ids");
+    prompt = tokenizer->encode(flags.prompt);
+  }
+  if (prompt.empty()) prompt.push_back(static_cast<std::int32_t>(config.eos_token_id));
+  for (std::int32_t id : prompt) {
+    check(id < config.vocab_size, "prompt",
+          "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+              std::to_string(config.vocab_size) + ")");
+  }
+  const auto prompt_length = static_cast<std::int64_t>(prompt.size());
+  check(prompt_length + flags.max_new_tokens <= config.context_length, "prompt",
+        std::to_string(prompt_length) + " prompt tokens + " +
+            std::to_string(flags.max_new_tokens) + " new tokens exceed the context length of " +
+            std::to_string(config.context_length) + " (shorten the prompt or lower --max-new-tokens)");
+
+  KVCache cache = model.new_cache(ctx, 1, prompt_length + flags.max_new_tokens);
+  Sampler sampler(flags.sampling);
+  Utf8Stream stream;
+  const bool stream_text = !flags.json && tokenizer.has_value();
+  std::vector<std::int32_t> generated;
+  std::string stop_reason = "length";
+  auto emit = [&](std::int32_t id) {
+    generated.push_back(id);
+    if (stream_text) {
+      std::cout << stream.push(tokenizer->token_bytes(id)) << std::flush;
+    } else if (!flags.json) {
+      std::cout << (generated.size() > 1 ? " " : "") << id << std::flush;
+    }
+  };
+  auto vocab_row = [&](const Tensor& logits) {
+    return std::span<const float>(logits.data<float>(), static_cast<std::size_t>(config.vocab_size));
+  };
+
+  if (stream_text) std::cout << tokenizer->decode(prompt) << std::flush;
+  const auto prefill_start = std::chrono::steady_clock::now();
+  Tensor logits = model.forward(ctx, prompt, 1, cache);
+  std::int32_t next = sampler.sample(vocab_row(logits));
+  const double prefill_seconds = seconds_since(prefill_start);
+
+  double decode_seconds = 0.0;
+  std::int64_t decode_steps = 0;
+  while (flags.max_new_tokens > 0) {
+    emit(next);
+    if (!flags.ignore_eos && next == config.eos_token_id) {
+      stop_reason = "eos";
+      break;
+    }
+    if (static_cast<std::int64_t>(generated.size()) == flags.max_new_tokens) break;
+    const auto step_start = std::chrono::steady_clock::now();
+    logits = model.forward(ctx, std::span<const std::int32_t>(&next, 1), 1, cache);
+    next = sampler.sample(vocab_row(logits));
+    decode_seconds += seconds_since(step_start);
+    ++decode_steps;
+  }
+  if (!flags.json) std::cout << stream.flush() << "\n" << std::flush;
+
+  const double prefill_rate = static_cast<double>(prompt_length) / prefill_seconds;
+  const double decode_rate = decode_steps ? static_cast<double>(decode_steps) / decode_seconds : 0.0;
+  std::cerr << "attnscope: attention " << model.attention().name() << ", " << ctx.threads()
+            << " threads | prefill " << prompt_length << " tokens, " << prefill_rate
+            << " tokens/s | decode " << decode_steps << " tokens, " << decode_rate
+            << " tokens/s\n";
+  if (flags.json) {
+    nlohmann::json out = {
+        {"model", flags.model},
+        {"attention", model.attention().name()},
+        {"threads", ctx.threads()},
+        {"prompt_ids", prompt},
+        {"generated_ids", generated},
+        {"stop_reason", stop_reason},
+        {"prefill_tokens", prompt_length},
+        {"prefill_seconds", prefill_seconds},
+        {"prefill_tokens_per_s", prefill_rate},
+        {"decode_tokens", decode_steps},
+        {"decode_seconds", decode_seconds},
+        {"decode_tokens_per_s", decode_rate},
+        {"peak_bytes", ctx.allocator().peak_bytes()},
+    };
+    if (tokenizer) {
+      // Invalid UTF-8 (a token cut mid-character) becomes U+FFFD rather than failing the dump.
+      out["text"] = tokenizer->decode(generated);
+    }
+    std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_generate(CLI::App& app) {
+  auto flags = std::make_shared<GenerateFlags>();
+  CLI::App* sub = app.add_subcommand("generate", "Generate text from a prompt");
+  add_model_flag(*sub, flags->model);
+  sub->add_option("--tokenizer", flags->tokenizer,
+                  "Directory with vocab.json + merges.txt (or encoder.json + vocab.bpe); "
+                  "default: the model directory's own");
+  CLI::Option* prompt = sub->add_option("--prompt", flags->prompt, "Prompt text");
+  sub->add_option("--prompt-ids", flags->prompt_ids, "Prompt as token ids, e.g. 464,2068")
+      ->excludes(prompt);
+  sub->add_option("-n,--max-new-tokens", flags->max_new_tokens, "Tokens to generate")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));
+  sub->add_option("--temperature", flags->sampling.temperature, "0 = greedy")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100.0));
+  sub->add_option("--top-k", flags->sampling.top_k, "Keep the K most probable tokens (0 = all)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--top-p", flags->sampling.top_p, "Nucleus sampling mass in (0, 1]")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](const std::string& value) -> std::string {
+            const float p = std::stof(value);
+            return p > 0.0f && p <= 1.0f ? "" : "must be in (0, 1]";
+          },
+          "(0, 1]"));
+  sub->add_option("--seed", flags->sampling.seed, "Sampling seed")->capture_default_str();
+  add_attention_flag(*sub, flags->attention);
+  add_threads_flag(*sub, flags->threads);
+  sub->add_flag("--ignore-eos", flags->ignore_eos,
+                "Keep generating after <|endoftext|> (for benchmarks)");
+  sub->add_flag("--json", flags->json, "Print one JSON object with ids, text and timings");
+  return {sub, [flags] { return run_generate(*flags); }};
+}
+
+}  // namespace attnscope::cli

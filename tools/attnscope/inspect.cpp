@@ -1,0 +1,75 @@
+// `attnscope inspect`: a model's config, parameter count and tensors.
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "tools/attnscope/commands.h"
+#include "tools/attnscope/common.h"
+
+namespace attnscope::cli {
+
+namespace {
+
+struct InspectFlags {
+  std::string model;
+  bool json = false;
+};
+
+nlohmann::json config_json(const ModelConfig& c) {
+  return {{"model_type", c.model_type},         {"vocab_size", c.vocab_size},
+          {"context_length", c.context_length}, {"d_model", c.d_model},
+          {"n_layers", c.n_layers},             {"n_heads", c.n_heads},
+          {"n_kv_heads", c.n_kv_heads},         {"head_dim", c.head_dim()},
+          {"d_ff", c.d_ff},                     {"layer_norm_epsilon", c.layer_norm_epsilon},
+          {"activation", c.activation},         {"eos_token_id", c.eos_token_id}};
+}
+
+int run_inspect(const InspectFlags& flags) {
+  Context ctx;
+  const gpt2::Model model = load_model(flags.model, ctx);
+  std::uint64_t stored_bytes = 0;
+  for (const gpt2::StoredTensor& t : model.stored_tensors()) stored_bytes += t.bytes;
+  const nlohmann::json config = config_json(model.config());
+  if (flags.json) {
+    nlohmann::json tensors = nlohmann::json::array();
+    for (const gpt2::StoredTensor& t : model.stored_tensors()) {
+      tensors.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape},
+                         {"bytes", t.bytes}});
+    }
+    std::cout << nlohmann::json{{"model", flags.model},
+                                {"config", config},
+                                {"parameters", model.parameter_count()},
+                                {"stored_bytes", stored_bytes},
+                                {"resident_bytes", ctx.allocator().current_bytes()},
+                                {"tensors", tensors}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::cout << "model       " << flags.model << "\n";
+  for (const auto& [key, value] : config.items()) {
+    std::cout << "  " << std::left << std::setw(20) << key << value << "\n";
+  }
+  std::cout << "parameters  " << model.parameter_count() << "\n"
+            << "stored      " << stored_bytes << " bytes in " << model.stored_tensors().size()
+            << " tensors\n"
+            << "resident    " << ctx.allocator().current_bytes() << " bytes (f32)\n\n";
+  for (const gpt2::StoredTensor& t : model.stored_tensors()) {
+    std::cout << std::left << std::setw(40) << t.name << std::setw(6) << t.dtype << std::setw(20)
+              << shape_string(t.shape) << t.bytes << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_inspect(CLI::App& app) {
+  auto flags = std::make_shared<InspectFlags>();
+  CLI::App* sub =
+      app.add_subcommand("inspect", "Show a model's config, parameter count and tensors");
+  add_model_flag(*sub, flags->model);
+  sub->add_flag("--json", flags->json, "Print one JSON object");
+  return {sub, [flags] { return run_inspect(*flags); }};
+}
+
+}  // namespace attnscope::cli

@@ -1,0 +1,50 @@
+// attnscope: a from-scratch GPT-2 inference runtime with swappable attention backends.
+//
+// Exit codes: 0 success, 1 a runtime error (bad file, bad input), 2 a usage error (unknown flag,
+// bad value). Every error is one line on stderr: "attnscope: error: <what>".
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <vector>
+#include <new>
+
+#include "runtime/error.h"
+#include "tools/attnscope/commands.h"
+
+int main(int argc, char** argv) {
+  using namespace attnscope;
+  CLI::App app{
+      "attnscope: a teaching-grade GPT-2 inference runtime with swappable attention backends.\n"
+      "Run `attnscope COMMAND --help` for the flags of a command."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "attnscope 0.1.0");
+  const std::vector<cli::Subcommand> subcommands = {
+      cli::add_generate(app), cli::add_tokenize(app), cli::add_detokenize(app),
+      cli::add_inspect(app)};
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "attnscope: error: " << e.what() << " (see --help)\n";
+    return 2;
+  }
+
+  try {
+    for (const cli::Subcommand& subcommand : subcommands) {
+      if (subcommand.app->parsed()) return subcommand.run();
+    }
+    return 2;
+  } catch (const Error& e) {
+    std::cerr << "attnscope: error: " << e.what() << "\n";
+  } catch (const std::bad_alloc&) {
+    std::cerr << "attnscope: error: out of memory\n";
+  } catch (const std::exception& e) {
+    std::cerr << "attnscope: error: " << e.what() << "\n";
+  }
+  return 1;
+}

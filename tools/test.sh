@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The test suite, as CI runs it: dependencies, a Release build with every doctest suite, the
+# same suites under AddressSanitizer + UndefinedBehaviorSanitizer, and a short libFuzzer run of
+# each harness (safetensors reader, config reader, tokenizer).
+#
+#   tools/test.sh            everything (about 10-15 minutes on 2 cores)
+#   tools/test.sh --quick    the Release build and its tests only
+#
+# Build folders: build/ (Release), build-asan/, build-fuzz/. FUZZ_SECONDS sets each fuzzer's run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+quick=0
+[[ "${1:-}" == "--quick" ]] && quick=1
+jobs=$(nproc)
+
+if [[ $quick -eq 1 ]]; then tools/setup.sh; else tools/setup.sh --fuzz; fi
+
+echo "== Release build and tests"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs"
+[[ $quick -eq 1 ]] && exit 0
+
+echo "== ASan + UBSan build and tests"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DATTNSCOPE_SANITIZE=ON \
+  -DATTNSCOPE_CUDA=OFF
+cmake --build build-asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+echo "== libFuzzer harnesses"
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNSCOPE_FUZZ=ON \
+  -DATTNSCOPE_CUDA=OFF -DBUILD_TESTING=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+cmake --build build-fuzz -j "$jobs" --target fuzz_safetensors fuzz_config fuzz_tokenizer
+seconds=${FUZZ_SECONDS:-30}
+harnesses=(safetensors config)
+tokenizer_dir=${ATTNSCOPE_FIXTURES_DIR:-../shared/fixtures}/gpt2-tokenizer
+if [[ -f "$tokenizer_dir/encoder.json" ]]; then
+  harnesses+=(tokenizer)
+else
+  echo "-- SKIPPED fuzz_tokenizer: GPT-2 vocabulary not found at $tokenizer_dir"
+fi
+for harness in "${harnesses[@]}"; do
+  corpus=$(mktemp -d)
+  cp tests/fuzz/corpus/"$harness"/* "$corpus"/
+  echo "-- fuzz_$harness for ${seconds}s"
+  ATTNSCOPE_TOKENIZER_DIR="$tokenizer_dir" build-fuzz/tests/fuzz/fuzz_"$harness" \
+    -max_total_time="$seconds" -print_final_stats=1 "$corpus" 2>&1 | tail -n 3
+  rm -rf "$corpus"
+done
+echo "tests: all passed"
