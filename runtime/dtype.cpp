@@ -55,7 +55,7 @@ std::uint16_t f32_to_f16(float f) {
   const std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
   const auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
   const std::uint32_t abs = bits & 0x7FFFFFFFu;
-  if (abs > 0x7F800000u) return static_cast<std::uint16_t>(sign | 0x7E00u);  // NaN (quiet)
+  if (abs > 0x7F800000u) return static_cast<std::uint16_t>(sign | 0x7E00u);   // NaN (quiet)
   if (abs >= 0x477FF000u) return static_cast<std::uint16_t>(sign | 0x7C00u);  // rounds past 65504
   if (abs < 0x33000001u) return sign;  // below half the smallest subnormal: zero
   const std::uint32_t exponent = abs >> 23;
@@ -65,7 +65,7 @@ std::uint16_t f32_to_f16(float f) {
   const std::uint32_t half = 1u << (shift - 1);
   const std::uint32_t dropped = mantissa & ((1u << shift) - 1);
   std::uint32_t kept = mantissa >> shift;
-  if (dropped > half || (dropped == half && (kept & 1u))) ++kept;  // round to nearest even
+  if (dropped > half || (dropped == half && (kept & 1u))) ++kept;      // round to nearest even
   if (exponent < 113) return static_cast<std::uint16_t>(sign | kept);  // subnormal (may carry)
   // Normal: kept holds the implicit bit at 1 << 10; a carry moves it to 1 << 11 and the sum
   // below then bumps the exponent, which is exactly right.

@@ -15,7 +15,7 @@ namespace attnscope {
 enum class DType : std::uint8_t { F32, F16, BF16 };
 
 std::size_t dtype_size(DType t);
-std::string_view dtype_name(DType t);  // "f32", "f16", "bf16"
+std::string_view dtype_name(DType t);      // "f32", "f16", "bf16"
 DType parse_dtype(std::string_view name);  // accepts "f32", "f16", "bf16"; throws Error otherwise
 
 float f16_to_f32(std::uint16_t h);

@@ -74,16 +74,16 @@ std::int64_t Tensor::dim(int i) const {
   const int r = rank();
   const int index = i < 0 ? i + r : i;
   if (index < 0 || index >= r) {
-    throw Error("tensor", "dim " + std::to_string(i) + " out of range for shape " +
-                              shape_string(shape_));
+    throw Error("tensor",
+                "dim " + std::to_string(i) + " out of range for shape " + shape_string(shape_));
   }
   return shape_[static_cast<std::size_t>(index)];
 }
 
 template <>
 float* Tensor::data<float>() const {
-  check(dtype_ == DType::F32, "tensor", "data<float>() on a " + std::string(dtype_name(dtype_)) +
-                                            " tensor");
+  check(dtype_ == DType::F32, "tensor",
+        "data<float>() on a " + std::string(dtype_name(dtype_)) + " tensor");
   return static_cast<float*>(raw_data());
 }
 

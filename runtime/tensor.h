@@ -41,7 +41,7 @@ class Buffer {
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
   Device device_ = Device::CPU;
-  Allocator* allocator_ = nullptr;           // set when owning
+  Allocator* allocator_ = nullptr;          // set when owning
   std::shared_ptr<const void> keep_alive_;  // set when borrowing
 };
 

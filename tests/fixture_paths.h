@@ -7,11 +7,11 @@
 // test_fixtures(): files committed under tests/fixtures/.
 #pragma once
 
+#include <doctest/doctest.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <string>
-
-#include <doctest/doctest.h>
 
 namespace attnscope::testing {
 
@@ -26,8 +26,8 @@ inline std::string gpt2_tokenizer_dir() { return shared_fixtures() + "/gpt2-toke
 // test is skipped (doctest prints the message) and returns false.
 inline bool shared_fixtures_present() {
   if (std::filesystem::exists(gpt2_tokenizer_dir() + "/encoder.json")) return true;
-  MESSAGE("SKIPPED: shared GPT-2 tokenizer fixtures not found at " << gpt2_tokenizer_dir()
-          << " (set ATTNSCOPE_FIXTURES_DIR)");
+  MESSAGE("SKIPPED: shared GPT-2 tokenizer fixtures not found at "
+          << gpt2_tokenizer_dir() << " (set ATTNSCOPE_FIXTURES_DIR)");
   return false;
 }
 

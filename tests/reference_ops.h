@@ -28,8 +28,8 @@ inline double max_relative_error(const Tensor& actual, const std::vector<double>
                                  double floor = 1e-3) {
   double worst = 0.0;
   for (std::size_t i = 0; i < expected.size(); ++i) {
-    const double err = std::fabs(actual.data<float>()[i] - expected[i]) /
-                       std::max(std::fabs(expected[i]), floor);
+    const double err =
+        std::fabs(actual.data<float>()[i] - expected[i]) / std::max(std::fabs(expected[i]), floor);
     worst = std::max(worst, err);
   }
   return worst;

@@ -31,8 +31,8 @@ Result run(const std::string& args, const std::string& stdin_text = "") {
   attnscope::testing::TempDir dir;
   const std::string in = dir.file("stdin"), out = dir.file("stdout"), err = dir.file("stderr");
   attnscope::testing::write_file(in, stdin_text);
-  const std::string command = std::string(ATTNSCOPE_BINARY) + " " + args + " <" + in + " >" +
-                              out + " 2>" + err;
+  const std::string command =
+      std::string(ATTNSCOPE_BINARY) + " " + args + " <" + in + " >" + out + " 2>" + err;
   const int status = std::system(command.c_str());
   Result result;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -63,11 +63,9 @@ void check_one_line_error(const Result& r, int exit_code, const std::string& nee
 
 TEST_CASE("usage errors exit with 2 and one line") {
   check_one_line_error(run("generate --model synthetic:tiny --frobnicate"), 2, "frobnicate");
-  check_one_line_error(run("generate --model synthetic:tiny --attn fastest"), 2,
-                       "valid: naive");
+  check_one_line_error(run("generate --model synthetic:tiny --attn fastest"), 2, "valid: naive");
   check_one_line_error(run("generate --model synthetic:tiny --top-p 0"), 2, "top-p");
-  check_one_line_error(run("generate --model synthetic:tiny --temperature -1"), 2,
-                       "temperature");
+  check_one_line_error(run("generate --model synthetic:tiny --temperature -1"), 2, "temperature");
   check_one_line_error(run("generate --model synthetic:tiny -n lots"), 2, "max-new-tokens");
   check_one_line_error(run("generate"), 2, "--model");
   check_one_line_error(run("generate --model synthetic:tiny --prompt hi --prompt-ids 1"), 2,
@@ -95,9 +93,9 @@ TEST_CASE("bad models and bad inputs exit with 1 and one line") {
 
   attnscope::testing::TempDir broken;
   std::filesystem::copy_file(fixture("tiny-a") + "/config.json", broken.file("config.json"));
-  attnscope::testing::write_file(broken.file("model.safetensors"),
-                                 attnscope::testing::SafetensorsWriter::with_declared_length(
-                                     1ull << 62, "{}"));
+  attnscope::testing::write_file(
+      broken.file("model.safetensors"),
+      attnscope::testing::SafetensorsWriter::with_declared_length(1ull << 62, "{}"));
   check_one_line_error(run("inspect --model " + broken.path().string()), 1, "model.safetensors");
 
   const std::string tiny_a = "generate --model " + fixture("tiny-a");  // context 64, vocab 512

@@ -25,8 +25,8 @@ TEST_CASE("f16 decodes every bit pattern like the reference formula") {
       CHECK((m == 0 ? std::isinf(decoded) : std::isnan(decoded)));
       continue;
     }
-    const double expected = e == 0 ? sign * std::ldexp(m / 1024.0, -14)
-                                   : sign * std::ldexp(1.0 + m / 1024.0, e - 15);
+    const double expected =
+        e == 0 ? sign * std::ldexp(m / 1024.0, -14) : sign * std::ldexp(1.0 + m / 1024.0, e - 15);
     REQUIRE(static_cast<double>(decoded) == expected);
     CHECK(std::signbit(decoded) == (sign < 0));
   }
@@ -38,16 +38,16 @@ TEST_CASE("f16 encoding round-trips every finite f16 value and rounds to nearest
     if (((h >> 10) & 0x1F) == 0x1F) continue;  // inf / NaN checked below
     REQUIRE(f32_to_f16(f16_to_f32(h)) == h);
   }
-  CHECK(f32_to_f16(65504.0f) == 0x7BFF);             // max finite
-  CHECK(f32_to_f16(65519.0f) == 0x7BFF);             // below the halfway point: stays finite
-  CHECK(f32_to_f16(65520.0f) == 0x7C00);             // halfway to 2^16 rounds to even: inf
-  CHECK(f32_to_f16(1e9f) == 0x7C00);                 // overflow
-  CHECK(f32_to_f16(-1e9f) == 0xFC00);                // negative overflow
-  CHECK(f32_to_f16(1.0f + 0x1.0p-11f) == 0x3C00);    // tie between 1 and 1+2^-10: even (1)
-  CHECK(f32_to_f16(1.0f + 0x1.8p-10f) == 0x3C02);    // tie between odd and even: up to even
-  CHECK(f32_to_f16(0x1.0p-24f) == 0x0001);           // smallest subnormal
-  CHECK(f32_to_f16(0x1.0p-25f) == 0x0000);           // exactly half of it: ties to even zero
-  CHECK(f32_to_f16(0x1.8p-25f) == 0x0001);           // above half: rounds up
+  CHECK(f32_to_f16(65504.0f) == 0x7BFF);           // max finite
+  CHECK(f32_to_f16(65519.0f) == 0x7BFF);           // below the halfway point: stays finite
+  CHECK(f32_to_f16(65520.0f) == 0x7C00);           // halfway to 2^16 rounds to even: inf
+  CHECK(f32_to_f16(1e9f) == 0x7C00);               // overflow
+  CHECK(f32_to_f16(-1e9f) == 0xFC00);              // negative overflow
+  CHECK(f32_to_f16(1.0f + 0x1.0p-11f) == 0x3C00);  // tie between 1 and 1+2^-10: even (1)
+  CHECK(f32_to_f16(1.0f + 0x1.8p-10f) == 0x3C02);  // tie between odd and even: up to even
+  CHECK(f32_to_f16(0x1.0p-24f) == 0x0001);         // smallest subnormal
+  CHECK(f32_to_f16(0x1.0p-25f) == 0x0000);         // exactly half of it: ties to even zero
+  CHECK(f32_to_f16(0x1.8p-25f) == 0x0001);         // above half: rounds up
   CHECK(f32_to_f16(-0.0f) == 0x8000);
   CHECK(std::isnan(f16_to_f32(f32_to_f16(std::numeric_limits<float>::quiet_NaN()))));
 }

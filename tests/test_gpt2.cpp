@@ -21,7 +21,9 @@ namespace {
 
 const char* const kFixtures[] = {"tiny-a", "tiny-b", "tiny-a-bf16", "tiny-a-f16"};
 
-std::string fixture_dir(const std::string& name) { return testing::test_fixtures() + "/hf/" + name; }
+std::string fixture_dir(const std::string& name) {
+  return testing::test_fixtures() + "/hf/" + name;
+}
 
 nlohmann::json read_reference(const std::string& name) {
   std::ifstream in(fixture_dir(name) + "/reference.json");
@@ -37,8 +39,8 @@ std::vector<std::int32_t> greedy(Context& ctx, const gpt2::Model& model,
   Tensor logits = model.forward(ctx, prompt, 1, cache);
   std::vector<std::int32_t> out;
   for (int i = 0; i < new_tokens; ++i) {
-    const std::int32_t next = sampler.sample(
-        {logits.data<float>(), static_cast<std::size_t>(model.config().vocab_size)});
+    const std::int32_t next =
+        sampler.sample({logits.data<float>(), static_cast<std::size_t>(model.config().vocab_size)});
     out.push_back(next);
     if (i + 1 < new_tokens) logits = model.forward(ctx, {&next, 1}, 1, cache);
   }
@@ -70,7 +72,8 @@ TEST_CASE("logits match Hugging Face's within 1e-4 for every backend and stored 
           for (std::int64_t v = 0; v < vocab; ++v) {
             const double expected = row[v].get<double>();
             const double actual = logits.data<float>()[(b * length + t) * vocab + v];
-            worst = std::max(worst, std::fabs(actual - expected) / std::max(std::fabs(expected), 1.0));
+            worst =
+                std::max(worst, std::fabs(actual - expected) / std::max(std::fabs(expected), 1.0));
           }
         }
       }
@@ -163,16 +166,18 @@ TEST_CASE("synthetic models have GPT-2's real shapes and seeded weights") {
   CHECK(std::equal(w1.data<float>(), w1.data<float>() + w1.numel(), w2.data<float>()));
   CHECK_FALSE(std::equal(w1.data<float>(), w1.data<float>() + w1.numel(), w3.data<float>()));
   double sum_squares = 0.0;
-  for (std::int64_t i = 0; i < w1.numel(); ++i) sum_squares += double(w1.data<float>()[i]) * w1.data<float>()[i];
-  CHECK(std::sqrt(sum_squares / static_cast<double>(w1.numel())) == doctest::Approx(0.02).epsilon(0.02));
+  for (std::int64_t i = 0; i < w1.numel(); ++i)
+    sum_squares += double(w1.data<float>()[i]) * w1.data<float>()[i];
+  CHECK(std::sqrt(sum_squares / static_cast<double>(w1.numel())) ==
+        doctest::Approx(0.02).epsilon(0.02));
   CHECK(one.weights().layers[1].ln_2_weight.data<float>()[5] == 1.0f);
 }
 
 TEST_CASE("the loader refuses pickles, missing files, and checkpoints that do not fit") {
   Context ctx(1);
   const std::string source = fixture_dir("tiny-a");
-  CHECK_THROWS_WITH_AS(gpt2::Model::open("/no/such/model", ctx),
-                       doctest::Contains("no such file"), Error);
+  CHECK_THROWS_WITH_AS(gpt2::Model::open("/no/such/model", ctx), doctest::Contains("no such file"),
+                       Error);
 
   testing::TempDir pickle;
   std::ofstream(pickle.path() / "pytorch_model.bin") << "not really a pickle";
@@ -215,7 +220,8 @@ TEST_CASE("the loader refuses pickles, missing files, and checkpoints that do no
     }
     return std::string("loaded");
   };
-  CHECK(rewrite("transformer.h.1.mlp.c_fc.bias", "", "").find("missing tensor") != std::string::npos);
+  CHECK(rewrite("transformer.h.1.mlp.c_fc.bias", "", "").find("missing tensor") !=
+        std::string::npos);
   CHECK(rewrite("", "transformer.h.0.attn.c_attn.weight", "").find("expected shape") !=
         std::string::npos);
   CHECK(rewrite("", "", "transformer.h.0.attn.rotary").find("unexpected tensor") !=

@@ -93,8 +93,8 @@ TEST_CASE("softmax rows sum to one, masked entries get zero, huge logits do not 
   std::copy(values, values + 8, x.data<float>());
   ops::softmax(ctx, x, x);
   const double z = std::exp(-1.0) + 1 + std::exp(-2.0);
-  const std::vector<double> expected = {std::exp(-1.0) / z, 1 / z, std::exp(-2.0) / z, 0,
-                                        0.25, 0.25, 0.25, 0.25};
+  const std::vector<double> expected = {
+      std::exp(-1.0) / z, 1 / z, std::exp(-2.0) / z, 0, 0.25, 0.25, 0.25, 0.25};
   CHECK(max_relative_error(x, expected) < 1e-6);
 }
 
@@ -146,7 +146,7 @@ TEST_CASE("split_qkv and merge_heads move rows between layouts") {
       }
     }
   }
-  CHECK(at(k, 0, 0, 0, 0) == 0.0f);  // rows before `start` untouched
+  CHECK(at(k, 0, 0, 0, 0) == 0.0f);                              // rows before `start` untouched
   CHECK_THROWS_AS(ops::split_qkv(ctx, qkv, q, k, v, 3), Error);  // 3 + 3 > capacity 5
 
   Tensor merged = Tensor::empty({batch, tokens, width}, DType::F32, ctx.allocator());
@@ -193,8 +193,7 @@ void check_backend(const ops::attention::Backend& backend, const AttentionCase& 
   call.kv_len = c.kv_len;
   call.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   backend.forward(ctx, call);
-  const auto expected =
-      testing::reference_attention(call.q, call.k, call.v, c.kv_len, call.scale);
+  const auto expected = testing::reference_attention(call.q, call.k, call.v, c.kv_len, call.scale);
   CAPTURE(backend.name());
   CAPTURE(c.batch);
   CAPTURE(c.q_heads);
@@ -210,11 +209,11 @@ void check_backend(const ops::attention::Backend& backend, const AttentionCase& 
 TEST_CASE("every attention backend matches float64 causal attention on random shapes") {
   std::mt19937 rng(5);
   const std::vector<AttentionCase> fixed = {
-      {1, 1, 1, 1, 1, 1, 32},      // a single token
-      {2, 4, 4, 7, 7, 9, 64},      // prefill, batch 2, spare cache capacity
-      {1, 8, 2, 1, 37, 40, 128},   // decode against a cache, grouped-query heads
-      {3, 6, 3, 3, 20, 20, 64},    // several new tokens against a cache
-      {1, 16, 16, 65, 65, 65, 32}, // 16 heads, length not a multiple of common tiles
+      {1, 1, 1, 1, 1, 1, 32},       // a single token
+      {2, 4, 4, 7, 7, 9, 64},       // prefill, batch 2, spare cache capacity
+      {1, 8, 2, 1, 37, 40, 128},    // decode against a cache, grouped-query heads
+      {3, 6, 3, 3, 20, 20, 64},     // several new tokens against a cache
+      {1, 16, 16, 65, 65, 65, 32},  // 16 heads, length not a multiple of common tiles
   };
   std::uniform_int_distribution<int> pick(0, 3);
   std::vector<AttentionCase> cases = fixed;
@@ -224,8 +223,8 @@ TEST_CASE("every attention backend matches float64 causal attention on random sh
     const std::int64_t group = 1 + pick(rng);
     const std::int64_t kv_len = 1 + rng() % 90;
     const std::int64_t q_len = 1 + rng() % kv_len;
-    cases.push_back({1 + pick(rng), kv_heads * group, kv_heads, q_len, kv_len,
-                     kv_len + pick(rng), head_dims[pick(rng)]});
+    cases.push_back({1 + pick(rng), kv_heads * group, kv_heads, q_len, kv_len, kv_len + pick(rng),
+                     head_dims[pick(rng)]});
   }
   for (const std::string& name : ops::attention::backend_names()) {
     for (const AttentionCase& c : cases) check_backend(ops::attention::find_backend(name), c, rng);

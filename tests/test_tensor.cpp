@@ -64,8 +64,7 @@ TEST_CASE("bad shapes, reshapes and slices are errors") {
 
 TEST_CASE("an impossible allocation is a clear error, not a crash") {
   CpuAllocator allocator;
-  CHECK_THROWS_WITH_AS(allocator.allocate(SIZE_MAX - 8), doctest::Contains("out of memory"),
-                       Error);
+  CHECK_THROWS_WITH_AS(allocator.allocate(SIZE_MAX - 8), doctest::Contains("out of memory"), Error);
   CHECK(allocator.current_bytes() == 0);
 }
 

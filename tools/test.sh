@@ -46,7 +46,8 @@ for harness in "${harnesses[@]}"; do
   cp tests/fuzz/corpus/"$harness"/* "$corpus"/
   echo "-- fuzz_$harness for ${seconds}s"
   ATTNSCOPE_TOKENIZER_DIR="$tokenizer_dir" build-fuzz/tests/fuzz/fuzz_"$harness" \
-    -max_total_time="$seconds" -print_final_stats=1 "$corpus" 2>&1 | tail -n 3
+    -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix=build-fuzz/ "$corpus" \
+    2>&1 | tail -n 3
   rm -rf "$corpus"
 done
 echo "tests: all passed"

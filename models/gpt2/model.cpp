@@ -1,11 +1,10 @@
 #include "models/gpt2/model.h"
 
-#include "models/gpt2/tensor_map.h"
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 
+#include "models/gpt2/tensor_map.h"
 #include "ops/add.h"
 #include "ops/embedding.h"
 #include "ops/gelu.h"
@@ -49,7 +48,8 @@ Model Model::open(const std::string& spec, Context& ctx, std::uint64_t synthetic
   if (spec.starts_with(kSyntheticPrefix)) {
     const std::string name = spec.substr(kSyntheticPrefix.size());
     model.config_ = synthetic_config(name);
-    model.weights_ = synthetic_weights(model.config_, synthetic_seed, ctx.allocator(), ctx.threads());
+    model.weights_ =
+        synthetic_weights(model.config_, synthetic_seed, ctx.allocator(), ctx.threads());
     model.stored_ = synthetic_tensor_list(model.config_);
   } else {
     const std::filesystem::path checkpoint = find_checkpoint(spec);
@@ -85,9 +85,9 @@ Tensor Model::forward(Context& ctx, std::span<const std::int32_t> tokens, std::i
         "batch " + std::to_string(batch) + " does not match the cache's " +
             std::to_string(cache.batch()));
   const auto total = static_cast<std::int64_t>(tokens.size());
-  check(total > 0 && total % batch == 0, "forward",
-        std::to_string(total) + " tokens do not split into " + std::to_string(batch) +
-            " equal rows");
+  check(
+      total > 0 && total % batch == 0, "forward",
+      std::to_string(total) + " tokens do not split into " + std::to_string(batch) + " equal rows");
   const std::int64_t length = total / batch;
   const std::int64_t start = cache.length();
   check(start + length <= config_.context_length, "forward",

@@ -21,8 +21,10 @@ struct SyntheticShape {
 };
 
 constexpr SyntheticShape kShapes[] = {
-    {"gpt2", 12, 12, 768, 1024, 50257},        {"gpt2-medium", 24, 16, 1024, 1024, 50257},
-    {"gpt2-large", 36, 20, 1280, 1024, 50257}, {"gpt2-xl", 48, 25, 1600, 1024, 50257},
+    {"gpt2", 12, 12, 768, 1024, 50257},
+    {"gpt2-medium", 24, 16, 1024, 1024, 50257},
+    {"gpt2-large", 36, 20, 1280, 1024, 50257},
+    {"gpt2-xl", 48, 25, 1600, 1024, 50257},
     {"tiny", 2, 4, 64, 128, 50257},
 };
 
@@ -94,8 +96,8 @@ Weights synthetic_weights(const ModelConfig& config, std::uint64_t seed, Allocat
     if (slot.transpose) std::swap(shape[0], shape[1]);
     *slot.destination = Tensor::empty(shape, DType::F32, allocator);
     const std::uint64_t stream = splitmix64(seed ^ (static_cast<std::uint64_t>(index) << 40));
-    fill(*slot.destination, slot.init,
-         slot.init == Init::ScaledNormal ? scaled_std_dev : std_dev, stream, threads);
+    fill(*slot.destination, slot.init, slot.init == Init::ScaledNormal ? scaled_std_dev : std_dev,
+         stream, threads);
   }
   weights.lm_head = weights.token_embedding;
   return weights;

@@ -6,10 +6,10 @@ std::vector<TensorSlot> tensor_slots(const ModelConfig& config, Weights& weights
   const std::int64_t c = config.d_model;
   const std::int64_t f = config.d_ff;
   std::vector<TensorSlot> slots;
-  slots.push_back({"wte.weight", {config.vocab_size, c}, false, Init::Normal,
-                   &weights.token_embedding});
-  slots.push_back({"wpe.weight", {config.context_length, c}, false, Init::Normal,
-                   &weights.position_embedding});
+  slots.push_back(
+      {"wte.weight", {config.vocab_size, c}, false, Init::Normal, &weights.token_embedding});
+  slots.push_back(
+      {"wpe.weight", {config.context_length, c}, false, Init::Normal, &weights.position_embedding});
   weights.layers.resize(static_cast<std::size_t>(config.n_layers));
   for (std::int64_t i = 0; i < config.n_layers; ++i) {
     LayerWeights& l = weights.layers[static_cast<std::size_t>(i)];

@@ -54,8 +54,10 @@ constexpr std::string_view kPreTokenizerPattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\p{White_Space}\p{L}\p{N}]+)"
     R"(|\p{White_Space}+(?!\P{White_Space})|\p{White_Space}+)";
 
-// Pieces cached at most; when full the cache starts over, which bounds its memory on any input.
+// The piece cache holds at most this many pieces (when full it starts over) of at most this many
+// bytes (longer pieces rarely repeat), which bounds its memory whatever the input.
 constexpr std::size_t kCacheCapacity = std::size_t{1} << 16;
+constexpr std::size_t kMaxCachedPieceBytes = 256;
 
 // The files of the two naming conventions, Hugging Face's first.
 struct FileNames {
@@ -180,8 +182,8 @@ struct Vocabulary {
   std::vector<std::string> token_bytes;                       // id -> the bytes it stands for
 };
 
-// The messages of the per-token and per-line checks below are built only on failure: building
-// them for each of 50,000 tokens would dominate the loading time.
+// The messages of the per-token and per-line checks below are built only on failure, not once
+// for each of the 50,000 tokens and merges.
 std::string bytes_of_token(const std::string& token, const std::string& where) {
   check(!token.empty(), where, "empty token");
   const ByteAlphabet& alphabet = byte_alphabet();
@@ -271,8 +273,9 @@ std::unordered_map<std::uint64_t, Merge> read_merges(const fs::path& path,
     const std::size_t space = line.find(' ');
     const bool two_tokens = space != std::string_view::npos && space > 0 &&
                             space + 1 < line.size() && line.find(' ', space + 1) == line.npos;
-    if (!two_tokens)
+    if (!two_tokens) {
       fail("expected two tokens separated by one space, found " + json_literal(line));
+    }
     const auto id_of = [&](const std::string& token, std::string_view role) {
       const auto found = vocabulary.id_of_token.find(token);
       if (found == vocabulary.id_of_token.end()) {
@@ -358,8 +361,9 @@ Tokenizer::Impl::Impl(const fs::path& vocabulary_path, const fs::path& merges_pa
   for (int byte = 0; byte < 256; ++byte) {
     const std::string token = byte_alphabet().utf8_of_byte(byte);
     const auto found = vocabulary.id_of_token.find(token);
-    check(found != vocabulary.id_of_token.end(), where,
-          "no token for byte " + hex_byte(byte) + " (" + json_literal(token) + ")");
+    if (found == vocabulary.id_of_token.end()) {
+      throw Error(where, "no token for byte " + hex_byte(byte) + " (" + json_literal(token) + ")");
+    }
     byte_token[byte] = found->second;
   }
   const auto end_of_text = vocabulary.id_of_token.find(std::string(kEndOfText));
@@ -406,7 +410,8 @@ void Tokenizer::Impl::encode_valid_utf8(std::string_view run, pcre2_match_data* 
 }
 
 void Tokenizer::Impl::encode_piece(std::string_view piece, std::vector<std::int32_t>& ids) const {
-  {
+  const bool cacheable = piece.size() <= kMaxCachedPieceBytes;
+  if (cacheable) {
     const std::shared_lock lock(cache_mutex);
     if (const auto cached = cache.find(piece); cached != cache.end()) {
       ids.insert(ids.end(), cached->second.begin(), cached->second.end());
@@ -415,6 +420,7 @@ void Tokenizer::Impl::encode_piece(std::string_view piece, std::vector<std::int3
   }
   std::vector<std::int32_t> piece_ids = byte_pair_encode(piece);
   ids.insert(ids.end(), piece_ids.begin(), piece_ids.end());
+  if (!cacheable) return;
   const std::unique_lock lock(cache_mutex);
   if (cache.size() >= kCacheCapacity) cache.clear();
   cache.emplace(piece, std::move(piece_ids));
@@ -470,7 +476,8 @@ std::vector<std::int32_t> Tokenizer::Impl::byte_pair_encode(std::string_view pie
     }
     const Candidate pair = best_first.top();
     best_first.pop();
-    // Token ids only grow longer at a position, so equal ids mean the pair is still there.
+    // A position's token only grows (merges make longer tokens), so when both positions still
+    // hold the ids recorded, the pair is still there.
     Symbol& left = symbols[pair.left];
     const std::size_t right = left.next;
     if (left.id != pair.left_id || right == kNone || symbols[right].id != pair.right_id) continue;

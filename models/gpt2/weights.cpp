@@ -2,11 +2,12 @@
 //
 // Cost: one pass over the file's bytes (memory-mapped, so the OS pages them in), writing an f32
 // copy in attnscope's layout: 4 bytes per parameter of resident memory whatever the stored dtype.
+#include "models/gpt2/weights.h"
+
 #include <set>
 #include <string_view>
 
 #include "models/gpt2/tensor_map.h"
-#include "models/gpt2/weights.h"
 #include "runtime/error.h"
 
 namespace attnscope::gpt2 {

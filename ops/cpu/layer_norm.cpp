@@ -32,7 +32,8 @@ void layer_norm(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor
     const double mean = sum / static_cast<double>(width);
     double squares = 0.0;
     for (std::int64_t c = 0; c < width; ++c) squares += (row[c] - mean) * (row[c] - mean);
-    const auto inv_std = static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(width) + eps));
+    const auto inv_std =
+        static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(width) + eps));
     const auto mean_f = static_cast<float>(mean);
     for (std::int64_t c = 0; c < width; ++c) dst[c] = (row[c] - mean_f) * inv_std * g[c] + b[c];
   }

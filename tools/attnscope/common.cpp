@@ -40,8 +40,9 @@ gpt2::Model load_model(const std::string& spec, Context& ctx) {
   const auto start = std::chrono::steady_clock::now();
   gpt2::Model model = gpt2::Model::open(spec, ctx);
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-  std::cerr << "attnscope: loaded " << spec << " (" << model.parameter_count() / 1e6
-            << "M parameters) in " << took.count() << " s\n";
+  std::cerr << "attnscope: loaded " << spec << " ("
+            << static_cast<double>(model.parameter_count()) / 1e6 << "M parameters) in "
+            << took.count() << " s\n";
   return model;
 }
 
@@ -55,8 +56,8 @@ std::optional<gpt2::Tokenizer> find_tokenizer(const std::string& flag_dir,
     if (gpt2::Tokenizer::present_in(shared)) return gpt2::Tokenizer::load(shared);
     return std::nullopt;
   }
-  const fs::path dir = fs::is_directory(model_spec) ? fs::path(model_spec)
-                                                    : fs::path(model_spec).parent_path();
+  const fs::path dir =
+      fs::is_directory(model_spec) ? fs::path(model_spec) : fs::path(model_spec).parent_path();
   if (gpt2::Tokenizer::present_in(dir.string())) return gpt2::Tokenizer::load(dir.string());
   return std::nullopt;
 }

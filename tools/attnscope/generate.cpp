@@ -55,9 +55,9 @@ int run_generate(const GenerateFlags& flags) {
   }
   const auto prompt_length = static_cast<std::int64_t>(prompt.size());
   check(prompt_length + flags.max_new_tokens <= config.context_length, "prompt",
-        std::to_string(prompt_length) + " prompt tokens + " +
-            std::to_string(flags.max_new_tokens) + " new tokens exceed the context length of " +
-            std::to_string(config.context_length) + " (shorten the prompt or lower --max-new-tokens)");
+        std::to_string(prompt_length) + " prompt tokens + " + std::to_string(flags.max_new_tokens) +
+            " new tokens exceed the context length of " + std::to_string(config.context_length) +
+            " (shorten the prompt or lower --max-new-tokens)");
 
   KVCache cache = model.new_cache(ctx, 1, prompt_length + flags.max_new_tokens);
   Sampler sampler(flags.sampling);
@@ -74,7 +74,8 @@ int run_generate(const GenerateFlags& flags) {
     }
   };
   auto vocab_row = [&](const Tensor& logits) {
-    return std::span<const float>(logits.data<float>(), static_cast<std::size_t>(config.vocab_size));
+    return std::span<const float>(logits.data<float>(),
+                                  static_cast<std::size_t>(config.vocab_size));
   };
 
   if (stream_text) std::cout << tokenizer->decode(prompt) << std::flush;
@@ -101,11 +102,11 @@ int run_generate(const GenerateFlags& flags) {
   if (!flags.json) std::cout << stream.flush() << "\n" << std::flush;
 
   const double prefill_rate = static_cast<double>(prompt_length) / prefill_seconds;
-  const double decode_rate = decode_steps ? static_cast<double>(decode_steps) / decode_seconds : 0.0;
+  const double decode_rate =
+      decode_steps ? static_cast<double>(decode_steps) / decode_seconds : 0.0;
   std::cerr << "attnscope: attention " << model.attention().name() << ", " << ctx.threads()
             << " threads | prefill " << prompt_length << " tokens, " << prefill_rate
-            << " tokens/s | decode " << decode_steps << " tokens, " << decode_rate
-            << " tokens/s\n";
+            << " tokens/s | decode " << decode_steps << " tokens, " << decode_rate << " tokens/s\n";
   if (flags.json) {
     nlohmann::json out = {
         {"model", flags.model},

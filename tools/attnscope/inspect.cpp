@@ -16,12 +16,18 @@ struct InspectFlags {
 };
 
 nlohmann::json config_json(const ModelConfig& c) {
-  return {{"model_type", c.model_type},         {"vocab_size", c.vocab_size},
-          {"context_length", c.context_length}, {"d_model", c.d_model},
-          {"n_layers", c.n_layers},             {"n_heads", c.n_heads},
-          {"n_kv_heads", c.n_kv_heads},         {"head_dim", c.head_dim()},
-          {"d_ff", c.d_ff},                     {"layer_norm_epsilon", c.layer_norm_epsilon},
-          {"activation", c.activation},         {"eos_token_id", c.eos_token_id}};
+  return {{"model_type", c.model_type},
+          {"vocab_size", c.vocab_size},
+          {"context_length", c.context_length},
+          {"d_model", c.d_model},
+          {"n_layers", c.n_layers},
+          {"n_heads", c.n_heads},
+          {"n_kv_heads", c.n_kv_heads},
+          {"head_dim", c.head_dim()},
+          {"d_ff", c.d_ff},
+          {"layer_norm_epsilon", c.layer_norm_epsilon},
+          {"activation", c.activation},
+          {"eos_token_id", c.eos_token_id}};
 }
 
 int run_inspect(const InspectFlags& flags) {
@@ -33,8 +39,8 @@ int run_inspect(const InspectFlags& flags) {
   if (flags.json) {
     nlohmann::json tensors = nlohmann::json::array();
     for (const gpt2::StoredTensor& t : model.stored_tensors()) {
-      tensors.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape},
-                         {"bytes", t.bytes}});
+      tensors.push_back(
+          {{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"bytes", t.bytes}});
     }
     std::cout << nlohmann::json{{"model", flags.model},
                                 {"config", config},

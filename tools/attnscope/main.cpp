@@ -4,8 +4,8 @@
 // bad value). Every error is one line on stderr: "attnscope: error: <what>".
 #include <CLI/CLI.hpp>
 #include <iostream>
-#include <vector>
 #include <new>
+#include <vector>
 
 #include "runtime/error.h"
 #include "tools/attnscope/commands.h"
@@ -17,9 +17,9 @@ int main(int argc, char** argv) {
       "Run `attnscope COMMAND --help` for the flags of a command."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "attnscope 0.1.0");
-  const std::vector<cli::Subcommand> subcommands = {
-      cli::add_generate(app), cli::add_tokenize(app), cli::add_detokenize(app),
-      cli::add_inspect(app)};
+  const std::vector<cli::Subcommand> subcommands = {cli::add_generate(app), cli::add_tokenize(app),
+                                                    cli::add_detokenize(app),
+                                                    cli::add_inspect(app)};
 
   try {
     app.parse(argc, argv);

@@ -42,8 +42,8 @@ Subcommand add_tokenize(CLI::App& app) {
 
 Subcommand add_detokenize(CLI::App& app) {
   auto flags = std::make_shared<DetokenizeFlags>();
-  CLI::App* sub =
-      app.add_subcommand("detokenize", "Print the text of GPT-2 token ids (e.g. 464 2068 or 464,2068)");
+  CLI::App* sub = app.add_subcommand(
+      "detokenize", "Print the text of GPT-2 token ids (e.g. 464 2068 or 464,2068)");
   sub->add_option("--tokenizer", flags->tokenizer,
                   "Directory with vocab.json + merges.txt (or encoder.json + vocab.bpe)")
       ->required();
