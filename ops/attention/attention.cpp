@@ -2,6 +2,9 @@
 
 #include <array>
 
+#include "ops/attention/fused_cpu.h"
+#include "ops/attention/inplace_cpu.h"
+#include "ops/attention/math_cpu.h"
 #include "ops/attention/naive_cpu.h"
 #include "ops/check.h"
 #include "runtime/error.h"
@@ -16,7 +19,10 @@ struct Alias {
 };
 constexpr std::array kAliases = {Alias{"eager", "naive"}};
 
-std::vector<const Backend*> registered_backends() { return {&naive_cpu_backend()}; }
+// In the order of the study: the baseline, the small change, the library path, the fused ones.
+std::vector<const Backend*> registered_backends() {
+  return {&naive_cpu_backend(), &inplace_cpu_backend(), &math_cpu_backend(), &fused_cpu_backend()};
+}
 
 }  // namespace
 

@@ -18,6 +18,7 @@
 // call throws Error with the reason: there is no silent fallback to another backend.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -43,6 +44,14 @@ struct Call {
   std::int64_t head_dim() const { return q.dim(3); }
 };
 
+// What a backend's header comment promises, as numbers that tests and the profiler check
+// against measurements.
+struct CostModel {
+  std::size_t temporary_bytes = 0;  // peak bytes taken from ctx.allocator() during one call
+  int steps = 0;  // passes over memory per call, each its own profiler scope directly inside the
+                  // backend's scope (on a GPU: kernel launches)
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -51,6 +60,8 @@ class Backend {
   virtual std::string_view summary() const = 0;
   // Computes call.out. Throws Error when the backend cannot serve the call.
   virtual void forward(Context& ctx, const Call& call) const = 0;
+  // The cost of forward(ctx, call), from the backend's formulas.
+  virtual CostModel cost_model(const Context& ctx, const Call& call) const = 0;
 };
 
 // Throws Error unless the tensors of `call` have consistent shapes, dtypes and devices.

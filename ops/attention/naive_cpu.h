@@ -1,4 +1,5 @@
-// The `naive` (a.k.a. `eager`) backend on the CPU: see naive_cpu.cpp for its cost model.
+// The `naive` backend (alias `eager`) on the CPU: see naive_cpu.cpp for its algorithm and cost
+// model.
 #pragma once
 
 #include "ops/attention/attention.h"

@@ -1,5 +1,6 @@
 #include "ops/softmax.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -20,17 +21,41 @@ void softmax_row(const float* x, float* out, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) out[i] *= inv_sum;
 }
 
-void softmax(Context& ctx, const Tensor& x, Tensor& out) {
-  profiler::Scope scope(ctx, "softmax");
-  require_cpu_f32(x, "softmax", "x");
-  require_cpu_f32(out, "softmax", "out");
-  require_shape(out, x.shape(), "softmax", "out");
+namespace {
+
+// Applies `row_op(in_row, out_row, width)` to every row of x, in parallel.
+template <typename RowOp>
+void for_each_row(Context& ctx, const char* name, const Tensor& x, Tensor& out, RowOp row_op) {
+  profiler::Scope scope(ctx, name);
+  require_cpu_f32(x, name, "x");
+  require_cpu_f32(out, name, "out");
+  require_shape(out, x.shape(), name, "out");
   const std::int64_t width = x.dim(-1);
   const std::int64_t rows = width == 0 ? 0 : x.numel() / width;
   const float* in = x.data<float>();
   float* y = out.data<float>();
 #pragma omp parallel for num_threads(ctx.threads()) schedule(static)
-  for (std::int64_t r = 0; r < rows; ++r) softmax_row(in + r * width, y + r * width, width);
+  for (std::int64_t r = 0; r < rows; ++r) row_op(in + r * width, y + r * width, width);
+}
+
+void safe_softmax_row(const float* x, float* out, std::int64_t n) {
+  const bool all_masked =
+      std::all_of(x, x + n, [](float v) { return v == -std::numeric_limits<float>::infinity(); });
+  if (all_masked) {
+    std::fill(out, out + n, 0.0f);
+  } else {
+    softmax_row(x, out, n);
+  }
+}
+
+}  // namespace
+
+void softmax(Context& ctx, const Tensor& x, Tensor& out) {
+  for_each_row(ctx, "softmax", x, out, softmax_row);
+}
+
+void safe_softmax(Context& ctx, const Tensor& x, Tensor& out) {
+  for_each_row(ctx, "safe_softmax", x, out, safe_softmax_row);
 }
 
 }  // namespace attnscope::ops
