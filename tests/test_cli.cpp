@@ -176,3 +176,110 @@ TEST_CASE("tokenize and detokenize use OpenAI's GPT-2 vocabulary") {
                           " --prompt 'The quick' -n 3 --json");
   CHECK(nlohmann::json::parse(text.out)["prompt_ids"] == nlohmann::json::array({464, 2068}));
 }
+
+// The backends `bench-attention --attn all` must cover: the names its usage error lists as valid
+// ("valid: all, naive, ..., eager (= naive)"), aliases left out.
+static std::vector<std::string> registered_backend_names() {
+  const Result usage = run("bench-attention --attn no-such-backend");
+  const std::string marker = "valid: all, ";
+  const std::size_t start = usage.err.find(marker);
+  REQUIRE(start != std::string::npos);
+  std::istringstream list(usage.err.substr(start + marker.size()));
+  std::vector<std::string> names;
+  std::string name;
+  while (std::getline(list, name, ',')) {
+    if (name.starts_with(" ")) name.erase(0, 1);
+    if (name.find(" (= ") != std::string::npos) break;  // the aliases come last
+    names.push_back(name);
+  }
+  return names;
+}
+
+static const std::string kTinyBench =
+    "bench-attention --batch 1 --heads 2 --seq-len 16 --head-dim 8 --reps 2 --warmup 0";
+
+TEST_CASE("bench-attention --output json measures every backend against its cost model") {
+  const Result r = run(kTinyBench + " --output json");
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  CHECK(report["shape"]["q_len"] == 16);
+  CHECK(report["shape"]["kv_len"] == 16);
+  CHECK(report["shape"]["kv_heads"] == 2);
+  CHECK(report["shape"]["dtype"] == "f32");
+  CHECK(report["reps"] == 2);
+
+  const std::vector<std::string> names = registered_backend_names();
+  REQUIRE(report["results"].size() == names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const nlohmann::json& row = report["results"][i];
+    CAPTURE(row.dump());
+    CHECK(row["backend"] == names[i]);
+    REQUIRE(!row.contains("error"));
+    CHECK(row["times_ms"].size() == 2);
+    CHECK(row["median_ms"].get<double>() > 0);
+    CHECK(row["min_ms"].get<double>() <= row["max_ms"].get<double>());
+    CHECK(row["peak_temporary_bytes"] == row["predicted_temporary_bytes"]);
+    CHECK(row["steps_observed"] == row["steps_predicted"]);
+    if (names[i] == "naive") {
+      CHECK(row["peak_temporary_bytes"] == 4 * 1 * 2 * 16 * 16 * 4);  // four B H T T f32 buffers
+      CHECK(row["speedup_vs_naive"] == 1.0);
+    }
+  }
+
+  // Decode: one query row against the cache of 16.
+  const nlohmann::json decode =
+      nlohmann::json::parse(run(kTinyBench + " --decode --attn naive --output json").out);
+  CHECK(decode["shape"]["q_len"] == 1);
+  CHECK(decode["results"][0]["peak_temporary_bytes"] == 4 * 1 * 2 * 1 * 16 * 4);
+}
+
+TEST_CASE("bench-attention prints a Markdown table, one row per chosen backend") {
+  const Result all = run(kTinyBench);
+  CAPTURE(all.err);
+  REQUIRE(all.exit_code == 0);
+  CHECK(all.out.find("| backend | median ms |") != std::string::npos);
+  CHECK(all.out.find("speedup vs naive") != std::string::npos);
+
+  const Result two = run(kTinyBench + " --attn naive,fused");
+  REQUIRE(two.exit_code == 0);
+  std::istringstream lines(two.out);
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("| ") && !line.starts_with("| backend ")) rows.push_back(line);
+  }
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].starts_with("| naive |"));
+  CHECK(rows[1].starts_with("| fused |"));
+  CHECK(run("bench-attention --help").out.find("--kv-heads") != std::string::npos);
+}
+
+TEST_CASE("bench-attention rejects bad flags and reports what a backend cannot serve") {
+  check_one_line_error(run(kTinyBench + " --batch 0"), 2, "--batch");
+  check_one_line_error(run("bench-attention --heads 0"), 2, "--heads");
+  check_one_line_error(run("bench-attention --heads 3 --kv-heads 2"), 2, "multiple");
+  check_one_line_error(run("bench-attention --attn naive,bogus"), 2, "valid: all, naive");
+  check_one_line_error(run("bench-attention --output xml"), 2, "--output");
+  check_one_line_error(run("bench-attention --dtype f64"), 2, "--dtype");
+  check_one_line_error(run("bench-attention --reps 0"), 2, "--reps");
+  check_one_line_error(run(kTinyBench + " --device cuda"), 1, "not available in this build");
+
+  // bf16: math upcasts it; the f32-only backends say why they cannot, and the run still succeeds.
+  const Result r = run(kTinyBench + " --dtype bf16 --output json");
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  CHECK(report["shape"]["dtype"] == "bf16");
+  bool math_ran = false;
+  for (const nlohmann::json& row : report["results"]) {
+    if (row["backend"] == "math") math_ran = !row.contains("error") && row["median_ms"] > 0;
+    if (row["backend"] == "naive") {
+      REQUIRE(row.contains("error"));
+      CHECK(row["error"].get<std::string>().find("bf16") != std::string::npos);
+    }
+  }
+  CHECK(math_ran);
+  CHECK(run(kTinyBench + " --dtype bf16").out.find("| naive | unsupported: ") != std::string::npos);
+  // Only an f32-only backend chosen: nothing ran, so the command fails.
+  check_one_line_error(run(kTinyBench + " --dtype bf16 --attn naive"), 1, "no backend");
+}

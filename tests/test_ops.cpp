@@ -1,6 +1,7 @@
 // Every CPU op against a float64 reference on random inputs, and the ops' argument checks.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -13,6 +14,7 @@
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
 #include "ops/softmax.h"
+#include "profiler/cpu_tracer.h"
 #include "reference_ops.h"
 #include "runtime/error.h"
 
@@ -254,19 +256,118 @@ TEST_CASE("attention calls with inconsistent shapes are refused") {
   CHECK_THROWS_AS(ops::attention::validate_call(call), Error);
 }
 
-TEST_CASE("naive attention allocates four score-sized temporaries, as its cost model says") {
+TEST_CASE("safe_softmax gives zeros for fully masked rows where softmax gives NaN") {
   Context ctx(1);
-  std::mt19937 rng(6);
-  const std::int64_t b = 2, h = 3, t = 10, d = 16;
-  ops::attention::Call call;
-  call.q = random_tensor({b, h, t, d}, rng, ctx.allocator());
-  call.k = random_tensor({b, h, t, d}, rng, ctx.allocator());
-  call.v = random_tensor({b, h, t, d}, rng, ctx.allocator());
-  call.out = Tensor::empty(call.q.shape(), DType::F32, ctx.allocator());
-  call.kv_len = t;
+  Tensor x = Tensor::empty({2, 3}, DType::F32, ctx.allocator());
+  const float values[] = {-INFINITY, -INFINITY, -INFINITY, 0.0f, -INFINITY, 0.0f};
+  std::copy(values, values + 6, x.data<float>());
+  Tensor y = Tensor::empty({2, 3}, DType::F32, ctx.allocator());
+  ops::safe_softmax(ctx, x, y);
+  const std::vector<double> expected = {0, 0, 0, 0.5, 0, 0.5};
+  CHECK(max_relative_error(y, expected) == 0.0);
+  ops::softmax(ctx, x, y);
+  CHECK(std::isnan(y.data<float>()[0]));
+  CHECK(y.data<float>()[3] == 0.5f);
+}
+
+TEST_CASE("math attention serves bf16 and f16 inputs through its f32 upcast") {
+  std::mt19937 rng(8);
+  Context ctx(2);
+  const Shape q_shape = {2, 4, 5, 32}, kv_shape = {2, 2, 9, 32};
+  for (DType dtype : {DType::BF16, DType::F16}) {
+    // Round the inputs to the dtype first, so the float64 reference sees the same values.
+    auto rounded = [&](const Shape& shape) {
+      return random_tensor(shape, rng, ctx.allocator()).to_dtype(dtype, ctx.allocator());
+    };
+    ops::attention::Call call;
+    call.q = rounded(q_shape);
+    call.k = rounded(kv_shape);
+    call.v = rounded(kv_shape);
+    call.out = Tensor::empty(q_shape, dtype, ctx.allocator());
+    call.kv_len = 8;
+    call.scale = 1.0f / std::sqrt(32.0f);
+    ops::attention::find_backend("math").forward(ctx, call);
+    const auto expected = testing::reference_attention(
+        call.q.to_dtype(DType::F32, ctx.allocator()), call.k.to_dtype(DType::F32, ctx.allocator()),
+        call.v.to_dtype(DType::F32, ctx.allocator()), call.kv_len, call.scale);
+    const Tensor out = call.out.to_dtype(DType::F32, ctx.allocator());
+    // The only error left is the final rounding to the dtype: 2^-8 (bf16) or 2^-11 (f16).
+    CHECK(max_relative_error(out, expected, 1.0) <= (dtype == DType::BF16 ? 0x1.0p-8 : 0x1.0p-11));
+    CHECK_THROWS_WITH_AS(ops::attention::find_backend("naive").forward(ctx, call),
+                         doctest::Contains("must be f32"), Error);
+  }
+}
+
+namespace {
+
+// Runs `backend` once with a tracer; returns the measured peak temporary bytes and the number
+// of scopes directly inside the backend's own scope.
+std::pair<std::size_t, int> measure(const ops::attention::Backend& backend, Context& ctx,
+                                    const ops::attention::Call& call) {
+  profiler::CpuTracer tracer;
+  ctx.set_profiler(&tracer);
   const std::size_t before = ctx.allocator().current_bytes();
   ctx.allocator().reset_peak();
-  ops::attention::find_backend("naive").forward(ctx, call);
-  CHECK(ctx.allocator().peak_bytes() - before == 4 * sizeof(float) * b * h * t * t);
-  CHECK(ctx.allocator().current_bytes() == before);
+  backend.forward(ctx, call);
+  ctx.set_profiler(nullptr);
+  const auto direct_children = std::count_if(tracer.events().begin(), tracer.events().end(),
+                                             [](const profiler::Event& e) { return e.depth == 1; });
+  return {ctx.allocator().peak_bytes() - before, static_cast<int>(direct_children)};
+}
+
+}  // namespace
+
+TEST_CASE("every backend allocates exactly the bytes and runs the steps its cost model states") {
+  std::mt19937 rng(9);
+  const std::vector<AttentionCase> cases = {
+      {2, 4, 4, 33, 33, 40, 64},   // prefill
+      {1, 8, 2, 1, 300, 320, 32},  // decode against a long cache, grouped heads
+      {3, 2, 1, 5, 70, 70, 128},   // a few tokens against a cache
+  };
+  for (int threads : {1, 2}) {
+    Context ctx(threads);
+    for (const AttentionCase& c : cases) {
+      ops::attention::Call call;
+      call.q = random_tensor({c.batch, c.q_heads, c.q_len, c.head_dim}, rng, ctx.allocator());
+      call.k = random_tensor({c.batch, c.kv_heads, c.capacity, c.head_dim}, rng, ctx.allocator());
+      call.v = random_tensor({c.batch, c.kv_heads, c.capacity, c.head_dim}, rng, ctx.allocator());
+      call.out = Tensor::empty(call.q.shape(), DType::F32, ctx.allocator());
+      call.kv_len = c.kv_len;
+      for (const std::string& name : ops::attention::backend_names()) {
+        const ops::attention::Backend& backend = ops::attention::find_backend(name);
+        const auto [bytes, steps] = measure(backend, ctx, call);
+        const ops::attention::CostModel model = backend.cost_model(ctx, call);
+        CAPTURE(name);
+        CAPTURE(threads);
+        CAPTURE(c.q_len);
+        CHECK(bytes == model.temporary_bytes);
+        CHECK(steps == model.steps);
+      }
+    }
+  }
+}
+
+TEST_CASE("at the study's shape the formulas order naive > inplace > fused > flash in bytes") {
+  // B=8, H=16, T=1024, D=64: shapes only, nothing is allocated or run.
+  CpuAllocator allocator;
+  Context ctx(2);
+  ops::attention::Call call;
+  const Shape shape = {8, 16, 1024, 64};
+  call.q = Tensor::borrow(nullptr, shape, DType::F32, Device::CPU, nullptr);
+  call.k = call.q;
+  call.v = call.q;
+  call.out = call.q;
+  call.kv_len = 1024;
+  std::vector<std::size_t> bytes;
+  for (const char* name : {"naive", "inplace", "fused", "flash"}) {
+    bytes.push_back(ops::attention::find_backend(name).cost_model(ctx, call).temporary_bytes);
+  }
+  const std::size_t scores = 8ull * 16 * 1024 * 1024 * sizeof(float);  // 512 MiB
+  CHECK(bytes[0] == 4 * scores);
+  CHECK(bytes[1] == 3 * scores);
+  CHECK(bytes[2] == scores);
+  CHECK(bytes[3] < scores / 64);
+  CHECK(std::is_sorted(bytes.rbegin(), bytes.rend()));
+  // math pays for its copies and its mask on top of three score buffers.
+  CHECK(ops::attention::find_backend("math").cost_model(ctx, call).temporary_bytes > 3 * scores);
 }

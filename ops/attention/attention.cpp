@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "ops/attention/flash_cpu.h"
 #include "ops/attention/fused_cpu.h"
 #include "ops/attention/inplace_cpu.h"
 #include "ops/attention/math_cpu.h"
@@ -21,7 +22,8 @@ constexpr std::array kAliases = {Alias{"eager", "naive"}};
 
 // In the order of the study: the baseline, the small change, the library path, the fused ones.
 std::vector<const Backend*> registered_backends() {
-  return {&naive_cpu_backend(), &inplace_cpu_backend(), &math_cpu_backend(), &fused_cpu_backend()};
+  return {&naive_cpu_backend(), &inplace_cpu_backend(), &math_cpu_backend(), &fused_cpu_backend(),
+          &flash_cpu_backend()};
 }
 
 }  // namespace

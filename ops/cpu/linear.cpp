@@ -1,6 +1,7 @@
 #include "ops/linear.h"
 
 #include <Eigen/Core>
+#include <algorithm>
 
 #include "ops/check.h"
 #include "profiler/scope.h"
@@ -30,14 +31,22 @@ void matrix_vector_rows(const Context& ctx, const float* x, const float* w, cons
   }
 }
 
+// Each thread computes a block of output columns with Eigen's (single-threaded) blocked GEMM;
+// the blocks are multiples of 64 columns so that no two threads write one cache line.
 void gemm_rows(const Context& ctx, const float* x, const float* w, const float* b, float* y,
                std::int64_t rows, std::int64_t in, std::int64_t outputs) {
-  Eigen::setNbThreads(ctx.threads());
+  const std::int64_t threads = ctx.threads();
+  const std::int64_t block = ((outputs + threads - 1) / threads + 63) / 64 * 64;
   const ConstRowMatrixMap input(x, rows, in);
-  const ConstRowMatrixMap weight(w, outputs, in);
-  RowMatrixMap result(y, rows, outputs);
-  result.noalias() = input * weight.transpose();
-  if (b) result.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(b, outputs);
+#pragma omp parallel for num_threads(ctx.threads()) schedule(static)
+  for (std::int64_t first = 0; first < outputs; first += block) {
+    const std::int64_t width = std::min(block, outputs - first);
+    const ConstRowMatrixMap weight(w + first * in, width, in);
+    Eigen::Map<RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>> result(
+        y + first, rows, width, Eigen::OuterStride<>(outputs));
+    result.noalias() = input * weight.transpose();
+    if (b) result.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(b + first, width);
+  }
 }
 
 }  // namespace

@@ -16,5 +16,6 @@ Subcommand add_generate(CLI::App& app);
 Subcommand add_tokenize(CLI::App& app);
 Subcommand add_detokenize(CLI::App& app);
 Subcommand add_inspect(CLI::App& app);
+Subcommand add_bench_attention(CLI::App& app);
 
 }  // namespace attnscope::cli

@@ -18,8 +18,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "attnscope 0.1.0");
   const std::vector<cli::Subcommand> subcommands = {cli::add_generate(app), cli::add_tokenize(app),
-                                                    cli::add_detokenize(app),
-                                                    cli::add_inspect(app)};
+                                                    cli::add_detokenize(app), cli::add_inspect(app),
+                                                    cli::add_bench_attention(app)};
 
   try {
     app.parse(argc, argv);
