@@ -1,4 +1,68 @@
-// `flash` attention on the CPU (DRAFT COMMENT)
+// `flash` attention on the CPU: FlashAttention's tiling and online softmax. No [Tq, Tk] score
+// matrix ever exists, only one score tile per thread, and tiles above the diagonal are skipped.
+//
+// Tiled path (prefill, and any call with more than a few query rows). One task per (batch,
+// head, query tile of Bq rows); tasks go head by head, so that both threads work on one head's
+// K and V while they are in cache, and longest tile first within a head (the work is
+// triangular), so the short ones even out the end of a dynamic schedule. Per task:
+//
+//   for each key tile of up to Bk keys, from key 0 up to the tile's last query position
+//   (tiles entirely above the diagonal are never visited: causal tile skipping):
+//     S = Q_tile K_tile^T                                            [Bq, Bk] GEMM
+//     per row, over its visible keys j (all of them except on a diagonal tile):
+//       m' = max(m, max_j scale S_j)                                  (first tile: m' = max_j)
+//       P_j = exp(scale S_j - m'), and P_j = 0 for masked j
+//       l = l exp(m - m') + sum_j P_j;   O_row *= exp(m - m');   m = m'
+//     O += P V_tile                                                  [Bq, D] GEMM (first: =)
+//   out_tile = O / l, row by row
+//
+// The key range ends at the tile's last query position, so the masked work is at most the
+// Bq x Bq triangle of the last key tile, whatever Bk is.
+//
+// Split-KV path (flash-decoding): few query rows against a long cache, with (batch, head)
+// pairs that do not share out evenly among the threads (one head, two threads). Step 1 cuts each
+// head's keys into `chunks` equal ranges and runs the loop above on every (batch, head, chunk) in
+// parallel, keeping the unnormalised partial (m_c, l_c, O_c) of each. Step 2 combines them per row
+// with the log-sum-exp rescaling:  M = max_c m_c,  w_c = exp(m_c - M),  out = sum_c w_c O_c / sum_c
+// w_c l_c. The rule: split when Tq <= 8 and chunks >= 2, where
+//   chunks = min(threads / gcd(B Hq, threads), floor(kv_len / 256)),
+// the fewest chunks that make the number of (equal) tasks, B Hq chunks, a multiple of the
+// thread count, so that every thread gets the same work; none shorter than 256 keys (128 KiB
+// of K and V at D = 64: enough to pay for a task and its share of the combine). As 8 <= 256,
+// every chunk starts at or before the first query's position. Decode with B = 1, H = 12 on 2
+// threads stays tiled (12 heads already split evenly); one head on 2 threads gets 2 chunks.
+// Measured (kv_len = 4096, D = 64, 2 threads): one head, Tq = 1 took 0.024 ms in 2 chunks
+// against 0.032 ms unsplit (Tq = 4: 0.077 against 0.139 ms); splitting beyond balance only
+// adds tasks: two heads took 0.063 ms in 8 chunks against 0.052 ms unsplit.
+//
+// Tile sizes: Bq = 64 query rows, Bk = 256 keys. A task's working set is Q (Bq D), K and V
+// (2 Bk D), S (Bq Bk) and O (Bq D) floats: 224 KiB at D = 64, 384 KiB at D = 128, plus
+// Eigen's packed copies of the GEMM operands (about as much again), within Zen 4's 1 MiB L2
+// for D <= 128 (L1d, 32 KiB, is left to the GEMM's own register and L1 blocking). A long Bk
+// amortises the per-tile costs (packing Q and P, the per-row rescaling) and adds no masked
+// work (above); Bq = 64 keeps the masked triangle near 1/16 of the work at T = 1024 and gives
+// 16 tasks per head. Measured at T = 1024: on one thread (D = 64) the grid {32, 64, 128} x
+// {64, 128, 256, 512} lies within 15%, 64 x 256 among the fastest; on two threads 64 x 256
+// was within 5% of 128 x 256, 64 x 128 and 128 x 128 at D = 64 and the fastest at D = 128.
+//
+// Masking: a masked score is never exponentiated (each row's loop stops at its visible count)
+// and its probability is written as 0, so there is no mask value. Each row's running max
+// starts from the first tile, where the row sees at least one key (the range starts at or
+// before its position), so it is always finite; a row that sees no key of a later tile leaves
+// its state untouched. No -inf and no large negative constant: nothing can overflow in any
+// float dtype.
+//
+// Cost model (f32; threads = ctx.threads(), Bq = min(64, Tq) and Bk = min(256, kv_len), both
+// at least 1; each thread's share rounded up to whole 64-byte cache lines):
+//   tiled:    1 step; temporaries threads (Bq Bk + Bq (D + 2)) floats: per thread one score
+//             tile and one (O, m, l) state. Memory: Q read and out written once, K and V read
+//             once per query tile (mostly from cache), no score-sized traffic at all.
+//   split-KV: 2 steps; temporaries threads Tq Bk + B Hq chunks Tq (D + 2) floats: the score
+//             tiles and the partials, both live during step 1. Memory: Q, K and V read once,
+//             the partials written and read once, out written once.
+// FLOPs: 4 D per visible (query, key) pair plus the masked triangles; one exp per visible
+// score and one per row per key tile. Eigen's GEMM packing buffers (stack memory up to
+// 128 KiB, heap beyond, as in the other CPU backends' GEMMs) are not counted.
 #include "ops/attention/flash_cpu.h"
 
 #include <omp.h>
@@ -6,6 +70,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "ops/attention/cpu_steps.h"
 #include "ops/check.h"
@@ -18,82 +83,80 @@ namespace {
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using ConstMap = Eigen::Map<const RowMatrix, Eigen::Unaligned>;
 using Map = Eigen::Map<RowMatrix, Eigen::Unaligned>;
+using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf, Eigen::Unaligned>;
 
-#ifndef FLASH_QB
-#define FLASH_QB 64
-#endif
-#ifndef FLASH_KB
-#define FLASH_KB 64
-#endif
-constexpr std::int64_t kQueryBlock = FLASH_QB;
-constexpr std::int64_t kKeyBlock = FLASH_KB;
+constexpr std::int64_t kQueryBlock = 64;
+constexpr std::int64_t kKeyBlock = 256;
 constexpr std::int64_t kSplitMaxQueries = 8;
 constexpr std::int64_t kMinChunkKeys = 256;
-constexpr std::int64_t kSplitTasksPerThread = 4;
-static_assert(kSplitMaxQueries <= kMinChunkKeys, "every split-KV chunk must start at or before "
-                                                 "the first query's position");
+constexpr std::int64_t kCacheLineFloats = 64 / sizeof(float);
+static_assert(kSplitMaxQueries <= kMinChunkKeys,
+              "a split-KV chunk must start at or before the first query row's position");
+
+// The online-softmax state of `rows` query rows in one float array: the unnormalised output
+// O [rows, D], then the running max m [rows], then the running sum l [rows].
+struct StateLayout {
+  std::int64_t rows = 0;
+  std::int64_t head_dim = 0;
+
+  std::int64_t max_offset() const { return rows * head_dim; }
+  std::int64_t sum_offset() const { return rows * head_dim + rows; }
+  std::int64_t floats() const { return rows * (head_dim + 2); }
+};
 
 enum class Path { tiled, split_kv };
 
-// How one call is cut into work: the path, the tile sizes and the temporaries they need.
+// How one call is cut into tasks, and the temporaries that takes; forward() and cost_model()
+// both read it, so the bytes promised are the bytes allocated.
 struct Plan {
   Path path = Path::tiled;
-  std::int64_t query_block = 0;  // query rows per tile (Bq)
-  std::int64_t key_block = 0;    // keys per tile (Bk)
-  std::int64_t chunks = 1;       // split-KV: key chunks per (batch, head)
   std::int64_t threads = 1;
-  std::int64_t scratch_floats = 0;        // per thread
-  std::int64_t partial_floats = 0;        // per (batch, head, chunk), split-KV only
-  std::int64_t partial_count = 0;         // (batch, head, chunk) triples, split-KV only
+  std::int64_t query_block = 1;     // Bq: query rows per tile
+  std::int64_t key_block = 1;       // Bk: keys per tile
+  std::int64_t chunks = 1;          // split-KV: key ranges per (batch, head)
+  std::int64_t scratch_floats = 0;  // per thread
+  StateLayout partial;              // split-KV: one per (batch, head, chunk)
+  std::int64_t partial_count = 0;
 
   std::size_t temporary_bytes() const {
-    return static_cast<std::size_t>(threads * scratch_floats + partial_count * partial_floats) *
+    return static_cast<std::size_t>(threads * scratch_floats + partial_count * partial.floats()) *
            sizeof(float);
   }
 };
 
-// The online-softmax state of `rows` query rows, laid out in one float array: the unnormalised
-// output O [rows, D], then the running max m [rows], then the running sum l [rows].
-struct Accumulator {
-  float* out;
-  float* max;
-  float* sum;
-
-  Accumulator(float* base, std::int64_t rows, std::int64_t head_dim)
-      : out(base), max(base + rows * head_dim), sum(base + rows * head_dim + rows) {}
-  static std::int64_t floats(std::int64_t rows, std::int64_t head_dim) {
-    return rows * (head_dim + 2);
-  }
-};
+// Per-thread slices start on their own cache line (the workspace itself is 64-byte aligned): no
+// two threads write one line, and every thread sees the same alignment, hence the same result.
+std::int64_t round_up_to_cache_line(std::int64_t floats) {
+  return (floats + kCacheLineFloats - 1) / kCacheLineFloats * kCacheLineFloats;
+}
 
 Plan plan_of(const Context& ctx, const Call& call) {
   const HeadLayout l = layout_of(call);
   Plan plan;
   plan.threads = ctx.threads();
-  plan.key_block = std::min(kKeyBlock, l.kv_len);
-  const std::int64_t wanted_chunks =
-      (kSplitTasksPerThread * plan.threads + l.heads() - 1) / l.heads();
-  plan.chunks = std::min(wanted_chunks, l.kv_len / kMinChunkKeys);
-  if (l.q_len <= kSplitMaxQueries && plan.chunks >= 2) {
+  plan.key_block = std::clamp(l.kv_len, std::int64_t{1}, kKeyBlock);
+  const std::int64_t balancing_chunks = plan.threads / std::gcd(l.heads(), plan.threads);
+  const std::int64_t chunks = std::min(balancing_chunks, l.kv_len / kMinChunkKeys);
+  if (l.q_len <= kSplitMaxQueries && chunks >= 2) {
     plan.path = Path::split_kv;
     plan.query_block = l.q_len;
-    plan.scratch_floats = plan.query_block * plan.key_block;
-    plan.partial_floats = Accumulator::floats(l.q_len, l.head_dim);
-    plan.partial_count = l.heads() * plan.chunks;
+    plan.chunks = chunks;
+    plan.scratch_floats = round_up_to_cache_line(plan.query_block * plan.key_block);
+    plan.partial = {l.q_len, l.head_dim};
+    plan.partial_count = l.heads() * chunks;
   } else {
-    plan.chunks = 1;
-    plan.query_block = std::min(kQueryBlock, l.q_len);
-    plan.scratch_floats = plan.query_block * plan.key_block +
-                          Accumulator::floats(plan.query_block, l.head_dim);
+    plan.query_block = std::clamp(l.q_len, std::int64_t{1}, kQueryBlock);
+    plan.scratch_floats = round_up_to_cache_line(
+        plan.query_block * plan.key_block + StateLayout{plan.query_block, l.head_dim}.floats());
   }
   return plan;
 }
 
 // One (batch, query head): where its queries, keys and values start.
 struct Head {
-  const float* q;  // row 0 of this head's queries
+  const float* q;  // its query row 0
   const float* k;  // row 0 of its kv head's keys
-  const float* v;
+  const float* v;  // row 0 of its kv head's values
   std::int64_t head_dim;
   std::int64_t first_position;  // position of query row 0: kv_len - Tq
 };
@@ -103,16 +166,19 @@ Head head_of(const Call& call, const HeadLayout& l, std::int64_t bh) {
           call.v.data<float>() + l.kv_offset(bh), l.head_dim, l.kv_len - l.q_len};
 }
 
-// Attends query rows [first_row, first_row + rows) of `head` to keys [key_begin, key_end), one
-// key tile of up to `key_block` keys at a time, leaving the unnormalised state in `acc`.
-// `scores` holds rows x key_block floats. Requires key_begin <= the first row's position: every
-// row then sees at least one key of the first tile, so its max is finite from the start.
-void attend_key_range(const Head& head, std::int64_t first_row, std::int64_t rows,
+// Attends query rows [first_row, first_row + layout.rows) of `head` to keys
+// [key_begin, key_end), one tile of up to `key_block` keys at a time, leaving the unnormalised
+// state in `state` (see StateLayout). `scores` holds rows x key_block floats. Requires
+// key_begin <= the first row's position, so that every row sees a key of the first tile.
+void attend_key_range(const Head& head, std::int64_t first_row, const StateLayout& layout,
                       std::int64_t key_begin, std::int64_t key_end, std::int64_t key_block,
-                      float scale, float* scores, const Accumulator& acc) {
-  const std::int64_t d = head.head_dim;
+                      float scale, float* scores, float* state) {
+  const std::int64_t rows = layout.rows, d = head.head_dim;
+  const std::int64_t first_position = head.first_position + first_row;
   const ConstMap q_tile(head.q + first_row * d, rows, d);
-  Map out(acc.out, rows, d);
+  Map out(state, rows, d);
+  float* running_max = state + layout.max_offset();
+  float* running_sum = state + layout.sum_offset();
   for (std::int64_t key_start = key_begin; key_start < key_end; key_start += key_block) {
     const std::int64_t cols = std::min(key_block, key_end - key_start);
     const ConstMap k_tile(head.k + key_start * d, cols, d);
@@ -120,7 +186,6 @@ void attend_key_range(const Head& head, std::int64_t first_row, std::int64_t row
     Map s(scores, rows, cols);
     s.noalias() = q_tile * k_tile.transpose();
     const bool first_tile = key_start == key_begin;
-    const std::int64_t first_position = head.first_position + first_row;
     const bool diagonal = key_start + cols - 1 > first_position;
     for (std::int64_t r = 0; r < rows; ++r) {
       const std::int64_t visible =
@@ -131,15 +196,15 @@ void attend_key_range(const Head& head, std::int64_t first_row, std::int64_t row
       auto kept = row.head(visible).array();
       const float tile_max = (kept * scale).maxCoeff();
       if (first_tile) {
-        acc.max[r] = tile_max;
+        running_max[r] = tile_max;
         kept = (kept * scale - tile_max).exp();
-        acc.sum[r] = kept.sum();
+        running_sum[r] = kept.sum();
       } else {
-        const float new_max = std::max(acc.max[r], tile_max);
-        const float correction = std::exp(acc.max[r] - new_max);
+        const float new_max = std::max(running_max[r], tile_max);
+        const float correction = std::exp(running_max[r] - new_max);
         kept = (kept * scale - new_max).exp();
-        acc.sum[r] = acc.sum[r] * correction + kept.sum();
-        acc.max[r] = new_max;
+        running_sum[r] = running_sum[r] * correction + kept.sum();
+        running_max[r] = new_max;
         out.row(r) *= correction;
       }
     }
@@ -155,7 +220,7 @@ class FlashCpu final : public Backend {
  public:
   std::string_view name() const override { return "flash"; }
   std::string_view summary() const override {
-    return "tiled online softmax, causal tile skipping; split-KV for decode";
+    return "tiled online softmax with causal tile skipping; split-KV (flash-decoding) for decode";
   }
 
   CostModel cost_model(const Context& ctx, const Call& call) const override {
@@ -167,45 +232,45 @@ class FlashCpu final : public Backend {
     profiler::Scope scope(ctx, "attention.flash", "attention");
     validate_call(call);
     require_cpu_f32(call.q, "attention flash", "q");
-    const HeadLayout layout = layout_of(call);
     const Plan plan = plan_of(ctx, call);
     if (plan.path == Path::tiled) {
-      tiled(ctx, call, layout, plan);
+      tiled(ctx, call, plan);
     } else {
-      split_kv(ctx, call, layout, plan);
+      split_kv(ctx, call, plan);
     }
   }
 
  private:
-  static void tiled(Context& ctx, const Call& call, const HeadLayout& l, const Plan& plan) {
-    Tensor scratch = Tensor::empty({plan.threads, plan.scratch_floats}, DType::F32,
-                                   ctx.allocator());
+  static void tiled(Context& ctx, const Call& call, const Plan& plan) {
+    const HeadLayout l = layout_of(call);
+    Tensor scratch =
+        Tensor::empty({plan.threads, plan.scratch_floats}, DType::F32, ctx.allocator());
     profiler::Scope step(ctx, "flash.tiled", "kernel");
-    const std::int64_t query_blocks = (l.q_len + plan.query_block - 1) / plan.query_block;
+    const std::int64_t query_tiles = (l.q_len + plan.query_block - 1) / plan.query_block;
 #pragma omp parallel for num_threads(plan.threads) schedule(dynamic, 1)
-    for (std::int64_t task = 0; task < l.heads() * query_blocks; ++task) {
-      const std::int64_t block = query_blocks - 1 - task / l.heads();  // longest rows first
-      const std::int64_t bh = task % l.heads();
-      const std::int64_t first_row = block * plan.query_block;
-      const std::int64_t rows = std::min(plan.query_block, l.q_len - first_row);
+    for (std::int64_t task = 0; task < l.heads() * query_tiles; ++task) {
+      const std::int64_t bh = task / query_tiles;
+      const std::int64_t tile = query_tiles - 1 - task % query_tiles;  // longest rows first
+      const std::int64_t first_row = tile * plan.query_block;
+      const StateLayout layout{std::min(plan.query_block, l.q_len - first_row), l.head_dim};
       float* scores = scratch.data<float>() + omp_get_thread_num() * plan.scratch_floats;
-      const Accumulator acc(scores + plan.query_block * plan.key_block, rows, l.head_dim);
+      float* state = scores + plan.query_block * plan.key_block;
       const Head head = head_of(call, l, bh);
-      const std::int64_t key_end = head.first_position + first_row + rows;
-      attend_key_range(head, first_row, rows, 0, key_end, plan.key_block, call.scale, scores,
-                       acc);
-      Map out(call.out.data<float>() + (bh * l.q_len + first_row) * l.head_dim, rows, l.head_dim);
-      for (std::int64_t r = 0; r < rows; ++r) {
-        out.row(r) = Map(acc.out, rows, l.head_dim).row(r) / acc.sum[r];
-      }
+      const std::int64_t key_end = head.first_position + first_row + layout.rows;
+      attend_key_range(head, first_row, layout, 0, key_end, plan.key_block, call.scale, scores,
+                       state);
+      Map(call.out.data<float>() + (bh * l.q_len + first_row) * l.head_dim, layout.rows, l.head_dim)
+          .array() = ConstMap(state, layout.rows, l.head_dim).array().colwise() /
+                     ConstArrayMap(state + layout.sum_offset(), layout.rows);
     }
   }
 
-  static void split_kv(Context& ctx, const Call& call, const HeadLayout& l, const Plan& plan) {
-    Tensor scratch = Tensor::empty({plan.threads, plan.scratch_floats}, DType::F32,
-                                   ctx.allocator());
-    Tensor partials = Tensor::empty({plan.partial_count, plan.partial_floats}, DType::F32,
-                                    ctx.allocator());
+  static void split_kv(Context& ctx, const Call& call, const Plan& plan) {
+    const HeadLayout l = layout_of(call);
+    Tensor scratch =
+        Tensor::empty({plan.threads, plan.scratch_floats}, DType::F32, ctx.allocator());
+    Tensor partials =
+        Tensor::empty({plan.partial_count, plan.partial.floats()}, DType::F32, ctx.allocator());
     {
       profiler::Scope step(ctx, "flash.split_kv_partials", "kernel");
 #pragma omp parallel for num_threads(plan.threads) schedule(dynamic, 1)
@@ -215,10 +280,9 @@ class FlashCpu final : public Backend {
         const std::int64_t key_begin = chunk * l.kv_len / plan.chunks;
         const std::int64_t key_end = (chunk + 1) * l.kv_len / plan.chunks;
         float* scores = scratch.data<float>() + omp_get_thread_num() * plan.scratch_floats;
-        const Accumulator acc(partials.data<float>() + task * plan.partial_floats, l.q_len,
-                              l.head_dim);
-        attend_key_range(head_of(call, l, bh), 0, l.q_len, key_begin, key_end, plan.key_block,
-                         call.scale, scores, acc);
+        float* state = partials.data<float>() + task * plan.partial.floats();
+        attend_key_range(head_of(call, l, bh), 0, plan.partial, key_begin, key_end, plan.key_block,
+                         call.scale, scores, state);
       }
     }
     profiler::Scope step(ctx, "flash.split_kv_combine", "kernel");
@@ -226,22 +290,23 @@ class FlashCpu final : public Backend {
     for (std::int64_t row = 0; row < l.heads() * l.q_len; ++row) {
       const std::int64_t bh = row / l.q_len;
       const std::int64_t r = row % l.q_len;
-      const float* first = partials.data<float>() + bh * plan.chunks * plan.partial_floats;
-      float max_value = Accumulator(const_cast<float*>(first), l.q_len, l.head_dim).max[r];
+      const float* first_partial =
+          partials.data<float>() + bh * plan.chunks * plan.partial.floats();
+      auto partial_max = [&](std::int64_t c) {
+        return first_partial[c * plan.partial.floats() + plan.partial.max_offset() + r];
+      };
+      float max_value = partial_max(0);
       for (std::int64_t c = 1; c < plan.chunks; ++c) {
-        const Accumulator part(const_cast<float*>(first + c * plan.partial_floats), l.q_len,
-                               l.head_dim);
-        max_value = std::max(max_value, part.max[r]);
+        max_value = std::max(max_value, partial_max(c));
       }
       Eigen::Map<Eigen::RowVectorXf> out(call.out.data<float>() + row * l.head_dim, l.head_dim);
       out.setZero();
       float sum = 0.0f;
       for (std::int64_t c = 0; c < plan.chunks; ++c) {
-        const Accumulator part(const_cast<float*>(first + c * plan.partial_floats), l.q_len,
-                               l.head_dim);
-        const float weight = std::exp(part.max[r] - max_value);
-        sum += weight * part.sum[r];
-        out += weight * Eigen::Map<const Eigen::RowVectorXf>(part.out + r * l.head_dim, l.head_dim);
+        const float* partial = first_partial + c * plan.partial.floats();
+        const float weight = std::exp(partial_max(c) - max_value);
+        sum += weight * partial[plan.partial.sum_offset() + r];
+        out += weight * Eigen::Map<const Eigen::RowVectorXf>(partial + r * l.head_dim, l.head_dim);
       }
       out /= sum;
     }

@@ -1,0 +1,202 @@
+// The flash backend beyond the generic backend tests in test_ops.cpp: lengths around its tile
+// boundaries, the split-KV decode path, thread counts, and its cost model against measurement.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ops/attention/attention.h"
+#include "profiler/cpu_tracer.h"
+#include "reference_ops.h"
+#include "runtime/error.h"
+
+using namespace attnscope;
+using testing::max_relative_error;
+using testing::random_tensor;
+
+namespace {
+
+struct FlashCase {
+  std::int64_t batch, q_heads, kv_heads, q_len, kv_len, capacity, head_dim;
+};
+
+const ops::attention::Backend& flash() { return ops::attention::find_backend("flash"); }
+
+ops::attention::Call random_call(const FlashCase& c, std::mt19937& rng, Allocator& allocator) {
+  ops::attention::Call call;
+  call.q = random_tensor({c.batch, c.q_heads, c.q_len, c.head_dim}, rng, allocator);
+  call.k = random_tensor({c.batch, c.kv_heads, c.capacity, c.head_dim}, rng, allocator);
+  call.v = random_tensor({c.batch, c.kv_heads, c.capacity, c.head_dim}, rng, allocator);
+  call.out = Tensor::empty(call.q.shape(), DType::F32, allocator);
+  std::fill_n(call.out.data<float>(), call.out.numel(), NAN);  // unwritten outputs show up
+  call.kv_len = c.kv_len;
+  call.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  return call;
+}
+
+// Runs flash on `call` and returns its largest error against float64 attention.
+double flash_error(Context& ctx, const ops::attention::Call& call) {
+  flash().forward(ctx, call);
+  const auto expected =
+      testing::reference_attention(call.q, call.k, call.v, call.kv_len, call.scale);
+  return max_relative_error(call.out, expected, 1.0);
+}
+
+// The names of the scopes flash opens directly inside its own scope.
+std::vector<std::string> direct_steps(Context& ctx, const ops::attention::Call& call) {
+  profiler::CpuTracer tracer;
+  ctx.set_profiler(&tracer);
+  flash().forward(ctx, call);
+  ctx.set_profiler(nullptr);
+  std::vector<std::string> names;
+  for (const profiler::Event& e : tracer.events()) {
+    if (e.depth == 1) names.push_back(e.name);
+  }
+  return names;
+}
+
+const std::vector<std::string> kTiledSteps = {"flash.tiled"};
+const std::vector<std::string> kSplitSteps = {"flash.split_kv_partials", "flash.split_kv_combine"};
+
+}  // namespace
+
+TEST_CASE("flash matches float64 attention at lengths around its 64 x 256 tiles") {
+  std::mt19937 rng(11);
+  Context ctx(2);
+  std::vector<FlashCase> cases;
+  for (std::int64_t t : {1, 2, 63, 64, 65, 127, 128, 129, 255, 256, 257, 300}) {
+    cases.push_back({1, 2, 1, t, t, t, 64});  // prefill, grouped-query heads
+  }
+  // New rows against a longer cache, several query tiles, key ends between tile boundaries;
+  // (300, 310) has query tiles whose first rows see no key of the last key tile.
+  for (auto [q_len, kv_len] : {std::pair<std::int64_t, std::int64_t>{130, 400},
+                               {64, 320},
+                               {200, 513},
+                               {300, 310},
+                               {9, 700},
+                               {65, 65}}) {
+    cases.push_back({2, 2, 2, q_len, kv_len, kv_len + 3, 64});
+  }
+  for (std::int64_t d : {1, 16, 33, 96, 128}) cases.push_back({1, 3, 3, 70, 90, 90, d});
+  for (const FlashCase& c : cases) {
+    CAPTURE(c.q_len);
+    CAPTURE(c.kv_len);
+    CAPTURE(c.head_dim);
+    CHECK(flash_error(ctx, random_call(c, rng, ctx.allocator())) < 1e-5);
+  }
+}
+
+TEST_CASE("flash takes the split-KV path for few rows against a long cache, and is exact there") {
+  // Split when the (batch, head) pairs do not share out evenly among the threads: into
+  // threads / gcd(pairs, threads) chunks of at least 256 keys.
+  struct SplitCase {
+    FlashCase shape;
+    int threads;
+  };
+  std::mt19937 rng(12);
+  const std::vector<SplitCase> cases = {
+      {{1, 2, 1, 1, 1001, 1024, 64}, 3},  // decode, odd length, grouped heads: 3 chunks
+      {{1, 1, 1, 1, 512, 512, 128}, 2},   // the shortest cache that splits: 2 x 256 keys
+      {{1, 3, 1, 1, 1024, 1024, 64}, 2},  // three heads of one kv head on 2 threads
+      {{1, 2, 1, 3, 777, 800, 96}, 4},    // a few new tokens, 2 chunks
+      {{1, 1, 1, 8, 515, 515, 64}, 3},    // the most rows that split; last key tile 2 wide
+      {{2, 1, 1, 5, 2049, 2100, 16}, 3},  // batch 2, 3 chunks
+  };
+  for (const SplitCase& c : cases) {
+    Context ctx(c.threads);
+    const ops::attention::Call call = random_call(c.shape, rng, ctx.allocator());
+    CAPTURE(c.threads);
+    CAPTURE(c.shape.q_heads);
+    CAPTURE(c.shape.q_len);
+    CAPTURE(c.shape.kv_len);
+    CHECK(flash().cost_model(ctx, call).steps == 2);
+    CHECK(direct_steps(ctx, call) == kSplitSteps);
+    CHECK(flash_error(ctx, call) < 1e-5);
+  }
+  // One thread, heads that share out evenly, a short cache, or many rows: no split.
+  const std::vector<SplitCase> tiled = {
+      {{1, 1, 1, 1, 4096, 4096, 64}, 1}, {{1, 12, 12, 1, 1024, 1024, 64}, 2},
+      {{1, 2, 1, 1, 4096, 4096, 64}, 2}, {{1, 1, 1, 1, 511, 511, 64}, 2},
+      {{1, 1, 1, 9, 1024, 1024, 64}, 2},
+  };
+  for (const SplitCase& c : tiled) {
+    Context ctx(c.threads);
+    const ops::attention::Call call = random_call(c.shape, rng, ctx.allocator());
+    CAPTURE(c.threads);
+    CAPTURE(c.shape.q_heads);
+    CAPTURE(c.shape.q_len);
+    CAPTURE(c.shape.kv_len);
+    CHECK(direct_steps(ctx, call) == kTiledSteps);
+    CHECK(flash_error(ctx, call) < 1e-5);
+  }
+}
+
+TEST_CASE("flash gives the same answer on 1, 2 and 3 threads") {
+  std::mt19937 rng(13);
+  const std::vector<FlashCase> cases = {
+      {2, 4, 2, 200, 200, 200, 64},  // tiled: every task does the same sums on any thread
+      {1, 1, 1, 1, 1500, 1500, 64},  // tiled on 1 thread, 2 and 3 split-KV chunks on 2 and 3
+  };
+  for (const FlashCase& c : cases) {
+    Context ctx(1);
+    const ops::attention::Call call = random_call(c, rng, ctx.allocator());
+    flash().forward(ctx, call);
+    const std::vector<double> one_thread = testing::to_double(call.out);
+    for (int threads : {2, 3}) {
+      Context other(threads);
+      flash().forward(other, call);
+      CAPTURE(threads);
+      CAPTURE(c.q_len);
+      if (c.q_len > 8) {
+        CHECK(max_relative_error(call.out, one_thread, 1.0) == 0.0);
+      } else {
+        CHECK(max_relative_error(call.out, one_thread, 1.0) < 1e-6);
+      }
+    }
+  }
+}
+
+TEST_CASE("flash allocates exactly the bytes its cost model states, on both paths") {
+  std::mt19937 rng(14);
+  int split_calls = 0;
+  const std::vector<FlashCase> cases = {
+      {2, 4, 2, 130, 130, 140, 64},  // tiled, several query tiles
+      {1, 3, 3, 5, 40, 40, 33},      // tiled, tiles smaller than the defaults
+      {1, 2, 1, 1, 1001, 1024, 64},  // split-KV
+      {2, 1, 1, 7, 900, 900, 128},   // split-KV, several rows
+      {1, 1, 1, 0, 600, 600, 64},    // no query rows at all
+      {0, 2, 2, 4, 4, 4, 64},        // no batch
+  };
+  for (int threads : {1, 2, 3}) {
+    Context ctx(threads);
+    for (const FlashCase& c : cases) {
+      const ops::attention::Call call = random_call(c, rng, ctx.allocator());
+      const ops::attention::CostModel model = flash().cost_model(ctx, call);
+      const std::size_t before = ctx.allocator().current_bytes();
+      ctx.allocator().reset_peak();
+      const std::vector<std::string> steps = direct_steps(ctx, call);
+      CAPTURE(threads);
+      CAPTURE(c.batch);
+      CAPTURE(c.q_len);
+      CAPTURE(c.kv_len);
+      CHECK(ctx.allocator().peak_bytes() - before == model.temporary_bytes);
+      CHECK(ctx.allocator().current_bytes() == before);
+      CHECK(steps.size() == static_cast<std::size_t>(model.steps));
+      CHECK(steps == (model.steps == 1 ? kTiledSteps : kSplitSteps));
+      split_calls += model.steps == 2 ? 1 : 0;
+    }
+  }
+  CHECK(split_calls == 4);  // both paths were measured
+}
+
+TEST_CASE("flash refuses dtypes other than f32 on the cpu") {
+  std::mt19937 rng(15);
+  Context ctx(1);
+  ops::attention::Call call = random_call({1, 2, 2, 4, 4, 4, 32}, rng, ctx.allocator());
+  for (Tensor* t : {&call.q, &call.k, &call.v, &call.out}) {
+    *t = t->to_dtype(DType::F16, ctx.allocator());
+  }
+  CHECK_THROWS_WITH_AS(flash().forward(ctx, call), doctest::Contains("must be f32"), Error);
+}
