@@ -19,34 +19,43 @@ using ConstVectorMap = Eigen::Map<const Eigen::VectorXf, Eigen::Unaligned>;
 // on, a blocked GEMM reuses each weight tile across rows.
 constexpr std::int64_t kGemmMinRows = 4;
 
-void matrix_vector_rows(const Context& ctx, const float* x, const float* w, const float* b,
-                        float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs) {
+// Splits `outputs` into one block per thread, each a multiple of 64 so that no two threads write
+// one cache line; `task(first, width)` handles outputs [first, first + width).
+template <typename Task>
+void for_each_output_block(const Context& ctx, std::int64_t outputs, Task task) {
+  const std::int64_t threads = ctx.threads();
+  const std::int64_t block = ((outputs + threads - 1) / threads + 63) / 64 * 64;
 #pragma omp parallel for num_threads(ctx.threads()) schedule(static)
-  for (std::int64_t o = 0; o < outputs; ++o) {
-    const ConstVectorMap weight_row(w + o * in, in);
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const float dot = weight_row.dot(ConstVectorMap(x + r * in, in));
-      y[r * outputs + o] = b ? dot + b[o] : dot;
-    }
+  for (std::int64_t first = 0; first < outputs; first += block) {
+    task(first, std::min(block, outputs - first));
   }
 }
 
-// Each thread computes a block of output columns with Eigen's (single-threaded) blocked GEMM;
-// the blocks are multiples of 64 columns so that no two threads write one cache line.
+// Each thread streams its contiguous block of weight rows once per input row through Eigen's
+// row-major matrix-vector kernel, which works on several weight rows at a time.
+void matrix_vector_rows(const Context& ctx, const float* x, const float* w, const float* b,
+                        float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs) {
+  for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
+    const ConstRowMatrixMap weight(w + first * in, width, in);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      Eigen::Map<Eigen::VectorXf> result(y + r * outputs + first, width);
+      result.noalias() = weight * ConstVectorMap(x + r * in, in);
+      if (b) result += Eigen::Map<const Eigen::VectorXf>(b + first, width);
+    }
+  });
+}
+
+// Each thread computes a block of output columns with Eigen's (single-threaded) blocked GEMM.
 void gemm_rows(const Context& ctx, const float* x, const float* w, const float* b, float* y,
                std::int64_t rows, std::int64_t in, std::int64_t outputs) {
-  const std::int64_t threads = ctx.threads();
-  const std::int64_t block = ((outputs + threads - 1) / threads + 63) / 64 * 64;
   const ConstRowMatrixMap input(x, rows, in);
-#pragma omp parallel for num_threads(ctx.threads()) schedule(static)
-  for (std::int64_t first = 0; first < outputs; first += block) {
-    const std::int64_t width = std::min(block, outputs - first);
+  for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
     const ConstRowMatrixMap weight(w + first * in, width, in);
     Eigen::Map<RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>> result(
         y + first, rows, width, Eigen::OuterStride<>(outputs));
     result.noalias() = input * weight.transpose();
     if (b) result.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(b + first, width);
-  }
+  });
 }
 
 }  // namespace
