@@ -108,7 +108,7 @@ TEST_CASE("bad models and bad inputs exit with 1 and one line") {
   check_one_line_error(run(tiny_a + " --prompt hello"), 1, "tokenizer");
 }
 
-TEST_CASE("generate --json reproduces Hugging Face's greedy continuation") {
+TEST_CASE("generate --json reproduces Hugging Face's greedy continuation with every backend") {
   std::ifstream in(fixture("tiny-b") + "/reference.json");
   const nlohmann::json reference = nlohmann::json::parse(in);
   const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<int>>();
@@ -118,16 +118,20 @@ TEST_CASE("generate --json reproduces Hugging Face's greedy continuation") {
     if (!ids.empty()) ids += ',';
     ids += std::to_string(id);
   }
-  const Result r = run("generate --model " + fixture("tiny-b") + " --prompt-ids " + ids + " -n " +
-                       std::to_string(expected.size()) + " --ignore-eos --threads 2 --json");
-  REQUIRE(r.exit_code == 0);
-  const nlohmann::json out = nlohmann::json::parse(r.out);  // stdout holds exactly one object
-  CHECK(out["prompt_ids"].get<std::vector<int>>() == prompt);
-  CHECK(out["generated_ids"].get<std::vector<int>>() == expected);
-  CHECK(out["attention"] == "naive");
-  CHECK(out["prefill_tokens_per_s"].get<double>() > 0);
-  CHECK(out["decode_tokens_per_s"].get<double>() > 0);
-  CHECK(out["decode_tokens"] == expected.size() - 1);
+  for (const char* attention : {"naive", "eager", "inplace", "math", "fused", "flash"}) {
+    const Result r = run("generate --model " + fixture("tiny-b") + " --prompt-ids " + ids +
+                         " -n " + std::to_string(expected.size()) +
+                         " --ignore-eos --threads 2 --json --attn " + attention);
+    CAPTURE(attention);
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json out = nlohmann::json::parse(r.out);  // stdout holds exactly one object
+    CHECK(out["prompt_ids"].get<std::vector<int>>() == prompt);
+    CHECK(out["generated_ids"].get<std::vector<int>>() == expected);
+    CHECK(out["attention"] == (std::string(attention) == "eager" ? "naive" : attention));
+    CHECK(out["prefill_tokens_per_s"].get<double>() > 0);
+    CHECK(out["decode_tokens_per_s"].get<double>() > 0);
+    CHECK(out["decode_tokens"] == expected.size() - 1);
+  }
 }
 
 TEST_CASE("an empty prompt starts from <|endoftext|>; sampling is reproducible by seed") {
