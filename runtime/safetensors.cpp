@@ -93,7 +93,11 @@ std::string single_quoted(std::string_view text) {
 }
 
 std::string range_string(std::uint64_t begin, std::uint64_t end) {
-  return "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";
+  std::string range = "[";  // appended piece by piece: GCC 12 misreports "[" + std::string
+  range += std::to_string(begin);
+  range += ", ";
+  range += std::to_string(end);
+  return range + "]";
 }
 
 // The parser's message without its "[json.exception.parse_error.101] " prefix.
