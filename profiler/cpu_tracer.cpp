@@ -1,5 +1,7 @@
 #include "profiler/cpu_tracer.h"
 
+#include <algorithm>
+
 #include "runtime/error.h"
 
 namespace attnscope::profiler {
@@ -12,27 +14,65 @@ std::int64_t CpuTracer::now_ns() const {
       .count();
 }
 
+CpuTracer::ThreadScopes& CpuTracer::scopes_of_this_thread() {
+  const std::thread::id id = std::this_thread::get_id();
+  for (ThreadScopes& scopes : threads_) {
+    if (scopes.id == id) return scopes;
+  }
+  threads_.push_back({id, static_cast<int>(threads_.size()) + 1, {}});
+  return threads_.back();
+}
+
 void CpuTracer::begin_scope(const char* name, const char* category) {
-  Event event;
-  event.name = name;
-  event.category = category;
-  event.depth = static_cast<int>(open_.size());
-  event.start_ns = now_ns();
-  open_.push_back(std::move(event));
+  const std::lock_guard<std::mutex> lock(mutex_);
+  ThreadScopes& scopes = scopes_of_this_thread();
+  OpenScope scope;
+  scope.event.name = name;
+  scope.event.category = category;
+  scope.event.thread = scopes.number;
+  scope.event.id = next_id_++;
+  scope.event.parent = scopes.open.empty() ? -1 : scopes.open.back().event.id;
+  scope.event.depth = static_cast<int>(scopes.open.size());
+  scope.start_bytes = current_bytes_;
+  scope.highest_bytes = current_bytes_;
+  scope.event.start_ns = now_ns();
+  scopes.open.push_back(std::move(scope));
 }
 
 void CpuTracer::end_scope() {
-  check(!open_.empty(), "profiler", "end_scope() without a matching begin_scope()");
-  Event event = std::move(open_.back());
-  open_.pop_back();
-  event.end_ns = now_ns();
-  events_.push_back(std::move(event));
+  const std::int64_t end = now_ns();
+  const std::lock_guard<std::mutex> lock(mutex_);
+  ThreadScopes& scopes = scopes_of_this_thread();
+  check(!scopes.open.empty(), "profiler", "end_scope() without a matching begin_scope()");
+  OpenScope scope = std::move(scopes.open.back());
+  scopes.open.pop_back();
+  scope.event.end_ns = end;
+  scope.event.peak_bytes = scope.highest_bytes - scope.start_bytes;
+  if (!scopes.open.empty()) scopes.open.back().event.children_ns += scope.event.duration_ns();
+  trace_.events.push_back(std::move(scope.event));
+}
+
+void CpuTracer::start_memory_counter(Device device, std::size_t current_bytes) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  current_bytes_ = current_bytes;
+  trace_.memory.push_back({now_ns(), device, current_bytes});
+}
+
+void CpuTracer::on_allocation_change(Device device, std::size_t current_bytes) noexcept {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  current_bytes_ = current_bytes;
+  trace_.memory.push_back({now_ns(), device, current_bytes});
+  for (ThreadScopes& scopes : threads_) {
+    for (OpenScope& scope : scopes.open) {
+      scope.highest_bytes = std::max(scope.highest_bytes, current_bytes);
+    }
+  }
 }
 
 std::int64_t CpuTracer::total_ns(const std::string& name) const {
   std::int64_t total = 0;
-  for (const Event& e : events_) {
-    if (e.name == name) total += e.end_ns - e.start_ns;
+  for (const Event& e : trace_.events) {
+    if (e.name == name) total += e.duration_ns();
   }
   return total;
 }

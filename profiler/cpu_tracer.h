@@ -1,44 +1,64 @@
-// CpuTracer: records every scope as a complete event timed with the host's steady clock.
+// CpuTracer: records every scope as a complete event timed with the host's steady clock, and
+// (when it watches an allocator, see attach.h) every change of the live bytes.
 //
-// Scopes nest (step > layer > block > op); each event keeps its name, category, thread, start
-// and end in nanoseconds since the tracer was made, and its depth. Scopes are opened and closed
-// on the thread that drives the model; ops parallelise inside a scope.
+// Scopes nest (step > layer > block > op > kernel) per host thread; each event keeps its name,
+// category, thread, parent, depth, start and end in nanoseconds since the tracer was made, the
+// time of its direct children, and the highest rise of live bytes while it was open. Cost with
+// profiling on: one mutex lock, one clock read and one event per scope edge, one sample per
+// allocation. Ops parallelise inside a scope; allocations from worker threads are safe.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "profiler/event.h"
+#include "runtime/allocator.h"
 #include "runtime/context.h"
 
 namespace attnscope::profiler {
 
-struct Event {
-  std::string name;
-  std::string category;
-  std::int64_t start_ns = 0;
-  std::int64_t end_ns = 0;
-  int depth = 0;
-};
-
-class CpuTracer final : public ScopeSink {
+class CpuTracer final : public ScopeSink, public AllocationObserver {
  public:
   CpuTracer();
   void begin_scope(const char* name, const char* category) override;
   void end_scope() override;
+  void on_allocation_change(Device device, std::size_t current_bytes) noexcept override;
+  // Starts the memory counter at the bytes already live (before the allocator reports changes).
+  void start_memory_counter(Device device, std::size_t current_bytes);
 
-  // Finished events, in the order they closed.
-  const std::vector<Event>& events() const { return events_; }
+  // Finished events, in the order they closed. Read them once no scope is being recorded.
+  const std::vector<Event>& events() const { return trace_.events; }
+  std::vector<Event>& events() { return trace_.events; }
+  const std::vector<MemorySample>& memory() const { return trace_.memory; }
+  const Trace& trace() const { return trace_; }
   // Sum of the durations of finished events with this name, in nanoseconds.
   std::int64_t total_ns(const std::string& name) const;
 
  private:
+  struct OpenScope {
+    Event event;
+    std::size_t start_bytes = 0;
+    std::size_t highest_bytes = 0;
+  };
+  struct ThreadScopes {
+    std::thread::id id;
+    int number = 0;
+    std::vector<OpenScope> open;
+  };
+
   std::int64_t now_ns() const;
+  ThreadScopes& scopes_of_this_thread();  // call with mutex_ held
 
   std::chrono::steady_clock::time_point origin_;
-  std::vector<Event> open_;
-  std::vector<Event> events_;
+  std::mutex mutex_;
+  std::vector<ThreadScopes> threads_;
+  std::int64_t next_id_ = 0;
+  std::size_t current_bytes_ = 0;
+  Trace trace_;
 };
 
 }  // namespace attnscope::profiler

@@ -23,13 +23,15 @@ void* Allocator::allocate(std::size_t bytes) {
   while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
   }
   count_.fetch_add(1, std::memory_order_relaxed);
+  if (observer_) observer_->on_allocation_change(device(), now);
   return ptr;
 }
 
 void Allocator::deallocate(void* ptr, std::size_t bytes) noexcept {
   if (ptr == nullptr) return;
   raw_deallocate(ptr, bytes);
-  current_.fetch_sub(bytes, std::memory_order_relaxed);
+  const std::size_t now = current_.fetch_sub(bytes, std::memory_order_relaxed) - bytes;
+  if (observer_) observer_->on_allocation_change(device(), now);
 }
 
 void* CpuAllocator::raw_allocate(std::size_t bytes) {

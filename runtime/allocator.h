@@ -4,6 +4,9 @@
 // that count has been (peak). Attention backends allocate their temporaries through it, so
 // "naive allocates two more T x T score buffers than fused" is a measured number, not a comment.
 // Counters are atomic: ops may allocate from OpenMP worker threads.
+// An AllocationObserver (the profiler's memory counter) may watch an allocator: it is told the
+// live bytes after every allocation and deallocation, on the thread that made it. Without one
+// the cost is one pointer test per call.
 #pragma once
 
 #include <atomic>
@@ -13,6 +16,14 @@
 #include "runtime/device.h"
 
 namespace attnscope {
+
+// Told the live bytes of an allocator after each change. Implemented by the profiler, declared
+// here so that the runtime does not depend on it. Must be safe to call from several threads.
+class AllocationObserver {
+ public:
+  virtual ~AllocationObserver() = default;
+  virtual void on_allocation_change(Device device, std::size_t current_bytes) noexcept = 0;
+};
 
 class Allocator {
  public:
@@ -29,6 +40,8 @@ class Allocator {
   std::uint64_t allocation_count() const { return count_.load(std::memory_order_relaxed); }
   // Starts a new peak measurement from the bytes live now.
   void reset_peak() { peak_.store(current_bytes(), std::memory_order_relaxed); }
+  // Starts (or, with nullptr, stops) reporting changes. Set it while no op is running.
+  void set_observer(AllocationObserver* observer) { observer_ = observer; }
 
  protected:
   virtual void* raw_allocate(std::size_t bytes) = 0;  // returns nullptr on failure
@@ -38,6 +51,7 @@ class Allocator {
   std::atomic<std::size_t> current_{0};
   std::atomic<std::size_t> peak_{0};
   std::atomic<std::uint64_t> count_{0};
+  AllocationObserver* observer_ = nullptr;
 };
 
 // Host memory, 64-byte aligned (one cache line, one AVX-512 register).

@@ -3,9 +3,11 @@
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "fixture_paths.h"
@@ -119,8 +121,8 @@ TEST_CASE("generate --json reproduces Hugging Face's greedy continuation with ev
     ids += std::to_string(id);
   }
   for (const char* attention : {"naive", "eager", "inplace", "math", "fused", "flash"}) {
-    const Result r = run("generate --model " + fixture("tiny-b") + " --prompt-ids " + ids +
-                         " -n " + std::to_string(expected.size()) +
+    const Result r = run("generate --model " + fixture("tiny-b") + " --prompt-ids " + ids + " -n " +
+                         std::to_string(expected.size()) +
                          " --ignore-eos --threads 2 --json --attn " + attention);
     CAPTURE(attention);
     REQUIRE(r.exit_code == 0);
@@ -286,4 +288,197 @@ TEST_CASE("bench-attention rejects bad flags and reports what a backend cannot s
   CHECK(run(kTinyBench + " --dtype bf16").out.find("| naive | unsupported: ") != std::string::npos);
   // Only an f32-only backend chosen: nothing ran, so the command fails.
   check_one_line_error(run(kTinyBench + " --dtype bf16 --attn naive"), 1, "no backend");
+}
+
+// ---- attnscope bench ----
+
+static const std::string kTinyModelBench =
+    "bench -m synthetic:tiny -p 8 -n 4 -r 2 --warmup 0 --threads 1";
+
+TEST_CASE("bench --output json has one row per combination and keeps every repetition") {
+  const Result r = run(kTinyModelBench + " --attn naive,flash -b 1,2 -d 0,3 --output json");
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  CHECK(report["op"] == "model");
+  CHECK(report["repetitions"] == 2);
+  CHECK(report["machine"]["threads"] == 1);
+  CHECK(report["machine"]["gpu"].is_null());
+  CHECK(!report["attnscope_revision"].get<std::string>().empty());
+  // 2 backends x 2 batches x (pp8, tg4, tg4 @ d3).
+  REQUIRE(report["results"].size() == 12);
+  std::set<std::string> combinations;
+  for (const nlohmann::json& row : report["results"]) {
+    CAPTURE(row.dump());
+    combinations.insert(row["backend"].get<std::string>() + " " + row["batch"].dump() + " " +
+                        row["test"].get<std::string>());
+    CHECK(row["samples_tokens_per_s"].size() == 2);
+    CHECK(row["tokens_per_s_mean"].get<double>() > 0);
+    CHECK(row["peak_bytes"].get<std::int64_t>() > 0);
+    const bool decode = row["test"].get<std::string>().starts_with("tg4");
+    CHECK(row["samples_ttft_ms"].size() == (decode ? 2u : 0u));
+    CHECK(row["ttft_ms_mean"].is_null() == !decode);
+  }
+  CHECK(combinations.size() == 12);
+  CHECK(combinations.count("flash 2 tg4 @ d3") == 1);
+}
+
+TEST_CASE("bench --output md, csv and jsonl print one row per test") {
+  const Result md = run(kTinyModelBench);
+  CAPTURE(md.err);
+  REQUIRE(md.exit_code == 0);
+  CHECK(md.out.find("| synthetic:tiny | flash | f32 | 1 | 1 | pp8 |") != std::string::npos);
+  CHECK(md.out.find("| tg4 |") != std::string::npos);
+
+  const Result csv = run(kTinyModelBench + " --attn naive -o csv");
+  REQUIRE(csv.exit_code == 0);
+  std::istringstream csv_lines(csv.out);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(csv_lines, line);) lines.push_back(line);
+  REQUIRE(lines.size() == 3);  // the header, pp8, tg4
+  CHECK(lines[0].starts_with("model,backend,dtype,threads,batch,test,tokens_per_s_mean"));
+  CHECK(lines[1].starts_with("synthetic:tiny,naive,f32,1,1,pp8,"));
+  CHECK(lines[2].starts_with("synthetic:tiny,naive,f32,1,1,tg4,"));
+
+  const Result jsonl = run(kTinyModelBench + " -o jsonl");
+  REQUIRE(jsonl.exit_code == 0);
+  std::istringstream jsonl_lines(jsonl.out);
+  int rows = 0;
+  for (std::string line; std::getline(jsonl_lines, line); ++rows) {
+    const nlohmann::json row = nlohmann::json::parse(line);
+    CHECK(row["samples_s"].size() == 2);
+    CHECK(row.contains("machine"));
+  }
+  CHECK(rows == 2);
+}
+
+TEST_CASE("bench --op attention and --op membw") {
+  const Result r = run(
+      "bench --op attention --attn naive,flash --batch 1 --heads 2 --seq-len 16 --head-dim 8 -r 2 "
+      "--warmup 0 -o json");
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  REQUIRE(report["results"].size() == 2);
+  const nlohmann::json& naive = report["results"][0];
+  CHECK(naive["backend"] == "naive");
+  CHECK(naive["samples_ms"].size() == 2);
+  CHECK(naive["peak_temporary_bytes"] == 4 * 1 * 2 * 16 * 16 * 4);
+  CHECK(naive["steps_observed"] == naive["steps_predicted"]);
+
+  const Result membw = run("bench --op membw --membw-mib 4 -r 2 -o csv");
+  REQUIRE(membw.exit_code == 0);
+  CHECK(membw.out.starts_with("test,threads,gb_per_s_median"));
+}
+
+TEST_CASE("bench rejects bad values, other devices and dtypes, and depths past the context") {
+  check_one_line_error(run("bench --batch 0"), 2, "--batch");
+  check_one_line_error(run("bench --attn bogus"), 2, "valid: all, naive");
+  check_one_line_error(run("bench -o xml"), 2, "--output");
+  check_one_line_error(run("bench -r 0"), 2, "--repetitions");
+  check_one_line_error(run("bench --op sing"), 2, "--op");
+  check_one_line_error(run("bench --device cuda"), 1, "no CUDA device path");
+  check_one_line_error(run("bench --dtype bf16"), 1, "computed in f32");
+  check_one_line_error(run(kTinyModelBench + " -d 2000"), 1, "context length of 128");
+  check_one_line_error(run(kTinyModelBench + " -p 129"), 1, "context length of 128");
+}
+
+TEST_CASE("profile prints a summary, writes a trace and JSON, and measures its overhead") {
+  const Result table = run("profile --model synthetic:tiny --prompt-len 6 --gen 4 --threads 1");
+  CAPTURE(table.err);
+  CHECK(table.exit_code == 0);
+  CHECK(table.out.find("attention.naive") != std::string::npos);
+  CHECK(table.out.find("profiling overhead on decode steps") != std::string::npos);
+  CHECK(table.out.find("differ from the cost model: 0") != std::string::npos);
+
+  attnscope::testing::TempDir dir;
+  const std::string trace = dir.file("trace.json"), summary = dir.file("summary.json");
+  const Result files =
+      run("profile --model synthetic:tiny --attn flash --prompt-len 6 --gen 2 "
+          "--steps decode --sort calls --threads 1 --trace " +
+          trace + " --json " + summary);
+  CHECK(files.exit_code == 0);
+  CHECK(files.out.empty());  // no --summary: files only
+  const auto events = nlohmann::json::parse(read_all(trace))["traceEvents"];
+  CHECK(events.size() > 10);
+  const auto json = nlohmann::json::parse(read_all(summary));
+  CHECK(json["format"] == "attnscope-profile-summary");
+  CHECK(json["rows"][0]["calls"] >= json["rows"][1]["calls"]);
+  int forwards = 0;
+  for (const auto& row : json["rows"]) {
+    if (row["name"] == "forward") forwards = row["calls"];
+  }
+  CHECK(forwards == 1);  // decode steps only, P U of 2 steps
+
+  const Result op =
+      run("profile --op attention --attn fused --batch 1 --heads 2 --seq-len 32 "
+          "--head-dim 8 --reps 4 --threads 1");
+  CHECK(op.exit_code == 0);
+  CHECK(op.out.find("fused.scale_mask_softmax") != std::string::npos);
+  CHECK(op.out.find("profiling overhead on attention steps") != std::string::npos);
+
+  const Result diff = run("compare --diff " + summary + " " + summary);
+  CHECK(diff.exit_code == 0);
+  CHECK(diff.out.find("| forward | 1 |") != std::string::npos);
+}
+
+TEST_CASE("profile and compare reject bad flags with one line") {
+  check_one_line_error(run("profile"), 2, "--model");
+  check_one_line_error(run("profile --model synthetic:tiny --op attention"), 2, "excludes");
+  check_one_line_error(run("profile --model synthetic:tiny --sort speed"), 2, "sort");
+  check_one_line_error(run("profile --model synthetic:tiny --steps some"), 2, "steps");
+  check_one_line_error(run("profile --op softmax"), 2, "op");
+  check_one_line_error(run("profile --model synthetic:tiny --prompt-len 0"), 2, "prompt-len");
+  check_one_line_error(run("profile --model synthetic:tiny --prompt-len 1000"), 1,
+                       "context length");
+  check_one_line_error(
+      run("profile --model synthetic:tiny --prompt-len 4 --gen 1 --trace /no/such/dir/t.json"), 1,
+      "cannot open");
+  check_one_line_error(run("compare --model synthetic:tiny"), 2, "--out");
+  check_one_line_error(run("compare --model synthetic:tiny --out x --attn fastest"), 2,
+                       "valid: naive");
+  check_one_line_error(run("compare --diff a.json"), 2, "diff");
+  check_one_line_error(run("compare --diff /no/such/a.json /no/such/b.json"), 1, "cannot open");
+}
+
+TEST_CASE("compare writes a report whose numbers recompute from its JSON") {
+  attnscope::testing::TempDir dir;
+  const std::string out = dir.file("report");
+  const Result r =
+      run("compare --model synthetic:tiny --prompt-lens 4,9 --gen 4 --reps 2 "
+          "--threads 1 --out " +
+          out);
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto report = nlohmann::json::parse(read_all(out + "/report.json"));
+  CHECK(report["cases"].size() == 10);
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  };
+  for (const auto& c : report["cases"]) {
+    CAPTURE(c["backend"]);
+    double naive_prefill = 0, naive_decode = 0;
+    for (const auto& other : report["cases"]) {
+      if (other["backend"] == "naive" && other["prompt_len"] == c["prompt_len"]) {
+        naive_prefill = median(other["prefill_ms"]);
+        naive_decode = median(other["decode_ms"]);
+      }
+    }
+    CHECK(c["prefill_ms_median"].get<double>() == doctest::Approx(median(c["prefill_ms"])));
+    CHECK(c["prefill_speedup_vs_naive"].get<double>() ==
+          doctest::Approx(naive_prefill / median(c["prefill_ms"])));
+    CHECK(c["decode_speedup_vs_naive"].get<double>() ==
+          doctest::Approx(naive_decode / median(c["decode_ms"])));
+    CHECK(c["prefill_steps_observed"][0] == c["prefill_steps_expected"]);
+    CHECK(c["prefill_steps_observed"][1] == c["prefill_steps_expected"]);
+    CHECK(c["step_mismatches"].empty());
+    CHECK(c["prefill_temporary_bytes"] == c["prefill_temporary_bytes_expected"]);
+  }
+  const std::string markdown = read_all(out + "/report.md");
+  CHECK(markdown.find("## Prompt length 9") != std::string::npos);
+  CHECK(markdown.find("Every profiled attention call ran exactly the steps") != std::string::npos);
+  CHECK(read_all(out + "/prefill_ms_p4.svg").starts_with("<svg"));
+  CHECK(read_all(out + "/decode_ms_p9.svg").find("flash") != std::string::npos);
 }

@@ -7,6 +7,10 @@
 
 namespace attnscope::ops {
 
+// Below this many elements the op runs on the calling thread: starting and joining a team of
+// threads costs microseconds, more than the work (a decode step's rows are 768 to 3072 wide).
+constexpr std::int64_t kMinParallelElements = 1 << 15;
+
 void embedding(Context& ctx, const Tensor& token_table, const Tensor& position_table,
                std::span<const std::int32_t> token_ids, std::span<const std::int64_t> positions,
                Tensor& out) {
@@ -35,7 +39,8 @@ void embedding(Context& ctx, const Tensor& token_table, const Tensor& position_t
   const float* tokens = token_table.data<float>();
   const float* pos_rows = position_table.data<float>();
   float* y = out.data<float>();
-#pragma omp parallel for num_threads(ctx.threads()) schedule(static)
+#pragma omp parallel for num_threads(ctx.threads()) \
+    schedule(static) if (n * width >= kMinParallelElements)
   for (std::int64_t i = 0; i < n; ++i) {
     const float* t = tokens + token_ids[i] * width;
     const float* p = pos_rows + positions[i] * width;

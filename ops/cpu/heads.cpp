@@ -8,6 +8,10 @@
 
 namespace attnscope::ops {
 
+// Below this many elements the op runs on the calling thread: starting and joining a team of
+// threads costs microseconds, more than the work (a decode step's rows are 768 to 3072 wide).
+constexpr std::int64_t kMinParallelElements = 1 << 15;
+
 void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, Tensor& v_cache,
                std::int64_t start) {
   profiler::Scope scope(ctx, "split_qkv");
@@ -32,7 +36,8 @@ void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, 
   float* q = q_out.data<float>();
   float* k = k_cache.data<float>();
   float* v = v_cache.data<float>();
-#pragma omp parallel for collapse(2) num_threads(ctx.threads()) schedule(static)
+#pragma omp parallel for collapse(2) num_threads(ctx.threads()) \
+    schedule(static) if (batch * tokens * 3 * width >= kMinParallelElements)
   for (std::int64_t b = 0; b < batch; ++b) {
     for (std::int64_t h = 0; h < heads; ++h) {
       for (std::int64_t t = 0; t < tokens; ++t) {
@@ -58,7 +63,8 @@ void merge_heads(Context& ctx, const Tensor& x, Tensor& out) {
   require_shape(out, {batch, tokens, heads * head_dim}, "merge_heads", "out");
   const float* src = x.data<float>();
   float* dst = out.data<float>();
-#pragma omp parallel for collapse(2) num_threads(ctx.threads()) schedule(static)
+#pragma omp parallel for collapse(2) num_threads(ctx.threads()) \
+    schedule(static) if (x.numel() >= kMinParallelElements)
   for (std::int64_t b = 0; b < batch; ++b) {
     for (std::int64_t t = 0; t < tokens; ++t) {
       for (std::int64_t h = 0; h < heads; ++h) {

@@ -7,6 +7,10 @@
 
 namespace attnscope::ops {
 
+// Below this many elements the op runs on the calling thread: starting and joining a team of
+// threads costs microseconds, more than the work (a decode step's rows are 768 to 3072 wide).
+constexpr std::int64_t kMinParallelElements = 1 << 15;
+
 void layer_norm(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
                 Tensor& out) {
   profiler::Scope scope(ctx, "layer_norm");
@@ -23,7 +27,8 @@ void layer_norm(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor
   const float* g = gamma.data<float>();
   const float* b = beta.data<float>();
   float* y = out.data<float>();
-#pragma omp parallel for num_threads(ctx.threads()) schedule(static)
+#pragma omp parallel for num_threads(ctx.threads()) \
+    schedule(static) if (rows * width >= kMinParallelElements)
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* row = in + r * width;
     float* dst = y + r * width;

@@ -16,6 +16,9 @@ Subcommand add_generate(CLI::App& app);
 Subcommand add_tokenize(CLI::App& app);
 Subcommand add_detokenize(CLI::App& app);
 Subcommand add_inspect(CLI::App& app);
+Subcommand add_bench(CLI::App& app);
 Subcommand add_bench_attention(CLI::App& app);
+Subcommand add_profile(CLI::App& app);
+Subcommand add_compare(CLI::App& app);
 
 }  // namespace attnscope::cli

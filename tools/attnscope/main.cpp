@@ -17,9 +17,10 @@ int main(int argc, char** argv) {
       "Run `attnscope COMMAND --help` for the flags of a command."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "attnscope 0.1.0");
-  const std::vector<cli::Subcommand> subcommands = {cli::add_generate(app), cli::add_tokenize(app),
-                                                    cli::add_detokenize(app), cli::add_inspect(app),
-                                                    cli::add_bench_attention(app)};
+  const std::vector<cli::Subcommand> subcommands = {
+      cli::add_generate(app), cli::add_tokenize(app), cli::add_detokenize(app),
+      cli::add_inspect(app),  cli::add_bench(app),    cli::add_bench_attention(app),
+      cli::add_profile(app),  cli::add_compare(app)};
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Reproduces this folder: attnscope bench and the PyTorch peer, side by side, 2 threads, then
+# the merged tables. Run from the repository root after building build-bench2 (Release).
+# About 6 minutes on a quiet 2-core machine.
+set -euo pipefail
+out=docs/results/2026-11-30-cpu-bench
+bin=build-bench2/tools/attnscope
+common=(--threads 2 -r 3)
+
+"$bin" bench --op membw --threads 2 -r 5 -o json > "$out/membw.json"
+# Batch 1: prefill pp128, pp512 and decode tg128; attnscope, then PyTorch.
+"$bin" bench --attn naive,fused,flash -p 128,512 -n 128 -b 1 "${common[@]}" -o json > "$out/attnscope-b1.json"
+python3 tools/peers/torch_bench.py -p 128,512 -n 128 -b 1 "${common[@]}" --output "$out/torch-b1.json"
+# Batch 8: pp128 and tg128.
+"$bin" bench --attn naive,fused,flash -p 128 -n 128 -b 8 "${common[@]}" -o json > "$out/attnscope-b8.json"
+python3 tools/peers/torch_bench.py -p 128 -n 128 -b 8 "${common[@]}" --output "$out/torch-b8.json"
+# The attention op alone at the study's shape (B=8, H=16, T=1024, D=64, causal, f32).
+"$bin" bench --op attention --attn all "${common[@]}" -o json > "$out/attnscope-attention.json"
+python3 tools/peers/torch_bench.py --op attention "${common[@]}" --output "$out/torch-attention.json"
+
+python3 tools/peers/merge.py "$out/attnscope-b1.json" "$out/torch-b1.json" > "$out/model-b1.md"
+python3 tools/peers/merge.py "$out/attnscope-b8.json" "$out/torch-b8.json" > "$out/model-b8.md"
+python3 tools/peers/merge.py "$out/attnscope-attention.json" "$out/torch-attention.json" > "$out/attention.md"

@@ -1,0 +1,605 @@
+// `attnscope bench`: llama-bench for attnscope. Times every combination of the values given for
+// --model, --attn, --device, --dtype, --batch and the tests (prefill ppN, decode tgN, decode after
+// a filled context tgN @ dD), or the attention op alone (--op attention), or this machine's read
+// bandwidth (--op membw).
+//
+// Each test runs --warmup times in full, then --repetitions times; the repetitions go round the
+// whole grid (rep 1 of every test, then rep 2, ...) so that machine noise hits all rows alike.
+// A prefill test ppN is one forward pass over batch x N random ids: tokens/s = batch N / time.
+// A decode test tgN @ dD first fills the cache with D random ids per row (untimed for tokens/s),
+// then takes N greedy steps of one token per row: tokens/s = batch N / time of the N steps; time
+// to first token (TTFT) = the fill plus the first step. Weight GB/s = parameter bytes read per
+// step x steps / time (each f32 weight is read once per step, the tied embedding as LM head).
+// Peak memory is the allocator's peak during the test: weights, KV cache and activations.
+// Cost: the tests themselves; each model is loaded once, for all its tests.
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "runtime/error.h"
+#include "tools/attnscope/bench_attention.h"
+#include "tools/attnscope/commands.h"
+#include "tools/attnscope/common.h"
+
+#ifndef ATTNSCOPE_GIT_REVISION
+#define ATTNSCOPE_GIT_REVISION "unknown"
+#endif
+
+namespace attnscope::cli {
+
+namespace {
+
+using nlohmann::json;
+
+struct BenchFlags {
+  std::string op = "model";
+  std::vector<std::string> models = {"synthetic:gpt2"};
+  std::vector<std::string> backends = {"flash"};
+  std::vector<std::string> devices = {"cpu"};
+  std::vector<std::string> dtypes = {"f32"};
+  std::vector<std::int64_t> batches = {1};
+  std::vector<std::int64_t> prompt_lens = {512};
+  std::vector<std::int64_t> gens = {128};
+  std::vector<std::int64_t> depths = {0};
+  int repetitions = 5;
+  int warmup = 1;
+  int threads = 0;
+  std::int64_t membw_mib = 512;
+  std::string output = "md";
+  AttentionBenchFlags attention;  // the shape flags of --op attention
+  CLI::Option* attn_option = nullptr;
+  CLI::Option* batch_option = nullptr;
+  CLI::Option* kv_heads_option = nullptr;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// "3.0 KiB", "512.0 MiB", "1.25 GiB": bytes in binary units.
+std::string binary_bytes(double bytes) {
+  constexpr double kKiB = 1024.0, kMiB = kKiB * 1024.0, kGiB = kMiB * 1024.0;
+  if (bytes >= kGiB) return with_decimals(bytes / kGiB, 2) + " GiB";
+  if (bytes >= kMiB) return with_decimals(bytes / kMiB, 1) + " MiB";
+  return with_decimals(bytes / kKiB, 1) + " KiB";
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+// ---- the model grid ----
+
+struct ModelTest {
+  std::string model, backend, device, dtype;
+  std::int64_t batch = 1, prompt_len = 0, gen = 0, depth = 0;
+
+  bool is_prefill() const { return prompt_len > 0; }
+  std::string name() const {
+    if (is_prefill()) return "pp" + std::to_string(prompt_len);
+    return "tg" + std::to_string(gen) + (depth ? " @ d" + std::to_string(depth) : "");
+  }
+};
+
+struct ModelSamples {
+  std::vector<double> seconds;  // of the timed phase: the forward pass, or the decode steps
+  std::vector<double> ttft_ms;  // decode tests only
+  std::size_t peak_bytes = 0;
+};
+
+// Every combination for one model, in grid order; devices and dtypes are checked beforehand.
+std::vector<ModelTest> model_grid(const BenchFlags& flags, const std::string& model) {
+  std::vector<ModelTest> tests;
+  for (const std::string& backend : flags.backends) {
+    for (const std::string& device : flags.devices) {
+      for (const std::string& dtype : flags.dtypes) {
+        for (std::int64_t batch : flags.batches) {
+          const ModelTest base{model, backend, device, dtype, batch};
+          for (std::int64_t prompt_len : flags.prompt_lens) {
+            if (prompt_len == 0) continue;
+            ModelTest test = base;
+            test.prompt_len = prompt_len;
+            tests.push_back(test);
+          }
+          for (std::int64_t gen : flags.gens) {
+            if (gen == 0) continue;
+            for (std::int64_t depth : flags.depths) {
+              ModelTest test = base;
+              test.gen = gen;
+              test.depth = depth;
+              tests.push_back(test);
+            }
+          }
+        }
+      }
+    }
+  }
+  return tests;
+}
+
+void check_fits_context(const ModelTest& test, const ModelConfig& config) {
+  const std::int64_t tokens = test.is_prefill() ? test.prompt_len : test.depth + test.gen;
+  check(tokens <= config.context_length, test.model + " " + test.name(),
+        std::to_string(tokens) + " tokens exceed the model's context length of " +
+            std::to_string(config.context_length) + " (lower --prompt-len, --gen or --depth)");
+}
+
+std::vector<std::int32_t> random_ids(std::int64_t count, const ModelConfig& config,
+                                     std::mt19937_64& rng) {
+  std::uniform_int_distribution<std::int32_t> id(0,
+                                                 static_cast<std::int32_t>(config.vocab_size) - 1);
+  std::vector<std::int32_t> ids(static_cast<std::size_t>(count));
+  for (std::int32_t& value : ids) value = id(rng);
+  return ids;
+}
+
+// The most likely next token of each row of logits [batch, 1, V].
+void greedy_next(const Tensor& logits, std::vector<std::int32_t>& next, std::int64_t vocab) {
+  const float* data = logits.data<float>();
+  for (std::size_t row = 0; row < next.size(); ++row) {
+    const float* row_logits = data + static_cast<std::int64_t>(row) * vocab;
+    next[row] =
+        static_cast<std::int32_t>(std::max_element(row_logits, row_logits + vocab) - row_logits);
+  }
+}
+
+// Runs one test once and appends its timings to `samples`.
+void run_model_test(Context& ctx, gpt2::Model& model, const ModelTest& test,
+                    ModelSamples& samples) {
+  const ModelConfig& config = model.config();
+  model.set_attention(test.backend);
+  std::mt19937_64 rng(static_cast<std::uint64_t>(test.prompt_len * 7919 + test.depth));
+  ctx.allocator().reset_peak();
+  if (test.is_prefill()) {
+    const std::vector<std::int32_t> ids = random_ids(test.batch * test.prompt_len, config, rng);
+    KVCache cache = model.new_cache(ctx, test.batch, test.prompt_len);
+    const auto start = std::chrono::steady_clock::now();
+    model.forward(ctx, ids, test.batch, cache);
+    samples.seconds.push_back(seconds_since(start));
+  } else {
+    const std::vector<std::int32_t> context = random_ids(test.batch * test.depth, config, rng);
+    std::vector<std::int32_t> next(static_cast<std::size_t>(test.batch),
+                                   static_cast<std::int32_t>(config.eos_token_id));
+    KVCache cache = model.new_cache(ctx, test.batch, test.depth + test.gen);
+    const auto start = std::chrono::steady_clock::now();
+    if (test.depth > 0) {
+      greedy_next(model.forward(ctx, context, test.batch, cache), next, config.vocab_size);
+    }
+    const auto decode_start = std::chrono::steady_clock::now();
+    for (std::int64_t step = 0; step < test.gen; ++step) {
+      greedy_next(model.forward(ctx, next, test.batch, cache), next, config.vocab_size);
+      if (step == 0) samples.ttft_ms.push_back(seconds_since(start) * 1e3);
+    }
+    samples.seconds.push_back(seconds_since(decode_start));
+  }
+  samples.peak_bytes = std::max(samples.peak_bytes, ctx.allocator().peak_bytes());
+}
+
+json model_row(const ModelTest& test, const ModelSamples& samples, std::int64_t parameters,
+               int threads) {
+  const double tokens =
+      static_cast<double>(test.batch * (test.is_prefill() ? test.prompt_len : test.gen));
+  std::vector<double> tokens_per_s;
+  for (double s : samples.seconds) tokens_per_s.push_back(tokens / s);
+  const TimingStats rate = summarize(tokens_per_s);
+  json row = {{"op", "model"},
+              {"implementation", "attnscope"},
+              {"model", test.model},
+              {"backend", test.backend},
+              {"device", test.device},
+              {"dtype", test.dtype},
+              {"threads", threads},
+              {"batch", test.batch},
+              {"test", test.name()},
+              {"prompt_tokens", test.prompt_len},
+              {"gen_tokens", test.gen},
+              {"depth", test.depth},
+              {"samples_s", samples.seconds},
+              {"samples_tokens_per_s", tokens_per_s},
+              {"tokens_per_s_mean", rate.mean},
+              {"tokens_per_s_stddev", rate.stddev},
+              {"ttft_ms_mean", nullptr},
+              {"ttft_ms_stddev", nullptr},
+              {"samples_ttft_ms", json::array()},
+              {"peak_bytes", samples.peak_bytes},
+              {"weights_gb_per_s_mean", nullptr}};
+  if (!test.is_prefill()) {
+    const TimingStats ttft = summarize(samples.ttft_ms);
+    row["ttft_ms_mean"] = ttft.mean;
+    row["ttft_ms_stddev"] = ttft.stddev;
+    row["samples_ttft_ms"] = samples.ttft_ms;
+    // f32 weights: 4 bytes per parameter, all read once per step.
+    const double bytes_per_step = 4.0 * static_cast<double>(parameters);
+    row["weights_gb_per_s_mean"] =
+        rate.mean / static_cast<double>(test.batch) * bytes_per_step / 1e9;
+  }
+  return row;
+}
+
+json run_model_grid(const BenchFlags& flags, int& threads) {
+  for (const std::string& device : flags.devices) {
+    check(device == "cpu", "--device " + device,
+          "not available in this build (it has no CUDA device path yet; use --device cpu)");
+  }
+  for (const std::string& dtype : flags.dtypes) {
+    check(dtype == "f32", "--dtype " + dtype,
+          "models are computed in f32 on the CPU (weights are kept in f32); use --dtype f32");
+  }
+  Context ctx(flags.threads);
+  threads = ctx.threads();
+  json rows = json::array();
+  for (const std::string& spec : flags.models) {
+    gpt2::Model model = load_model(spec, ctx);
+    const std::vector<ModelTest> tests = model_grid(flags, spec);
+    check(!tests.empty(), "bench", "no tests: --prompt-len and --gen are all 0");
+    for (const ModelTest& test : tests) check_fits_context(test, model.config());
+    std::vector<ModelSamples> samples(tests.size());
+    const int rounds = flags.warmup + flags.repetitions;
+    for (int round = 0; round < rounds; ++round) {
+      const bool warming = round < flags.warmup;
+      for (std::size_t i = 0; i < tests.size(); ++i) {
+        const ModelTest& test = tests[i];
+        std::cerr << "bench: " << spec << " " << test.backend << " batch " << test.batch << " "
+                  << test.name() << ": "
+                  << (warming ? "warm-up"
+                              : "rep " + std::to_string(round - flags.warmup + 1) + "/" +
+                                    std::to_string(flags.repetitions))
+                  << "\n";
+        ModelSamples warmup_samples;
+        run_model_test(ctx, model, test, warming ? warmup_samples : samples[i]);
+      }
+    }
+    for (std::size_t i = 0; i < tests.size(); ++i) {
+      rows.push_back(model_row(tests[i], samples[i], model.parameter_count(), threads));
+    }
+  }
+  return rows;
+}
+
+// ---- the attention op ----
+
+json run_attention_grid(const BenchFlags& flags, int& threads) {
+  json rows = json::array();
+  for (const std::string& device : flags.devices) {
+    for (const std::string& dtype : flags.dtypes) {
+      for (std::int64_t batch : flags.batches) {
+        AttentionBenchFlags op = flags.attention;
+        op.device = device;
+        op.dtype = dtype;
+        op.batch = flags.batch_option->count() ? batch : op.batch;
+        op.backends = flags.attn_option->count() ? flags.backends : op.backends;
+        op.warmup = flags.warmup;
+        op.reps = flags.repetitions;
+        op.threads = flags.threads;
+        const AttentionReport report = measure_attention(op, "bench --op attention");
+        threads = report.threads;
+        const AttentionCase& shape = report.shape;
+        for (const BackendResult& r : report.results) {
+          json row = {{"op", "attention"},
+                      {"implementation", "attnscope"},
+                      {"backend", r.backend},
+                      {"device", device},
+                      {"dtype", dtype},
+                      {"threads", report.threads},
+                      {"batch", shape.batch},
+                      {"heads", shape.heads},
+                      {"kv_heads", shape.kv_heads},
+                      {"q_len", shape.q_len},
+                      {"kv_len", shape.kv_len},
+                      {"head_dim", shape.head_dim},
+                      {"causal", true},
+                      {"test", shape.q_len == 1 ? "decode" : "prefill"}};
+          if (r.unsupported_reason) {
+            row["error"] = *r.unsupported_reason;
+            rows.push_back(row);
+            continue;
+          }
+          row.update({{"samples_ms", r.times_ms},
+                      {"time_ms_mean", r.stats.mean},
+                      {"time_ms_stddev", r.stats.stddev},
+                      {"time_ms_median", r.stats.median},
+                      {"gflops", shape.useful_flops() / (r.stats.median * 1e-3) / 1e9},
+                      {"peak_temporary_bytes", r.peak_temporary_bytes},
+                      {"predicted_temporary_bytes", r.predicted.temporary_bytes},
+                      {"steps_observed", r.steps_observed},
+                      {"steps_predicted", r.predicted.steps}});
+          rows.push_back(row);
+        }
+      }
+    }
+  }
+  return rows;
+}
+
+// ---- read bandwidth ----
+
+// Sums a buffer of --membw-mib MiB with every thread (a vectorised reduction), warmup passes
+// first, and reports GB/s per pass: the ceiling a decode step, which reads every weight once,
+// can approach.
+json run_membw(const BenchFlags& flags, int& threads) {
+  Context ctx(flags.threads);
+  threads = ctx.threads();
+  const std::int64_t count = flags.membw_mib * 1024 * 1024 / 4;
+  Tensor buffer = Tensor::empty({count}, DType::F32, ctx.allocator());
+  float* data = buffer.data<float>();
+  // Each thread first touches the pages it will read, so they sit on its memory node.
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::int64_t i = 0; i < count; ++i) data[i] = static_cast<float>(i % 7);
+  std::vector<double> gb_per_s;
+  float checksum = 0;
+  for (int pass = 0; pass < flags.warmup + flags.repetitions; ++pass) {
+    const auto start = std::chrono::steady_clock::now();
+    float total = 0;
+#pragma omp parallel for simd num_threads(threads) schedule(static) reduction(+ : total)
+    for (std::int64_t i = 0; i < count; ++i) total += data[i];
+    const double seconds = seconds_since(start);
+    checksum += total;
+    if (pass >= flags.warmup) gb_per_s.push_back(4.0 * static_cast<double>(count) / seconds / 1e9);
+  }
+  const TimingStats stats = summarize(gb_per_s);
+  return json::array({{{"op", "membw"},
+                       {"implementation", "attnscope"},
+                       {"test", "sum " + std::to_string(flags.membw_mib) + " MiB"},
+                       {"threads", threads},
+                       {"buffer_bytes", 4 * count},
+                       {"samples_gb_per_s", gb_per_s},
+                       {"gb_per_s_median", stats.median},
+                       {"gb_per_s_mean", stats.mean},
+                       {"gb_per_s_stddev", stats.stddev},
+                       {"checksum", checksum}}});
+}
+
+// ---- output ----
+
+// One column of the Markdown and CSV tables: its JSON key (the CSV header) and how Markdown
+// shows it.
+struct Column {
+  std::string key;
+  std::string header;
+  std::function<std::string(const json&)> markdown;
+};
+
+std::string plain(const json& value) {
+  if (value.is_null()) return "";
+  if (value.is_string()) return value.get<std::string>();
+  return value.dump();
+}
+
+std::string plus_minus(const json& row, const std::string& stem, int decimals) {
+  if (row.value(stem + "_mean", json()).is_null()) return "-";
+  return with_decimals(row[stem + "_mean"].get<double>(), decimals) + " ± " +
+         with_decimals(row[stem + "_stddev"].get<double>(), decimals);
+}
+
+Column text_column(const std::string& key, const std::string& header) {
+  return {key, header, [key](const json& row) { return plain(row.value(key, json())); }};
+}
+
+std::vector<Column> columns_for(const std::string& op) {
+  if (op == "model") {
+    return {text_column("model", "model"),
+            text_column("backend", "attn"),
+            text_column("dtype", "dtype"),
+            text_column("threads", "threads"),
+            text_column("batch", "batch"),
+            text_column("test", "test"),
+            {"tokens_per_s_mean", "tokens/s",
+             [](const json& r) { return plus_minus(r, "tokens_per_s", 2); }},
+            {"tokens_per_s_stddev", "", nullptr},
+            {"ttft_ms_mean", "TTFT ms", [](const json& r) { return plus_minus(r, "ttft_ms", 2); }},
+            {"ttft_ms_stddev", "", nullptr},
+            {"peak_bytes", "peak memory",
+             [](const json& r) { return binary_bytes(r["peak_bytes"].get<double>()); }},
+            {"weights_gb_per_s_mean", "weights GB/s", [](const json& r) {
+               const json& v = r["weights_gb_per_s_mean"];
+               return v.is_null() ? std::string("-") : with_decimals(v.get<double>(), 1);
+             }}};
+  }
+  if (op == "attention") {
+    auto number = [](const std::string& key, int decimals) {
+      return [key, decimals](const json& r) {
+        return r.contains(key) ? with_decimals(r[key].get<double>(), decimals) : "-";
+      };
+    };
+    return {text_column("backend", "attn"),
+            text_column("dtype", "dtype"),
+            text_column("threads", "threads"),
+            text_column("batch", "batch"),
+            text_column("heads", "heads"),
+            text_column("q_len", "q_len"),
+            text_column("kv_len", "kv_len"),
+            text_column("head_dim", "head_dim"),
+            {"time_ms_mean", "ms",
+             [](const json& r) {
+               return r.contains("error") ? "unsupported: " + r["error"].get<std::string>()
+                                          : plus_minus(r, "time_ms", 3);
+             }},
+            {"time_ms_stddev", "", nullptr},
+            {"time_ms_median", "median ms", number("time_ms_median", 3)},
+            {"gflops", "GFLOP/s", number("gflops", 1)},
+            {"steps_observed", "kernels/call",
+             [](const json& r) {
+               return r.contains("error") ? std::string("-")
+                                          : plain(r["steps_observed"]) + " (model " +
+                                                plain(r["steps_predicted"]) + ")";
+             }},
+            {"steps_predicted", "", nullptr},
+            {"peak_temporary_bytes", "temporaries",
+             [](const json& r) {
+               return r.contains("error") ? std::string("-")
+                                          : binary_bytes(r["peak_temporary_bytes"].get<double>());
+             }},
+            {"predicted_temporary_bytes", "", nullptr}};
+  }
+  return {text_column("test", "test"),
+          text_column("threads", "threads"),
+          {"gb_per_s_median", "median GB/s",
+           [](const json& r) { return with_decimals(r["gb_per_s_median"].get<double>(), 1); }},
+          {"gb_per_s_mean", "GB/s", [](const json& r) { return plus_minus(r, "gb_per_s", 1); }},
+          {"gb_per_s_stddev", "", nullptr}};
+}
+
+void print_markdown(const json& report) {
+  const std::vector<Column> columns = columns_for(report["op"]);
+  std::string header = "|", rule = "|";
+  for (const Column& column : columns) {
+    if (!column.markdown) continue;  // folded into the column before it ("mean ± stddev")
+    header += " " + column.header + " |";
+    rule +=
+        column.key == "model" || column.key == "test" || column.key == "backend" ? "---|" : "---:|";
+  }
+  const json& machine = report["machine"];
+  std::cout << "attnscope bench --op " << report["op"].get<std::string>() << ": "
+            << machine["cpu"].get<std::string>() << ", " << machine["threads"] << " threads, "
+            << report["repetitions"] << " repetitions after " << report["warmup"]
+            << " warm-up, revision " << report["attnscope_revision"].get<std::string>() << "\n\n"
+            << header << "\n"
+            << rule << "\n";
+  for (const json& row : report["results"]) {
+    std::cout << "|";
+    for (const Column& column : columns) {
+      if (column.markdown) std::cout << " " << column.markdown(row) << " |";
+    }
+    std::cout << "\n";
+  }
+}
+
+std::string csv_field(const json& value) {
+  std::string text = plain(value);
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+void print_csv(const json& report) {
+  const std::vector<Column> columns = columns_for(report["op"]);
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    std::cout << (i ? "," : "") << columns[i].key;
+  }
+  std::cout << "\n";
+  for (const json& row : report["results"]) {
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+      std::cout << (i ? "," : "") << csv_field(row.value(columns[i].key, json()));
+    }
+    std::cout << "\n";
+  }
+}
+
+int run_bench(const BenchFlags& flags) {
+  int threads = 0;
+  json results;
+  if (flags.op == "model") {
+    results = run_model_grid(flags, threads);
+  } else if (flags.op == "attention") {
+    results = run_attention_grid(flags, threads);
+  } else {
+    results = run_membw(flags, threads);
+  }
+  const json report = {
+      {"tool", "attnscope"},
+      {"attnscope_revision", ATTNSCOPE_GIT_REVISION},
+      {"date", utc_now()},
+      {"op", flags.op},
+      {"repetitions", flags.repetitions},
+      {"warmup", flags.warmup},
+      {"machine",
+       {{"cpu", cpu_model()}, {"threads", threads}, {"gpu", nullptr}, {"gpu_driver", nullptr}}},
+      {"results", results},
+  };
+  if (flags.output == "json") {
+    std::cout << report.dump(2) << "\n";
+  } else if (flags.output == "jsonl") {
+    for (json row : report["results"]) {
+      for (const char* key : {"tool", "attnscope_revision", "date", "machine"}) {
+        row[key] = report[key];
+      }
+      std::cout << row.dump() << "\n";
+    }
+  } else if (flags.output == "csv") {
+    print_csv(report);
+  } else {
+    print_markdown(report);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_bench(CLI::App& app) {
+  auto flags = std::make_shared<BenchFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "bench", "Benchmark every combination of models, backends and tests (like llama-bench)");
+  sub->add_option("--op", flags->op,
+                  "model (prefill and decode tests), attention (the op alone, at the study's "
+                  "shape), or membw (read bandwidth)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"model", "attention", "membw"}));
+  sub->add_option("-m,--model", flags->models, "Comma list of DIR|synthetic:NAME")
+      ->delimiter(',')
+      ->default_str("synthetic:gpt2");
+  flags->attn_option =
+      sub->add_option("--attn", flags->backends,
+                      "Comma list of backends, or all (" + ops::attention::backend_list() +
+                          "); default flash, all for --op attention")
+          ->delimiter(',')
+          ->check(backend_name_validator());
+  sub->add_option("--device", flags->devices, "Comma list: cpu (cuda: no device path yet)")
+      ->delimiter(',')
+      ->default_str("cpu")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  sub->add_option("--dtype", flags->dtypes,
+                  "Comma list: f32 (models run in f32; f16/bf16 for --op attention only)")
+      ->delimiter(',')
+      ->default_str("f32")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  const auto count = CLI::Range(std::int64_t{0}, std::int64_t{1} << 20);
+  flags->batch_option =
+      sub->add_option("-b,--batch", flags->batches,
+                      "Comma list of batch sizes (equal-length rows); default 1, 8 for --op "
+                      "attention")
+          ->delimiter(',')
+          ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  sub->add_option("-p,--prompt-len", flags->prompt_lens, "Comma list: prefill tests ppN (0: none)")
+      ->delimiter(',')
+      ->default_str("512")
+      ->check(count);
+  sub->add_option("-n,--gen", flags->gens, "Comma list: decode tests tgN (0: none)")
+      ->delimiter(',')
+      ->default_str("128")
+      ->check(count);
+  sub->add_option("-d,--depth", flags->depths,
+                  "Comma list: tokens in the cache before each decode test (tgN @ dD)")
+      ->delimiter(',')
+      ->default_str("0")
+      ->check(count);
+  sub->add_option("-r,--repetitions,--reps", flags->repetitions, "Timed runs of each test")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  sub->add_option("--warmup", flags->warmup, "Untimed full runs of each test first")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  add_threads_flag(*sub, flags->threads);
+  sub->add_option("-o,--output", flags->output,
+                  "md (Markdown table), csv, json (every repetition and the machine), jsonl")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"md", "csv", "json", "jsonl"}));
+  add_attention_shape_flags(*sub, flags->attention, flags->kv_heads_option);
+  sub->add_option("--membw-mib", flags->membw_mib, "Buffer of --op membw, in MiB")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  // Runs once the flags are parsed, so that a bad head split is a usage error (exit 2).
+  sub->callback([flags] { finish_attention_shape(flags->attention, *flags->kv_heads_option); });
+  return {sub, [flags] { return run_bench(*flags); }};
+}
+
+}  // namespace attnscope::cli

@@ -1,0 +1,184 @@
+// `attnscope compare`: profiles prefill and decode for each chosen attention backend at each
+// prompt length and writes a report (DIR/report.json, DIR/report.md, DIR/*.svg) whose findings
+// are computed from the measurements (see compare_report.h). With --diff A.json B.json it sets
+// two saved profile summaries side by side instead (see compare_diff.h).
+//
+// Cost: backends x prompt lengths x --reps runs of one prefill and --gen decode steps, on one
+// model loaded once.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "ops/attention/attention.h"
+#include "runtime/error.h"
+#include "tools/attnscope/commands.h"
+#include "tools/attnscope/common.h"
+#include "tools/attnscope/compare_diff.h"
+#include "tools/attnscope/compare_report.h"
+#include "tools/attnscope/profile_run.h"
+
+namespace attnscope::cli {
+
+namespace {
+
+struct CompareFlags {
+  std::string model;
+  std::vector<std::string> backends = ops::attention::backend_names();
+  std::vector<std::int64_t> prompt_lens = {128, 512};
+  std::int64_t gen = 16;
+  int reps = 3;
+  int threads = 0;
+  std::uint64_t seed = 0;
+  std::string out_dir;
+  std::vector<std::string> diff;
+};
+
+// Adds one run's steps to the case.
+void add_run(const ProfiledRun& run, CaseResult& result, bool first_run) {
+  bool first_decode = first_run;
+  for (const StepRecord& step : run.steps) {
+    if (step.phase == "prefill") {
+      result.prefill_ms.push_back(step.wall_ms);
+      result.prefill_attention_ms += step.attention_ms;
+      result.prefill_forward_ms += step.forward_ms;
+      result.prefill_steps_observed_min = step.steps_observed_min;
+      result.prefill_steps_observed_max = step.steps_observed_max;
+      result.prefill_steps_expected = step.expected.steps;
+      result.prefill_temporary_bytes = step.temporary_bytes;
+      result.prefill_temporary_bytes_expected = step.expected.temporary_bytes;
+      result.prefill_peak_bytes = std::max(result.prefill_peak_bytes, step.peak_bytes);
+    } else if (!step.profiled) {
+      result.decode_ms.push_back(step.wall_ms);
+      continue;
+    } else {
+      result.decode_profiled_ms.push_back(step.wall_ms);
+      result.decode_attention_ms += step.attention_ms;
+      result.decode_forward_ms += step.forward_ms;
+      auto widen = [&](int& low, int& high, int value) {
+        low = first_decode ? value : std::min(low, value);
+        high = first_decode ? value : std::max(high, value);
+      };
+      widen(result.decode_steps_observed_min, result.decode_steps_observed_max,
+            step.steps_observed_min);
+      widen(result.decode_steps_observed_min, result.decode_steps_observed_max,
+            step.steps_observed_max);
+      widen(result.decode_steps_expected_min, result.decode_steps_expected_max,
+            step.expected.steps);
+      first_decode = false;
+      result.decode_temporary_bytes = std::max(result.decode_temporary_bytes, step.temporary_bytes);
+      result.decode_temporary_bytes_expected =
+          std::max(result.decode_temporary_bytes_expected, step.expected.temporary_bytes);
+    }
+    if (step.step_mismatches) {
+      result.step_mismatches.push_back(step.phase + " q_len " + std::to_string(step.q_len) +
+                                       ", kv_len " + std::to_string(step.kv_len) + ": " +
+                                       std::to_string(step.step_mismatches) + " calls observed " +
+                                       std::to_string(step.steps_observed_min) + ".." +
+                                       std::to_string(step.steps_observed_max) +
+                                       " steps, cost model " + std::to_string(step.expected.steps));
+    }
+  }
+}
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path);
+  check(out.good(), path.string(), "cannot open for writing");
+  out << text;
+}
+
+int run_compare(const CompareFlags& flags) {
+  if (!flags.diff.empty()) {
+    std::cout << diff_profiles(flags.diff[0], flags.diff[1]);
+    return 0;
+  }
+  namespace fs = std::filesystem;
+  std::error_code error;
+  fs::create_directories(flags.out_dir, error);
+  check(!error && fs::is_directory(flags.out_dir), flags.out_dir,
+        "cannot create the output directory" + (error ? ": " + error.message() : std::string()));
+
+  Context ctx(flags.threads);
+  gpt2::Model model = load_model(flags.model, ctx);
+  std::vector<CaseResult> cases;
+  for (std::int64_t prompt_len : flags.prompt_lens) {
+    for (const std::string& name : flags.backends) {
+      model.set_attention(name);
+      CaseResult result;
+      result.backend = std::string(model.attention().name());
+      result.prompt_len = prompt_len;
+      for (int rep = 0; rep < flags.reps; ++rep) {
+        std::cerr << "compare: " << result.backend << ", prompt " << prompt_len << ", run "
+                  << rep + 1 << "/" << flags.reps << "\n";
+        ModelRunOptions options;
+        options.prompt_len = prompt_len;
+        options.gen = flags.gen;
+        options.seed = flags.seed + static_cast<std::uint64_t>(rep);
+        add_run(profile_model(ctx, model, options), result, rep == 0);
+      }
+      cases.push_back(std::move(result));
+    }
+  }
+  CompareSetup setup{flags.model, cpu_model_name(), ctx.threads(), flags.gen, flags.reps};
+  const nlohmann::json report = build_report(setup, cases);
+  const fs::path dir(flags.out_dir);
+  write_file(dir / "report.json", report.dump(2) + "\n");
+  const std::string markdown = report_markdown(report);
+  write_file(dir / "report.md", markdown);
+  for (const auto& [file, svg] : report_charts(report)) write_file(dir / file, svg);
+  std::cout << markdown;
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_compare(CLI::App& app) {
+  auto flags = std::make_shared<CompareFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "compare",
+      "Profile every attention backend on a model and write a report, or diff two "
+      "profile summaries");
+  CLI::Option* model = sub->add_option("--model", flags->model,
+                                       "A model directory or synthetic:NAME (see generate --help)");
+  sub->add_option("--attn", flags->backends,
+                  "Backends to compare, a comma list of " + ops::attention::backend_list())
+      ->delimiter(',')
+      ->default_str(ops::attention::backend_list())
+      ->check(CLI::Validator(
+          [](const std::string& name) -> std::string {
+            try {
+              ops::attention::find_backend(name);
+              return {};
+            } catch (const Error& e) {
+              return e.what();
+            }
+          },
+          "BACKEND"));
+  sub->add_option("--prompt-lens", flags->prompt_lens, "Prompt lengths, a comma list")
+      ->delimiter(',')
+      ->default_str("128,512")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  sub->add_option("--gen", flags->gen, "Decode steps after each prefill (at least 2)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 20));
+  sub->add_option("--reps", flags->reps, "Runs per backend and prompt length")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  add_threads_flag(*sub, flags->threads);
+  sub->add_option("--seed", flags->seed, "Seed of the random prompt ids")->capture_default_str();
+  CLI::Option* out = sub->add_option("--out", flags->out_dir,
+                                     "Directory for report.md, report.json and the SVG charts");
+  sub->add_option("--diff", flags->diff, "Two JSON files from `attnscope profile --json`")
+      ->expected(2)
+      ->excludes(model)
+      ->excludes(out);
+  sub->callback([flags, model, out] {
+    if (!flags->diff.empty()) return;
+    if (model->count() == 0 || out->count() == 0) {
+      throw CLI::ValidationError("--model",
+                                 "compare needs --model M and --out DIR (or --diff A B)");
+    }
+  });
+  return {sub, [flags] { return run_compare(*flags); }};
+}
+
+}  // namespace attnscope::cli

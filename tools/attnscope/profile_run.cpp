@@ -1,0 +1,246 @@
+#include "tools/attnscope/profile_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <random>
+
+#include "profiler/attach.h"
+#include "runtime/error.h"
+
+namespace attnscope::cli {
+
+namespace attention = ops::attention;
+
+namespace {
+
+// P U U P: steps 0 and 3 of every 4 are profiled.
+bool profiled_in_turn(std::int64_t index) { return index % 4 == 0 || index % 4 == 3; }
+
+double useful_attention_flops(std::int64_t batch, std::int64_t heads, std::int64_t head_dim,
+                              std::int64_t q_len, std::int64_t kv_len) {
+  const double visible_pairs = static_cast<double>(q_len) * static_cast<double>(kv_len - q_len) +
+                               static_cast<double>(q_len) * static_cast<double>(q_len + 1) / 2;
+  return 4.0 * static_cast<double>(batch * heads * head_dim) * visible_pairs;
+}
+
+// q and out [B, Hq, Tq, D], k and v [B, Hkv, kv_len, D], all f32.
+double attention_bytes(std::int64_t batch, std::int64_t heads, std::int64_t kv_heads,
+                       std::int64_t head_dim, std::int64_t q_len, std::int64_t kv_len) {
+  return 4.0 * static_cast<double>(batch * head_dim) *
+         static_cast<double>(2 * heads * q_len + 2 * kv_heads * kv_len);
+}
+
+// The attention events of [first, end) and their direct children: fills the step's attention
+// time, observed steps, mismatches and temporaries; sets FLOPs and bytes on the attention events.
+void read_attention_calls(std::vector<profiler::Event>& events, StepRecord& step, double flops,
+                          double bytes) {
+  std::int64_t attention_ns = 0;
+  bool first = true;
+  for (std::size_t i = step.first_event; i < step.end_event; ++i) {
+    profiler::Event& call = events[i];
+    if (call.category != "attention") continue;
+    call.flops = static_cast<std::uint64_t>(flops);
+    call.bytes = static_cast<std::uint64_t>(bytes);
+    attention_ns += call.duration_ns();
+    ++step.attention_calls;
+    const auto children = static_cast<int>(
+        std::count_if(events.begin() + static_cast<std::ptrdiff_t>(step.first_event),
+                      events.begin() + static_cast<std::ptrdiff_t>(step.end_event),
+                      [&](const profiler::Event& e) { return e.parent == call.id; }));
+    step.steps_observed_min = first ? children : std::min(step.steps_observed_min, children);
+    step.steps_observed_max = first ? children : std::max(step.steps_observed_max, children);
+    first = false;
+    if (children != step.expected.steps) ++step.step_mismatches;
+    step.temporary_bytes = std::max(step.temporary_bytes, call.peak_bytes);
+  }
+  step.attention_ms = static_cast<double>(attention_ns) / 1e6;
+}
+
+// The backend's cost model for a call of this shape, asked with tensors of the right shapes
+// taken from a scratch context, so that the measured run's allocator never sees them.
+attention::CostModel expected_cost(const Context& ctx, const attention::Backend& backend,
+                                   std::int64_t batch, std::int64_t heads, std::int64_t kv_heads,
+                                   std::int64_t head_dim, std::int64_t q_len, std::int64_t kv_len) {
+  Context scratch(ctx.threads());
+  Allocator& allocator = scratch.allocator();
+  attention::Call call;
+  call.q = Tensor::empty({batch, heads, q_len, head_dim}, DType::F32, allocator);
+  call.k = Tensor::empty({batch, kv_heads, kv_len, head_dim}, DType::F32, allocator);
+  call.v = Tensor::empty({batch, kv_heads, kv_len, head_dim}, DType::F32, allocator);
+  call.out = Tensor::empty(call.q.shape(), DType::F32, allocator);
+  call.kv_len = kv_len;
+  call.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  return backend.cost_model(scratch, call);
+}
+
+double milliseconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+// Runs `work` as one step: timed, profiled when `step.profiled`, with the allocator's peak.
+template <typename Work>
+void run_step(Context& ctx, ProfiledRun& run, StepRecord& step, Work work) {
+  Allocator& allocator = ctx.allocator();
+  allocator.reset_peak();
+  step.first_event = run.tracer->events().size();
+  const auto start = std::chrono::steady_clock::now();
+  if (step.profiled) {
+    const profiler::Profiling on(ctx, *run.tracer);
+    work();
+  } else {
+    work();
+  }
+  step.wall_ms = milliseconds_since(start);
+  step.end_event = run.tracer->events().size();
+  step.peak_bytes = allocator.peak_bytes();
+  run.peak_bytes = std::max(run.peak_bytes, step.peak_bytes);
+  if (step.profiled && step.end_event > step.first_event) {
+    step.forward_ms =
+        static_cast<double>(run.tracer->events()[step.end_event - 1].duration_ns()) / 1e6;
+  }
+}
+
+}  // namespace
+
+Capture parse_capture(const std::string& text) {
+  if (text == "prefill") return Capture::Prefill;
+  if (text == "decode") return Capture::Decode;
+  if (text == "all") return Capture::All;
+  throw Error("--steps", "unknown value '" + text + "' (valid: prefill, decode, all)");
+}
+
+ProfiledRun profile_model(Context& ctx, const gpt2::Model& model, const ModelRunOptions& options) {
+  const ModelConfig& config = model.config();
+  check(options.prompt_len >= 1, "--prompt-len", "must be at least 1");
+  check(options.prompt_len + options.gen <= config.context_length, "--prompt-len",
+        std::to_string(options.prompt_len) + " prompt tokens + " + std::to_string(options.gen) +
+            " decode steps exceed the context length of " + std::to_string(config.context_length));
+  std::mt19937_64 rng(options.seed);
+  std::uniform_int_distribution<std::int32_t> token(
+      0, static_cast<std::int32_t>(config.vocab_size - 1));
+  std::vector<std::int32_t> prompt(static_cast<std::size_t>(options.prompt_len));
+  for (std::int32_t& id : prompt) id = token(rng);
+
+  const std::int64_t heads = config.n_heads, kv_heads = config.n_kv_heads;
+  const std::int64_t head_dim = config.head_dim();
+  const double weight_bytes = 4.0 * static_cast<double>(model.parameter_count());
+  const double projection_flops_per_token =
+      2.0 * static_cast<double>(config.n_layers) *
+      static_cast<double>(4 * config.d_model * config.d_model + 2 * config.d_model * config.d_ff);
+  const double head_flops = 2.0 * static_cast<double>(config.vocab_size * config.d_model);
+
+  ProfiledRun run;
+  KVCache cache = model.new_cache(ctx, 1, options.prompt_len + options.gen);
+  auto forward_step = [&](const std::string& phase, std::span<const std::int32_t> ids,
+                          bool profiled) {
+    StepRecord step;
+    step.phase = phase;
+    step.q_len = static_cast<std::int64_t>(ids.size());
+    step.kv_len = cache.length() + step.q_len;
+    step.profiled = profiled;
+    run_step(ctx, run, step, [&] { model.forward(ctx, ids, 1, cache); });
+    if (profiled) {
+      step.expected = expected_cost(ctx, model.attention(), 1, heads, kv_heads, head_dim,
+                                    step.q_len, step.kv_len);
+      const double flops = useful_attention_flops(1, heads, head_dim, step.q_len, step.kv_len);
+      read_attention_calls(run.tracer->events(), step, flops,
+                           attention_bytes(1, heads, kv_heads, head_dim, step.q_len, step.kv_len));
+      profiler::Event& forward = run.tracer->events()[step.end_event - 1];
+      forward.flops =
+          static_cast<std::uint64_t>(projection_flops_per_token * static_cast<double>(step.q_len) +
+                                     head_flops + flops * static_cast<double>(config.n_layers));
+      forward.bytes = static_cast<std::uint64_t>(weight_bytes);
+    }
+    run.steps.push_back(step);
+  };
+
+  forward_step("prefill", prompt, options.capture != Capture::Decode);
+  for (std::int64_t i = 0; i < options.gen; ++i) {
+    const std::int32_t next = token(rng);
+    forward_step("decode", {&next, 1}, options.capture != Capture::Prefill && profiled_in_turn(i));
+  }
+  return run;
+}
+
+ProfiledRun profile_attention_op(Context& ctx, const attention::Backend& backend,
+                                 const AttentionShape& shape, int reps, std::uint64_t seed) {
+  Allocator& allocator = ctx.allocator();
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto random = [&](const Shape& dims) {
+    Tensor t = Tensor::empty(dims, DType::F32, allocator);
+    for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = normal(rng);
+    return t;
+  };
+  const Shape dims = {shape.batch, shape.heads, shape.seq_len, shape.head_dim};
+  attention::Call call;
+  call.q = random(dims);
+  call.k = random(dims);
+  call.v = random(dims);
+  call.out = Tensor::empty(dims, DType::F32, allocator);
+  call.kv_len = shape.seq_len;
+  call.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
+
+  ProfiledRun run;
+  backend.forward(ctx, call);  // warm-up
+  const attention::CostModel expected = backend.cost_model(ctx, call);
+  for (int i = 0; i < reps; ++i) {
+    StepRecord step;
+    step.phase = "attention";
+    step.q_len = shape.seq_len;
+    step.kv_len = shape.seq_len;
+    step.profiled = profiled_in_turn(i);
+    step.expected = expected;
+    run_step(ctx, run, step, [&] { backend.forward(ctx, call); });
+    if (step.profiled) {
+      read_attention_calls(run.tracer->events(), step,
+                           useful_attention_flops(shape.batch, shape.heads, shape.head_dim,
+                                                  shape.seq_len, shape.seq_len),
+                           attention_bytes(shape.batch, shape.heads, shape.heads, shape.head_dim,
+                                           shape.seq_len, shape.seq_len));
+    }
+    run.steps.push_back(step);
+  }
+  return run;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+std::optional<Overhead> measure_overhead(const std::vector<StepRecord>& steps,
+                                         const std::string& phase) {
+  std::vector<double> profiled, unprofiled;
+  for (const StepRecord& step : steps) {
+    if (step.phase != phase) continue;
+    (step.profiled ? profiled : unprofiled).push_back(step.wall_ms);
+  }
+  if (profiled.empty() || unprofiled.empty()) return std::nullopt;
+  Overhead overhead;
+  overhead.profiled_ms = median(profiled);
+  overhead.unprofiled_ms = median(unprofiled);
+  overhead.profiled_steps = static_cast<int>(profiled.size());
+  overhead.unprofiled_steps = static_cast<int>(unprofiled.size());
+  return overhead;
+}
+
+std::string cpu_model_name() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (!line.starts_with("model name")) continue;
+    const std::size_t colon = line.find(':');
+    const std::size_t start =
+        colon == std::string::npos ? colon : line.find_first_not_of(' ', colon + 1);
+    return start == std::string::npos ? "unknown CPU" : line.substr(start);
+  }
+  return "unknown CPU";
+}
+
+}  // namespace attnscope::cli

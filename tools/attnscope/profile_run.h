@@ -1,0 +1,92 @@
+// Profiled runs shared by `attnscope profile` and `attnscope compare`: a model's prefill and
+// decode steps, or the attention op alone, with the profiler on for the steps asked for.
+//
+// Every step is timed with the steady clock whether profiled or not. Decode steps (and the
+// repetitions of the op alone) alternate profiled and unprofiled in the order P U U P, P U U P,
+// ..., so the profiler's overhead is measured in the same run and the slow growth of the cache
+// cancels out of the comparison. Each profiled step keeps the range of its events in the
+// tracer and what was learnt from them: attention time, steps directly inside every attention
+// call against the backend's cost model, the attention calls' temporaries, the allocator's
+// absolute peak. FLOPs and bytes are filled in where the work is known: the attention calls
+// (useful FLOPs, 4 B Hq D per visible query-key pair; bytes of q, k, v read and out written)
+// and the forward steps (2 FLOPs per weight per token in the projections plus attention; every
+// weight read once).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/gpt2/model.h"
+#include "ops/attention/attention.h"
+#include "profiler/cpu_tracer.h"
+#include "runtime/context.h"
+
+namespace attnscope::cli {
+
+enum class Capture { Prefill, Decode, All };
+
+// "prefill", "decode" or "all"; throws Error otherwise.
+Capture parse_capture(const std::string& text);
+
+struct StepRecord {
+  std::string phase;  // "prefill", "decode" or "attention" (the op alone)
+  std::int64_t q_len = 0;
+  std::int64_t kv_len = 0;  // keys attended to, the new tokens' own included
+  bool profiled = false;
+  double wall_ms = 0;          // steady clock around the whole step
+  std::size_t peak_bytes = 0;  // the allocator's highest live bytes during the step
+  // The rest is known for profiled steps only.
+  std::size_t first_event = 0, end_event = 0;  // [first, end) in the tracer's events
+  double forward_ms = 0;                       // the step's top-level scope
+  double attention_ms = 0;                     // all attention calls of the step
+  int attention_calls = 0;
+  ops::attention::CostModel expected;  // the backend's cost model for this step's calls
+  int steps_observed_min = 0, steps_observed_max = 0;
+  int step_mismatches = 0;          // attention calls whose step count differs
+  std::size_t temporary_bytes = 0;  // the largest peak_bytes of one attention call
+};
+
+struct ProfiledRun {
+  std::unique_ptr<profiler::CpuTracer> tracer = std::make_unique<profiler::CpuTracer>();
+  std::vector<StepRecord> steps;
+  std::size_t peak_bytes = 0;  // the allocator's highest live bytes over the run
+};
+
+struct ModelRunOptions {
+  std::int64_t prompt_len = 128;
+  std::int64_t gen = 16;
+  Capture capture = Capture::All;
+  std::uint64_t seed = 0;
+};
+
+// Prefill of prompt_len seeded random ids, then `gen` decode steps (random ids as well: the
+// cost of a step does not depend on which token it is). Throws Error past the context length.
+ProfiledRun profile_model(Context& ctx, const gpt2::Model& model, const ModelRunOptions& options);
+
+struct AttentionShape {
+  std::int64_t batch = 8, heads = 16, seq_len = 1024, head_dim = 64;
+};
+
+// Causal prefill attention of `shape` on random inputs: one unprofiled warm-up call, then
+// `reps` calls alternating profiled and unprofiled as decode steps do.
+ProfiledRun profile_attention_op(Context& ctx, const ops::attention::Backend& backend,
+                                 const AttentionShape& shape, int reps, std::uint64_t seed);
+
+// Median step time of the profiled and the unprofiled steps of one phase.
+struct Overhead {
+  double profiled_ms = 0, unprofiled_ms = 0;
+  int profiled_steps = 0, unprofiled_steps = 0;
+  double percent() const { return 100.0 * (profiled_ms - unprofiled_ms) / unprofiled_ms; }
+};
+// nullopt when the phase has no profiled or no unprofiled step.
+std::optional<Overhead> measure_overhead(const std::vector<StepRecord>& steps,
+                                         const std::string& phase);
+
+double median(std::vector<double> values);
+// "AMD EPYC ..." from /proc/cpuinfo, or "unknown CPU".
+std::string cpu_model_name();
+
+}  // namespace attnscope::cli
