@@ -21,3 +21,9 @@ python3 tools/peers/torch_bench.py --op attention "${common[@]}" --output "$out/
 python3 tools/peers/merge.py "$out/attnscope-b1.json" "$out/torch-b1.json" > "$out/model-b1.md"
 python3 tools/peers/merge.py "$out/attnscope-b8.json" "$out/torch-b8.json" > "$out/model-b8.md"
 python3 tools/peers/merge.py "$out/attnscope-attention.json" "$out/torch-attention.json" > "$out/attention.md"
+
+# A second batch-1 pass (flash against PyTorch) and bandwidth, to see how much the first moved.
+"$bin" bench --op membw --threads 2 -r 5 -o json > "$out/membw-2.json"
+"$bin" bench --attn flash -p 128,512 -n 128 -b 1 "${common[@]}" -o json > "$out/attnscope-b1-2.json"
+python3 tools/peers/torch_bench.py -p 128,512 -n 128 -b 1 "${common[@]}" --output "$out/torch-b1-2.json"
+python3 tools/peers/merge.py "$out/attnscope-b1-2.json" "$out/torch-b1-2.json" > "$out/model-b1-2.md"
