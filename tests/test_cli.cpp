@@ -77,7 +77,8 @@ TEST_CASE("usage errors exit with 2 and one line") {
 }
 
 TEST_CASE("--help works on every command") {
-  for (const char* command : {"", "generate", "tokenize", "detokenize", "inspect"}) {
+  for (const char* command : {"", "generate", "tokenize", "detokenize", "inspect", "bench",
+                              "bench-attention", "profile", "compare"}) {
     const Result r = run(std::string(command) + " --help");
     CAPTURE(command);
     CHECK(r.exit_code == 0);
