@@ -3,15 +3,9 @@
 #include <Eigen/Core>
 #include <algorithm>
 
+#include "ops/cpu/eigen_maps.h"
+
 namespace attnscope::ops::attention {
-
-namespace {
-
-using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using ConstMap = Eigen::Map<const RowMatrix, Eigen::Unaligned>;
-using Map = Eigen::Map<RowMatrix, Eigen::Unaligned>;
-
-}  // namespace
 
 HeadLayout layout_of(const Call& call) {
   return {call.batch(), call.q_heads(), call.kv_heads(), call.q_len(),
@@ -22,9 +16,9 @@ void qk_gemm(const Context& ctx, const HeadLayout& l, const float* q, const floa
              float* scores) {
 #pragma omp parallel for num_threads(ctx.threads()) schedule(static)
   for (std::int64_t bh = 0; bh < l.heads(); ++bh) {
-    const ConstMap q_head(q + bh * l.q_len * l.head_dim, l.q_len, l.head_dim);
-    const ConstMap k_head(k + l.kv_offset(bh), l.kv_len, l.head_dim);
-    Map(scores + bh * l.q_len * l.kv_len, l.q_len, l.kv_len).noalias() =
+    const ConstMatrixMap q_head(q + bh * l.q_len * l.head_dim, l.q_len, l.head_dim);
+    const ConstMatrixMap k_head(k + l.kv_offset(bh), l.kv_len, l.head_dim);
+    MatrixMap(scores + bh * l.q_len * l.kv_len, l.q_len, l.kv_len).noalias() =
         q_head * k_head.transpose();
   }
 }
@@ -33,9 +27,9 @@ void pv_gemm(const Context& ctx, const HeadLayout& l, const float* probs, const 
              float* out) {
 #pragma omp parallel for num_threads(ctx.threads()) schedule(static)
   for (std::int64_t bh = 0; bh < l.heads(); ++bh) {
-    const ConstMap p_head(probs + bh * l.q_len * l.kv_len, l.q_len, l.kv_len);
-    const ConstMap v_head(v + l.kv_offset(bh), l.kv_len, l.head_dim);
-    Map(out + bh * l.q_len * l.head_dim, l.q_len, l.head_dim).noalias() = p_head * v_head;
+    const ConstMatrixMap p_head(probs + bh * l.q_len * l.kv_len, l.q_len, l.kv_len);
+    const ConstMatrixMap v_head(v + l.kv_offset(bh), l.kv_len, l.head_dim);
+    MatrixMap(out + bh * l.q_len * l.head_dim, l.q_len, l.head_dim).noalias() = p_head * v_head;
   }
 }
 

@@ -74,15 +74,13 @@
 
 #include "ops/attention/cpu_steps.h"
 #include "ops/check.h"
+#include "ops/cpu/eigen_maps.h"
 #include "profiler/scope.h"
 
 namespace attnscope::ops::attention {
 
 namespace {
 
-using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using ConstMap = Eigen::Map<const RowMatrix, Eigen::Unaligned>;
-using Map = Eigen::Map<RowMatrix, Eigen::Unaligned>;
 using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf, Eigen::Unaligned>;
 
 constexpr std::int64_t kQueryBlock = 64;
@@ -175,15 +173,15 @@ void attend_key_range(const Head& head, std::int64_t first_row, const StateLayou
                       float scale, float* scores, float* state) {
   const std::int64_t rows = layout.rows, d = head.head_dim;
   const std::int64_t first_position = head.first_position + first_row;
-  const ConstMap q_tile(head.q + first_row * d, rows, d);
-  Map out(state, rows, d);
+  const ConstMatrixMap q_tile(head.q + first_row * d, rows, d);
+  MatrixMap out(state, rows, d);
   float* running_max = state + layout.max_offset();
   float* running_sum = state + layout.sum_offset();
   for (std::int64_t key_start = key_begin; key_start < key_end; key_start += key_block) {
     const std::int64_t cols = std::min(key_block, key_end - key_start);
-    const ConstMap k_tile(head.k + key_start * d, cols, d);
-    const ConstMap v_tile(head.v + key_start * d, cols, d);
-    Map s(scores, rows, cols);
+    const ConstMatrixMap k_tile(head.k + key_start * d, cols, d);
+    const ConstMatrixMap v_tile(head.v + key_start * d, cols, d);
+    MatrixMap s(scores, rows, cols);
     s.noalias() = q_tile * k_tile.transpose();
     const bool first_tile = key_start == key_begin;
     const bool diagonal = key_start + cols - 1 > first_position;
@@ -259,8 +257,9 @@ class FlashCpu final : public Backend {
       const std::int64_t key_end = head.first_position + first_row + layout.rows;
       attend_key_range(head, first_row, layout, 0, key_end, plan.key_block, call.scale, scores,
                        state);
-      Map(call.out.data<float>() + (bh * l.q_len + first_row) * l.head_dim, layout.rows, l.head_dim)
-          .array() = ConstMap(state, layout.rows, l.head_dim).array().colwise() /
+      MatrixMap(call.out.data<float>() + (bh * l.q_len + first_row) * l.head_dim, layout.rows,
+                l.head_dim)
+          .array() = ConstMatrixMap(state, layout.rows, l.head_dim).array().colwise() /
                      ConstArrayMap(state + layout.sum_offset(), layout.rows);
     }
   }

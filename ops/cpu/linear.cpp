@@ -4,16 +4,12 @@
 #include <algorithm>
 
 #include "ops/check.h"
+#include "ops/cpu/eigen_maps.h"
 #include "profiler/scope.h"
 
 namespace attnscope::ops {
 
 namespace {
-
-using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using ConstRowMatrixMap = Eigen::Map<const RowMatrix, Eigen::Unaligned>;
-using RowMatrixMap = Eigen::Map<RowMatrix, Eigen::Unaligned>;
-using ConstVectorMap = Eigen::Map<const Eigen::VectorXf, Eigen::Unaligned>;
 
 // Below this many rows the weights are streamed once per row (matrix-vector products); from it
 // on, a blocked GEMM reuses each weight tile across rows.
@@ -36,7 +32,7 @@ void for_each_output_block(const Context& ctx, std::int64_t outputs, Task task) 
 void matrix_vector_rows(const Context& ctx, const float* x, const float* w, const float* b,
                         float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs) {
   for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
-    const ConstRowMatrixMap weight(w + first * in, width, in);
+    const ConstMatrixMap weight(w + first * in, width, in);
     for (std::int64_t r = 0; r < rows; ++r) {
       Eigen::Map<Eigen::VectorXf> result(y + r * outputs + first, width);
       result.noalias() = weight * ConstVectorMap(x + r * in, in);
@@ -48,9 +44,9 @@ void matrix_vector_rows(const Context& ctx, const float* x, const float* w, cons
 // Each thread computes a block of output columns with Eigen's (single-threaded) blocked GEMM.
 void gemm_rows(const Context& ctx, const float* x, const float* w, const float* b, float* y,
                std::int64_t rows, std::int64_t in, std::int64_t outputs) {
-  const ConstRowMatrixMap input(x, rows, in);
+  const ConstMatrixMap input(x, rows, in);
   for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
-    const ConstRowMatrixMap weight(w + first * in, width, in);
+    const ConstMatrixMap weight(w + first * in, width, in);
     Eigen::Map<RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>> result(
         y + first, rows, width, Eigen::OuterStride<>(outputs));
     result.noalias() = input * weight.transpose();

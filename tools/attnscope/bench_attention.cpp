@@ -224,19 +224,6 @@ TimingStats summarize(std::vector<double> values) {
   return stats;
 }
 
-std::string cpu_model() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(cpuinfo, line)) {
-    if (!line.starts_with("model name")) continue;
-    const std::size_t colon = line.find(':');
-    if (colon == std::string::npos) break;
-    const std::size_t start = line.find_first_not_of(' ', colon + 1);
-    return start == std::string::npos ? "unknown CPU" : line.substr(start);
-  }
-  return "unknown CPU";
-}
-
 std::string with_decimals(double value, int decimals) {
   std::ostringstream text;
   text << std::fixed << std::setprecision(decimals) << value;

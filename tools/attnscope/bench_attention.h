@@ -82,8 +82,6 @@ void finish_attention_shape(AttentionBenchFlags& flags, const CLI::Option& kv_he
 // steps. `label` prefixes the progress lines on stderr. Throws Error for a device other than cpu.
 AttentionReport measure_attention(const AttentionBenchFlags& flags, const std::string& label);
 
-// The "model name" line of /proc/cpuinfo, or "unknown CPU" where there is none.
-std::string cpu_model();
 std::string with_decimals(double value, int decimals);
 std::string mebibytes(std::size_t bytes);
 

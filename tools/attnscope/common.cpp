@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -85,6 +86,19 @@ std::vector<std::int32_t> parse_ids(const std::vector<std::string>& items, const
     }
   }
   return ids;
+}
+
+std::string cpu_model() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (!line.starts_with("model name")) continue;
+    const std::size_t colon = line.find(':');
+    if (colon == std::string::npos) break;
+    const std::size_t start = line.find_first_not_of(' ', colon + 1);
+    return start == std::string::npos ? "unknown CPU" : line.substr(start);
+  }
+  return "unknown CPU";
 }
 
 namespace {

@@ -31,6 +31,9 @@ gpt2::Model load_model(const std::string& spec, Context& ctx);
 std::optional<gpt2::Tokenizer> find_tokenizer(const std::string& flag_dir,
                                               const std::string& model_spec);
 
+// The CPU's model name from /proc/cpuinfo ("unknown CPU" when it cannot be read).
+std::string cpu_model();
+
 // Parses ids given as "1,2,3", "1 2 3" or several arguments; throws Error on anything else.
 std::vector<std::int32_t> parse_ids(const std::vector<std::string>& items, const char* flag);
 

@@ -118,7 +118,7 @@ int run_compare(const CompareFlags& flags) {
       cases.push_back(std::move(result));
     }
   }
-  CompareSetup setup{flags.model, cpu_model_name(), ctx.threads(), flags.gen, flags.reps};
+  CompareSetup setup{flags.model, cpu_model(), ctx.threads(), flags.gen, flags.reps};
   const nlohmann::json report = build_report(setup, cases);
   const fs::path dir(flags.out_dir);
   write_file(dir / "report.json", report.dump(2) + "\n");

@@ -135,13 +135,13 @@ int run_profile(const ProfileFlags& flags) {
   }
   if (!flags.json_path.empty()) {
     nlohmann::json json = profiler::summary_json(rows, wall, run.peak_bytes);
-    json["run"] = {{"source", process_name}, {"threads", ctx.threads()}, {"cpu", cpu_model_name()}};
+    json["run"] = {{"source", process_name}, {"threads", ctx.threads()}, {"cpu", cpu_model()}};
     json["facts"] = run_facts(run, overhead_phase);
     std::ofstream out = open_output(flags.json_path);
     out << json.dump(2) << "\n";
   }
   if (flags.summary || (flags.trace_path.empty() && flags.json_path.empty())) {
-    std::cout << process_name << ", " << ctx.threads() << " threads, " << cpu_model_name() << "\n\n"
+    std::cout << process_name << ", " << ctx.threads() << " threads, " << cpu_model() << "\n\n"
               << profiler::format_summary_table(rows, wall) << "\n";
     print_facts(run, overhead_phase);
   }

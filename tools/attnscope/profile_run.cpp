@@ -230,17 +230,4 @@ std::optional<Overhead> measure_overhead(const std::vector<StepRecord>& steps,
   return overhead;
 }
 
-std::string cpu_model_name() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(cpuinfo, line)) {
-    if (!line.starts_with("model name")) continue;
-    const std::size_t colon = line.find(':');
-    const std::size_t start =
-        colon == std::string::npos ? colon : line.find_first_not_of(' ', colon + 1);
-    return start == std::string::npos ? "unknown CPU" : line.substr(start);
-  }
-  return "unknown CPU";
-}
-
 }  // namespace attnscope::cli

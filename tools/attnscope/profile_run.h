@@ -86,7 +86,5 @@ std::optional<Overhead> measure_overhead(const std::vector<StepRecord>& steps,
                                          const std::string& phase);
 
 double median(std::vector<double> values);
-// "AMD EPYC ..." from /proc/cpuinfo, or "unknown CPU".
-std::string cpu_model_name();
 
 }  // namespace attnscope::cli
