@@ -16,6 +16,12 @@
 #include "profiler/summary_json.h"
 #include "runtime/error.h"
 
+#ifdef ATTNSCOPE_WITH_CUPTI
+#include <cuda_runtime.h>
+
+#include "profiler/cupti_tracer.h"
+#endif
+
 using namespace attnscope;
 
 namespace {
@@ -168,3 +174,18 @@ TEST_CASE("every backend runs the steps and temporaries its cost model predicts"
     CHECK(calls == config.n_layers);
   }
 }
+
+#ifdef ATTNSCOPE_WITH_CUPTI
+// Compile-and-link check of the CUPTI tracer; it can only be made where a CUDA device exists.
+TEST_CASE("the CUPTI tracer starts empty") {
+  int device_count = 0;
+  if (cudaGetDeviceCount(&device_count) != cudaSuccess || device_count == 0) {
+    MESSAGE("SKIPPED: no CUDA device");
+    return;
+  }
+  const profiler::CuptiTracer tracer;
+  CHECK_FALSE(tracer.active());
+  CHECK(tracer.events().empty());
+  CHECK(tracer.dropped_records() == 0);
+}
+#endif
