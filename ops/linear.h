@@ -4,9 +4,10 @@
 // GPT-2's Conv1D weights, stored [K, M], are transposed once at load time), bias [M] or an
 // undefined Tensor, out [N, M].
 // Cost: 2 N M K FLOPs; reads the M K weights once. Two regimes:
-//  - N small (decode): a matrix-vector product per row, bound by reading the weights from
-//    memory; output features are split across threads, each streaming its contiguous rows of W.
-//  - N large (prefill): Eigen's blocked GEMM, bound by FLOPs, parallelised by Eigen over OpenMP.
+//  - N < 16 (decode, batched or not): each thread streams its contiguous block of weight rows
+//    once, applying each row to all N inputs while it is in L1: bound by reading the weights.
+//  - N >= 16 (prefill): Eigen's blocked GEMM per thread on a block of output columns, bound by
+//    FLOPs. (Eigen's own threading is compiled out: all parallelism is explicit.)
 #pragma once
 
 #include "runtime/context.h"

@@ -11,9 +11,10 @@ namespace attnscope::ops {
 
 namespace {
 
-// Below this many rows the weights are streamed once per row (matrix-vector products); from it
-// on, a blocked GEMM reuses each weight tile across rows.
-constexpr std::int64_t kGemmMinRows = 4;
+// Below this many rows (decode of a batch) each weight row is read once and used for every input
+// row while in L1: memory-bound, like one row. From it on (prefill), a blocked GEMM, which is
+// FLOP-bound and repacks the weights, pays off.
+constexpr std::int64_t kGemmMinRows = 16;
 
 // Splits `outputs` into one block per thread, each a multiple of 64 so that no two threads write
 // one cache line; `task(first, width)` handles outputs [first, first + width).
@@ -27,16 +28,25 @@ void for_each_output_block(const Context& ctx, std::int64_t outputs, Task task) 
   }
 }
 
-// Each thread streams its contiguous block of weight rows once per input row through Eigen's
-// row-major matrix-vector kernel, which works on several weight rows at a time.
+// Each thread streams its contiguous block of weight rows from memory exactly once: every input
+// row is multiplied with a weight row while that row (4 C bytes) sits in L1, so a batch of a
+// few rows costs the same memory traffic as one. One row goes through Eigen's row-major
+// matrix-vector kernel, which works on several weight rows at a time.
 void matrix_vector_rows(const Context& ctx, const float* x, const float* w, const float* b,
                         float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs) {
   for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
-    const ConstMatrixMap weight(w + first * in, width, in);
-    for (std::int64_t r = 0; r < rows; ++r) {
-      Eigen::Map<Eigen::VectorXf> result(y + r * outputs + first, width);
-      result.noalias() = weight * ConstVectorMap(x + r * in, in);
+    if (rows == 1) {
+      Eigen::Map<Eigen::VectorXf> result(y + first, width);
+      result.noalias() = ConstMatrixMap(w + first * in, width, in) * ConstVectorMap(x, in);
       if (b) result += Eigen::Map<const Eigen::VectorXf>(b + first, width);
+      return;
+    }
+    for (std::int64_t o = first; o < first + width; ++o) {
+      const ConstVectorMap weight_row(w + o * in, in);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const float dot = weight_row.dot(ConstVectorMap(x + r * in, in));
+        y[r * outputs + o] = b ? dot + b[o] : dot;
+      }
     }
   });
 }

@@ -27,3 +27,9 @@ python3 tools/peers/merge.py "$out/attnscope-attention.json" "$out/torch-attenti
 "$bin" bench --attn flash -p 128,512 -n 128 -b 1 "${common[@]}" -o json > "$out/attnscope-b1-2.json"
 python3 tools/peers/torch_bench.py -p 128,512 -n 128 -b 1 "${common[@]}" --output "$out/torch-b1-2.json"
 python3 tools/peers/merge.py "$out/attnscope-b1-2.json" "$out/torch-b1-2.json" > "$out/model-b1-2.md"
+
+# After linear's decode path began reading each weight row once for all rows of a batch
+# (ops/cpu/linear.cpp), batch 1 and 8 again, side by side (build/ is a Release build).
+"build/tools/attnscope" bench --attn flash -p 128 -n 128 -b 1,8 --threads 2 -r 3 -o json > "$out/attnscope-skinny.json"
+python3 tools/peers/torch_bench.py -p 128 -n 128 -b 1,8 --threads 2 -r 3 --output "$out/torch-skinny.json"
+python3 tools/peers/merge.py "$out/attnscope-skinny.json" "$out/torch-skinny.json" > "$out/model-skinny.md"
