@@ -22,9 +22,10 @@ bool is_legacy_buffer(std::string_view name) {
 }
 
 // An f32 copy of the 2-D or 1-D `src`, transposed from [rows, cols] to [cols, rows] if asked.
+// An f32 source is transposed straight from the mapped file: one copy, not two.
 Tensor to_f32(const Tensor& src, bool transpose, Allocator& allocator, int threads) {
-  Tensor wide = src.to_dtype(DType::F32, allocator);
-  if (!transpose) return wide;
+  if (!transpose) return src.to_dtype(DType::F32, allocator);
+  const Tensor wide = src.dtype() == DType::F32 ? src : src.to_dtype(DType::F32, allocator);
   const std::int64_t rows = src.dim(0);
   const std::int64_t cols = src.dim(1);
   Tensor out = Tensor::empty({cols, rows}, DType::F32, allocator);
