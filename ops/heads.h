@@ -9,7 +9,8 @@
 //
 // merge_heads: out[b, t, h D : (h + 1) D] = x[b, h, t, :]; x [B, H, T, D], out [B, T, H D].
 //
-// Cost: pure copies, each element read and written once.
+// All tensors of a call share one dtype (f32 on the cpu; f32, f16 or bf16 on cuda).
+// Cost: pure copies, each element read and written once; one launch each on a GPU.
 #pragma once
 
 #include <cstdint>
@@ -23,5 +24,17 @@ void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, 
                std::int64_t start);
 
 void merge_heads(Context& ctx, const Tensor& x, Tensor& out);
+
+// The implementations the ops above dispatch to, after their checks.
+namespace cpu {
+void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, Tensor& v_cache,
+               std::int64_t start);
+void merge_heads(Context& ctx, const Tensor& x, Tensor& out);
+}  // namespace cpu
+namespace cuda {
+void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, Tensor& v_cache,
+               std::int64_t start);
+void merge_heads(Context& ctx, const Tensor& x, Tensor& out);
+}  // namespace cuda
 
 }  // namespace attnscope::ops

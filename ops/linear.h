@@ -2,12 +2,16 @@
 //
 // Shapes: x [N, K], weight [M, K] (one row per output feature, as torch.nn.Linear stores it;
 // GPT-2's Conv1D weights, stored [K, M], are transposed once at load time), bias [M] or an
-// undefined Tensor, out [N, M].
-// Cost: 2 N M K FLOPs; reads the M K weights once. Two regimes:
-//  - N < 16 (decode, batched or not): each thread streams its contiguous block of weight rows
-//    once, applying each row to all N inputs while it is in L1: bound by reading the weights.
-//  - N >= 16 (prefill): Eigen's blocked GEMM per thread on a block of output columns, bound by
-//    FLOPs. (Eigen's own threading is compiled out: all parallelism is explicit.)
+// undefined Tensor, out [N, M]. x, weight and bias share one dtype; out has that dtype or f32
+// (the LM head writes f32 logits from bf16 activations). On the cpu everything is f32.
+// Cost: 2 N M K FLOPs; reads the M K weights once.
+//  - cpu, N < 16 (decode, batched or not): each thread streams its contiguous block of weight
+//    rows once, applying each row to all N inputs while it is in L1: bound by reading the
+//    weights.
+//  - cpu, N >= 16 (prefill): Eigen's blocked GEMM per thread on a block of output columns,
+//    bound by FLOPs. (Eigen's own threading is compiled out: all parallelism is explicit.)
+//  - cuda: one cublasLt matmul with the bias added in its epilogue (ops/cuda/linear.cu); f32
+//    stays true f32, f16/bf16 run on tensor cores accumulating in f32.
 #pragma once
 
 #include "runtime/context.h"
@@ -16,5 +20,13 @@
 namespace attnscope::ops {
 
 void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out);
+
+// The implementations ops::linear dispatches to, after its checks.
+namespace cpu {
+void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out);
+}
+namespace cuda {
+void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out);
+}
 
 }  // namespace attnscope::ops

@@ -2,11 +2,49 @@
 
 #include <thread>
 
+#include "runtime/cuda/device.h"
+#include "runtime/error.h"
+
 namespace attnscope {
 
-Context::Context(int threads) : allocator_(std::make_unique<CpuAllocator>()) {
+namespace {
+int resolve_threads(int threads) {
   const int hardware = static_cast<int>(std::thread::hardware_concurrency());
-  threads_ = threads > 0 ? threads : (hardware > 0 ? hardware : 1);
+  return threads > 0 ? threads : (hardware > 0 ? hardware : 1);
+}
+}  // namespace
+
+Context::Context(int threads) : Context(Device::CPU, threads) {}
+
+Context::Context(Device device, int threads)
+    : host_allocator_(std::make_unique<CpuAllocator>()), threads_(resolve_threads(threads)) {
+  if (device == Device::CPU) {
+    allocator_ = std::make_unique<CpuAllocator>();
+    return;
+  }
+  if constexpr (kCudaBuild) {
+    cuda_ = cuda::open_device(0);
+    allocator_ = cuda::make_allocator(cuda_);
+  } else {
+    throw Error("--device cuda",
+                "this build has no CUDA path (configure with -DATTNSCOPE_CUDA=ON on a machine "
+                "with the CUDA toolkit)");
+  }
+}
+
+Context::~Context() = default;
+
+std::string Context::describe() const {
+  if constexpr (kCudaBuild) {
+    if (cuda_) return "cuda: " + cuda::describe(*cuda_);
+  }
+  return "cpu (" + std::to_string(threads_) + " threads)";
+}
+
+void Context::synchronize() const {
+  if constexpr (kCudaBuild) {
+    if (cuda_) cuda::synchronize(*cuda_);
+  }
 }
 
 }  // namespace attnscope

@@ -1,16 +1,22 @@
 // Context: everything an op needs to run, passed explicitly (there are no globals).
 //
-// It names the device, the allocator for outputs and temporaries, the number of CPU threads,
-// and the profiler sink that op scopes report to (nullptr: profiling off, and a scope then costs
-// one pointer test). The CUDA path adds its stream and cuBLAS handle here.
+// It names the device, the allocator for outputs and temporaries (the device's), a host
+// allocator (always the CPU's, for staging), the number of CPU threads, the profiler sink that op
+// scopes report to (nullptr: profiling off, and a scope then costs one pointer test), and on a
+// GPU the device state: stream, cuBLAS handle (runtime/cuda/cuda_context.h).
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "runtime/allocator.h"
 #include "runtime/device.h"
 
 namespace attnscope {
+
+namespace cuda {
+struct DeviceState;
+}
 
 // Receives the named scopes that ops and the model open and close. Implemented by the profiler
 // (profiler/), declared here so that the runtime does not depend on it.
@@ -23,18 +29,33 @@ class ScopeSink {
 
 class Context {
  public:
-  // threads <= 0 means every hardware thread.
+  // A CPU context; threads <= 0 means every hardware thread.
   explicit Context(int threads = 0);
+  // A context on `device` (CUDA: device 0). Throws Error with one line saying why when CUDA is
+  // asked for but this build has no CUDA path or the machine has no usable GPU.
+  Context(Device device, int threads);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
 
   Device device() const { return allocator_->device(); }
   Allocator& allocator() { return *allocator_; }
+  Allocator& host_allocator() { return *host_allocator_; }
   int threads() const { return threads_; }
+  // nullptr on the CPU.
+  cuda::DeviceState* cuda_state() const { return cuda_.get(); }
+  // "cpu (16 threads)" or "cuda: NVIDIA H200, sm_90, ..."
+  std::string describe() const;
+  // Waits until every op queued so far has finished (a no-op on the CPU, where ops return done).
+  void synchronize() const;
 
   ScopeSink* profiler() const { return profiler_; }
   void set_profiler(ScopeSink* sink) { profiler_ = sink; }
 
  private:
-  std::unique_ptr<Allocator> allocator_;
+  std::shared_ptr<cuda::DeviceState> cuda_;
+  std::unique_ptr<Allocator> host_allocator_;
+  std::unique_ptr<Allocator> allocator_;  // after cuda_: cached blocks are freed on its stream
   int threads_ = 1;
   ScopeSink* profiler_ = nullptr;
 };

@@ -8,7 +8,7 @@
 
 namespace attnscope {
 
-std::size_t dtype_size(DType t) { return t == DType::F32 ? 4 : 2; }
+std::size_t dtype_size(DType t) { return t == DType::F32 || t == DType::I32 ? 4 : 2; }
 
 std::string_view dtype_name(DType t) {
   switch (t) {
@@ -18,6 +18,8 @@ std::string_view dtype_name(DType t) {
       return "f16";
     case DType::BF16:
       return "bf16";
+    case DType::I32:
+      return "i32";
   }
   return "?";
 }
@@ -109,6 +111,9 @@ void convert_elements(const void* src, DType from, void* dst, DType to, std::siz
     if (n != 0) std::memmove(dst, src, n * dtype_size(from));
     return;
   }
+  check(from != DType::I32 && to != DType::I32, "dtype",
+        "cannot convert between " + std::string(dtype_name(from)) + " and " +
+            std::string(dtype_name(to)));
   for (std::size_t i = 0; i < n; ++i) store_from_f32(dst, to, i, load_as_f32(src, from, i));
 }
 

@@ -4,6 +4,8 @@
 // bf16: the top 16 bits of a binary32 (8 exponent bits, 7 mantissa bits: f32's range, ~3
 // significant digits). Narrowing rounds to nearest, ties to even; NaN stays NaN; values beyond
 // f16's range become infinity. Widening is exact.
+// i32: 32-bit signed integers, for token ids and positions on a device (never a model dtype; it
+// converts to nothing else).
 #pragma once
 
 #include <cstddef>
@@ -12,10 +14,10 @@
 
 namespace attnscope {
 
-enum class DType : std::uint8_t { F32, F16, BF16 };
+enum class DType : std::uint8_t { F32, F16, BF16, I32 };
 
 std::size_t dtype_size(DType t);
-std::string_view dtype_name(DType t);      // "f32", "f16", "bf16"
+std::string_view dtype_name(DType t);      // "f32", "f16", "bf16", "i32"
 DType parse_dtype(std::string_view name);  // accepts "f32", "f16", "bf16"; throws Error otherwise
 
 float f16_to_f32(std::uint16_t h);
@@ -24,7 +26,7 @@ float bf16_to_f32(std::uint16_t b);
 std::uint16_t f32_to_bf16(float f);
 
 // Converts n elements from `src` (of type `from`) into `dst` (of type `to`). Buffers must not
-// overlap unless from == to.
+// overlap unless from == to. Throws Error when one side is i32 and the other is not.
 void convert_elements(const void* src, DType from, void* dst, DType to, std::size_t n);
 
 }  // namespace attnscope

@@ -89,8 +89,16 @@ float* Tensor::data<float>() const {
 
 template <>
 std::uint16_t* Tensor::data<std::uint16_t>() const {
-  check(dtype_ != DType::F32, "tensor", "data<uint16_t>() on an f32 tensor");
+  check(dtype_ == DType::F16 || dtype_ == DType::BF16, "tensor",
+        "data<uint16_t>() on a " + std::string(dtype_name(dtype_)) + " tensor");
   return static_cast<std::uint16_t*>(raw_data());
+}
+
+template <>
+std::int32_t* Tensor::data<std::int32_t>() const {
+  check(dtype_ == DType::I32, "tensor",
+        "data<int32_t>() on a " + std::string(dtype_name(dtype_)) + " tensor");
+  return static_cast<std::int32_t*>(raw_data());
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {

@@ -67,7 +67,8 @@ class Tensor {
   std::size_t nbytes() const { return static_cast<std::size_t>(numel_) * dtype_size(dtype_); }
 
   void* raw_data() const { return static_cast<char*>(buffer_->data()) + offset_; }
-  // Typed access; checks that the dtype is f32 (float) or a 16-bit type (std::uint16_t).
+  // Typed access; checks that the dtype is f32 (float), a 16-bit type (std::uint16_t) or i32
+  // (std::int32_t). On a CUDA tensor the pointer is a device address.
   template <typename T>
   T* data() const;
 
@@ -90,5 +91,7 @@ template <>
 float* Tensor::data<float>() const;
 template <>
 std::uint16_t* Tensor::data<std::uint16_t>() const;
+template <>
+std::int32_t* Tensor::data<std::int32_t>() const;
 
 }  // namespace attnscope

@@ -23,14 +23,14 @@ inline std::vector<double> to_double(const Tensor& t) {
   return std::vector<double>(t.data<float>(), t.data<float>() + t.numel());
 }
 
-// Largest |a - b| / max(|b|, floor) over the elements.
+// Largest |a - b| / max(|b|, floor) over the elements; NaN when any output is NaN.
 inline double max_relative_error(const Tensor& actual, const std::vector<double>& expected,
                                  double floor = 1e-3) {
   double worst = 0.0;
   for (std::size_t i = 0; i < expected.size(); ++i) {
     const double err =
         std::fabs(actual.data<float>()[i] - expected[i]) / std::max(std::fabs(expected[i]), floor);
-    worst = std::max(worst, err);
+    if (std::isnan(err) || err > worst) worst = err;  // a NaN output stays the worst
   }
   return worst;
 }

@@ -8,6 +8,7 @@
 
 #include "ops/add.h"
 #include "ops/attention/attention.h"
+#include "ops/cast.h"
 #include "ops/embedding.h"
 #include "ops/gelu.h"
 #include "ops/heads.h"
@@ -171,6 +172,34 @@ TEST_CASE("ops refuse mismatched shapes and dtypes") {
   CHECK_THROWS_AS(ops::add(ctx, a, b, a), Error);
   CHECK_THROWS_WITH_AS(ops::gelu(ctx, half, half), doctest::Contains("must be f32"), Error);
   CHECK_THROWS_AS(ops::linear(ctx, a, a, Tensor(), a), Error);
+}
+
+TEST_CASE("cpu embedding takes i32 id tensors; cast converts; a cpu-only context refuses cuda") {
+  Context ctx(1);
+  std::mt19937 rng(9);
+  Tensor wte = random_tensor({10, 8}, rng, ctx.allocator());
+  Tensor wpe = random_tensor({6, 8}, rng, ctx.allocator());
+  Tensor ids = Tensor::empty({2}, DType::I32, ctx.allocator());
+  Tensor positions = Tensor::empty({2}, DType::I32, ctx.allocator());
+  ids.data<std::int32_t>()[0] = 7;
+  ids.data<std::int32_t>()[1] = 2;
+  positions.data<std::int32_t>()[0] = 5;
+  positions.data<std::int32_t>()[1] = 0;
+  Tensor out = Tensor::empty({2, 8}, DType::F32, ctx.allocator());
+  ops::embedding(ctx, wte, wpe, ids, positions, out);
+  CHECK(out.data<float>()[8 + 3] == wte.data<float>()[2 * 8 + 3] + wpe.data<float>()[3]);
+  ids.data<std::int32_t>()[1] = 10;
+  CHECK_THROWS_WITH_AS(ops::embedding(ctx, wte, wpe, ids, positions, out),
+                       doctest::Contains("outside the vocabulary"), Error);
+
+  Tensor half = Tensor::empty({10, 8}, DType::F16, ctx.allocator());
+  ops::cast(ctx, wte, half);
+  CHECK(half.data<std::uint16_t>()[5] == f32_to_f16(wte.data<float>()[5]));
+  CHECK_THROWS_AS(ops::cast(ctx, wte, out), Error);  // shapes differ
+
+  if constexpr (!kCudaBuild) {
+    CHECK_THROWS_WITH_AS(Context(Device::CUDA, 1), doctest::Contains("--device cuda"), Error);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -3,10 +3,15 @@
 #include <array>
 
 #include "ops/attention/flash_cpu.h"
+#include "ops/attention/flash_cuda.h"
 #include "ops/attention/fused_cpu.h"
+#include "ops/attention/fused_cuda.h"
 #include "ops/attention/inplace_cpu.h"
+#include "ops/attention/inplace_cuda.h"
 #include "ops/attention/math_cpu.h"
+#include "ops/attention/math_cuda.h"
 #include "ops/attention/naive_cpu.h"
+#include "ops/attention/naive_cuda.h"
 #include "ops/check.h"
 #include "runtime/error.h"
 
@@ -20,10 +25,52 @@ struct Alias {
 };
 constexpr std::array kAliases = {Alias{"eager", "naive"}};
 
+// One name, one implementation per device: forward() and cost_model() go to the one for the
+// device of the call's tensors (of the context, for the cost model). Both implement the same
+// semantics and the same cost model formulas; only what a "step" is differs (a CPU pass, a GPU
+// kernel launch).
+class PerDevice final : public Backend {
+ public:
+  PerDevice(const Backend& cpu, const Backend* cuda) : cpu_(cpu), cuda_(cuda) {}
+  std::string_view name() const override { return cpu_.name(); }
+  std::string_view summary() const override { return cpu_.summary(); }
+  void forward(Context& ctx, const Call& call) const override {
+    for_device(call.q.device()).forward(ctx, call);
+  }
+  CostModel cost_model(const Context& ctx, const Call& call) const override {
+    return for_device(ctx.device()).cost_model(ctx, call);
+  }
+
+ private:
+  const Backend& for_device(Device device) const {
+    if (device == Device::CPU) return cpu_;
+    check(cuda_ != nullptr, "attention " + std::string(name()), "this build has no CUDA path");
+    return *cuda_;
+  }
+  const Backend& cpu_;
+  const Backend* cuda_;
+};
+
+// The CUDA implementations, or none in a build without the CUDA path.
+std::array<const Backend*, 5> cuda_backends() {
+  if constexpr (kCudaBuild) {
+    return {&naive_cuda_backend(), &inplace_cuda_backend(), &math_cuda_backend(),
+            &fused_cuda_backend(), &flash_cuda_backend()};
+  } else {
+    return {};
+  }
+}
+
 // In the order of the study: the baseline, the small change, the library path, the fused ones.
-std::vector<const Backend*> registered_backends() {
-  return {&naive_cpu_backend(), &inplace_cpu_backend(), &math_cpu_backend(), &fused_cpu_backend(),
-          &flash_cpu_backend()};
+const std::vector<const Backend*>& registered_backends() {
+  static const std::array<const Backend*, 5> cuda = cuda_backends();
+  static const std::array<PerDevice, 5> backends = {
+      PerDevice(naive_cpu_backend(), cuda[0]), PerDevice(inplace_cpu_backend(), cuda[1]),
+      PerDevice(math_cpu_backend(), cuda[2]), PerDevice(fused_cpu_backend(), cuda[3]),
+      PerDevice(flash_cpu_backend(), cuda[4])};
+  static const std::vector<const Backend*> list = {&backends[0], &backends[1], &backends[2],
+                                                   &backends[3], &backends[4]};
+  return list;
 }
 
 }  // namespace

@@ -1,21 +1,13 @@
+// ops::add on the cpu (arguments checked by ops/add.cpp): one parallel loop.
 #include "ops/add.h"
 
-#include "ops/check.h"
-#include "profiler/scope.h"
-
-namespace attnscope::ops {
+namespace attnscope::ops::cpu {
 
 // Below this many elements the op runs on the calling thread: starting and joining a team of
 // threads costs microseconds, more than the work (a decode step's rows are 768 to 3072 wide).
 constexpr std::int64_t kMinParallelElements = 1 << 15;
 
 void add(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
-  profiler::Scope scope(ctx, "add");
-  require_cpu_f32(a, "add", "a");
-  require_cpu_f32(b, "add", "b");
-  require_cpu_f32(out, "add", "out");
-  require_shape(b, a.shape(), "add", "b");
-  require_shape(out, a.shape(), "add", "out");
   const float* x = a.data<float>();
   const float* y = b.data<float>();
   float* z = out.data<float>();
@@ -24,4 +16,4 @@ void add(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
   for (std::int64_t i = 0; i < n; ++i) z[i] = x[i] + y[i];
 }
 
-}  // namespace attnscope::ops
+}  // namespace attnscope::ops::cpu

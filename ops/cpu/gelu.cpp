@@ -1,21 +1,15 @@
+// ops::gelu on the cpu (arguments checked by ops/gelu.cpp): one parallel loop.
 #include "ops/gelu.h"
 
 #include <cmath>
 
-#include "ops/check.h"
-#include "profiler/scope.h"
-
-namespace attnscope::ops {
+namespace attnscope::ops::cpu {
 
 // Below this many elements the op runs on the calling thread: starting and joining a team of
 // threads costs microseconds, more than the work (a decode step's rows are 768 to 3072 wide).
 constexpr std::int64_t kMinParallelElements = 1 << 15;
 
 void gelu(Context& ctx, const Tensor& x, Tensor& out) {
-  profiler::Scope scope(ctx, "gelu");
-  require_cpu_f32(x, "gelu", "x");
-  require_cpu_f32(out, "gelu", "out");
-  require_shape(out, x.shape(), "gelu", "out");
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
   const float* in = x.data<float>();
   float* y = out.data<float>();
@@ -27,4 +21,4 @@ void gelu(Context& ctx, const Tensor& x, Tensor& out) {
   }
 }
 
-}  // namespace attnscope::ops
+}  // namespace attnscope::ops::cpu

@@ -1,11 +1,9 @@
+// ops::layer_norm on the cpu (arguments checked by ops/layer_norm.cpp).
 #include "ops/layer_norm.h"
 
 #include <cmath>
 
-#include "ops/check.h"
-#include "profiler/scope.h"
-
-namespace attnscope::ops {
+namespace attnscope::ops::cpu {
 
 // Below this many elements the op runs on the calling thread: starting and joining a team of
 // threads costs microseconds, more than the work (a decode step's rows are 768 to 3072 wide).
@@ -13,16 +11,8 @@ constexpr std::int64_t kMinParallelElements = 1 << 15;
 
 void layer_norm(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
                 Tensor& out) {
-  profiler::Scope scope(ctx, "layer_norm");
-  require_cpu_f32(x, "layer_norm", "x");
-  require_cpu_f32(gamma, "layer_norm", "gamma");
-  require_cpu_f32(beta, "layer_norm", "beta");
-  require_cpu_f32(out, "layer_norm", "out");
   const std::int64_t width = x.dim(-1);
   const std::int64_t rows = width == 0 ? 0 : x.numel() / width;
-  require_shape(gamma, {width}, "layer_norm", "gamma");
-  require_shape(beta, {width}, "layer_norm", "beta");
-  require_shape(out, x.shape(), "layer_norm", "out");
   const float* in = x.data<float>();
   const float* g = gamma.data<float>();
   const float* b = beta.data<float>();
@@ -44,4 +34,4 @@ void layer_norm(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor
   }
 }
 
-}  // namespace attnscope::ops
+}  // namespace attnscope::ops::cpu

@@ -1,13 +1,13 @@
+// ops::linear on the cpu (arguments checked by ops/linear.cpp): matrix-vector products for a
+// few rows, Eigen's blocked GEMM for many.
 #include "ops/linear.h"
 
 #include <Eigen/Core>
 #include <algorithm>
 
-#include "ops/check.h"
 #include "ops/cpu/eigen_maps.h"
-#include "profiler/scope.h"
 
-namespace attnscope::ops {
+namespace attnscope::ops::cpu {
 
 namespace {
 
@@ -67,22 +67,10 @@ void gemm_rows(const Context& ctx, const float* x, const float* w, const float* 
 }  // namespace
 
 void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out) {
-  profiler::Scope scope(ctx, "linear");
-  require_cpu_f32(x, "linear", "x");
-  require_cpu_f32(weight, "linear", "weight");
-  require_cpu_f32(out, "linear", "out");
-  check(x.rank() == 2 && weight.rank() == 2, "linear", "x and weight must be 2-D");
   const std::int64_t rows = x.dim(0);
   const std::int64_t in = x.dim(1);
   const std::int64_t outputs = weight.dim(0);
-  require_shape(weight, {outputs, in}, "linear", "weight");
-  require_shape(out, {rows, outputs}, "linear", "out");
-  const float* b = nullptr;
-  if (bias.defined()) {
-    require_cpu_f32(bias, "linear", "bias");
-    require_shape(bias, {outputs}, "linear", "bias");
-    b = bias.data<float>();
-  }
+  const float* b = bias.defined() ? bias.data<float>() : nullptr;
   if (rows < kGemmMinRows) {
     matrix_vector_rows(ctx, x.data<float>(), weight.data<float>(), b, out.data<float>(), rows, in,
                        outputs);
@@ -91,4 +79,4 @@ void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& b
   }
 }
 
-}  // namespace attnscope::ops
+}  // namespace attnscope::ops::cpu

@@ -1,11 +1,10 @@
+// ops::softmax and ops::safe_softmax on the cpu (arguments checked by ops/softmax.cpp), and the
+// row-by-row softmax_row other cpu code calls directly.
 #include "ops/softmax.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
-
-#include "ops/check.h"
-#include "profiler/scope.h"
 
 namespace attnscope::ops {
 
@@ -21,15 +20,13 @@ void softmax_row(const float* x, float* out, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) out[i] *= inv_sum;
 }
 
+namespace cpu {
+
 namespace {
 
 // Applies `row_op(in_row, out_row, width)` to every row of x, in parallel.
 template <typename RowOp>
-void for_each_row(Context& ctx, const char* name, const Tensor& x, Tensor& out, RowOp row_op) {
-  profiler::Scope scope(ctx, name);
-  require_cpu_f32(x, name, "x");
-  require_cpu_f32(out, name, "out");
-  require_shape(out, x.shape(), name, "out");
+void for_each_row(Context& ctx, const Tensor& x, Tensor& out, RowOp row_op) {
   const std::int64_t width = x.dim(-1);
   const std::int64_t rows = width == 0 ? 0 : x.numel() / width;
   const float* in = x.data<float>();
@@ -50,12 +47,12 @@ void safe_softmax_row(const float* x, float* out, std::int64_t n) {
 
 }  // namespace
 
-void softmax(Context& ctx, const Tensor& x, Tensor& out) {
-  for_each_row(ctx, "softmax", x, out, softmax_row);
-}
+void softmax(Context& ctx, const Tensor& x, Tensor& out) { for_each_row(ctx, x, out, softmax_row); }
 
 void safe_softmax(Context& ctx, const Tensor& x, Tensor& out) {
-  for_each_row(ctx, "safe_softmax", x, out, safe_softmax_row);
+  for_each_row(ctx, x, out, safe_softmax_row);
 }
+
+}  // namespace cpu
 
 }  // namespace attnscope::ops

@@ -16,11 +16,14 @@
 #include <chrono>
 #include <ctime>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 
+#include "ops/sample.h"
 #include "runtime/error.h"
+#include "runtime/transfer.h"
 #include "tools/attnscope/bench_attention.h"
 #include "tools/attnscope/commands.h"
 #include "tools/attnscope/common.h"
@@ -96,29 +99,26 @@ struct ModelSamples {
   std::size_t peak_bytes = 0;
 };
 
-// Every combination for one model, in grid order; devices and dtypes are checked beforehand.
-std::vector<ModelTest> model_grid(const BenchFlags& flags, const std::string& model) {
+// Every combination for one model on one device and dtype, in grid order.
+std::vector<ModelTest> model_grid(const BenchFlags& flags, const std::string& model,
+                                  const std::string& device, const std::string& dtype) {
   std::vector<ModelTest> tests;
   for (const std::string& backend : flags.backends) {
-    for (const std::string& device : flags.devices) {
-      for (const std::string& dtype : flags.dtypes) {
-        for (std::int64_t batch : flags.batches) {
-          const ModelTest base{model, backend, device, dtype, batch};
-          for (std::int64_t prompt_len : flags.prompt_lens) {
-            if (prompt_len == 0) continue;
-            ModelTest test = base;
-            test.prompt_len = prompt_len;
-            tests.push_back(test);
-          }
-          for (std::int64_t gen : flags.gens) {
-            if (gen == 0) continue;
-            for (std::int64_t depth : flags.depths) {
-              ModelTest test = base;
-              test.gen = gen;
-              test.depth = depth;
-              tests.push_back(test);
-            }
-          }
+    for (std::int64_t batch : flags.batches) {
+      const ModelTest base{model, backend, device, dtype, batch};
+      for (std::int64_t prompt_len : flags.prompt_lens) {
+        if (prompt_len == 0) continue;
+        ModelTest test = base;
+        test.prompt_len = prompt_len;
+        tests.push_back(test);
+      }
+      for (std::int64_t gen : flags.gens) {
+        if (gen == 0) continue;
+        for (std::int64_t depth : flags.depths) {
+          ModelTest test = base;
+          test.gen = gen;
+          test.depth = depth;
+          tests.push_back(test);
         }
       }
     }
@@ -142,12 +142,22 @@ std::vector<std::int32_t> random_ids(std::int64_t count, const ModelConfig& conf
   return ids;
 }
 
-// The most likely next token of each row of logits [batch, 1, V].
-void greedy_next(const Tensor& logits, std::vector<std::int32_t>& next, std::int64_t vocab) {
+// The most likely next token of each row of logits [batch, 1, V]. On a GPU the arg max runs on
+// the device and only the ids come back, which also waits for the step to finish.
+void greedy_next(Context& ctx, const Tensor& logits, std::vector<std::int32_t>& next,
+                 std::int64_t vocab) {
+  const auto batch = static_cast<std::int64_t>(next.size());
+  if (ctx.device() == Device::CUDA) {
+    Tensor ids = Tensor::empty({batch}, DType::I32, ctx.allocator());
+    ops::sample_tokens(ctx, logits.reshape({batch, vocab}), SamplingOptions{}, 0, ids);
+    const Tensor host = to_host(ctx, ids);
+    std::copy_n(host.data<std::int32_t>(), batch, next.begin());
+    return;
+  }
   const float* data = logits.data<float>();
-  for (std::size_t row = 0; row < next.size(); ++row) {
-    const float* row_logits = data + static_cast<std::int64_t>(row) * vocab;
-    next[row] =
+  for (std::int64_t row = 0; row < batch; ++row) {
+    const float* row_logits = data + row * vocab;
+    next[static_cast<std::size_t>(row)] =
         static_cast<std::int32_t>(std::max_element(row_logits, row_logits + vocab) - row_logits);
   }
 }
@@ -164,6 +174,7 @@ void run_model_test(Context& ctx, gpt2::Model& model, const ModelTest& test,
     KVCache cache = model.new_cache(ctx, test.batch, test.prompt_len);
     const auto start = std::chrono::steady_clock::now();
     model.forward(ctx, ids, test.batch, cache);
+    ctx.synchronize();
     samples.seconds.push_back(seconds_since(start));
   } else {
     const std::vector<std::int32_t> context = random_ids(test.batch * test.depth, config, rng);
@@ -172,11 +183,11 @@ void run_model_test(Context& ctx, gpt2::Model& model, const ModelTest& test,
     KVCache cache = model.new_cache(ctx, test.batch, test.depth + test.gen);
     const auto start = std::chrono::steady_clock::now();
     if (test.depth > 0) {
-      greedy_next(model.forward(ctx, context, test.batch, cache), next, config.vocab_size);
+      greedy_next(ctx, model.forward(ctx, context, test.batch, cache), next, config.vocab_size);
     }
     const auto decode_start = std::chrono::steady_clock::now();
     for (std::int64_t step = 0; step < test.gen; ++step) {
-      greedy_next(model.forward(ctx, next, test.batch, cache), next, config.vocab_size);
+      greedy_next(ctx, model.forward(ctx, next, test.batch, cache), next, config.vocab_size);
       if (step == 0) samples.ttft_ms.push_back(seconds_since(start) * 1e3);
     }
     samples.seconds.push_back(seconds_since(decode_start));
@@ -217,49 +228,59 @@ json model_row(const ModelTest& test, const ModelSamples& samples, std::int64_t 
     row["ttft_ms_mean"] = ttft.mean;
     row["ttft_ms_stddev"] = ttft.stddev;
     row["samples_ttft_ms"] = samples.ttft_ms;
-    // f32 weights: 4 bytes per parameter, all read once per step.
-    const double bytes_per_step = 4.0 * static_cast<double>(parameters);
+    // Every weight is read once per step.
+    const double bytes_per_step =
+        static_cast<double>(dtype_size(parse_dtype(test.dtype))) * static_cast<double>(parameters);
     row["weights_gb_per_s_mean"] =
         rate.mean / static_cast<double>(test.batch) * bytes_per_step / 1e9;
   }
   return row;
 }
 
-json run_model_grid(const BenchFlags& flags, int& threads) {
-  for (const std::string& device : flags.devices) {
-    check(device == "cpu", "--device " + device,
-          "not available in this build (it has no CUDA device path yet; use --device cpu)");
-  }
-  for (const std::string& dtype : flags.dtypes) {
-    check(dtype == "f32", "--dtype " + dtype,
-          "models are computed in f32 on the CPU (weights are kept in f32); use --dtype f32");
-  }
-  Context ctx(flags.threads);
-  threads = ctx.threads();
-  json rows = json::array();
-  for (const std::string& spec : flags.models) {
-    gpt2::Model model = load_model(spec, ctx);
-    const std::vector<ModelTest> tests = model_grid(flags, spec);
-    check(!tests.empty(), "bench", "no tests: --prompt-len and --gen are all 0");
-    for (const ModelTest& test : tests) check_fits_context(test, model.config());
-    std::vector<ModelSamples> samples(tests.size());
-    const int rounds = flags.warmup + flags.repetitions;
-    for (int round = 0; round < rounds; ++round) {
-      const bool warming = round < flags.warmup;
-      for (std::size_t i = 0; i < tests.size(); ++i) {
-        const ModelTest& test = tests[i];
-        std::cerr << "bench: " << spec << " " << test.backend << " batch " << test.batch << " "
-                  << test.name() << ": "
-                  << (warming ? "warm-up"
-                              : "rep " + std::to_string(round - flags.warmup + 1) + "/" +
-                                    std::to_string(flags.repetitions))
-                  << "\n";
-        ModelSamples warmup_samples;
-        run_model_test(ctx, model, test, warming ? warmup_samples : samples[i]);
-      }
-    }
+// The grid of tests of one model on one context: warm-up rounds, then timed rounds.
+json run_model_tests(const BenchFlags& flags, Context& ctx, const std::string& spec,
+                     const std::string& device, const std::string& dtype) {
+  gpt2::Model model = load_model(spec, ctx, parse_dtype(dtype));
+  const std::vector<ModelTest> tests = model_grid(flags, spec, device, dtype);
+  check(!tests.empty(), "bench", "no tests: --prompt-len and --gen are all 0");
+  for (const ModelTest& test : tests) check_fits_context(test, model.config());
+  std::vector<ModelSamples> samples(tests.size());
+  const int rounds = flags.warmup + flags.repetitions;
+  for (int round = 0; round < rounds; ++round) {
+    const bool warming = round < flags.warmup;
     for (std::size_t i = 0; i < tests.size(); ++i) {
-      rows.push_back(model_row(tests[i], samples[i], model.parameter_count(), threads));
+      const ModelTest& test = tests[i];
+      std::cerr << "bench: " << spec << " " << test.backend << " " << device << " " << dtype
+                << " batch " << test.batch << " " << test.name() << ": "
+                << (warming ? "warm-up"
+                            : "rep " + std::to_string(round - flags.warmup + 1) + "/" +
+                                  std::to_string(flags.repetitions))
+                << "\n";
+      ModelSamples warmup_samples;
+      run_model_test(ctx, model, test, warming ? warmup_samples : samples[i]);
+    }
+  }
+  json rows = json::array();
+  for (std::size_t i = 0; i < tests.size(); ++i) {
+    rows.push_back(model_row(tests[i], samples[i], model.parameter_count(), ctx.threads()));
+  }
+  return rows;
+}
+
+// Every device x dtype x model: load once, then the grid of tests.
+json run_model_grid(const BenchFlags& flags, int& threads, std::string& gpu) {
+  json rows = json::array();
+  for (const std::string& device : flags.devices) {
+    for (const std::string& dtype : flags.dtypes) {
+      const std::unique_ptr<Context> context =
+          make_context(DeviceOptions{device, dtype, flags.threads});
+      threads = context->threads();
+      if (context->device() == Device::CUDA) gpu = context->describe();
+      for (const std::string& spec : flags.models) {
+        for (json& row : run_model_tests(flags, *context, spec, device, dtype)) {
+          rows.push_back(std::move(row));
+        }
+      }
     }
   }
   return rows;
@@ -497,9 +518,10 @@ void print_csv(const json& report) {
 
 int run_bench(const BenchFlags& flags) {
   int threads = 0;
+  std::string gpu;  // the GPU's description when one was used
   json results;
   if (flags.op == "model") {
-    results = run_model_grid(flags, threads);
+    results = run_model_grid(flags, threads, gpu);
   } else if (flags.op == "attention") {
     results = run_attention_grid(flags, threads);
   } else {
@@ -513,7 +535,9 @@ int run_bench(const BenchFlags& flags) {
       {"repetitions", flags.repetitions},
       {"warmup", flags.warmup},
       {"machine",
-       {{"cpu", cpu_model()}, {"threads", threads}, {"gpu", nullptr}, {"gpu_driver", nullptr}}},
+       {{"cpu", cpu_model()},
+        {"threads", threads},
+        {"gpu", gpu.empty() ? json(nullptr) : json(gpu)}}},
       {"results", results},
   };
   if (flags.output == "json") {
@@ -553,12 +577,12 @@ Subcommand add_bench(CLI::App& app) {
                           "); default flash, all for --op attention")
           ->delimiter(',')
           ->check(backend_name_validator());
-  sub->add_option("--device", flags->devices, "Comma list: cpu (cuda: no device path yet)")
+  sub->add_option("--device", flags->devices, "Comma list: cpu, cuda")
       ->delimiter(',')
       ->default_str("cpu")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   sub->add_option("--dtype", flags->dtypes,
-                  "Comma list: f32 (models run in f32; f16/bf16 for --op attention only)")
+                  "Comma list: f32, f16, bf16 (storage; f16/bf16 models need --device cuda)")
       ->delimiter(',')
       ->default_str("f32")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));

@@ -2,7 +2,9 @@
 // times the attention op alone, backend by backend, on random inputs of one shape, and sets each
 // measurement beside what the backend's cost model predicts.
 //
-// Per backend: --warmup untimed calls, --reps timed calls (a steady clock around forward()),
+// Per backend: --warmup untimed calls, --reps timed calls (a steady clock around forward(); on a
+// GPU the stream is drained before the clock starts and again before it stops, so a time is the
+// launches plus the kernels, as a caller waiting for the result sees it),
 // then one instrumented call that measures the peak of temporary bytes taken from the allocator
 // and counts the steps the profiler sees directly inside the backend's scope. A backend that
 // cannot serve the case (it throws Error) gets a row with the reason; the others still run.
@@ -22,6 +24,7 @@
 #include "ops/attention/attention.h"
 #include "profiler/cpu_tracer.h"
 #include "runtime/error.h"
+#include "runtime/transfer.h"
 #include "tools/attnscope/commands.h"
 #include "tools/attnscope/common.h"
 
@@ -78,9 +81,11 @@ BackendResult bench_backend(Context& ctx, const attention::Backend& backend,
   result.backend = std::string(backend.name());
   try {
     for (int i = 0; i < flags.warmup; ++i) backend.forward(ctx, call);
+    ctx.synchronize();
     for (int i = 0; i < flags.reps; ++i) {
       const auto start = std::chrono::steady_clock::now();
       backend.forward(ctx, call);
+      ctx.synchronize();
       const std::chrono::duration<double, std::milli> took =
           std::chrono::steady_clock::now() - start;
       result.times_ms.push_back(took.count());
@@ -97,6 +102,7 @@ BackendResult bench_backend(Context& ctx, const attention::Backend& backend,
     {
       const ProfilerOn profiling(ctx, tracer);
       backend.forward(ctx, call);
+      ctx.synchronize();
     }
     result.peak_temporary_bytes = allocator.peak_bytes() - baseline;
     result.steps_observed = static_cast<int>(
@@ -120,7 +126,7 @@ std::optional<double> naive_median_ms(const std::vector<BackendResult>& results)
 void print_markdown(const AttentionReport& report, const AttentionBenchFlags& flags) {
   const AttentionCase& shape = report.shape;
   std::cout << "Attention alone: " << shape.description() << "; " << dtype_name(shape.dtype)
-            << " on " << flags.device << ", threads " << report.threads << ", CPU " << cpu_model()
+            << " on " << report.device << ", threads " << report.threads << ", CPU " << cpu_model()
             << "; warmup " << flags.warmup << ", reps " << flags.reps << "\n\n";
   std::cout << "| backend | median ms | min..max ms | stddev ms | GFLOP/s | peak temporaries MiB "
                "| predicted MiB | steps observed/predicted | speedup vs naive |\n"
@@ -182,6 +188,7 @@ void print_json(const AttentionReport& report, const AttentionBenchFlags& flags)
         {"dtype", dtype_name(shape.dtype)},
         {"device", flags.device},
         {"causal", true}}},
+      {"device", report.device},
       {"threads", report.threads},
       {"cpu", cpu_model()},
       {"warmup", flags.warmup},
@@ -276,8 +283,6 @@ void finish_attention_shape(AttentionBenchFlags& flags, const CLI::Option& kv_he
 }
 
 AttentionReport measure_attention(const AttentionBenchFlags& flags, const std::string& label) {
-  check(flags.device == "cpu", "--device " + flags.device,
-        "not available in this build (it has no CUDA device path yet; use --device cpu)");
   AttentionReport report;
   AttentionCase& shape = report.shape;
   shape.batch = flags.batch;
@@ -289,17 +294,19 @@ AttentionReport measure_attention(const AttentionBenchFlags& flags, const std::s
   shape.dtype = parse_dtype(flags.dtype);
   const std::vector<const attention::Backend*> backends = resolve_backends(flags.backends);
 
-  Context ctx(flags.threads);
+  Context ctx(flags.device == "cuda" ? Device::CUDA : Device::CPU, flags.threads);
   report.threads = ctx.threads();
-  Allocator& allocator = ctx.allocator();
+  report.device = ctx.describe();
+  // Inputs are drawn on the host, then copied to the device.
+  Allocator& host = ctx.host_allocator();
   std::mt19937_64 rng(flags.seed);
   const Shape q_shape = {shape.batch, shape.heads, shape.q_len, shape.head_dim};
   const Shape kv_shape = {shape.batch, shape.kv_heads, shape.kv_len, shape.head_dim};
   attention::Call call;
-  call.q = random_tensor(q_shape, shape.dtype, rng, allocator);
-  call.k = random_tensor(kv_shape, shape.dtype, rng, allocator);
-  call.v = random_tensor(kv_shape, shape.dtype, rng, allocator);
-  call.out = Tensor::empty(q_shape, shape.dtype, allocator);
+  call.q = to_device(ctx, random_tensor(q_shape, shape.dtype, rng, host));
+  call.k = to_device(ctx, random_tensor(kv_shape, shape.dtype, rng, host));
+  call.v = to_device(ctx, random_tensor(kv_shape, shape.dtype, rng, host));
+  call.out = Tensor::empty(q_shape, shape.dtype, ctx.allocator());
   call.kv_len = shape.kv_len;
   call.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
 

@@ -65,6 +65,7 @@ struct BackendResult {
 struct AttentionReport {
   AttentionCase shape;
   int threads = 0;
+  std::string device;  // Context::describe(): "cpu (2 threads)", "cuda: NVIDIA H200, ..."
   std::vector<BackendResult> results;  // one per chosen backend, in the order asked
 };
 
@@ -79,7 +80,8 @@ void add_attention_shape_flags(CLI::App& app, AttentionBenchFlags& flags,
 void finish_attention_shape(AttentionBenchFlags& flags, const CLI::Option& kv_heads_option);
 
 // Runs every chosen backend: warmup, timed reps, then one instrumented call for temporaries and
-// steps. `label` prefixes the progress lines on stderr. Throws Error for a device other than cpu.
+// steps. `label` prefixes the progress lines on stderr. Throws Error when the device cannot be
+// used.
 AttentionReport measure_attention(const AttentionBenchFlags& flags, const std::string& label);
 
 std::string with_decimals(double value, int decimals);

@@ -37,9 +37,28 @@ void add_threads_flag(CLI::App& app, int& threads) {
       ->check(CLI::Range(0, 4096));
 }
 
-gpt2::Model load_model(const std::string& spec, Context& ctx) {
+void add_device_flags(CLI::App& app, DeviceOptions& options) {
+  app.add_option("--device", options.device, "Where to compute: cpu, or cuda (GPU 0)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--dtype", options.dtype,
+                 "Storage dtype of weights and activations: f32, f16, bf16 (f16/bf16 need "
+                 "--device cuda; math accumulates in f32)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  add_threads_flag(app, options.threads);
+}
+
+std::unique_ptr<Context> make_context(const DeviceOptions& options) {
+  const Device device = options.device == "cuda" ? Device::CUDA : Device::CPU;
+  check(device == Device::CUDA || options.dtype == "f32", "--dtype",
+        options.dtype + " needs --device cuda (the CPU path computes in f32)");
+  return std::make_unique<Context>(device, options.threads);
+}
+
+gpt2::Model load_model(const std::string& spec, Context& ctx, DType dtype) {
   const auto start = std::chrono::steady_clock::now();
-  gpt2::Model model = gpt2::Model::open(spec, ctx);
+  gpt2::Model model = gpt2::Model::open(spec, ctx, 0, dtype);
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   std::cerr << "attnscope: loaded " << spec << " ("
             << static_cast<double>(model.parameter_count()) / 1e6 << "M parameters) in "

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,9 +22,21 @@ void add_attention_flag(CLI::App& app, std::string& name);
 // --threads N (0 = every hardware thread).
 void add_threads_flag(CLI::App& app, int& threads);
 
-// Loads the model, then says what and how long on stderr (nothing is printed on failure, so
-// the error stays the only line).
-gpt2::Model load_model(const std::string& spec, Context& ctx);
+// Where and in what the model computes.
+struct DeviceOptions {
+  std::string device = "cpu";  // cpu | cuda
+  std::string dtype = "f32";   // f32 | f16 | bf16 (storage; math accumulates in f32)
+  int threads = 0;             // CPU threads (0 = every hardware thread)
+};
+// --device, --dtype and --threads.
+void add_device_flags(CLI::App& app, DeviceOptions& options);
+// The context for `options`; throws Error with one line when the device cannot be used, or when
+// a 16-bit dtype is asked of the CPU (its ops compute in f32 only).
+std::unique_ptr<Context> make_context(const DeviceOptions& options);
+
+// Loads the model onto ctx's device in `dtype`, then says what and how long on stderr (nothing
+// is printed on failure, so the error stays the only line).
+gpt2::Model load_model(const std::string& spec, Context& ctx, DType dtype = DType::F32);
 
 // The tokenizer in `flag_dir` when given (an error if it has none); otherwise the model
 // directory's own files, or for synthetic models the GPT-2 files this build was configured with

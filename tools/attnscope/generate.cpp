@@ -4,8 +4,10 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "ops/sample.h"
 #include "runtime/error.h"
 #include "runtime/sampler.h"
+#include "runtime/transfer.h"
 #include "tools/attnscope/commands.h"
 #include "tools/attnscope/common.h"
 
@@ -21,7 +23,8 @@ struct GenerateFlags {
   std::int64_t max_new_tokens = 32;
   SamplingOptions sampling;
   std::string attention = "naive";
-  int threads = 0;
+  DeviceOptions device;
+  bool no_cuda_graphs = false;
   bool ignore_eos = false;
   bool json = false;
 };
@@ -32,9 +35,11 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 int run_generate(const GenerateFlags& flags) {
   validate_sampling(flags.sampling);
-  Context ctx(flags.threads);
-  gpt2::Model model = load_model(flags.model, ctx);
+  const std::unique_ptr<Context> context = make_context(flags.device);
+  Context& ctx = *context;
+  gpt2::Model model = load_model(flags.model, ctx, parse_dtype(flags.device.dtype));
   model.set_attention(flags.attention);
+  model.set_cuda_graphs(!flags.no_cuda_graphs);
   const ModelConfig& config = model.config();
   const std::optional<gpt2::Tokenizer> tokenizer = find_tokenizer(flags.tokenizer, flags.model);
 
@@ -73,15 +78,23 @@ int run_generate(const GenerateFlags& flags) {
       std::cout << (generated.size() > 1 ? " " : "") << id << std::flush;
     }
   };
-  auto vocab_row = [&](const Tensor& logits) {
-    return std::span<const float>(logits.data<float>(),
-                                  static_cast<std::size_t>(config.vocab_size));
+  // The next token from logits [1, 1, V]: on the CPU with the Sampler; on a GPU on the device,
+  // so only the chosen id crosses to the host (which also waits for the step to finish).
+  std::uint64_t draws = 0;
+  auto next_token = [&](const Tensor& logits) -> std::int32_t {
+    if (ctx.device() == Device::CPU) {
+      return sampler.sample(std::span<const float>(logits.data<float>(),
+                                                   static_cast<std::size_t>(config.vocab_size)));
+    }
+    Tensor id = Tensor::empty({1}, DType::I32, ctx.allocator());
+    ops::sample_tokens(ctx, logits.reshape({1, config.vocab_size}), flags.sampling, draws++, id);
+    return to_host(ctx, id).data<std::int32_t>()[0];
   };
 
   if (stream_text) std::cout << tokenizer->decode(prompt) << std::flush;
   const auto prefill_start = std::chrono::steady_clock::now();
   Tensor logits = model.forward(ctx, prompt, 1, cache);
-  std::int32_t next = sampler.sample(vocab_row(logits));
+  std::int32_t next = next_token(logits);
   const double prefill_seconds = seconds_since(prefill_start);
 
   double decode_seconds = 0.0;
@@ -95,7 +108,7 @@ int run_generate(const GenerateFlags& flags) {
     if (static_cast<std::int64_t>(generated.size()) == flags.max_new_tokens) break;
     const auto step_start = std::chrono::steady_clock::now();
     logits = model.forward(ctx, std::span<const std::int32_t>(&next, 1), 1, cache);
-    next = sampler.sample(vocab_row(logits));
+    next = next_token(logits);
     decode_seconds += seconds_since(step_start);
     ++decode_steps;
   }
@@ -104,14 +117,19 @@ int run_generate(const GenerateFlags& flags) {
   const double prefill_rate = static_cast<double>(prompt_length) / prefill_seconds;
   const double decode_rate =
       decode_steps ? static_cast<double>(decode_steps) / decode_seconds : 0.0;
-  std::cerr << "attnscope: attention " << model.attention().name() << ", " << ctx.threads()
-            << " threads | prefill " << prompt_length << " tokens, " << prefill_rate
-            << " tokens/s | decode " << decode_steps << " tokens, " << decode_rate << " tokens/s\n";
+  const bool graphs = ctx.device() == Device::CUDA && model.cuda_graphs();
+  std::cerr << "attnscope: attention " << model.attention().name() << ", " << ctx.describe() << ", "
+            << dtype_name(model.dtype()) << (graphs ? ", cuda graphs" : "") << " | prefill "
+            << prompt_length << " tokens, " << prefill_rate << " tokens/s | decode " << decode_steps
+            << " tokens, " << decode_rate << " tokens/s\n";
   if (flags.json) {
     nlohmann::json out = {
         {"model", flags.model},
         {"attention", model.attention().name()},
         {"threads", ctx.threads()},
+        {"device", ctx.describe()},
+        {"dtype", dtype_name(model.dtype())},
+        {"cuda_graphs", graphs},
         {"prompt_ids", prompt},
         {"generated_ids", generated},
         {"stop_reason", stop_reason},
@@ -163,7 +181,10 @@ Subcommand add_generate(CLI::App& app) {
           "(0, 1]"));
   sub->add_option("--seed", flags->sampling.seed, "Sampling seed")->capture_default_str();
   add_attention_flag(*sub, flags->attention);
-  add_threads_flag(*sub, flags->threads);
+  add_device_flags(*sub, flags->device);
+  sub->add_flag("--no-cuda-graphs", flags->no_cuda_graphs,
+                "On a GPU, launch each decode step's kernels one by one instead of as one CUDA "
+                "graph");
   sub->add_flag("--ignore-eos", flags->ignore_eos,
                 "Keep generating after <|endoftext|> (for benchmarks)");
   sub->add_flag("--json", flags->json, "Print one JSON object with ids, text and timings");

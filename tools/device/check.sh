@@ -1,30 +1,33 @@
 #!/usr/bin/env bash
 # The device check: the one script to run on the lent GPU machine (one H200, CUDA 13, CMake,
-# ninja; no apt, no internet). It builds attnscope there against the packed dependencies, runs
-# every test, the CUPTI test, compute-sanitizer, and a few informational runs, then prints a
-# summary table last (the device tool returns the end of the output).
+# ninja, PyTorch; no apt, no internet). It builds attnscope there against the packed
+# dependencies, runs the GPU tests (and compute-sanitizer where the runtime allows it), the
+# attention microbenchmark at the study's shape beside PyTorch's SDPA backends, synthetic GPT-2
+# generation and decode benchmarks per backend, and a GPU profile; the summary table comes last
+# (the device tool returns the end of the output).
 #
 # How to call it (device time is 15 minutes per session, so prepare everything here first):
 #   1. Here:  tools/device/pack_deps.sh                 (fills .deps/, about 9 MB, git-ignored)
 #   2. Here:  OUT=/tmp/out bash tools/device/check.sh   (dry run: GPU steps skip with a message)
-#   3. Device tool `run`: command "bash tools/device/check.sh", carry [".deps"], timeout_s 500.
-#      Logs come back from $OUT (at most 8 files return: keep the list below short).
-#   4. Call give_back unless you rerun at once.
+#   3. Device tool `run`: command "bash tools/device/check.sh", carry [".deps"], timeout_s 560.
+#   4. Copy what came back into docs/results/DATE-h200/ and call give_back unless you rerun.
 #
-# Files written under $OUT: check.log (everything), summary.txt, ctest.log,
-# profile_export.log, bench_attention.json, generate.jsonl.
+# Files written under $OUT (the tool returns at most 8): check.log (everything), summary.txt,
+# ctest_gpu.log, sanitizer.log, attention.json (attnscope and PyTorch rows at the study's
+# shape), model.jsonl (generate and bench rows, attnscope and PyTorch), profile_gpu.json and
+# trace_gpu.json.
 #
-# Exit status: non-zero when configure, build, a test, the CUPTI test or compute-sanitizer's
-# memcheck fails. Informational steps (bench, generate) are reported but never fail the check.
+# Exit status: non-zero when configure, build, a GPU test or compute-sanitizer fails.
+# Informational steps (benchmarks, generate, profile) are reported but never fail the check.
+# The whole run stops starting steps past CHECK_BUDGET_S seconds (default 540) and cuts each
+# step's timeout to what is left, so it ends inside the device call's limit.
 #
 # Environment: OUT (default /tmp/attnscope-check), BUILD_DIR (default build-device),
 # CHECK_STEPS (a space-separated subset of the steps below, default all), ATTNSCOPE_NATIVE
-# (default ON: the binaries are built and run on the same machine, so -march=native is right
-# there and makes the informational CPU numbers those of a normal local build).
+# (default ON: built and run on the same machine).
 #
-# Adding a step (a GPU kernel test or benchmark): write a function step_NAME that returns
-# 0 (pass), 1 (fail), 2 (skipped; print why) or 3 (informational failure), add NAME to
-# `steps`, and give it a timeout in `timeouts`. Keep the whole run well under 8 minutes.
+# Adding a step: write a function step_NAME that returns 0 (pass), 1 (fail), 2 (skipped; print
+# why) or 3 (informational failure), add NAME to `steps`, and give it a timeout in `timeouts`.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -35,9 +38,13 @@ JOBS=$(nproc)
 mkdir -p "$OUT"
 exec > >(tee "$OUT/check.log") 2>&1
 
-steps=(env configure build ctest ctest_gpu profile_export sanitizer bench_attention generate)
-declare -A timeouts=([env]=30 [configure]=120 [build]=360 [ctest]=300 [ctest_gpu]=300
-                     [profile_export]=120 [sanitizer]=180 [bench_attention]=180 [generate]=120)
+steps=(env configure build ctest_gpu sanitizer bench_attention torch_attention generate
+       bench_model profile)
+declare -A timeouts=([env]=20 [configure]=60 [build]=240 [ctest_gpu]=150 [sanitizer]=90
+                     [bench_attention]=45 [torch_attention]=45 [generate]=60 [bench_model]=90
+                     [profile]=40)
+CHECK_BUDGET_S=${CHECK_BUDGET_S:-540}
+informational="env bench_attention torch_attention generate bench_model profile"
 [[ -n "${CHECK_STEPS:-}" ]] && read -r -a steps <<<"$CHECK_STEPS"
 
 # nvcc and compute-sanitizer are often outside PATH in CUDA images.
@@ -78,73 +85,113 @@ step_configure() {
     -DATTNSCOPE_NATIVE="${ATTNSCOPE_NATIVE:-ON}"
 }
 
-# --- build: every target, all cores ---------------------------------------------------------
-step_build() { cmake --build "$BUILD_DIR" -j "$JOBS"; }
-
-# --- ctest: every test ------------------------------------------------------------------------
-step_ctest() {
-  built || { echo "SKIPPED: no build"; return 2; }
-  ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" 2>&1 | tee "$OUT/ctest.log"
+# --- build: the binary and the test suites the device runs, all cores ----------------------
+step_build() {
+  local targets=(attnscope)
+  if grep -q '^CMAKE_CUDA_COMPILER:' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null; then
+    targets+=(test_cuda_ops test_cuda_attention test_cuda_flash test_cuda_model test_cuda_profiler)
+  fi
+  cmake --build "$BUILD_DIR" -j "$JOBS" --target "${targets[@]}"
 }
 
-# --- ctest_gpu: the tests labelled gpu, alone (so their output is easy to find) -------------
+# --- ctest_gpu: the tests labelled gpu (CI runs every other test on every submission) -------
 step_ctest_gpu() {
   built || { echo "SKIPPED: no build"; return 2; }
-  local count
-  count=$(ctest --test-dir "$BUILD_DIR" -N -L gpu | sed -n 's/^Total Tests: //p')
-  if [[ "${count:-0}" -eq 0 ]]; then echo "SKIPPED: no test is labelled gpu yet"; return 2; fi
   has_gpu || { echo "SKIPPED: no GPU (nvidia-smi absent or sees none)"; return 2; }
-  ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure
+  ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure --timeout 120 -j 4 2>&1 |
+    tee "$OUT/ctest_gpu.log"
 }
 
-# --- profile_export: the doctest suite holding the CUPTI test (runs only with a device) ------
-step_profile_export() {
-  built || { echo "SKIPPED: no build"; return 2; }
-  "$BUILD_DIR/tests/test_profile_export" --success=false 2>&1 | tee "$OUT/profile_export.log"
-  local rc=${PIPESTATUS[0]}
-  if grep -q "SKIPPED: no CUDA device" "$OUT/profile_export.log"; then
-    echo "note: the CUPTI test skipped (no CUDA device)"
-  fi
-  return "$rc"
-}
-
-# --- sanitizer: compute-sanitizer memcheck over the same suite -------------------------------
+# --- sanitizer: memcheck over the attention suites, racecheck over flash (where supported) --
 step_sanitizer() {
   built || { echo "SKIPPED: no build"; return 2; }
   have compute-sanitizer || { echo "SKIPPED: compute-sanitizer not installed"; return 2; }
   has_gpu || { echo "SKIPPED: no GPU"; return 2; }
-  local log=$OUT/sanitizer.tmp
-  compute-sanitizer --tool memcheck --error-exitcode 99 "$BUILD_DIR/tests/test_profile_export" \
-    2>&1 | tee "$log"
-  local rc=${PIPESTATUS[0]}
-  # Seen on gVisor machines (KINDS.md): the tool refuses the device. That is the sandbox, not us.
-  if [[ $rc -ne 0 ]] && grep -q "Device not supported" "$log"; then
-    echo "SKIPPED: compute-sanitizer does not support the device on this runtime"; rc=2
-  fi
-  rm -f "$log"
+  local log=$OUT/sanitizer.log rc=0 suite
+  : >"$log"
+  for suite in "memcheck test_cuda_attention" "memcheck test_cuda_flash" "racecheck test_cuda_flash"; do
+    set -- $suite
+    echo "== compute-sanitizer --tool $1 $2" | tee -a "$log"
+    timeout 40 compute-sanitizer --tool "$1" --error-exitcode 99 "$BUILD_DIR/tests/$2" \
+      >>"$log" 2>&1 || rc=$?
+    # Seen on gVisor machines (KINDS.md): the tool refuses the device. That is the sandbox.
+    if grep -q "Device not supported" "$log"; then
+      echo "SKIPPED: compute-sanitizer does not support the device on this runtime"; return 2
+    fi
+    if [[ $rc -eq 124 ]]; then echo "(timed out after 40 s: partial run)"; rc=0; fi
+    [[ $rc -ne 0 ]] && break
+  done
+  tail -n 30 "$log"
   return "$rc"
 }
 
-# --- bench_attention: the study's shape on this machine's CPU (informational) ----------------
+# --- bench_attention: every backend at the study's shape, bf16, on the GPU -------------------
 step_bench_attention() {
   built || { echo "SKIPPED: no build"; return 2; }
-  "$BUILD_DIR/tools/attnscope" bench-attention --output json >"$OUT/bench_attention.json" || return 3
-  head -c 2000 "$OUT/bench_attention.json"; echo
+  has_gpu || { echo "SKIPPED: no GPU"; return 2; }
+  "$BUILD_DIR/tools/attnscope" bench --op attention --device cuda --dtype bf16 --attn all \
+    -r 20 --warmup 3 -o jsonl >>"$OUT/attention.json" || return 3
+  "$BUILD_DIR/tools/attnscope" bench --op attention --device cuda --dtype bf16 --attn all \
+    --decode -r 20 --warmup 3 -o jsonl >>"$OUT/attention.json" || return 3
+  "$BUILD_DIR/tools/attnscope" bench-attention --device cuda --dtype bf16 --reps 20 --warmup 3
 }
 
-# --- generate: 16 greedy tokens of synthetic GPT-2 per attention backend (informational) -----
+# --- torch_attention: PyTorch's SDPA (default and each pinned backend), same shape ----------
+step_torch_attention() {
+  has_gpu || { echo "SKIPPED: no GPU"; return 2; }
+  python3 -c "import torch, transformers" 2>/dev/null || { echo "SKIPPED: no torch"; return 2; }
+  local tmp=$OUT/torch_attention.tmp
+  python3 tools/peers/torch_bench.py --op attention --device cuda --dtype bf16 -r 20 \
+    --warmup 3 --output "$tmp" || return 3
+  python3 -c "import json,sys; [print(json.dumps(r)) for r in json.load(open(sys.argv[1]))['results']]" \
+    "$tmp" >>"$OUT/attention.json"
+  rm -f "$tmp"
+  grep -o '"backend": "[^"]*"\|"time_ms_median": [0-9.]*' "$OUT/attention.json" | paste - - | tail -n 12
+}
+
+# --- generate: 32 greedy tokens of synthetic GPT-2 (bf16, GPU) per backend, graphs on/off ---
 step_generate() {
   built || { echo "SKIPPED: no build"; return 2; }
-  local attn rc=0
-  : >"$OUT/generate.jsonl"
+  has_gpu || { echo "SKIPPED: no GPU"; return 2; }
+  local attn rc=0 gen=("$BUILD_DIR/tools/attnscope" generate --model synthetic:gpt2
+    --prompt-ids 464,2068 -n 32 --ignore-eos --device cuda --dtype bf16 --json)
   for attn in naive inplace math fused flash; do
-    if ! "$BUILD_DIR/tools/attnscope" generate --model synthetic:gpt2 --prompt-ids 464,2068 \
-        -n 16 --attn "$attn" --json >>"$OUT/generate.jsonl"; then
-      echo "generate --attn $attn failed"; rc=3
-    fi
+    "${gen[@]}" --attn "$attn" >>"$OUT/model.jsonl" || { echo "generate --attn $attn failed"; rc=3; }
   done
-  cat "$OUT/generate.jsonl"
+  "${gen[@]}" --attn flash --no-cuda-graphs >>"$OUT/model.jsonl" || rc=3
+  # The same tokens from the CPU in f32 and the GPU in f32 (greedy, a short prompt).
+  "$BUILD_DIR/tools/attnscope" generate --model synthetic:gpt2 --prompt-ids 464,2068 -n 8 \
+    --ignore-eos --attn flash --json >>"$OUT/model.jsonl" || rc=3
+  "$BUILD_DIR/tools/attnscope" generate --model synthetic:gpt2 --prompt-ids 464,2068 -n 8 \
+    --ignore-eos --attn flash --device cuda --json >>"$OUT/model.jsonl" || rc=3
+  cut -c1-400 "$OUT/model.jsonl"
   return $rc
+}
+
+# --- bench_model: prefill and batch-1 decode, bf16, attnscope per backend and PyTorch -------
+step_bench_model() {
+  built || { echo "SKIPPED: no build"; return 2; }
+  has_gpu || { echo "SKIPPED: no GPU"; return 2; }
+  local rc=0 tmp=$OUT/torch_model.tmp
+  "$BUILD_DIR/tools/attnscope" bench --device cuda --dtype bf16 --attn all -p 512 -n 128 -r 3 \
+    -o jsonl >>"$OUT/model.jsonl" || rc=3
+  if python3 -c "import torch, transformers" 2>/dev/null; then
+    python3 tools/peers/torch_bench.py --device cuda --dtype bf16 --attn eager,sdpa -p 512 \
+      -n 128 -r 3 --output "$tmp" || rc=3
+    [[ -f $tmp ]] && python3 -c "import json,sys; [print(json.dumps(r)) for r in json.load(open(sys.argv[1]))['results']]" \
+      "$tmp" >>"$OUT/model.jsonl"
+    rm -f "$tmp"
+  fi
+  return $rc
+}
+
+# --- profile: a CUPTI profile of synthetic GPT-2 on the GPU (trace + summary JSON) ----------
+step_profile() {
+  built || { echo "SKIPPED: no build"; return 2; }
+  has_gpu || { echo "SKIPPED: no GPU"; return 2; }
+  "$BUILD_DIR/tools/attnscope" profile --model synthetic:gpt2 --device cuda --dtype bf16 \
+    --attn flash --prompt-len 128 --gen 4 --trace "$OUT/trace_gpu.json" \
+    --json "$OUT/profile_gpu.json" --summary || return 3
 }
 
 # --- run every step, then the summary ---------------------------------------------------------
@@ -154,13 +201,20 @@ failed=0
 for name in "${steps[@]}"; do
   echo; echo "===== $name ====="
   start=$SECONDS
+  limit=${timeouts[$name]:-120}
+  left=$((CHECK_BUDGET_S - SECONDS))
+  if [[ $left -lt 10 ]]; then
+    summary+=("$(printf '%-16s %-16s %5ds' "$name" "NOT-RUN(budget)" 0)"); continue
+  fi
+  [[ $limit -gt $left ]] && limit=$left
   # Each step runs in its own bash under `timeout`, which ends the step's whole process group.
-  timeout "${timeouts[$name]:-120}" bash -o pipefail -c "step_$name"; rc=$?
+  timeout "$limit" bash -o pipefail -c "step_$name"; rc=$?
   case $rc in
     0) status=PASS ;;
     2) status=SKIP ;;
     3) status=INFO-FAIL ;;
-    124) status="TIMEOUT(${timeouts[$name]:-120}s)"; failed=1 ;;
+    124) status="TIMEOUT(${limit}s)"
+         [[ " $informational " == *" $name "* ]] || failed=1 ;;
     *) status="FAIL(rc=$rc)"; failed=1 ;;
   esac
   summary+=("$(printf '%-16s %-16s %5ds' "$name" "$status" $((SECONDS - start)))")

@@ -2,7 +2,7 @@
 """PyTorch peer of `attnscope bench`: the same tests through Hugging Face's GPT-2, same JSON.
 
 --op model: GPT2LMHeadModel built from GPT2Config() (the 124M shape) with seeded random weights,
-attn_implementation "eager" and "sdpa", f32, torch.inference_mode(). A prefill test ppN is one
+attn_implementation "eager" and "sdpa", f32 (f16/bf16 on CUDA), torch.inference_mode(). A prefill test ppN is one
 forward pass over batch x N random ids; a decode test tgN @ dD fills the cache with D random ids
 per row (use_cache=True), then takes N greedy steps of one token per row, feeding
 past_key_values back by hand (not generate()). Timed like attnscope: warm-up runs of every test,
@@ -39,6 +39,10 @@ def cpu_model():
     except OSError:
         pass
     return platform.processor() or "unknown CPU"
+
+
+TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
 
 
 def int_list(text):
@@ -118,7 +122,7 @@ def model_rows(args, threads):
             sys.exit(f"torch_bench: error: --attn {backend}: use eager and/or sdpa")
         torch.manual_seed(0)
         model = transformers.GPT2LMHeadModel._from_config(config, attn_implementation=backend)
-        model = model.to(device=device, dtype=torch.float32).eval()
+        model = model.to(device=device, dtype=TORCH_DTYPES[args.dtype]).eval()
         parameters = sum(p.numel() for p in model.parameters())
         tests = []
         for batch in int_list(args.batch or "1"):
@@ -149,7 +153,7 @@ def model_rows(args, threads):
             decode = not test["prompt_len"]
             rows.append({
                 "op": "model", "implementation": "torch", "model": "GPT2Config()",
-                "backend": backend, "device": device, "dtype": "f32", "threads": threads,
+                "backend": backend, "device": device, "dtype": args.dtype, "threads": threads,
                 "batch": test["batch"],
                 "test": test_name(test["prompt_len"], test["gen"], test["depth"]),
                 "prompt_tokens": test["prompt_len"], "gen_tokens": test["gen"],
@@ -160,7 +164,8 @@ def model_rows(args, threads):
                 "ttft_ms_stddev": ttft_stddev if decode else None,
                 "samples_ttft_ms": sample["ttft_ms"], "peak_bytes": sample["peak_bytes"],
                 "weights_gb_per_s_mean":
-                    rate_mean / test["batch"] * 4 * parameters / 1e9 if decode else None,
+                    rate_mean / test["batch"] * DTYPE_BYTES[args.dtype] * parameters / 1e9
+                    if decode else None,
             })
         del model
     return rows
@@ -180,7 +185,7 @@ def sdpa_backends(device):
 
 def attention_rows(args, threads):
     device = args.device
-    dtype = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[args.dtype]
+    dtype = TORCH_DTYPES[args.dtype]
     q_len = 1 if args.decode else args.seq_len
     generator = torch.Generator().manual_seed(args.seed)
     rows = []
@@ -245,8 +250,8 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", help="write the JSON here (default: stdout)")
     args = parser.parse_args()
-    if args.op == "model" and args.dtype != "f32":
-        parser.error("--dtype: the model op compares f32 runs only")
+    if args.op == "model" and args.dtype != "f32" and args.device != "cuda":
+        parser.error("--dtype: f16/bf16 models run on --device cuda only (as in attnscope)")
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("torch_bench: error: --device cuda: no CUDA device is available")
     if args.threads > 0:

@@ -1,0 +1,324 @@
+// Split-KV decode (flash-decoding) for the CUDA `flash` backend: few query rows against a long
+// cache.
+//
+// One query token per head gives one row of work per (batch, head): B Hq CTAs would leave most
+// of an H200's 132 SMs idle at batch 1. So the keys of each (batch, query head) are cut into
+// `chunks` equal ranges, one CTA each, and a second kernel merges the results:
+//
+//   step 1, flash_decode_split (grid B Hq chunks, 4 warps): for its key range [k0, k1) the CTA
+//     keeps, for each of the Tq <= 4 query rows (query i at position p_i = kv_len - Tq + i, keys
+//     j <= p_i visible), the online-softmax state of scores x_j = scale log2(e) q_i . k_j:
+//        m = max_j x_j,   l = sum_j 2^(x_j - m),   O = sum_j 2^(x_j - m) v_j    (unnormalised)
+//     Warp w takes the 32-key groups w, w + 4, ... of the range: lane = key for the dot
+//     products (q in shared memory, broadcast), one warp max and one warp sum per row and group,
+//     then lane = output element for O += P V (p broadcast by shuffles). The four warp states
+//     merge through shared memory into the CTA's partial (m_c, l_c, O_c), written to the
+//     temporary.
+//   step 2, flash_decode_combine (one warp per output row): the log-sum-exp merge
+//        M = max_c m_c,   w_c = 2^(m_c - M),   out = sum_c w_c O_c / sum_c w_c l_c
+//     rounded once to the storage dtype.
+//
+// Chunks: chunks = clamp(ceil(4 SMs / (B Hq)), 1, floor(kv_len / 128)) (at least 1): about four
+// CTAs per SM in all, none shorter than 128 keys (one 32-key group per warp). Each chunk then
+// starts at least 128 keys before the cache's end, so at or before the first query row's
+// position (Tq <= 4): every real row sees a key of every chunk, and M is always finite. A state
+// that saw no key (a warp with no group, m = -inf) gets weight 0, never 2^(-inf - -inf).
+// Keys at or beyond kv_len are never read (the unused cache rows may hold anything).
+//
+// Masking: a masked score is never exponentiated (p = 0) and never enters the max; there is no
+// mask value.
+//
+// Cost model (B batch, Hq query heads, Tq query rows, Tk = kv_len, D head dim, s = storage
+// bytes per element, C = chunks):
+//   launches: 2.  Temporaries: B Hq C Tq (D + 2) floats (the partials).
+//   bytes: q, K and V read once (2 B Hkv Tk D s, each kv head once per query head that reads
+//   it: GQA heads re-read through L2), partials written once and read once, out written once.
+//   FLOPs: 4 D per (query row, key) pair, one exp2 per score.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ops/attention/flash_decode_cuda.h"
+#include "ops/cuda/device_math.cuh"
+#include "profiler/scope.h"
+#include "runtime/cuda/cuda_context.h"
+
+namespace attnscope::ops::attention {
+
+namespace {
+
+using attnscope::cuda::check_cuda;
+using attnscope::cuda::check_launch;
+using attnscope::cuda::device_state;
+using attnscope::cuda::stream_of;
+using ops::cuda::from_f32;
+using ops::cuda::load_f32;
+using ops::cuda::warp_max;
+using ops::cuda::warp_sum;
+
+constexpr int kMaxRows = static_cast<int>(kFlashDecodeMaxQueries);
+constexpr int kSplitWarps = 4;
+constexpr int kSplitThreads = kSplitWarps * 32;
+constexpr int kGroupKeys = 32;  // keys one warp scores at once, one per lane
+constexpr std::int64_t kMinChunkKeys = kSplitWarps * kGroupKeys;
+constexpr std::int64_t kCtasPerSm = 4;
+constexpr int kCombineWarps = 4;
+constexpr int kMaxDim = static_cast<int>(kFlashMaxHeadDim);
+static_assert(kFlashDecodeMaxQueries <= kMinChunkKeys,
+              "a chunk must start at or before the first query row's position");
+
+// What both kernels read about one call.
+struct DecodeShape {
+  int q_heads;
+  int kv_heads;
+  int q_len;
+  int kv_len;
+  std::int64_t capacity;  // rows of the cache per kv head
+  int head_dim;
+  int heads;   // B Hq
+  int chunks;  // key ranges per head
+  float scale_log2;
+};
+
+// The partials, one f32 block: O [heads, chunks, Tq, D], then m and l [heads, chunks, Tq].
+template <typename F>
+struct Partials {
+  F* o;
+  F* m;
+  F* l;
+};
+
+template <typename F>
+__device__ __forceinline__ Partials<F> partials_of(F* base, const DecodeShape& s) {
+  const std::int64_t slots = static_cast<std::int64_t>(s.heads) * s.chunks * s.q_len;
+  return {base, base + slots * s.head_dim, base + slots * (s.head_dim + 1)};
+}
+
+// The weight of a state kept relative to max m when the merged max is `merged`: 2^(m - merged),
+// and 0 for a state that saw no key (m = -inf), whatever `merged` is.
+__device__ __forceinline__ float merge_weight(float m, float merged) {
+  return m == -INFINITY ? 0.0f : exp2f(m - merged);
+}
+
+// Step 1: one CTA per (head, chunk), blockIdx.x = head * chunks + chunk. DC = lane chunks of a
+// row (D <= 32 DC).
+template <typename T, int DC>
+__global__ void __launch_bounds__(kSplitThreads)
+    flash_decode_split_kernel(const T* q, const T* k, const T* v, float* partials, DecodeShape s) {
+  __shared__ float q_rows[kMaxRows][kMaxDim];
+  __shared__ float warp_o[kSplitWarps][kMaxRows][kMaxDim];
+  __shared__ float warp_m[kSplitWarps][kMaxRows];
+  __shared__ float warp_l[kSplitWarps][kMaxRows];
+
+  const int d_len = s.head_dim;
+  const int head = static_cast<int>(blockIdx.x) / s.chunks;
+  const int chunk = static_cast<int>(blockIdx.x) % s.chunks;
+  const int batch = head / s.q_heads;
+  const int kv_head = (head % s.q_heads) / (s.q_heads / s.kv_heads);
+  const T* q_head = q + static_cast<std::int64_t>(head) * s.q_len * d_len;
+  const std::int64_t kv_offset =
+      (static_cast<std::int64_t>(batch) * s.kv_heads + kv_head) * s.capacity * d_len;
+  const T* k_head = k + kv_offset;
+  const T* v_head = v + kv_offset;
+  const int key_begin = static_cast<int>(static_cast<std::int64_t>(chunk) * s.kv_len / s.chunks);
+  const int key_end = static_cast<int>(static_cast<std::int64_t>(chunk + 1) * s.kv_len / s.chunks);
+
+  // Query rows in f32; rows past Tq are zeros and their results are never written.
+  for (int i = static_cast<int>(threadIdx.x); i < kMaxRows * d_len; i += kSplitThreads) {
+    const int r = i / d_len;
+    const int d = i % d_len;
+    q_rows[r][d] = r < s.q_len ? load_f32(q_head, static_cast<std::int64_t>(r) * d_len + d) : 0.0f;
+  }
+  __syncthreads();
+
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  int position[kMaxRows];
+  float m[kMaxRows], l[kMaxRows], o[kMaxRows][DC];
+#pragma unroll
+  for (int r = 0; r < kMaxRows; ++r) {
+    position[r] = s.kv_len - s.q_len + r;
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < DC; ++c) o[r][c] = 0.0f;
+  }
+
+  for (int group = key_begin + warp * kGroupKeys; group < key_end;
+       group += kSplitWarps * kGroupKeys) {
+    // Scores: lane = key.
+    const int key = group + lane;
+    const bool in_range = key < key_end;
+    float score[kMaxRows] = {};
+    if (in_range) {
+      const T* k_row = k_head + static_cast<std::int64_t>(key) * d_len;
+      for (int d = 0; d < d_len; ++d) {
+        const float kd = load_f32(k_row, d);
+#pragma unroll
+        for (int r = 0; r < kMaxRows; ++r) score[r] = fmaf(q_rows[r][d], kd, score[r]);
+      }
+    }
+    // Online softmax over the group, row by row (m, l are the same in every lane). Rows past Tq
+    // are skipped (a uniform branch) and keep their empty state.
+    float p[kMaxRows] = {};
+#pragma unroll
+    for (int r = 0; r < kMaxRows; ++r) {
+      if (r >= s.q_len) continue;
+      const bool visible = in_range && key <= position[r];
+      const float x = score[r] * s.scale_log2;
+      const float new_max = fmaxf(m[r], warp_max(visible ? x : -INFINITY));
+      const float correction = m[r] == new_max ? 1.0f : exp2f(m[r] - new_max);
+      p[r] = visible ? exp2f(x - new_max) : 0.0f;
+      l[r] = l[r] * correction + warp_sum(p[r]);
+      m[r] = new_max;
+#pragma unroll
+      for (int c = 0; c < DC; ++c) o[r][c] *= correction;
+    }
+    // O += P V: lane = output element, p of key j broadcast from lane j.
+    const int group_keys = min(kGroupKeys, key_end - group);
+    for (int j = 0; j < group_keys; ++j) {
+      const T* v_row = v_head + static_cast<std::int64_t>(group + j) * d_len;
+      float vd[DC];
+#pragma unroll
+      for (int c = 0; c < DC; ++c) {
+        const int d = c * 32 + lane;
+        vd[c] = d < d_len ? load_f32(v_row, d) : 0.0f;
+      }
+#pragma unroll
+      for (int r = 0; r < kMaxRows; ++r) {
+        if (r >= s.q_len) continue;
+        const float pj = __shfl_sync(0xffffffffu, p[r], j);
+#pragma unroll
+        for (int c = 0; c < DC; ++c) o[r][c] = fmaf(pj, vd[c], o[r][c]);
+      }
+    }
+  }
+
+  // Merge the four warps' states into the CTA's partial.
+#pragma unroll
+  for (int r = 0; r < kMaxRows; ++r) {
+    if (lane == 0) {
+      warp_m[warp][r] = m[r];
+      warp_l[warp][r] = l[r];
+    }
+#pragma unroll
+    for (int c = 0; c < DC; ++c) {
+      const int d = c * 32 + lane;
+      if (d < d_len) warp_o[warp][r][d] = o[r][c];
+    }
+  }
+  __syncthreads();
+  const Partials<float> out = partials_of(partials, s);
+  for (int i = static_cast<int>(threadIdx.x); i < s.q_len * d_len; i += kSplitThreads) {
+    const int r = i / d_len;
+    const int d = i % d_len;
+    float merged_max = -INFINITY;
+    for (int w = 0; w < kSplitWarps; ++w) merged_max = fmaxf(merged_max, warp_m[w][r]);
+    float sum = 0.0f;
+    float acc = 0.0f;
+    for (int w = 0; w < kSplitWarps; ++w) {
+      const float weight = merge_weight(warp_m[w][r], merged_max);
+      sum = fmaf(weight, warp_l[w][r], sum);
+      acc = fmaf(weight, warp_o[w][r][d], acc);
+    }
+    const std::int64_t slot = (static_cast<std::int64_t>(head) * s.chunks + chunk) * s.q_len + r;
+    out.o[slot * d_len + d] = acc;
+    if (d == 0) {
+      out.m[slot] = merged_max;
+      out.l[slot] = sum;
+    }
+  }
+}
+
+// Step 2: one warp per output row (head, query row).
+template <typename T>
+__global__ void __launch_bounds__(kCombineWarps * 32)
+    flash_decode_combine_kernel(const float* partials, T* out, DecodeShape s) {
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kCombineWarps + threadIdx.x / 32;
+  if (row >= static_cast<std::int64_t>(s.heads) * s.q_len) return;  // no barriers below
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const std::int64_t head = row / s.q_len;
+  const int r = static_cast<int>(row % s.q_len);
+  const Partials<const float> in = partials_of(partials, s);
+  auto slot = [&](int c) { return (head * s.chunks + c) * s.q_len + r; };
+
+  float merged_max = -INFINITY;
+  for (int c = 0; c < s.chunks; ++c) merged_max = fmaxf(merged_max, in.m[slot(c)]);
+  float sum = 0.0f;
+  for (int c = 0; c < s.chunks; ++c)
+    sum = fmaf(merge_weight(in.m[slot(c)], merged_max), in.l[slot(c)], sum);
+  for (int d = lane; d < s.head_dim; d += 32) {
+    float acc = 0.0f;
+    for (int c = 0; c < s.chunks; ++c) {
+      acc = fmaf(merge_weight(in.m[slot(c)], merged_max), in.o[slot(c) * s.head_dim + d], acc);
+    }
+    out[row * s.head_dim + d] = from_f32<T>(acc / sum);
+  }
+}
+
+DecodeShape decode_shape(const Call& call, std::int64_t chunks) {
+  constexpr double kLog2e = 1.4426950408889634;
+  return {static_cast<int>(call.q_heads()),
+          static_cast<int>(call.kv_heads()),
+          static_cast<int>(call.q_len()),
+          static_cast<int>(call.kv_len),
+          call.k.dim(2),
+          static_cast<int>(call.head_dim()),
+          static_cast<int>(call.batch() * call.q_heads()),
+          static_cast<int>(chunks),
+          static_cast<float>(static_cast<double>(call.scale) * kLog2e)};
+}
+
+}  // namespace
+
+FlashDecodePlan flash_decode_plan(const Context& ctx, const Call& call) {
+  const std::int64_t heads = call.batch() * call.q_heads();
+  const std::int64_t ctas = kCtasPerSm * device_state(ctx).properties.multiProcessorCount;
+  const std::int64_t wanted = heads > 0 ? (ctas + heads - 1) / heads : 1;
+  const std::int64_t most = std::max<std::int64_t>(1, call.kv_len / kMinChunkKeys);
+  FlashDecodePlan plan;
+  plan.chunks = std::clamp<std::int64_t>(wanted, 1, most);
+  plan.partial_bytes =
+      static_cast<std::size_t>(heads * plan.chunks * call.q_len() * (call.head_dim() + 2)) *
+      sizeof(float);
+  return plan;
+}
+
+void flash_decode_forward(Context& ctx, const Call& call, const FlashDecodePlan& plan) {
+  const DecodeShape shape = decode_shape(call, plan.chunks);
+  const std::int64_t rows = static_cast<std::int64_t>(shape.heads) * shape.q_len;
+  check(static_cast<std::int64_t>(shape.heads) * plan.chunks <= std::numeric_limits<int>::max(),
+        "attention flash", "too many (head, chunk) pairs for one grid");
+  Tensor partials = Tensor::empty({static_cast<std::int64_t>(plan.partial_bytes / sizeof(float))},
+                                  DType::F32, ctx.allocator());
+  const cudaStream_t stream = stream_of(ctx);
+  ops::cuda::with_storage_type(call.q.dtype(), "attention flash", [&](auto tag) {
+    using T = decltype(tag);
+    const T* q = static_cast<const T*>(call.q.raw_data());
+    const T* k = static_cast<const T*>(call.k.raw_data());
+    const T* v = static_cast<const T*>(call.v.raw_data());
+    T* out = static_cast<T*>(call.out.raw_data());
+    float* partial = partials.data<float>();
+    {
+      profiler::Scope step(ctx, "flash.decode_split", "kernel");
+      if (rows > 0) {
+        with_lane_chunks(shape.head_dim, [&](auto chunks_per_lane) {
+          constexpr int kChunks = decltype(chunks_per_lane)::value;
+          const auto blocks = static_cast<unsigned int>(shape.heads * plan.chunks);
+          flash_decode_split_kernel<T, kChunks>
+              <<<blocks, kSplitThreads, 0, stream>>>(q, k, v, partial, shape);
+          check_launch("flash_decode_split_kernel");
+        });
+      }
+    }
+    profiler::Scope step(ctx, "flash.decode_combine", "kernel");
+    if (rows > 0) {
+      flash_decode_combine_kernel<T>
+          <<<attnscope::cuda::blocks_for(rows, kCombineWarps), kCombineWarps * 32, 0, stream>>>(
+              partial, out, shape);
+      check_launch("flash_decode_combine_kernel");
+    }
+  });
+}
+
+}  // namespace attnscope::ops::attention

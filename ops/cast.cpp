@@ -1,0 +1,25 @@
+// ops::cast: checks, then the cpu conversion or the cuda kernel (ops/dispatch.h explains the
+// pattern).
+#include "ops/cast.h"
+
+#include "ops/check.h"
+#include "ops/dispatch.h"
+#include "profiler/scope.h"
+
+namespace attnscope::ops {
+
+void cast(Context& ctx, const Tensor& x, Tensor& out) {
+  profiler::Scope scope(ctx, "cast");
+  const Device device = common_device("cast", {{x, "x"}, {out, "out"}});
+  // Every float dtype is allowed on both devices: converting between them is the op's job.
+  check(x.dtype() != DType::I32 && out.dtype() != DType::I32, "cast",
+        "converts between f32, f16 and bf16, not i32");
+  require_shape(out, x.shape(), "cast", "out");
+  if (device == Device::CUDA) {
+    if constexpr (kCudaBuild) cuda::cast(ctx, x, out);
+    return;
+  }
+  cpu::cast(ctx, x, out);
+}
+
+}  // namespace attnscope::ops

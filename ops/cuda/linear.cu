@@ -1,0 +1,203 @@
+// ops::linear on a GPU: out[N, M] = x[N, K] W[M, K]^T + b[M], one cublasLt matmul.
+//
+// Row-major tensors, column-major cuBLAS. cuBLAS reads every matrix column-major, and a
+// row-major [R, C] matrix is, byte for byte, the column-major C x R matrix (its transpose). So:
+//   out [N, M] row-major = D, column-major M x N, leading dimension M
+//   W   [M, K] row-major = column-major K x M (ld K) = W^T;  op(A) = transpose -> M x K = W
+//   x   [N, K] row-major = column-major K x N (ld K) = x^T;  op(B) = none      -> K x N
+//   D (M x N) = W (M x K) x^T (K x N) = (x W^T)^T, which read row-major is exactly out [N, M].
+// The bias [M] has one entry per row of D: what CUBLASLT_EPILOGUE_BIAS broadcasts over D's
+// columns. No transposed copy is ever made.
+//
+// Precision: CUBLAS_COMPUTE_32F with f32 scale. f32 inputs stay true f32 (TF32 would need
+// CUBLAS_COMPUTE_32F_FAST_TF32); f16/bf16 inputs run on tensor cores with exact products and f32
+// accumulation; D is rounded once to out's dtype. out may be f32 from f16/bf16 inputs (the LM
+// head's logits): cublasLt takes C/D of f32 with A/B of f16/bf16 under COMPUTE_32F.
+// Bias: the epilogue's bias has D's dtype by default (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE), so it
+// is fused when bias and out share a dtype. Otherwise (a bf16 bias with f32 out), or when the
+// heuristic offers no epilogue kernel for a shape, a plain GEMM is followed by our own bias
+// kernel (one more launch and one more read and write of out).
+// Alignment: a tensor view may start anywhere, so the heuristic is told each pointer's actual
+// alignment and only picks kernels whose vector loads it allows.
+// Cost: 2 N M K FLOPs; reads M K + N K (+ M) elements and writes N M; one launch (plus cuBLAS's
+// own split-K reduction kernels for some shapes). Host side: descriptors and one heuristic query
+// per call (microseconds; a CUDA graph replays the launch without them).
+#include <cublasLt.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ops/cuda/device_math.cuh"
+#include "ops/linear.h"
+#include "profiler/scope.h"
+#include "runtime/cuda/cuda_context.h"
+
+namespace attnscope::ops::cuda {
+
+namespace {
+
+using attnscope::cuda::check_cublas;
+
+constexpr int kThreads = 256;
+
+// cublasLt descriptors, destroyed on every path out of a call (including errors).
+using MatmulDesc =
+    std::unique_ptr<cublasLtMatmulDescOpaque_t, decltype(&cublasLtMatmulDescDestroy)>;
+using Layout =
+    std::unique_ptr<cublasLtMatrixLayoutOpaque_t, decltype(&cublasLtMatrixLayoutDestroy)>;
+using Preference =
+    std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, decltype(&cublasLtMatmulPreferenceDestroy)>;
+
+cudaDataType_t cuda_type(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+      return CUDA_R_32F;
+    case DType::F16:
+      return CUDA_R_16F;
+    case DType::BF16:
+      return CUDA_R_16BF;
+    case DType::I32:
+      break;
+  }
+  throw Error("linear", "expected f32, f16 or bf16, got " + std::string(dtype_name(dtype)));
+}
+
+// A column-major rows x cols matrix with leading dimension `ld`, of `dtype`.
+Layout make_layout(DType dtype, std::int64_t rows, std::int64_t cols, std::int64_t ld) {
+  cublasLtMatrixLayout_t layout = nullptr;
+  check_cublas(
+      cublasLtMatrixLayoutCreate(&layout, cuda_type(dtype), static_cast<std::uint64_t>(rows),
+                                 static_cast<std::uint64_t>(cols), ld),
+      "linear: cublasLtMatrixLayoutCreate");
+  return Layout(layout, &cublasLtMatrixLayoutDestroy);
+}
+
+// The largest power of two up to 256 that divides the address.
+std::uint32_t alignment_of(const void* p) {
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  std::uint32_t alignment = 256;
+  while (alignment > 1 && address % alignment != 0) alignment /= 2;
+  return alignment;
+}
+
+template <typename T>
+void set_attribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute,
+                   const T& value) {
+  check_cublas(cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof(value)),
+               "linear: cublasLtMatmulDescSetAttribute");
+}
+
+template <typename T>
+void set_preference(cublasLtMatmulPreference_t preference,
+                    cublasLtMatmulPreferenceAttributes_t attribute, const T& value) {
+  check_cublas(cublasLtMatmulPreferenceSetAttribute(preference, attribute, &value, sizeof(value)),
+               "linear: cublasLtMatmulPreferenceSetAttribute");
+}
+
+// Runs out = x W^T (+ bias, in the epilogue, when `bias` is given). Returns false, having
+// launched nothing, when cublasLt has no algorithm for this combination.
+bool matmul(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor* bias, Tensor& out) {
+  const std::int64_t rows = x.dim(0);          // N
+  const std::int64_t in = x.dim(1);            // K
+  const std::int64_t outputs = weight.dim(0);  // M
+  attnscope::cuda::DeviceState& state = attnscope::cuda::device_state(ctx);
+
+  cublasLtMatmulDesc_t raw_desc = nullptr;
+  check_cublas(cublasLtMatmulDescCreate(&raw_desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+               "linear: cublasLtMatmulDescCreate");
+  const MatmulDesc desc(raw_desc, &cublasLtMatmulDescDestroy);
+  set_attribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
+  set_attribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
+  if (bias != nullptr) {
+    set_attribute(desc.get(), CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS);
+    const void* bias_data = bias->raw_data();
+    set_attribute(desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias_data);
+  }
+
+  const Layout a = make_layout(weight.dtype(), in, outputs, in);      // W^T, K x M
+  const Layout b = make_layout(x.dtype(), in, rows, in);              // x^T, K x N
+  const Layout d = make_layout(out.dtype(), outputs, rows, outputs);  // out^T, M x N
+
+  cublasLtMatmulPreference_t raw_preference = nullptr;
+  check_cublas(cublasLtMatmulPreferenceCreate(&raw_preference),
+               "linear: cublasLtMatmulPreferenceCreate");
+  const Preference preference(raw_preference, &cublasLtMatmulPreferenceDestroy);
+  set_preference(preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                 state.cublas_workspace_bytes);
+  set_preference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                 alignment_of(weight.raw_data()));
+  set_preference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                 alignment_of(x.raw_data()));
+  set_preference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                 alignment_of(out.raw_data()));
+  set_preference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                 alignment_of(out.raw_data()));
+
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  int found = 0;
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+      attnscope::cuda::cublaslt_of(ctx), desc.get(), a.get(), b.get(), d.get(), d.get(),
+      preference.get(), 1, &heuristic, &found);
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && found == 0)) {
+    return false;
+  }
+  check_cublas(status, "linear: cublasLtMatmulAlgoGetHeuristic");
+
+  // beta = 0: C is not read; it is given out's layout and pointer, as cublasLt requires one.
+  const float alpha = 1.0f;
+  const float beta = 0.0f;
+  check_cublas(
+      cublasLtMatmul(attnscope::cuda::cublaslt_of(ctx), desc.get(), &alpha, weight.raw_data(),
+                     a.get(), x.raw_data(), b.get(), &beta, out.raw_data(), d.get(), out.raw_data(),
+                     d.get(), &heuristic.algo, state.cublas_workspace, state.cublas_workspace_bytes,
+                     attnscope::cuda::stream_of(ctx)),
+      "linear: cublasLtMatmul");
+  return true;
+}
+
+// out[r, m] += bias[m], in f32, for the cases the epilogue does not serve.
+template <typename TOut, typename TBias>
+__global__ void add_bias_kernel(TOut* out, const TBias* bias, std::int64_t outputs,
+                                std::int64_t total) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < total) out[i] = from_f32<TOut>(load_f32(out, i) + load_f32(bias, i % outputs));
+}
+
+void add_bias(Context& ctx, const Tensor& bias, Tensor& out) {
+  const std::int64_t total = out.numel();
+  with_storage_type(out.dtype(), "linear", [&](auto out_tag) {
+    with_storage_type(bias.dtype(), "linear", [&](auto bias_tag) {
+      using TOut = decltype(out_tag);
+      using TBias = decltype(bias_tag);
+      add_bias_kernel<TOut, TBias><<<attnscope::cuda::blocks_for(total, kThreads), kThreads, 0,
+                                     attnscope::cuda::stream_of(ctx)>>>(
+          static_cast<TOut*>(out.raw_data()), static_cast<const TBias*>(bias.raw_data()),
+          bias.numel(), total);
+      attnscope::cuda::check_launch("add_bias_kernel");
+    });
+  });
+}
+
+}  // namespace
+
+void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out) {
+  if (out.numel() == 0) return;
+  check(x.dim(1) > 0, "linear", "x has no columns (K = 0)");
+  const bool fused =
+      bias.defined() && bias.dtype() == out.dtype() && matmul(ctx, x, weight, &bias, out);
+  if (fused) return;
+  {
+    profiler::Scope step(ctx, "linear.gemm", "kernel");
+    check(matmul(ctx, x, weight, nullptr, out), "linear",
+          "cublasLt has no algorithm for x " + shape_string(x.shape()) + " " +
+              std::string(dtype_name(x.dtype())) + " -> out " +
+              std::string(dtype_name(out.dtype())));
+  }
+  if (bias.defined()) {
+    profiler::Scope step(ctx, "linear.bias", "kernel");
+    add_bias(ctx, bias, out);
+  }
+}
+
+}  // namespace attnscope::ops::cuda

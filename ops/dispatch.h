@@ -1,0 +1,71 @@
+// Which implementation an op runs, and the checks every op makes before choosing it.
+//
+// Each public op (ops/add.h, ...) opens its profiler scope, checks shapes the same way on every
+// device, then runs `cpu::op` or `cuda::op` for the device its tensors live on:
+//
+//   const Device device = common_device("add", {{a, "a"}, {b, "b"}, {out, "out"}});
+//   require_float(a, device, "add", "a");   // f32 on the cpu; f32, f16 or bf16 on cuda
+//   ...shape checks...
+//   if (device == Device::CUDA) {
+//     if constexpr (kCudaBuild) cuda::add(ctx, a, b, out);  // never referenced without CUDA
+//     return;
+//   }
+//   cpu::add(ctx, a, b, out);
+//
+// A CPU-only build cannot make a CUDA tensor (only a CUDA Context allocates device memory), so
+// the empty branch it compiles is never taken.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+
+#include "ops/check.h"
+#include "runtime/device.h"
+#include "runtime/error.h"
+#include "runtime/tensor.h"
+
+namespace attnscope::ops {
+
+// One tensor argument of an op, with the name error messages give it.
+struct NamedTensor {
+  const Tensor& tensor;
+  const char* name;
+};
+
+// The device every one of `args` lives on. Throws Error when one is undefined or when they are
+// spread over two devices: an op never copies between devices behind the caller's back.
+inline Device common_device(const char* op, std::initializer_list<NamedTensor> args) {
+  const NamedTensor& first = *args.begin();
+  for (const NamedTensor& arg : args) {
+    check(arg.tensor.defined(), op, std::string(arg.name) + " is undefined");
+  }
+  const Device device = first.tensor.device();
+  for (const NamedTensor& arg : args) {
+    check(arg.tensor.device() == device, op,
+          "all tensors of one call must be on one device: " + std::string(first.name) + " is on " +
+              std::string(device_name(device)) + ", " + arg.name + " on " +
+              std::string(device_name(arg.tensor.device())));
+  }
+  return device;
+}
+
+// Throws unless `t` holds a floating-point dtype the ops take on `device`: f32 on the cpu (the
+// CPU kernels are f32-only); f32, f16 or bf16 on cuda (stored narrow, computed in f32).
+inline void require_float(const Tensor& t, Device device, const char* op, const char* arg) {
+  if (device == Device::CPU) {
+    check(t.dtype() == DType::F32, op,
+          std::string(arg) + " must be f32 on the cpu (f16 and bf16 run on cuda), got " +
+              std::string(dtype_name(t.dtype())));
+    return;
+  }
+  check(t.dtype() != DType::I32, op, std::string(arg) + " must be f32, f16 or bf16, got i32");
+}
+
+// Throws unless `t` has dtype `dtype`.
+inline void require_dtype(const Tensor& t, DType dtype, const char* op, const char* arg) {
+  check(t.dtype() == dtype, op,
+        std::string(arg) + " must be " + std::string(dtype_name(dtype)) + ", got " +
+            std::string(dtype_name(t.dtype())));
+}
+
+}  // namespace attnscope::ops

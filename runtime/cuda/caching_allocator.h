@@ -1,0 +1,53 @@
+// Device memory with a cache in front of cudaMalloc.
+//
+// cudaMalloc and cudaFree synchronise the device and cost tens of microseconds; a decode step
+// allocates dozens of small temporaries. Freed blocks are therefore kept in a cache keyed by
+// their size class and handed out again to the next request of that class: after the first step
+// a steady state allocates nothing from the driver. Size classes: multiples of 512 bytes up to
+// 1 MiB, multiples of 2 MiB above (at most 512 bytes or 2 MiB of slack per block).
+// When cudaMalloc fails, the cache is emptied and the call retried once before reporting out of
+// memory. Live bytes (what tensors hold) are counted by Allocator like on the CPU; reserved bytes
+// add what the cache holds.
+// Reusing a freed block needs no synchronisation: every op of a Context runs on its one stream,
+// so the next user's kernels are queued after the last user's. That holds inside a captured CUDA
+// graph too, as long as the graph is launched before anything else is queued (StepGraph does).
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "runtime/allocator.h"
+#include "runtime/cuda/device.h"
+
+namespace attnscope::cuda {
+
+class CachingAllocator final : public Allocator {
+ public:
+  explicit CachingAllocator(std::shared_ptr<DeviceState> state);
+  ~CachingAllocator() override;
+
+  Device device() const override { return Device::CUDA; }
+
+  // Bytes taken from the driver: live blocks and cached blocks.
+  std::size_t reserved_bytes() const;
+  // Gives every cached (not live) block back to the driver.
+  void release_cache();
+
+  static std::size_t size_class(std::size_t bytes);
+
+ protected:
+  void* raw_allocate(std::size_t bytes) override;
+  void raw_deallocate(void* ptr, std::size_t bytes) noexcept override;
+
+ private:
+  void release_cache_locked();
+
+  std::shared_ptr<DeviceState> state_;
+  mutable std::mutex mutex_;
+  std::multimap<std::size_t, void*> cached_;  // size class -> free block
+  std::size_t reserved_ = 0;
+};
+
+}  // namespace attnscope::cuda

@@ -1,0 +1,293 @@
+// The flash backend on a CUDA device (ops/attention/flash_cuda.cu, flash_decode_cuda.cu) against
+// float64 attention: its three kernels (tensor-core tiles for f16/bf16 at D = 64 and 128, SIMT
+// tiles for everything else, split-KV decode for Tq <= 4), lengths around the 64-row and
+// 64-key tiles, new rows against a longer cache, grouped-query heads, batch 2, and its cost model
+// (allocator peak, kernel scopes) against measurement.
+//
+// Inputs are random normal values rounded to the storage dtype; the reference sees the rounded
+// values, so the tolerance only covers the kernel's own rounding: f32 1e-5; f16 and bf16 eight
+// units of roundoff (the output is rounded once, and the tensor-core kernel rounds the
+// probabilities P to the storage type before P V, as FlashAttention does: a numpy model of these
+// numerics peaks near 4 units at T = 1024). Errors are measured against |expected| +
+// rms(expected), so that outputs that are small because they average many values (long caches)
+// are still compared at their own scale. The unused cache rows [kv_len, capacity) hold NaN and
+// the outputs are poisoned with 0xFF bytes (NaN in every dtype): a kernel that reads a row it
+// must not, or leaves an output unwritten, fails.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "ops/attention/attention.h"
+#include "profiler/cpu_tracer.h"
+#include "reference_ops.h"
+#include "runtime/cuda/device.h"
+#include "runtime/error.h"
+#include "runtime/transfer.h"
+
+using namespace attnscope;
+
+namespace {
+
+struct FlashCase {
+  std::int64_t batch, q_heads, kv_heads, q_len, kv_len, capacity, head_dim;
+};
+
+const ops::attention::Backend& flash() { return ops::attention::find_backend("flash"); }
+
+// A call on the device and the f32 host copies of its rounded inputs.
+struct DeviceCall {
+  ops::attention::Call call;
+  Tensor q, k, v;  // host, f32, holding exactly the values the device got
+};
+
+// Random normal values rounded to `dtype`: the device tensor and its f32 host twin. Cache rows
+// [kv_len, capacity) are NaN.
+std::pair<Tensor, Tensor> random_input(Context& ctx, const Shape& shape, DType dtype,
+                                       std::mt19937& rng, std::int64_t valid_rows) {
+  Allocator& host = ctx.host_allocator();
+  Tensor values = testing::random_tensor(shape, rng, host);
+  const std::int64_t rows = shape[2], width = shape[3];
+  for (std::int64_t bh = 0; bh < shape[0] * shape[1]; ++bh) {
+    for (std::int64_t r = valid_rows; r < rows; ++r) {
+      std::fill_n(values.data<float>() + (bh * rows + r) * width, width, NAN);
+    }
+  }
+  const Tensor stored = values.to_dtype(dtype, host);
+  return {to_device(ctx, stored), stored.to_dtype(DType::F32, host)};
+}
+
+DeviceCall random_call(Context& ctx, const FlashCase& c, DType dtype, std::mt19937& rng) {
+  DeviceCall d;
+  const Shape q_shape = {c.batch, c.q_heads, c.q_len, c.head_dim};
+  const Shape kv_shape = {c.batch, c.kv_heads, c.capacity, c.head_dim};
+  std::tie(d.call.q, d.q) = random_input(ctx, q_shape, dtype, rng, c.q_len);
+  std::tie(d.call.k, d.k) = random_input(ctx, kv_shape, dtype, rng, c.kv_len);
+  std::tie(d.call.v, d.v) = random_input(ctx, kv_shape, dtype, rng, c.kv_len);
+  Tensor poison = Tensor::empty(q_shape, dtype, ctx.host_allocator());
+  std::memset(poison.raw_data(), 0xFF, poison.nbytes());
+  d.call.out = to_device(ctx, poison);
+  d.call.kv_len = c.kv_len;
+  d.call.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  return d;
+}
+
+// Largest |actual - expected| / (|expected| + rms(expected)); infinity for a non-finite output.
+double attention_error(const Tensor& actual, const std::vector<double>& expected) {
+  double square_sum = 0.0;
+  for (double e : expected) square_sum += e * e;
+  const double rms =
+      std::sqrt(square_sum / static_cast<double>(std::max<std::size_t>(1, expected.size())));
+  double worst = 0.0;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const double a = actual.data<float>()[i];
+    if (!std::isfinite(a)) return INFINITY;
+    worst = std::max(worst, std::fabs(a - expected[i]) / (std::fabs(expected[i]) + rms));
+  }
+  return worst;
+}
+
+double tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::F16:
+      return 4e-3;  // 8 x 2^-11
+    case DType::BF16:
+      return 3e-2;  // 8 x 2^-8
+    default:
+      return 1e-5;
+  }
+}
+
+// Runs flash on the device and returns its error against float64 attention of the same inputs.
+double flash_error(Context& ctx, const DeviceCall& d) {
+  flash().forward(ctx, d.call);
+  ctx.synchronize();
+  const Tensor out = to_host(ctx, d.call.out).to_dtype(DType::F32, ctx.host_allocator());
+  return attention_error(out,
+                         testing::reference_attention(d.q, d.k, d.v, d.call.kv_len, d.call.scale));
+}
+
+// Checks flash against float64 attention on every case in every dtype.
+void check_cases(Context& ctx, const std::vector<FlashCase>& cases, std::mt19937& rng) {
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+    for (const FlashCase& c : cases) {
+      CAPTURE(dtype_name(dtype));
+      CAPTURE(c.batch);
+      CAPTURE(c.q_heads);
+      CAPTURE(c.q_len);
+      CAPTURE(c.kv_len);
+      CAPTURE(c.head_dim);
+      CHECK(flash_error(ctx, random_call(ctx, c, dtype, rng)) < tolerance(dtype));
+    }
+  }
+}
+
+// The names of the scopes flash opens directly inside its own scope.
+std::vector<std::string> direct_steps(Context& ctx, const ops::attention::Call& call) {
+  profiler::CpuTracer tracer;
+  ctx.set_profiler(&tracer);
+  flash().forward(ctx, call);
+  ctx.set_profiler(nullptr);
+  ctx.synchronize();
+  std::vector<std::string> names;
+  for (const profiler::Event& e : tracer.events()) {
+    if (e.depth == 1) names.push_back(e.name);
+  }
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("cuda flash matches float64 attention in prefill at lengths around its tiles") {
+  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+    MESSAGE("SKIPPED: " << why);
+    return;
+  }
+  Context ctx(Device::CUDA, 1);
+  std::mt19937 rng(21);
+  // Tq = kv_len; a few unused (NaN) cache rows past the end. D = 64 and 128 take the
+  // tensor-core kernel in f16/bf16 and the SIMT kernel in f32; T <= 4 takes split-KV.
+  std::vector<FlashCase> cases;
+  for (std::int64_t d : {64, 128}) {
+    for (std::int64_t t : {1, 17, 64, 65, 200}) cases.push_back({2, 4, 2, t, t, t + 7, d});
+    cases.push_back({1, 2, 1, 1024, 1024, 1030, d});
+  }
+  check_cases(ctx, cases, rng);
+}
+
+TEST_CASE(
+    "cuda flash matches float64 attention at head dims the tensor-core kernel does not take") {
+  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+    MESSAGE("SKIPPED: " << why);
+    return;
+  }
+  Context ctx(Device::CUDA, 1);
+  std::mt19937 rng(22);
+  std::vector<FlashCase> cases;
+  for (std::int64_t d : {16, 32}) {
+    for (std::int64_t t : {1, 17, 64, 65, 200}) cases.push_back({2, 4, 2, t, t, t + 3, d});
+  }
+  // Odd widths, and the largest (its shared memory is above the default 48 KiB).
+  for (std::int64_t d : {1, 33, 80, 256}) cases.push_back({1, 2, 1, 70, 90, 95, d});
+  check_cases(ctx, cases, rng);
+}
+
+TEST_CASE("cuda flash matches float64 attention for new rows against a longer cache") {
+  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+    MESSAGE("SKIPPED: " << why);
+    return;
+  }
+  Context ctx(Device::CUDA, 1);
+  std::mt19937 rng(23);
+  // Query rows start at kv_len - Tq: the diagonal crosses the key tiles off their boundaries.
+  std::vector<FlashCase> cases;
+  for (std::int64_t d : {32, 64, 128}) {
+    cases.push_back({2, 4, 2, 5, 300, 310, d});  // the fewest rows of the tiled kernels
+    cases.push_back({1, 2, 2, 9, 513, 520, d});
+    cases.push_back({2, 2, 1, 70, 1000, 1024, d});  // two query tiles, one of 6 rows
+    cases.push_back({1, 4, 1, 130, 200, 256, d});
+  }
+  check_cases(ctx, cases, rng);
+}
+
+TEST_CASE("cuda flash decodes with split-KV against short and long caches") {
+  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+    MESSAGE("SKIPPED: " << why);
+    return;
+  }
+  Context ctx(Device::CUDA, 1);
+  std::mt19937 rng(24);
+  std::vector<FlashCase> cases;
+  for (std::int64_t d : {32, 64, 128}) {
+    for (std::int64_t kv_len : {1, 100, 1000, 4096}) {
+      cases.push_back({2, 4, 2, 1, kv_len, kv_len + 50, d});
+    }
+    cases.push_back({2, 4, 2, 3, 777, 800, d});    // a few rows against a longer cache
+    cases.push_back({1, 1, 1, 4, 5000, 5000, d});  // the most rows of split-KV, one head
+  }
+  for (const FlashCase& c : cases) {
+    const DeviceCall d = random_call(ctx, c, DType::F32, rng);
+    CAPTURE(c.q_len);
+    CAPTURE(c.kv_len);
+    CHECK(flash().cost_model(ctx, d.call).steps == 2);
+  }
+  check_cases(ctx, cases, rng);
+}
+
+TEST_CASE("cuda flash allocates exactly the bytes its cost model states and launches its steps") {
+  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+    MESSAGE("SKIPPED: " << why);
+    return;
+  }
+  Context ctx(Device::CUDA, 1);
+  std::mt19937 rng(25);
+  struct StepCase {
+    FlashCase shape;
+    DType dtype;
+    std::vector<std::string> steps;
+  };
+  const std::vector<std::string> mma = {"flash.forward"};
+  const std::vector<std::string> simt = {"flash.forward_simt"};
+  const std::vector<std::string> split = {"flash.decode_split", "flash.decode_combine"};
+  const std::vector<StepCase> cases = {
+      {{8, 16, 16, 1024, 1024, 1024, 64}, DType::BF16, mma},  // the study's shape
+      {{2, 4, 2, 130, 130, 140, 128}, DType::F16, mma},
+      {{2, 4, 2, 130, 130, 140, 64}, DType::F32, simt},
+      {{1, 2, 1, 70, 70, 70, 32}, DType::BF16, simt},
+      {{1, 2, 1, 1, 4096, 4096, 64}, DType::BF16, split},
+      {{2, 4, 2, 3, 777, 800, 128}, DType::F32, split},
+      {{1, 2, 2, 0, 600, 600, 64}, DType::F16, split},  // no query rows: nothing to launch
+      {{0, 2, 2, 70, 70, 70, 64}, DType::F16, mma},     // no batch
+  };
+  for (const StepCase& c : cases) {
+    const DeviceCall d = random_call(ctx, c.shape, c.dtype, rng);
+    const ops::attention::CostModel model = flash().cost_model(ctx, d.call);
+    const std::size_t before = ctx.allocator().current_bytes();
+    ctx.allocator().reset_peak();
+    const std::vector<std::string> steps = direct_steps(ctx, d.call);
+    CAPTURE(dtype_name(c.dtype));
+    CAPTURE(c.shape.batch);
+    CAPTURE(c.shape.q_len);
+    CAPTURE(c.shape.kv_len);
+    CHECK(steps == c.steps);
+    CHECK(steps.size() == static_cast<std::size_t>(model.steps));
+    CHECK(ctx.allocator().peak_bytes() - before == model.temporary_bytes);
+    CHECK(ctx.allocator().current_bytes() == before);
+    if (model.steps == 1) {
+      CHECK(model.temporary_bytes == 0);
+    } else {
+      // B Hq chunks Tq (D + 2) floats, a whole number of chunks.
+      const std::size_t per_chunk = static_cast<std::size_t>(
+          c.shape.batch * c.shape.q_heads * c.shape.q_len * (c.shape.head_dim + 2) * 4);
+      if (per_chunk > 0) {
+        CHECK(model.temporary_bytes % per_chunk == 0);
+      }
+    }
+  }
+  // One head against a long cache is cut into several chunks (up to 4096 / 128 = 32).
+  const DeviceCall d = random_call(ctx, {1, 1, 1, 1, 4096, 4096, 64}, DType::F16, rng);
+  CHECK(flash().cost_model(ctx, d.call).temporary_bytes >= 2 * (64 + 2) * 4);
+}
+
+TEST_CASE("cuda flash refuses what it cannot serve, with the reason") {
+  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+    MESSAGE("SKIPPED: " << why);
+    return;
+  }
+  Context ctx(Device::CUDA, 1);
+  std::mt19937 rng(26);
+  const DeviceCall wide = random_call(ctx, {1, 2, 2, 8, 8, 8, 300}, DType::BF16, rng);
+  CHECK_THROWS_WITH_AS(flash().forward(ctx, wide.call), doctest::Contains("head dim 300"), Error);
+
+  ops::attention::Call ints = random_call(ctx, {1, 2, 2, 8, 8, 8, 64}, DType::F32, rng).call;
+  for (Tensor* t : {&ints.q, &ints.k, &ints.v, &ints.out}) {
+    *t = Tensor::empty(t->shape(), DType::I32, ctx.allocator());
+  }
+  CHECK_THROWS_WITH_AS(flash().forward(ctx, ints), doctest::Contains("f32, f16 or bf16"), Error);
+}
