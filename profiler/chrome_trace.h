@@ -5,12 +5,26 @@
 //     {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "..."}},
 //     {"ph": "M", "name": "thread_name", "pid": 1, "tid": T, "args": {"name": "host thread T"}},
 //     {"ph": "X", "name", "cat", "pid": 1, "tid": T, "ts": us, "dur": us,
-//      "args": {"depth", "flops"?, "bytes"?, "peak_bytes"?}},           one per scope
-//     {"ph": "C", "name": "memory", "pid": 1, "ts": us, "args": {"cpu_bytes": N}}, ...]}
+//      "args": {"depth", "flops"?, "bytes"?, "peak_bytes"?, "device_us"?, ...}},  one per scope
+//     {"ph": "C", "name": "memory", "pid": 1, "ts": us, "args": {"cpu_bytes": N}}, ...],
+//    "otherData": {...}}                                                       GPU runs only
 //
 // "X" events are complete events (start and duration, in microseconds with nanosecond
 // fractions); the viewer nests them by time per thread. "C" events draw the memory counter.
-// Events are written sorted by start time (parents before their children). Cost: O(n log n).
+// Events are written sorted by start time (parents before their children).
+//
+// GPU runs add, from Trace::device:
+//   - a process "GPU 0" (pid 2) with one track per stream ("stream N", tid = CUPTI's stream id)
+//     holding the kernels, copies and memsets as "X" events (args: the enclosing scope, grid,
+//     block, registers, shared memory, occupancy, bytes), a "synchronization" track, and the
+//     device allocator's memory counter ("cuda_bytes");
+//   - one "CUDA API" track per host thread in pid 1 (tid 1000 + k) with the runtime and driver
+//     calls, apart from the scopes' tracks so clock rounding can never break their nesting;
+//   - a flow arrow from each launching API call (cudaLaunchKernel, cuLaunchKernel, cudaMemcpyAsync)
+//     to the work it launched: {"ph": "s", "id": correlation id, ...} at the call and
+//     {"ph": "f", "bp": "e", "id": correlation id, ...} at the kernel;
+//   - "otherData": {"device", "device_timing", "dropped_records", "notes"}.
+// Cost: O(n log n) in the number of events.
 #pragma once
 
 #include <ostream>

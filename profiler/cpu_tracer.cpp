@@ -6,7 +6,10 @@
 
 namespace attnscope::profiler {
 
-CpuTracer::CpuTracer() : origin_(std::chrono::steady_clock::now()) {}
+CpuTracer::CpuTracer() : origin_(std::chrono::steady_clock::now()) {
+  trace_.clock_origin_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(origin_.time_since_epoch()).count();
+}
 
 std::int64_t CpuTracer::now_ns() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
@@ -36,16 +39,21 @@ void CpuTracer::begin_scope(const char* name, const char* category) {
   scope.start_bytes = current_bytes_;
   scope.highest_bytes = current_bytes_;
   scope.event.start_ns = now_ns();
+  if (device_) device_->scope_opened(scope.event.id);  // may throw: then nothing was opened
   scopes.open.push_back(std::move(scope));
 }
 
 void CpuTracer::end_scope() {
-  const std::int64_t end = now_ns();
+  std::int64_t end = now_ns();
   const std::lock_guard<std::mutex> lock(mutex_);
   ThreadScopes& scopes = scopes_of_this_thread();
   check(!scopes.open.empty(), "profiler", "end_scope() without a matching begin_scope()");
   OpenScope scope = std::move(scopes.open.back());
   scopes.open.pop_back();
+  if (device_) {
+    device_->scope_closed(scope.event.id);
+    end = now_ns();
+  }
   scope.event.end_ns = end;
   scope.event.peak_bytes = scope.highest_bytes - scope.start_bytes;
   if (!scopes.open.empty()) scopes.open.back().event.children_ns += scope.event.duration_ns();

@@ -6,6 +6,10 @@
 // time of its direct children, and the highest rise of live bytes while it was open. Cost with
 // profiling on: one mutex lock, one clock read and one event per scope edge, one sample per
 // allocation. Ops parallelise inside a scope; allocations from worker threads are safe.
+//
+// On a GPU it also drives a DeviceRecorder (device_recorder.h) at every scope edge, after the
+// scope has its id and start time and before its end time, so the recorder's own cost (a CUPTI
+// push or a cudaEventRecord) counts in the scope's host time, never in its parent's gaps.
 #pragma once
 
 #include <chrono>
@@ -15,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "profiler/device_recorder.h"
 #include "profiler/event.h"
 #include "runtime/allocator.h"
 #include "runtime/context.h"
@@ -29,12 +34,16 @@ class CpuTracer final : public ScopeSink, public AllocationObserver {
   void on_allocation_change(Device device, std::size_t current_bytes) noexcept override;
   // Starts the memory counter at the bytes already live (before the allocator reports changes).
   void start_memory_counter(Device device, std::size_t current_bytes);
+  // The GPU side of this profile (nullptr: none, the default). Set it while no scope is open.
+  void set_device_recorder(DeviceRecorder* recorder) { device_ = recorder; }
+  DeviceRecorder* device_recorder() const { return device_; }
 
   // Finished events, in the order they closed. Read them once no scope is being recorded.
   const std::vector<Event>& events() const { return trace_.events; }
   std::vector<Event>& events() { return trace_.events; }
   const std::vector<MemorySample>& memory() const { return trace_.memory; }
   const Trace& trace() const { return trace_; }
+  Trace& trace() { return trace_; }
   // Sum of the durations of finished events with this name, in nanoseconds.
   std::int64_t total_ns(const std::string& name) const;
 
@@ -56,8 +65,9 @@ class CpuTracer final : public ScopeSink, public AllocationObserver {
   std::chrono::steady_clock::time_point origin_;
   std::mutex mutex_;
   std::vector<ThreadScopes> threads_;
-  std::int64_t next_id_ = 0;
+  std::int64_t next_id_ = 1;  // 0 is never a scope: device records use it for "none"
   std::size_t current_bytes_ = 0;
+  DeviceRecorder* device_ = nullptr;
   Trace trace_;
 };
 

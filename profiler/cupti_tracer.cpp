@@ -5,13 +5,15 @@
 #include <cupti.h>
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <new>
 #include <string>
-
-#include "runtime/error.h"
+#include <unordered_set>
 
 namespace attnscope::profiler {
 
@@ -25,8 +27,20 @@ constexpr CUpti_ActivityKind kTracedKinds[] = {
     CUPTI_ACTIVITY_KIND_MEMSET,
     CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
     CUPTI_ACTIVITY_KIND_RUNTIME,
+    CUPTI_ACTIVITY_KIND_DRIVER,
     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
 };
+
+std::int64_t steady_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// The clock CUPTI stamps records with once start() has registered it.
+std::uint64_t CUPTIAPI steady_clock_timestamp() {
+  return static_cast<std::uint64_t>(steady_now_ns());
+}
 
 std::string cupti_result_text(CUptiResult result) {
   const char* text = nullptr;
@@ -36,24 +50,38 @@ std::string cupti_result_text(CUptiResult result) {
   return text;
 }
 
-// Throws Error("cupti: <call>", "<CUPTI's message>") when `result` is not success.
-void throw_on_failure(CUptiResult result, const char* call) {
-  if (result == CUPTI_SUCCESS) return;
-  std::string what = cupti_result_text(result);
-  if (result == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES) {
-    what +=
-        " (profiling is restricted to administrators: load the nvidia driver with "
-        "NVreg_RestrictProfilingToAdminUsers=0, or run as root; in a container add "
-        "--cap-add SYS_ADMIN)";
+// The usual way out of a CUPTI failure.
+std::string usual_fix(CUptiResult result) {
+  switch (result) {
+    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES:
+      return "the driver restricts profiling to administrators: load it with "
+             "NVreg_RestrictProfilingToAdminUsers=0 (a line 'options nvidia "
+             "NVreg_RestrictProfilingToAdminUsers=0' in /etc/modprobe.d, then reboot), or run with "
+             "CAP_SYS_ADMIN (as root; in a container: --cap-add SYS_ADMIN)";
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+    case CUPTI_ERROR_HARDWARE_BUSY:
+      return "another profiler (Nsight Systems, Nsight Compute, a CUPTI-based tool) holds CUPTI: "
+             "run attnscope without it";
+    case CUPTI_ERROR_NOT_INITIALIZED:
+    case CUPTI_ERROR_NOT_COMPATIBLE:
+      return "CUPTI could not attach to the CUDA driver: use the CUPTI of a toolkit the installed "
+             "driver supports, and no other profiler at the same time";
+    default:
+      return "check that the installed driver supports this toolkit's CUPTI (nvidia-smi) and that "
+             "no other profiler is attached";
   }
-  throw Error(std::string("cupti: ") + call, what);
+}
+
+// "<call>: <CUPTI's message> (<fix>)"
+std::string failure_text(CUptiResult result, const char* call) {
+  return std::string(call) + ": " + cupti_result_text(result) + " (" + usual_fix(result) + ")";
 }
 
 // Prints one warning line and returns false when `result` is not success.
 bool warn_on_failure(CUptiResult result, const char* call) {
   if (result == CUPTI_SUCCESS) return true;
-  std::fprintf(stderr, "attnscope: warning: cupti: %s: %s\n", call,
-               cupti_result_text(result).c_str());
+  std::fprintf(stderr, "attnscope: warning: cupti: %s\n", failure_text(result, call).c_str());
   return false;
 }
 
@@ -98,11 +126,10 @@ const char* synchronization_name(CUpti_ActivitySynchronizationType type) {
   }
 }
 
-std::string runtime_api_name(CUpti_CallbackId callback_id) {
+std::string api_name(CUpti_CallbackDomain domain, CUpti_CallbackId callback_id) {
   const char* name = nullptr;
-  if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, callback_id, &name) != CUPTI_SUCCESS ||
-      name == nullptr) {
-    return "runtime call " + std::to_string(callback_id);
+  if (cuptiGetCallbackName(domain, callback_id, &name) != CUPTI_SUCCESS || name == nullptr) {
+    return "API call " + std::to_string(callback_id);
   }
   return name;
 }
@@ -165,10 +192,13 @@ DeviceEvent from_synchronization(const CUpti_ActivitySynchronization2& record) {
   return event;
 }
 
-DeviceEvent from_runtime_api(const CUpti_ActivityAPI& record) {
+DeviceEvent from_api_call(const CUpti_ActivityAPI& record) {
   DeviceEvent event;
-  event.kind = DeviceEventKind::RuntimeApi;
-  event.name = runtime_api_name(record.cbid);
+  const bool runtime = record.kind == CUPTI_ACTIVITY_KIND_RUNTIME;
+  event.kind = runtime ? DeviceEventKind::RuntimeApi : DeviceEventKind::DriverApi;
+  event.name =
+      api_name(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, record.cbid);
+  event.thread = record.threadId;
   event.start_ns = static_cast<std::int64_t>(record.start);
   event.end_ns = static_cast<std::int64_t>(record.end);
   event.correlation_id = record.correlationId;
@@ -177,7 +207,8 @@ DeviceEvent from_runtime_api(const CUpti_ActivityAPI& record) {
 
 }  // namespace
 
-// The two C callbacks CUPTI calls; a struct so they can reach the tracer's private parts.
+// The C callbacks CUPTI calls, and the process-wide setup; a struct so they can reach the
+// tracer's private parts.
 struct CuptiCallbacks {
   static void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size,
                                         std::size_t* max_records) {
@@ -199,54 +230,55 @@ struct CuptiCallbacks {
     }
     ::operator delete (buffer, std::align_val_t{CuptiTracer::kBufferAlignment});
   }
-};
 
-const char* device_event_kind_name(DeviceEventKind kind) {
-  switch (kind) {
-    case DeviceEventKind::Kernel:
-      return "kernel";
-    case DeviceEventKind::Memcpy:
-      return "memcpy";
-    case DeviceEventKind::Memset:
-      return "memset";
-    case DeviceEventKind::Synchronization:
-      return "sync";
-    case DeviceEventKind::RuntimeApi:
-      return "runtime";
+  // Done once per process, by the first start(): the buffer callbacks, then the clock (before
+  // any kind is enabled, as CUPTI asks). Returns "" or why CUPTI cannot be used.
+  static const std::string& process_setup(bool& steady_timestamps) {
+    static bool steady = false;
+    static const std::string failure = [] {
+      const CUptiResult result =
+          cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed);
+      if (result != CUPTI_SUCCESS) return failure_text(result, "cuptiActivityRegisterCallbacks");
+      // When CUPTI refuses the clock, take_events() converts with a measured offset instead.
+      steady = cuptiActivityRegisterTimestampCallback(&steady_clock_timestamp) == CUPTI_SUCCESS;
+      return std::string();
+    }();
+    steady_timestamps = steady;
+    return failure;
   }
-  return "unknown";
-}
+};
 
 CuptiTracer::~CuptiTracer() { stop(); }
 
-bool CuptiTracer::start() {
-  if (active_) return true;
+std::string CuptiTracer::start() {
+  if (active_) return "";
   CuptiTracer* expected = nullptr;
   if (!g_active_tracer.compare_exchange_strong(expected, this)) {
-    std::fprintf(stderr,
-                 "attnscope: warning: cupti: another CuptiTracer is already active; GPU "
-                 "activity is not traced\n");
-    return false;
+    return "another CuptiTracer is already active in this process";
   }
-  try {
-    throw_on_failure(cuptiActivityRegisterCallbacks(&CuptiCallbacks::buffer_requested,
-                                                    &CuptiCallbacks::buffer_completed),
-                     "cuptiActivityRegisterCallbacks");
-    for (const CUpti_ActivityKind kind : kTracedKinds) {
-      throw_on_failure(cuptiActivityEnable(kind), "cuptiActivityEnable");
-      enabled_kinds_.push_back(static_cast<int>(kind));
-    }
-    std::uint64_t now = 0;
-    throw_on_failure(cuptiGetTimestamp(&now), "cuptiGetTimestamp");
-    start_timestamp_ns_ = static_cast<std::int64_t>(now);
-  } catch (const Error& error) {
-    std::fprintf(stderr, "attnscope: warning: %s; GPU activity is not traced\n", error.what());
-    disable_enabled_kinds();
+  bool steady_timestamps = false;
+  std::string failure = CuptiCallbacks::process_setup(steady_timestamps);
+  steady_timestamps_ = steady_timestamps;
+  if (failure.empty()) failure = enable_kinds();
+  if (!failure.empty()) {
     g_active_tracer.store(nullptr);
-    return false;
+    return failure;
   }
   active_ = true;
-  return true;
+  return "";
+}
+
+std::string CuptiTracer::enable_kinds() {
+  for (const CUpti_ActivityKind kind : kTracedKinds) {
+    const CUptiResult result = cuptiActivityEnable(kind);
+    if (result != CUPTI_SUCCESS) {
+      disable_enabled_kinds();
+      return failure_text(result, "cuptiActivityEnable");
+    }
+    enabled_kinds_.push_back(static_cast<int>(kind));
+  }
+  measure_clock_offset();
+  return "";
 }
 
 void CuptiTracer::disable_enabled_kinds() {
@@ -257,29 +289,68 @@ void CuptiTracer::disable_enabled_kinds() {
   enabled_kinds_.clear();
 }
 
-void CuptiTracer::stop() {
-  if (!active_) return;
+void CuptiTracer::measure_clock_offset() {
+  if (steady_timestamps_) {
+    clock_offset_ns_ = 0;
+    return;
+  }
+  std::uint64_t cupti_now = 0;
+  if (!warn_on_failure(cuptiGetTimestamp(&cupti_now), "cuptiGetTimestamp")) return;
+  clock_offset_ns_ = static_cast<std::int64_t>(cupti_now) - steady_now_ns();
+}
+
+void CuptiTracer::pause() {
+  if (active_) disable_enabled_kinds();
+}
+
+std::string CuptiTracer::resume() {
+  if (!active_) return "CUPTI is not started";
+  if (!enabled_kinds_.empty()) return "";
+  return enable_kinds();
+}
+
+std::vector<DeviceEvent> CuptiTracer::take_events() {
+  if (!active_) return {};
   // Forced: completes every buffer, even partly filled ones, before returning.
   warn_on_failure(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
-  disable_enabled_kinds();
   std::size_t dropped_in_global_queue = 0;
   warn_on_failure(cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped_in_global_queue),
                   "cuptiActivityGetNumDroppedRecords");
+
+  std::vector<DeviceEvent> taken;
+  std::unordered_map<std::uint32_t, std::uint64_t> external_ids;
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    dropped_records_ += dropped_in_global_queue;
+    taken.swap(events_);
+    external_ids.swap(external_id_of_correlation_);
+  }
+  std::unordered_set<std::uint32_t> launched_work;
+  for (const DeviceEvent& event : taken) {
+    if (event.is_work()) launched_work.insert(event.correlation_id);
+  }
+  std::erase_if(taken, [&](const DeviceEvent& event) {
+    return event.kind == DeviceEventKind::DriverApi &&
+           !launched_work.contains(event.correlation_id);
+  });
+  for (DeviceEvent& event : taken) {
+    const auto found = external_ids.find(event.correlation_id);
+    if (found != external_ids.end()) event.external_id = found->second;
+    event.start_ns -= clock_offset_ns_;
+    event.end_ns -= clock_offset_ns_;
+  }
+  std::stable_sort(taken.begin(), taken.end(), [](const DeviceEvent& a, const DeviceEvent& b) {
+    return a.start_ns < b.start_ns;
+  });
+  return taken;
+}
+
+void CuptiTracer::stop() {
+  if (!active_) return;
+  disable_enabled_kinds();
+  warn_on_failure(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
   g_active_tracer.store(nullptr);
   active_ = false;
-
-  const std::lock_guard<std::mutex> lock(mutex_);
-  dropped_records_ += dropped_in_global_queue;
-  for (DeviceEvent& event : events_) {
-    const auto found = external_id_of_correlation_.find(event.correlation_id);
-    if (found != external_id_of_correlation_.end()) event.external_id = found->second;
-  }
-  if (dropped_records_ != 0) {
-    std::fprintf(stderr,
-                 "attnscope: warning: cupti dropped %zu activity records; the GPU trace is "
-                 "incomplete\n",
-                 dropped_records_);
-  }
 }
 
 void CuptiTracer::push_scope(std::uint64_t scope_id) {
@@ -295,6 +366,16 @@ void CuptiTracer::pop_scope() {
   warn_on_failure(
       cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &popped_id),
       "cuptiActivityPopExternalCorrelationId");
+}
+
+std::size_t CuptiTracer::dropped_records() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return dropped_records_;
+}
+
+std::size_t CuptiTracer::unparsed_records() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return unparsed_records_;
 }
 
 void CuptiTracer::on_buffer_completed(std::uint8_t* buffer, std::size_t valid_bytes,
@@ -326,7 +407,8 @@ void CuptiTracer::on_buffer_completed(std::uint8_t* buffer, std::size_t valid_by
             from_synchronization(*reinterpret_cast<const CUpti_ActivitySynchronization2*>(record)));
         break;
       case CUPTI_ACTIVITY_KIND_RUNTIME:
-        events_.push_back(from_runtime_api(*reinterpret_cast<const CUpti_ActivityAPI*>(record)));
+      case CUPTI_ACTIVITY_KIND_DRIVER:
+        events_.push_back(from_api_call(*reinterpret_cast<const CUpti_ActivityAPI*>(record)));
         break;
       case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
         const auto& correlation =

@@ -1,10 +1,17 @@
-// What the profiler records: events (one per closed scope) and memory samples, and the Trace
-// that holds both for the exporters (chrome_trace.h, summary.h, summary_json.h).
+// What the profiler records, and the Trace that holds it for the exporters (chrome_trace.h,
+// summary.h, summary_json.h).
 //
-// Times are nanoseconds since the tracer was made (host steady clock). An event knows its
-// parent, so nesting survives any reordering; `children_ns` is the time spent in its direct
-// children, so self time = duration - children_ns exactly. `flops` and `bytes` (bytes a step
-// must move) are filled in by whoever knows the work of a scope; 0 means unknown.
+// Host side (every run): one Event per closed scope, and memory samples. Times are nanoseconds
+// since the tracer was made (host steady clock; Trace::clock_origin_ns is that clock's reading at
+// time 0). An event knows its parent, so nesting survives any reordering; `children_ns` is the
+// time spent in its direct children, so self time = duration - children_ns exactly. `flops` and
+// `bytes` (bytes a step must move) are filled in by whoever knows the work of a scope; 0 means
+// unknown.
+//
+// Device side (GPU runs, see device_recorder.h): one DeviceEvent per CUPTI activity record
+// (kernel, copy, memset, synchronisation, runtime or driver API call) on the same clock, and per
+// Event its device time: the kernels, copies and memsets launched inside the scope (CUPTI), or
+// the time between two CUDA events recorded on the stream at the scope's edges (the fallback).
 #pragma once
 
 #include <cstddef>
@@ -20,7 +27,7 @@ struct Event {
   std::string name;
   std::string category;
   int thread = 0;            // 1 = the first host thread that opened a scope, 2 = the next...
-  std::int64_t id = 0;       // opening order, from 0
+  std::int64_t id = 0;       // opening order, from 1 (0: "no scope" in device records)
   std::int64_t parent = -1;  // id of the enclosing scope on the same thread; -1 at the top
   int depth = 0;             // number of enclosing scopes
   std::int64_t start_ns = 0;
@@ -32,6 +39,14 @@ struct Event {
   // at the highest point while it was open (0 when memory is not watched). For an attention
   // call this is exactly its temporaries.
   std::size_t peak_bytes = 0;
+  // GPU runs (device_time.h): device time of the scope with its children, and the part launched
+  // directly inside it (not inside a child). -1 = not measured (CPU runs).
+  std::int64_t device_ns = -1;
+  std::int64_t device_self_ns = -1;
+  // Time between the CUDA events recorded on the stream when the scope opened and closed: the
+  // fallback timer, and with CUPTI the second opinion of `attnscope profile --fidelity`. -1 = none.
+  std::int64_t event_timer_ns = -1;
+  int kernels = 0;  // kernels, copies and memsets CUPTI saw launched directly inside the scope
 
   std::int64_t duration_ns() const { return end_ns - start_ns; }
   std::int64_t self_ns() const { return duration_ns() - children_ns; }
@@ -44,9 +59,69 @@ struct MemorySample {
   std::size_t current_bytes = 0;
 };
 
+enum class DeviceEventKind { Kernel, Memcpy, Memset, Synchronization, RuntimeApi, DriverApi };
+
+constexpr const char* device_event_kind_name(DeviceEventKind kind) {
+  switch (kind) {
+    case DeviceEventKind::Kernel:
+      return "kernel";
+    case DeviceEventKind::Memcpy:
+      return "memcpy";
+    case DeviceEventKind::Memset:
+      return "memset";
+    case DeviceEventKind::Synchronization:
+      return "sync";
+    case DeviceEventKind::RuntimeApi:
+      return "cuda_runtime";
+    case DeviceEventKind::DriverApi:
+      return "cuda_driver";
+  }
+  return "unknown";
+}
+
+// One CUPTI activity record. Times are on the Trace's clock (ns since the tracer was made).
+struct DeviceEvent {
+  DeviceEventKind kind = DeviceEventKind::Kernel;
+  std::string name;  // demangled kernel name, "Memcpy HtoD", "cudaLaunchKernel", ...
+  int device = -1;
+  int stream = -1;           // CUPTI's stream id (work and stream synchronisations)
+  std::uint32_t thread = 0;  // API calls: CUPTI's id of the calling host thread
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::uint32_t correlation_id = 0;  // shared by an API call and the work it launched
+  std::uint64_t external_id = 0;  // id of the innermost profiler scope open at the launch; 0 = none
+  // Kernels only.
+  int grid_x = 0, grid_y = 0, grid_z = 0;
+  int block_x = 0, block_y = 0, block_z = 0;
+  int registers_per_thread = 0;
+  int static_shared_bytes = 0;
+  int dynamic_shared_bytes = 0;
+  double occupancy = -1;        // theoretical occupancy of the launch (occupancy.h); -1 unknown
+  std::string occupancy_limit;  // what bounds it: "warps", "registers", "shared memory", "blocks"
+  // Memcpy and memset only.
+  std::uint64_t bytes = 0;
+
+  std::int64_t duration_ns() const { return end_ns - start_ns; }
+  // Work that occupies the GPU (as opposed to API calls and synchronisations).
+  bool is_work() const {
+    return kind == DeviceEventKind::Kernel || kind == DeviceEventKind::Memcpy ||
+           kind == DeviceEventKind::Memset;
+  }
+  bool is_api_call() const {
+    return kind == DeviceEventKind::RuntimeApi || kind == DeviceEventKind::DriverApi;
+  }
+};
+
 struct Trace {
-  std::vector<Event> events;  // in the order they closed
+  std::int64_t clock_origin_ns = 0;  // steady-clock reading (ns since its epoch) of time 0
+  std::vector<Event> events;         // in the order they closed
   std::vector<MemorySample> memory;
+  // GPU runs only.
+  std::vector<DeviceEvent> device;  // in start order per collection
+  std::string device_timing;        // "cupti", "cuda events", "cupti + cuda events"; "" on the CPU
+  std::string device_name;          // "GPU 0: NVIDIA H200"
+  std::size_t dropped_records = 0;  // CUPTI records lost for lack of buffer space
+  std::vector<std::string> notes;   // facts about the run, written into the trace's metadata
 };
 
 }  // namespace attnscope::profiler

@@ -1,11 +1,14 @@
 // The summary table as JSON, for scripts and for `attnscope compare --diff`:
 //
-//   {"format": "attnscope-profile-summary", "version": 1, "wall_ns": N,
+//   {"format": "attnscope-profile-summary", "version": 1, "wall_ns": N, "device_wall_ns": N|null,
 //    "peak_memory_bytes": N, "rows": [{"name", "category", "calls", "total_ns", "self_ns",
 //    "average_ns", "self_percent", "flops", "bytes", "gflops_per_s", "gbytes_per_s",
-//    "peak_bytes"}, ...]}
+//    "peak_bytes", "device_total_ns", "device_self_ns", "device_self_percent", "kernels"}, ...],
+//    "kernels": [{"name", "scope", "calls", "total_ns", "average_ns", "min_ns", "max_ns", "grid",
+//    "block", "registers_per_thread", "shared_bytes", "occupancy", "occupancy_limit"}, ...]}
 //
-// Times in nanoseconds, bytes in bytes; flops/bytes and their rates are 0 when unknown.
+// Times in nanoseconds, bytes in bytes; flops/bytes and their rates are 0 when unknown. The
+// device fields are null (and "kernels" empty) on the CPU, where nothing measures them.
 #pragma once
 
 #include <cstdint>
@@ -16,8 +19,10 @@
 
 namespace attnscope::profiler {
 
-// `peak_memory_bytes`: the highest live bytes of the run's allocator.
+// `peak_memory_bytes`: the highest live bytes of the run's allocator. `device_wall`:
+// device_wall_ns() (-1 on the CPU).
 nlohmann::json summary_json(const std::vector<SummaryRow>& rows, std::int64_t wall,
-                            std::size_t peak_memory_bytes);
+                            std::size_t peak_memory_bytes, std::int64_t device_wall = -1,
+                            const std::vector<KernelRow>& kernels = {});
 
 }  // namespace attnscope::profiler

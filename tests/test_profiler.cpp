@@ -1,10 +1,11 @@
-// The host-timer tracer: scopes nest, durations are consistent, and profiling off records
-// nothing.
+// The host-timer tracer: scopes nest, durations are consistent, profiling off records nothing,
+// and a device recorder (the GPU side) is told every scope edge with the scope's id.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 
 #include "models/gpt2/model.h"
+#include "profiler/attach.h"
 #include "profiler/cpu_tracer.h"
 #include "profiler/scope.h"
 #include "runtime/error.h"
@@ -57,4 +58,43 @@ TEST_CASE("a GPT-2 forward pass opens a scope per layer, block and op") {
   CHECK(count("linear") == 4 * layers + 1);  // qkv, out, up, down per layer + the LM head
   CHECK(count("layer_norm") == 2 * layers + 1);
   CHECK(tracer.events().back().name == "forward");
+}
+
+namespace {
+
+// A DeviceRecorder that writes down what it is told: the wiring, checked without a GPU.
+class RecordingDevice final : public profiler::DeviceRecorder {
+ public:
+  std::vector<std::string> calls;
+  void scope_opened(std::int64_t id) override { calls.push_back("open " + std::to_string(id)); }
+  void scope_closed(std::int64_t id) noexcept override {
+    calls.push_back("close " + std::to_string(id));
+  }
+  void resume() override { calls.push_back("resume"); }
+  void pause() noexcept override { calls.push_back("pause"); }
+  void collect(profiler::Trace& /*trace*/) override { calls.push_back("collect"); }
+};
+
+}  // namespace
+
+TEST_CASE("a device recorder sees every scope edge, nested, between resume and pause") {
+  Context ctx(1);
+  profiler::CpuTracer tracer;
+  RecordingDevice device;
+  tracer.set_device_recorder(&device);
+  {
+    const profiler::Profiling on(ctx, tracer);
+    profiler::Scope outer(ctx, "outer", "step");
+    { profiler::Scope inner(ctx, "inner"); }
+  }
+  { profiler::Scope off(ctx, "not profiled"); }
+  // Ids start at 1: 0 means "no scope" in device records.
+  const std::vector<std::string> expected = {"resume",  "open 1",  "open 2",
+                                             "close 2", "close 1", "pause"};
+  CHECK(device.calls == expected);
+  REQUIRE(tracer.events().size() == 2);
+  CHECK(tracer.events()[0].id == 2);
+  CHECK(tracer.events()[1].id == 1);
+  CHECK(tracer.events()[0].parent == 1);
+  CHECK(tracer.events()[0].device_ns == -1);  // nothing measured it
 }

@@ -4,12 +4,15 @@
 // two saved profile summaries side by side instead (see compare_diff.h).
 //
 // Cost: backends x prompt lengths x --reps runs of one prefill and --gen decode steps, on one
-// model loaded once.
+// model loaded once. --device cuda runs them on the GPU (steps timed to the end of their kernels,
+// attention shares from device time; see profile_run.h), in --dtype.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 
 #include "ops/attention/attention.h"
+#include "runtime/dtype.h"
 #include "runtime/error.h"
 #include "tools/attnscope/commands.h"
 #include "tools/attnscope/common.h"
@@ -27,7 +30,7 @@ struct CompareFlags {
   std::vector<std::int64_t> prompt_lens = {128, 512};
   std::int64_t gen = 16;
   int reps = 3;
-  int threads = 0;
+  DeviceOptions device;
   std::uint64_t seed = 0;
   std::string out_dir;
   std::vector<std::string> diff;
@@ -97,8 +100,9 @@ int run_compare(const CompareFlags& flags) {
   check(!error && fs::is_directory(flags.out_dir), flags.out_dir,
         "cannot create the output directory" + (error ? ": " + error.message() : std::string()));
 
-  Context ctx(flags.threads);
-  gpt2::Model model = load_model(flags.model, ctx);
+  const std::unique_ptr<Context> context = make_context(flags.device);
+  Context& ctx = *context;
+  gpt2::Model model = load_model(flags.model, ctx, parse_dtype(flags.device.dtype));
   std::vector<CaseResult> cases;
   for (std::int64_t prompt_len : flags.prompt_lens) {
     for (const std::string& name : flags.backends) {
@@ -118,7 +122,14 @@ int run_compare(const CompareFlags& flags) {
       cases.push_back(std::move(result));
     }
   }
-  CompareSetup setup{flags.model, cpu_model(), ctx.threads(), flags.gen, flags.reps};
+  CompareSetup setup;
+  setup.model = flags.model;
+  setup.cpu = cpu_model();
+  setup.threads = ctx.threads();
+  if (ctx.device() == Device::CUDA) setup.device = ctx.describe();
+  setup.dtype = flags.device.dtype;
+  setup.gen = flags.gen;
+  setup.reps = flags.reps;
   const nlohmann::json report = build_report(setup, cases);
   const fs::path dir(flags.out_dir);
   write_file(dir / "report.json", report.dump(2) + "\n");
@@ -163,7 +174,7 @@ Subcommand add_compare(CLI::App& app) {
   sub->add_option("--reps", flags->reps, "Runs per backend and prompt length")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
-  add_threads_flag(*sub, flags->threads);
+  add_device_flags(*sub, flags->device);
   sub->add_option("--seed", flags->seed, "Seed of the random prompt ids")->capture_default_str();
   CLI::Option* out = sub->add_option("--out", flags->out_dir,
                                      "Directory for report.md, report.json and the SVG charts");

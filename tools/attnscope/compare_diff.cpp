@@ -1,3 +1,6 @@
+// `compare --diff` (see compare_diff.h). When both summaries come from GPU runs (every row has a
+// device time), the table compares device time, which is what the GPU spent; the host times of
+// a GPU run only say how long queuing the work took.
 #include "tools/attnscope/compare_diff.h"
 
 #include <algorithm>
@@ -17,6 +20,7 @@ namespace {
 struct Side {
   double total_ms = 0;
   std::int64_t calls = 0;
+  double device_ms = -1;  // -1: not measured (a CPU run)
 };
 
 std::map<std::string, Side> read_summary(const std::string& path) {
@@ -34,9 +38,11 @@ std::map<std::string, Side> read_summary(const std::string& path) {
   std::map<std::string, Side> rows;
   try {
     for (const nlohmann::json& row : json["rows"]) {
+      const nlohmann::json device = row.value("device_total_ns", nlohmann::json());
       rows[row.at("name").get<std::string>()] = {
           static_cast<double>(row.at("total_ns").get<std::int64_t>()) / 1e6,
-          row.at("calls").get<std::int64_t>()};
+          row.at("calls").get<std::int64_t>(),
+          device.is_number() ? static_cast<double>(device.get<std::int64_t>()) / 1e6 : -1.0};
     }
   } catch (const nlohmann::json::exception& e) {
     throw Error(path, std::string("bad summary row: ") + e.what());
@@ -47,7 +53,18 @@ std::map<std::string, Side> read_summary(const std::string& path) {
 }  // namespace
 
 std::string diff_profiles(const std::string& path_a, const std::string& path_b) {
-  const std::map<std::string, Side> a = read_summary(path_a), b = read_summary(path_b);
+  std::map<std::string, Side> a = read_summary(path_a), b = read_summary(path_b);
+  auto all_on_device = [](const std::map<std::string, Side>& rows) {
+    return !rows.empty() && std::all_of(rows.begin(), rows.end(), [](const auto& entry) {
+      return entry.second.device_ms >= 0;
+    });
+  };
+  const bool device = all_on_device(a) && all_on_device(b);
+  if (device) {
+    for (auto* rows : {&a, &b}) {
+      for (auto& [name, side] : *rows) side.total_ms = side.device_ms;
+    }
+  }
   std::vector<std::string> names;
   for (const auto& [name, side] : a) names.push_back(name);
   for (const auto& [name, side] : b) {
@@ -64,8 +81,11 @@ std::string diff_profiles(const std::string& path_a, const std::string& path_b) 
     return std::abs(change(x)) > std::abs(change(y));
   });
   std::ostringstream md;
+  const std::string time = device ? "device ms" : "total ms";
   md << "A: " << path_a << "\nB: " << path_b << "\n\n"
-     << "| name | A calls | A total ms | B calls | B total ms | change ms | change % |\n"
+     << (device ? "Both are GPU profiles: the times are device times.\n\n" : "")
+     << "| name | A calls | A " << time << " | B calls | B " << time
+     << " | change ms | change % |\n"
      << "|---|---:|---:|---:|---:|---:|---:|\n"
      << std::fixed << std::setprecision(3);
   for (const std::string& name : names) {

@@ -188,6 +188,8 @@ json build_report(const CompareSetup& setup, const std::vector<CaseResult>& case
        {{"model", setup.model},
         {"cpu", setup.cpu},
         {"threads", setup.threads},
+        {"device", setup.device.empty() ? nlohmann::json() : nlohmann::json(setup.device)},
+        {"dtype", setup.dtype},
         {"decode_steps", setup.gen},
         {"repetitions", setup.reps}}},
       {"cases", out_cases},
@@ -203,9 +205,15 @@ json build_report(const CompareSetup& setup, const std::vector<CaseResult>& case
 std::string report_markdown(const json& report) {
   const json& setup = report["setup"];
   std::ostringstream md;
-  md << "# attnscope compare: " << setup["model"].get<std::string>() << "\n\n"
-     << "CPU " << setup["cpu"].get<std::string>() << ", " << setup["threads"] << " threads; "
-     << setup["repetitions"] << " repetitions of a prefill then " << setup["decode_steps"]
+  md << "# attnscope compare: " << setup["model"].get<std::string>() << "\n\n";
+  if (setup.value("device", json()).is_string()) {
+    md << "GPU " << setup["device"].get<std::string>() << ", " << setup["dtype"].get<std::string>()
+       << "; steps timed to the end of their kernels, attention shares from device time, CUDA "
+          "graphs off; ";
+  } else {
+    md << "CPU " << setup["cpu"].get<std::string>() << ", " << setup["threads"] << " threads; ";
+  }
+  md << setup["repetitions"] << " repetitions of a prefill then " << setup["decode_steps"]
      << " decode steps per backend and prompt length. Decode steps alternate profiled and "
         "unprofiled (P U U P); decode ms/token is the median of the unprofiled ones, prefill "
         "ms the median of the profiled prefills. Sizes in binary units (KiB, MiB).\n\n";

@@ -6,6 +6,9 @@
 // backend's median, per phase and prompt length). "Simpler" and "more elaborate" follow the
 // registry's order (naive, inplace, math, fused, flash): each pair where an earlier backend is
 // faster than a later one is stated.
+//
+// On a GPU the steps are timed to the end of their kernels, and attention shares are device
+// times (the kernels inside the attention scopes over those inside the forward step).
 #pragma once
 
 #include <cstdint>
@@ -37,6 +40,8 @@ struct CompareSetup {
   std::string model;
   std::string cpu;
   int threads = 0;
+  std::string device;  // "" on the CPU, else Context::describe() ("cuda: NVIDIA H200, ...")
+  std::string dtype = "f32";
   std::int64_t gen = 0;
   int reps = 0;
 };

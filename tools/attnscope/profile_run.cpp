@@ -4,10 +4,12 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <iostream>
 #include <random>
 
 #include "profiler/attach.h"
 #include "runtime/error.h"
+#include "runtime/transfer.h"
 
 namespace attnscope::cli {
 
@@ -25,11 +27,17 @@ double useful_attention_flops(std::int64_t batch, std::int64_t heads, std::int64
   return 4.0 * static_cast<double>(batch * heads * head_dim) * visible_pairs;
 }
 
-// q and out [B, Hq, Tq, D], k and v [B, Hkv, kv_len, D], all f32.
-double attention_bytes(std::int64_t batch, std::int64_t heads, std::int64_t kv_heads,
+// q and out [B, Hq, Tq, D], k and v [B, Hkv, kv_len, D], all of `dtype`.
+double attention_bytes(DType dtype, std::int64_t batch, std::int64_t heads, std::int64_t kv_heads,
                        std::int64_t head_dim, std::int64_t q_len, std::int64_t kv_len) {
-  return 4.0 * static_cast<double>(batch * head_dim) *
+  return static_cast<double>(dtype_size(dtype)) * static_cast<double>(batch * head_dim) *
          static_cast<double>(2 * heads * q_len + 2 * kv_heads * kv_len);
+}
+
+// A scope's time for the step's facts: the device time when the GPU side measured it, else the
+// host time.
+std::int64_t measured_ns(const profiler::Event& e) {
+  return e.device_ns >= 0 ? e.device_ns : e.duration_ns();
 }
 
 // The attention events of [first, end) and their direct children: fills the step's attention
@@ -43,7 +51,7 @@ void read_attention_calls(std::vector<profiler::Event>& events, StepRecord& step
     if (call.category != "attention") continue;
     call.flops = static_cast<std::uint64_t>(flops);
     call.bytes = static_cast<std::uint64_t>(bytes);
-    attention_ns += call.duration_ns();
+    attention_ns += measured_ns(call);
     ++step.attention_calls;
     const auto children = static_cast<int>(
         std::count_if(events.begin() + static_cast<std::ptrdiff_t>(step.first_event),
@@ -58,21 +66,40 @@ void read_attention_calls(std::vector<profiler::Event>& events, StepRecord& step
   step.attention_ms = static_cast<double>(attention_ns) / 1e6;
 }
 
-// The backend's cost model for a call of this shape, asked with tensors of the right shapes
-// taken from a scratch context, so that the measured run's allocator never sees them.
-attention::CostModel expected_cost(const Context& ctx, const attention::Backend& backend,
+// The backend's cost model for a call of this shape, asked with tensors of the right shapes and
+// dtype. On the CPU they come from a scratch context, so that the measured run's allocator never
+// sees them; on a GPU from ctx's allocator (the cost model must see device tensors), after the
+// step's memory was measured and while no profiler watches.
+attention::CostModel expected_cost(Context& ctx, const attention::Backend& backend, DType dtype,
                                    std::int64_t batch, std::int64_t heads, std::int64_t kv_heads,
                                    std::int64_t head_dim, std::int64_t q_len, std::int64_t kv_len) {
   Context scratch(ctx.threads());
-  Allocator& allocator = scratch.allocator();
+  Context& owner = ctx.device() == Device::CPU ? scratch : ctx;
+  Allocator& allocator = owner.allocator();
   attention::Call call;
-  call.q = Tensor::empty({batch, heads, q_len, head_dim}, DType::F32, allocator);
-  call.k = Tensor::empty({batch, kv_heads, kv_len, head_dim}, DType::F32, allocator);
-  call.v = Tensor::empty({batch, kv_heads, kv_len, head_dim}, DType::F32, allocator);
-  call.out = Tensor::empty(call.q.shape(), DType::F32, allocator);
+  call.q = Tensor::empty({batch, heads, q_len, head_dim}, dtype, allocator);
+  call.k = Tensor::empty({batch, kv_heads, kv_len, head_dim}, dtype, allocator);
+  call.v = Tensor::empty({batch, kv_heads, kv_len, head_dim}, dtype, allocator);
+  call.out = Tensor::empty(call.q.shape(), dtype, allocator);
   call.kv_len = kv_len;
   call.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  return backend.cost_model(scratch, call);
+  return backend.cost_model(owner, call);
+}
+
+// On a GPU: gives the run its device recorder, and says that the steps run without CUDA graphs.
+void attach_device(Context& ctx, ProfiledRun& run, profiler::GpuTiming timing) {
+  if constexpr (kCudaBuild) {
+    if (ctx.device() != Device::CUDA) return;
+    run.device = profiler::make_gpu_recorder(ctx, timing);
+    run.tracer->set_device_recorder(run.device.get());
+    const std::string note =
+        "CUDA graphs are off while profiling: every op launches its kernels one by one (eager), "
+        "so launch gaps are those of eager execution; generate and bench may replay graphs";
+    run.tracer->trace().notes.push_back(note);
+    static bool told = false;  // once per process: compare makes many runs
+    if (!told) std::cerr << "attnscope: profiling on cuda: " << note << "\n";
+    told = true;
+  }
 }
 
 double milliseconds_since(std::chrono::steady_clock::time_point start) {
@@ -80,27 +107,30 @@ double milliseconds_since(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-// Runs `work` as one step: timed, profiled when `step.profiled`, with the allocator's peak.
+// Runs `work` as one step: timed until the device has finished it, profiled when
+// `step.profiled` (the profiler is switched on and off outside the clock), with the allocator's
+// peak; on a GPU the step's device activity is collected at once.
 template <typename Work>
 void run_step(Context& ctx, ProfiledRun& run, StepRecord& step, Work work) {
   Allocator& allocator = ctx.allocator();
   allocator.reset_peak();
   step.first_event = run.tracer->events().size();
-  const auto start = std::chrono::steady_clock::now();
-  if (step.profiled) {
-    const profiler::Profiling on(ctx, *run.tracer);
+  {
+    std::optional<profiler::Profiling> on;
+    if (step.profiled) on.emplace(ctx, *run.tracer);
+    const auto start = std::chrono::steady_clock::now();
     work();
-  } else {
-    work();
+    ctx.synchronize();  // a no-op on the CPU
+    step.wall_ms = milliseconds_since(start);
   }
-  step.wall_ms = milliseconds_since(start);
   step.end_event = run.tracer->events().size();
   step.peak_bytes = allocator.peak_bytes();
   run.peak_bytes = std::max(run.peak_bytes, step.peak_bytes);
-  if (step.profiled && step.end_event > step.first_event) {
-    step.forward_ms =
-        static_cast<double>(run.tracer->events()[step.end_event - 1].duration_ns()) / 1e6;
-  }
+  if (!step.profiled || step.end_event == step.first_event) return;
+  if (run.device) run.device->collect(run.tracer->trace());
+  const profiler::Event& top = run.tracer->events()[step.end_event - 1];
+  step.device_times = top.device_ns >= 0;
+  step.forward_ms = static_cast<double>(measured_ns(top)) / 1e6;
 }
 
 }  // namespace
@@ -126,13 +156,16 @@ ProfiledRun profile_model(Context& ctx, const gpt2::Model& model, const ModelRun
 
   const std::int64_t heads = config.n_heads, kv_heads = config.n_kv_heads;
   const std::int64_t head_dim = config.head_dim();
-  const double weight_bytes = 4.0 * static_cast<double>(model.parameter_count());
+  const DType dtype = model.weights().token_embedding.dtype();
+  const double weight_bytes =
+      static_cast<double>(dtype_size(dtype)) * static_cast<double>(model.parameter_count());
   const double projection_flops_per_token =
       2.0 * static_cast<double>(config.n_layers) *
       static_cast<double>(4 * config.d_model * config.d_model + 2 * config.d_model * config.d_ff);
   const double head_flops = 2.0 * static_cast<double>(config.vocab_size * config.d_model);
 
   ProfiledRun run;
+  attach_device(ctx, run, options.gpu_timing);
   KVCache cache = model.new_cache(ctx, 1, options.prompt_len + options.gen);
   auto forward_step = [&](const std::string& phase, std::span<const std::int32_t> ids,
                           bool profiled) {
@@ -143,11 +176,12 @@ ProfiledRun profile_model(Context& ctx, const gpt2::Model& model, const ModelRun
     step.profiled = profiled;
     run_step(ctx, run, step, [&] { model.forward(ctx, ids, 1, cache); });
     if (profiled) {
-      step.expected = expected_cost(ctx, model.attention(), 1, heads, kv_heads, head_dim,
+      step.expected = expected_cost(ctx, model.attention(), dtype, 1, heads, kv_heads, head_dim,
                                     step.q_len, step.kv_len);
       const double flops = useful_attention_flops(1, heads, head_dim, step.q_len, step.kv_len);
-      read_attention_calls(run.tracer->events(), step, flops,
-                           attention_bytes(1, heads, kv_heads, head_dim, step.q_len, step.kv_len));
+      read_attention_calls(
+          run.tracer->events(), step, flops,
+          attention_bytes(dtype, 1, heads, kv_heads, head_dim, step.q_len, step.kv_len));
       profiler::Event& forward = run.tracer->events()[step.end_event - 1];
       forward.flops =
           static_cast<std::uint64_t>(projection_flops_per_token * static_cast<double>(step.q_len) +
@@ -166,28 +200,33 @@ ProfiledRun profile_model(Context& ctx, const gpt2::Model& model, const ModelRun
 }
 
 ProfiledRun profile_attention_op(Context& ctx, const attention::Backend& backend,
-                                 const AttentionShape& shape, int reps, std::uint64_t seed) {
-  Allocator& allocator = ctx.allocator();
-  std::mt19937_64 rng(seed);
+                                 const AttentionRunOptions& options) {
+  const AttentionShape& shape = options.shape;
+  // Inputs are drawn in f32 on the host, converted to the dtype there and copied to the device
+  // (on the CPU they are made in ctx's allocator directly, as the measured run's own).
+  Allocator& staging = ctx.device() == Device::CPU ? ctx.allocator() : ctx.host_allocator();
+  std::mt19937_64 rng(options.seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   auto random = [&](const Shape& dims) {
-    Tensor t = Tensor::empty(dims, DType::F32, allocator);
+    Tensor t = Tensor::empty(dims, DType::F32, staging);
     for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = normal(rng);
-    return t;
+    return to_device(ctx, options.dtype == DType::F32 ? t : t.to_dtype(options.dtype, staging));
   };
   const Shape dims = {shape.batch, shape.heads, shape.seq_len, shape.head_dim};
   attention::Call call;
   call.q = random(dims);
   call.k = random(dims);
   call.v = random(dims);
-  call.out = Tensor::empty(dims, DType::F32, allocator);
+  call.out = Tensor::empty(dims, options.dtype, ctx.allocator());
   call.kv_len = shape.seq_len;
   call.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
 
   ProfiledRun run;
+  attach_device(ctx, run, options.gpu_timing);
   backend.forward(ctx, call);  // warm-up
+  ctx.synchronize();
   const attention::CostModel expected = backend.cost_model(ctx, call);
-  for (int i = 0; i < reps; ++i) {
+  for (int i = 0; i < options.reps; ++i) {
     StepRecord step;
     step.phase = "attention";
     step.q_len = shape.seq_len;
@@ -199,8 +238,8 @@ ProfiledRun profile_attention_op(Context& ctx, const attention::Backend& backend
       read_attention_calls(run.tracer->events(), step,
                            useful_attention_flops(shape.batch, shape.heads, shape.head_dim,
                                                   shape.seq_len, shape.seq_len),
-                           attention_bytes(shape.batch, shape.heads, shape.heads, shape.head_dim,
-                                           shape.seq_len, shape.seq_len));
+                           attention_bytes(options.dtype, shape.batch, shape.heads, shape.heads,
+                                           shape.head_dim, shape.seq_len, shape.seq_len));
     }
     run.steps.push_back(step);
   }

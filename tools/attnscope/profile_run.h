@@ -11,6 +11,13 @@
 // (useful FLOPs, 4 B Hq D per visible query-key pair; bytes of q, k, v read and out written)
 // and the forward steps (2 FLOPs per weight per token in the projections plus attention; every
 // weight read once).
+//
+// On a GPU (a CUDA context) the run also holds a DeviceRecorder (profiler/device_recorder.h):
+// every step is timed up to the end of its GPU work (ctx.synchronize() inside the clock), each
+// profiled step's device activity is collected right after it, and the attention and forward
+// times of profiled steps are device times (the kernels inside the scopes), since host scopes
+// only time the queuing of asynchronous work. Profiling turns CUDA graphs off (attach.h): the
+// steps run eagerly, and a note in the trace says so.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +29,7 @@
 #include "models/gpt2/model.h"
 #include "ops/attention/attention.h"
 #include "profiler/cpu_tracer.h"
+#include "profiler/device_recorder.h"
 #include "runtime/context.h"
 
 namespace attnscope::cli {
@@ -40,8 +48,9 @@ struct StepRecord {
   std::size_t peak_bytes = 0;  // the allocator's highest live bytes during the step
   // The rest is known for profiled steps only.
   std::size_t first_event = 0, end_event = 0;  // [first, end) in the tracer's events
-  double forward_ms = 0;                       // the step's top-level scope
-  double attention_ms = 0;                     // all attention calls of the step
+  bool device_times = false;  // forward_ms and attention_ms are device times (GPU runs)
+  double forward_ms = 0;      // the step's top-level scope
+  double attention_ms = 0;    // all attention calls of the step
   int attention_calls = 0;
   ops::attention::CostModel expected;  // the backend's cost model for this step's calls
   int steps_observed_min = 0, steps_observed_max = 0;
@@ -51,6 +60,7 @@ struct StepRecord {
 
 struct ProfiledRun {
   std::unique_ptr<profiler::CpuTracer> tracer = std::make_unique<profiler::CpuTracer>();
+  std::unique_ptr<profiler::DeviceRecorder> device;  // GPU runs only
   std::vector<StepRecord> steps;
   std::size_t peak_bytes = 0;  // the allocator's highest live bytes over the run
 };
@@ -60,6 +70,7 @@ struct ModelRunOptions {
   std::int64_t gen = 16;
   Capture capture = Capture::All;
   std::uint64_t seed = 0;
+  profiler::GpuTiming gpu_timing = profiler::GpuTiming::Cupti;  // GPU runs only
 };
 
 // Prefill of prompt_len seeded random ids, then `gen` decode steps (random ids as well: the
@@ -70,10 +81,19 @@ struct AttentionShape {
   std::int64_t batch = 8, heads = 16, seq_len = 1024, head_dim = 64;
 };
 
-// Causal prefill attention of `shape` on random inputs: one unprofiled warm-up call, then
-// `reps` calls alternating profiled and unprofiled as decode steps do.
+struct AttentionRunOptions {
+  AttentionShape shape;
+  int reps = 4;
+  std::uint64_t seed = 0;
+  DType dtype = DType::F32;  // of q, k, v and out (f16/bf16 on a GPU only)
+  profiler::GpuTiming gpu_timing = profiler::GpuTiming::Cupti;  // GPU runs only
+};
+
+// Causal prefill attention on random inputs (on ctx's device, in options.dtype): one
+// unprofiled warm-up call, then `reps` calls alternating profiled and unprofiled as decode
+// steps do.
 ProfiledRun profile_attention_op(Context& ctx, const ops::attention::Backend& backend,
-                                 const AttentionShape& shape, int reps, std::uint64_t seed);
+                                 const AttentionRunOptions& options);
 
 // Median step time of the profiled and the unprofiled steps of one phase.
 struct Overhead {

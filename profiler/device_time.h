@@ -1,0 +1,41 @@
+// Device time per scope: what the GPU spent inside each profiler scope.
+//
+// With CUPTI, every kernel, copy and memset record carries the id of the innermost scope open
+// on the host thread when it was launched (its external correlation id). A scope's device self
+// time is the sum of the durations of the records that carry its id; its device time adds its
+// children's:
+//
+//   device_self_ns(s) = sum of duration(r) over work records r with r.external_id == s.id
+//   device_ns(s)      = device_self_ns(s) + sum of device_ns(c) over the direct children c of s
+//
+// so, like host time, the self times of all scopes add up to the device time of the top-level
+// scopes. It counts only the time work ran: gaps while the GPU waits for the host's next launch
+// are in no scope's device time.
+//
+// With the CUDA-event fallback, a scope's device time is the time between the events recorded
+// on the stream at its edges (Event::event_timer_ns), gaps included, and its self time is that
+// minus its children's (clamped at 0: the events' resolution is about half a microsecond).
+//
+// Events are processed in closing order (children close before their parents), so one pass
+// over the events fills both fields. Cost: O(events + device records).
+#pragma once
+
+#include <cstddef>
+
+#include "profiler/event.h"
+
+namespace attnscope::profiler {
+
+enum class DeviceTimeSource { Activity, EventTimers };
+
+// Fills device_ns, device_self_ns and kernels of trace.events[first_event, end) from the work
+// records trace.device[first_device, end) (Activity) or from their event_timer_ns (EventTimers).
+// Returns how many work records carry no id of those events (launched outside every scope).
+std::size_t attribute_device_time(Trace& trace, std::size_t first_event, std::size_t first_device,
+                                  DeviceTimeSource source);
+
+// The device time the top-level scopes cover: the sum of device_ns of the depth-0 events that
+// have one; -1 when none does (a CPU run).
+std::int64_t device_wall_ns(const std::vector<Event>& events);
+
+}  // namespace attnscope::profiler
