@@ -10,7 +10,8 @@
 #   1. Here:  tools/device/pack_deps.sh                 (fills .deps/, about 9 MB, git-ignored)
 #   2. Here:  OUT=/tmp/out bash tools/device/check.sh   (dry run: GPU steps skip with a message)
 #   3. Device tool `run`: command "bash tools/device/check.sh", carry [".deps"], timeout_s 560.
-#   4. Copy what came back into docs/results/DATE-h200/ and call give_back unless you rerun.
+#   4. Copy what came back into docs/results/DATE-h200/, write its README from
+#      `python3 tools/device/summarize.py DIR` (the tables), and call give_back unless you rerun.
 #
 # Files written under $OUT (the tool returns at most 8): check.log (everything), summary.txt,
 # ctest_gpu.log, sanitizer.log, attention.json (attnscope and PyTorch rows at the study's
