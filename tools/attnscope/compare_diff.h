@@ -1,6 +1,7 @@
 // `attnscope compare --diff A.json B.json`: two summaries saved by `attnscope profile --json`,
 // side by side per event name (total time and calls in each, the change in ms and %), sorted by
-// the absolute change of total time, largest first. A name missing from one side counts as 0
+// the absolute change of total time, largest first. The time is the device time when both
+// summaries come from a GPU, the host time otherwise. A name missing from one side counts as 0
 // there. Output: a Markdown table. Cost: O(n log n) in the number of names.
 #pragma once
 
