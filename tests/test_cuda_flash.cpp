@@ -211,6 +211,10 @@ TEST_CASE("cuda flash decodes with split-KV against short and long caches") {
     cases.push_back({2, 4, 2, 3, 777, 800, d});    // a few rows against a longer cache
     cases.push_back({1, 1, 1, 4, 5000, 5000, d});  // the most rows of split-KV, one head
   }
+  // One chunk of 98 keys: warp 3 holds only keys 96 and 97, which rows 0 and 1 (positions 94,
+  // 95) must not see, so its state for them stays empty (m = -inf) and must get weight 0. Head
+  // dims that are not a multiple of 32 (lanes past D idle), and the largest.
+  for (std::int64_t d : {1, 80, 256}) cases.push_back({1, 2, 1, 4, 98, 100, d});
   for (const FlashCase& c : cases) {
     const DeviceCall d = random_call(ctx, c, DType::F32, rng);
     CAPTURE(c.q_len);
