@@ -63,6 +63,14 @@ void* CachingAllocator::raw_allocate(std::size_t bytes) {
   void* ptr = nullptr;
   if (cudaMalloc(&ptr, rounded) != cudaSuccess) {
     cudaGetLastError();  // the failed cudaMalloc leaves an error to be cleared
+    // Emptying the cache synchronises the stream, which would invalidate a graph capture on it,
+    // and could free blocks the graph being captured still uses: during a capture, fail instead.
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(state_->stream, &capture) != cudaSuccess ||
+        capture != cudaStreamCaptureStatusNone) {
+      cudaGetLastError();
+      return nullptr;  // Allocator::allocate reports out of memory
+    }
     release_cache_locked();
     if (cudaMalloc(&ptr, rounded) != cudaSuccess) {
       cudaGetLastError();

@@ -6,8 +6,9 @@
 // a steady state allocates nothing from the driver. Size classes: multiples of 512 bytes up to
 // 1 MiB, multiples of 2 MiB above (at most 512 bytes or 2 MiB of slack per block).
 // When cudaMalloc fails, the cache is emptied and the call retried once before reporting out of
-// memory. Live bytes (what tensors hold) are counted by Allocator like on the CPU; reserved bytes
-// add what the cache holds.
+// memory (not while the stream is being captured into a CUDA graph: that reports at once).
+// Live bytes (what tensors hold) are counted by Allocator like on the CPU; reserved bytes add
+// what the cache holds.
 // Reusing a freed block needs no synchronisation: every op of a Context runs on its one stream,
 // so the next user's kernels are queued after the last user's. That holds inside a captured CUDA
 // graph too, as long as the graph is launched before anything else is queued (StepGraph does).
