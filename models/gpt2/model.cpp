@@ -129,12 +129,16 @@ Tensor Model::forward(Context& ctx, std::span<const std::int32_t> tokens, std::i
   auto step = [&] { return run_step(ctx, inputs, batch, length, cache, all_positions); };
   Tensor logits;
   // Decode steps on a GPU run as one CUDA graph, except while profiling: CUPTI then sees every
-  // kernel launched on its own, inside its op's scope.
+  // kernel launched on its own, inside its op's scope. The first decode step runs eagerly, so
+  // every kernel it needs is loaded before a capture starts.
   const bool decode = length == 1;
   if constexpr (kCudaBuild) {
     if (ctx.device() == Device::CUDA && decode && cuda_graphs_ && ctx.profiler() == nullptr) {
-      if (!step_graph_) step_graph_ = std::make_shared<cuda::StepGraph>();
-      logits = step_graph_->run(ctx, step);
+      if (step_graph_) {
+        logits = step_graph_->run(ctx, step);
+      } else {
+        step_graph_ = std::make_shared<cuda::StepGraph>();
+      }
     }
   }
   if (!logits.defined()) logits = step();
@@ -151,21 +155,22 @@ Model::StepInputs Model::prepare_inputs(Context& ctx, std::span<const std::int32
     inputs.positions[i] = start + static_cast<std::int64_t>(i) % length;
   }
   if (ctx.device() == Device::CPU) return inputs;  // the CPU embedding checks ids itself
-  // A kernel cannot throw: ids are checked here, before they are uploaded.
+  // A kernel cannot throw: ids are checked here, before they are uploaded. Ids and positions
+  // travel in one copy: [ids | positions].
   const auto count = static_cast<std::int64_t>(tokens.size());
-  Tensor ids = Tensor::empty({count}, DType::I32, ctx.host_allocator());
-  Tensor positions = Tensor::empty({count}, DType::I32, ctx.host_allocator());
+  Tensor staged = Tensor::empty({2 * count}, DType::I32, ctx.host_allocator());
+  std::int32_t* ids = staged.data<std::int32_t>();
   for (std::int64_t i = 0; i < count; ++i) {
     const std::int32_t id = tokens[static_cast<std::size_t>(i)];
     check(id >= 0 && id < config_.vocab_size, "forward",
           "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
               std::to_string(config_.vocab_size) + ")");
-    ids.data<std::int32_t>()[i] = id;
-    positions.data<std::int32_t>()[i] =
-        static_cast<std::int32_t>(inputs.positions[static_cast<std::size_t>(i)]);
+    ids[i] = id;
+    ids[count + i] = static_cast<std::int32_t>(inputs.positions[static_cast<std::size_t>(i)]);
   }
-  inputs.device_ids = to_device(ctx, ids);
-  inputs.device_positions = to_device(ctx, positions);
+  const Tensor uploaded = to_device(ctx, staged);
+  inputs.device_ids = uploaded.slice_rows(0, count);
+  inputs.device_positions = uploaded.slice_rows(count, 2 * count);
   return inputs;
 }
 

@@ -20,12 +20,13 @@
 // Alignment: a tensor view may start anywhere, so the heuristic is told each pointer's actual
 // alignment and only picks kernels whose vector loads it allows.
 // Cost: 2 N M K FLOPs; reads M K + N K (+ M) elements and writes N M; one launch (plus cuBLAS's
-// own split-K reduction kernels for some shapes). Host side: descriptors and one heuristic query
-// per call (microseconds; a CUDA graph replays the launch without them).
+// own split-K reduction kernels for some shapes). Host side: descriptors per call; the
+// heuristic's algorithm is asked once per problem and kept in the context (gemm_algorithms).
 #include <cublasLt.h>
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "ops/cuda/device_math.cuh"
@@ -95,6 +96,40 @@ void set_preference(cublasLtMatmulPreference_t preference,
                "linear: cublasLtMatmulPreferenceSetAttribute");
 }
 
+// cublasLt's best algorithm for the problem (descriptors and the operands' alignments), or
+// nullopt when it has none.
+std::optional<cublasLtMatmulAlgo_t> ask_heuristic(Context& ctx, cublasLtMatmulDesc_t desc,
+                                                  cublasLtMatrixLayout_t a,
+                                                  cublasLtMatrixLayout_t b,
+                                                  cublasLtMatrixLayout_t d, const Tensor& weight,
+                                                  const Tensor& x, const Tensor& out) {
+  const attnscope::cuda::DeviceState& state = attnscope::cuda::device_state(ctx);
+  cublasLtMatmulPreference_t raw_preference = nullptr;
+  check_cublas(cublasLtMatmulPreferenceCreate(&raw_preference),
+               "linear: cublasLtMatmulPreferenceCreate");
+  const Preference preference(raw_preference, &cublasLtMatmulPreferenceDestroy);
+  set_preference(preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                 state.cublas_workspace_bytes);
+  set_preference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                 alignment_of(weight.raw_data()));
+  set_preference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                 alignment_of(x.raw_data()));
+  set_preference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                 alignment_of(out.raw_data()));
+  set_preference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                 alignment_of(out.raw_data()));
+
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  int found = 0;
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+      attnscope::cuda::cublaslt_of(ctx), desc, a, b, d, d, preference.get(), 1, &heuristic, &found);
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && found == 0)) {
+    return std::nullopt;
+  }
+  check_cublas(status, "linear: cublasLtMatmulAlgoGetHeuristic");
+  return heuristic.algo;
+}
+
 // Runs out = x W^T (+ bias, in the epilogue, when `bias` is given). Returns false, having
 // launched nothing, when cublasLt has no algorithm for this combination.
 bool matmul(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor* bias, Tensor& out) {
@@ -119,30 +154,22 @@ bool matmul(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor* b
   const Layout b = make_layout(x.dtype(), in, rows, in);              // x^T, K x N
   const Layout d = make_layout(out.dtype(), outputs, rows, outputs);  // out^T, M x N
 
-  cublasLtMatmulPreference_t raw_preference = nullptr;
-  check_cublas(cublasLtMatmulPreferenceCreate(&raw_preference),
-               "linear: cublasLtMatmulPreferenceCreate");
-  const Preference preference(raw_preference, &cublasLtMatmulPreferenceDestroy);
-  set_preference(preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                 state.cublas_workspace_bytes);
-  set_preference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                 alignment_of(weight.raw_data()));
-  set_preference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                 alignment_of(x.raw_data()));
-  set_preference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                 alignment_of(out.raw_data()));
-  set_preference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
-                 alignment_of(out.raw_data()));
-
-  cublasLtMatmulHeuristicResult_t heuristic{};
-  int found = 0;
-  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
-      attnscope::cuda::cublaslt_of(ctx), desc.get(), a.get(), b.get(), d.get(), d.get(),
-      preference.get(), 1, &heuristic, &found);
-  if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && found == 0)) {
-    return false;
+  // The problem: shapes, dtypes, epilogue and the alignments the algorithm may rely on.
+  const std::string problem = std::to_string(rows) + "x" + std::to_string(in) + "x" +
+                              std::to_string(outputs) + ":" + std::string(dtype_name(x.dtype())) +
+                              "," + std::string(dtype_name(out.dtype())) + "," +
+                              (bias ? std::string(dtype_name(bias->dtype())) : "none") + "@" +
+                              std::to_string(alignment_of(weight.raw_data())) + "," +
+                              std::to_string(alignment_of(x.raw_data())) + "," +
+                              std::to_string(alignment_of(out.raw_data()));
+  auto known = state.gemm_algorithms.find(problem);
+  if (known == state.gemm_algorithms.end()) {
+    known = state.gemm_algorithms
+                .emplace(problem,
+                         ask_heuristic(ctx, desc.get(), a.get(), b.get(), d.get(), weight, x, out))
+                .first;
   }
-  check_cublas(status, "linear: cublasLtMatmulAlgoGetHeuristic");
+  if (!known->second) return false;
 
   // beta = 0: C is not read; it is given out's layout and pointer, as cublasLt requires one.
   const float alpha = 1.0f;
@@ -150,7 +177,7 @@ bool matmul(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor* b
   check_cublas(
       cublasLtMatmul(attnscope::cuda::cublaslt_of(ctx), desc.get(), &alpha, weight.raw_data(),
                      a.get(), x.raw_data(), b.get(), &beta, out.raw_data(), d.get(), out.raw_data(),
-                     d.get(), &heuristic.algo, state.cublas_workspace, state.cublas_workspace_bytes,
+                     d.get(), &*known->second, state.cublas_workspace, state.cublas_workspace_bytes,
                      attnscope::cuda::stream_of(ctx)),
       "linear: cublasLtMatmul");
   return true;

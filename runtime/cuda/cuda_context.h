@@ -7,6 +7,9 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
 
 #include "runtime/context.h"
 #include "runtime/cuda/device.h"
@@ -23,6 +26,10 @@ struct DeviceState {
   // run on the one stream, so they never use it at the same time.
   void* cublas_workspace = nullptr;
   std::size_t cublas_workspace_bytes = 0;
+  // cublasLt's algorithm for each GEMM problem the context has run, or nullopt when it has none
+  // (ops/cuda/linear.cu). Asking the heuristic costs microseconds of host time per call, more
+  // than launching a decode step's GEMM, so each problem asks once.
+  std::map<std::string, std::optional<cublasLtMatmulAlgo_t>> gemm_algorithms;
 
   DeviceState() = default;
   DeviceState(const DeviceState&) = delete;
