@@ -1,5 +1,5 @@
-// ops::linear: checks, then the cpu GEMV/GEMM or cublasLt (ops/dispatch.h explains the
-// pattern).
+// ops::linear and ops::linear_residual: checks, then the cpu GEMV/GEMM or cublasLt
+// (ops/dispatch.h explains the pattern).
 #include "ops/linear.h"
 
 #include <string>
@@ -10,17 +10,15 @@
 
 namespace attnscope::ops {
 
-void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out) {
-  profiler::Scope scope(ctx, "linear");
+namespace {
+
+// The checks both entry points share; returns the device every tensor is on.
+Device check_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out) {
   const Device device = common_device("linear", {{x, "x"}, {weight, "weight"}, {out, "out"}});
   if (bias.defined()) common_device("linear", {{x, "x"}, {bias, "bias"}});
   require_float(x, device, "linear", "x");
   require_dtype(weight, x.dtype(), "linear", "weight");
   if (bias.defined()) require_dtype(bias, x.dtype(), "linear", "bias");
-  // out in x's dtype, or f32 from narrow inputs (logits); the cpu has f32 only.
-  check(out.dtype() == x.dtype() || out.dtype() == DType::F32, "linear",
-        "out must be " + std::string(dtype_name(x.dtype())) + " or f32, got " +
-            std::string(dtype_name(out.dtype())));
   check(x.rank() == 2 && weight.rank() == 2, "linear", "x and weight must be 2-D");
   const std::int64_t rows = x.dim(0);
   const std::int64_t in = x.dim(1);
@@ -28,11 +26,36 @@ void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& b
   require_shape(weight, {outputs, in}, "linear", "weight");
   require_shape(out, {rows, outputs}, "linear", "out");
   if (bias.defined()) require_shape(bias, {outputs}, "linear", "bias");
+  return device;
+}
+
+void run_linear(Context& ctx, Device device, const Tensor& x, const Tensor& weight,
+                const Tensor& bias, Tensor& out, bool accumulate) {
   if (device == Device::CUDA) {
-    if constexpr (kCudaBuild) cuda::linear(ctx, x, weight, bias, out);
+    if constexpr (kCudaBuild) cuda::linear(ctx, x, weight, bias, out, accumulate);
     return;
   }
-  cpu::linear(ctx, x, weight, bias, out);
+  cpu::linear(ctx, x, weight, bias, out, accumulate);
+}
+
+}  // namespace
+
+void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out) {
+  profiler::Scope scope(ctx, "linear");
+  const Device device = check_linear(x, weight, bias, out);
+  // out in x's dtype, or f32 from narrow inputs (logits); the cpu has f32 only.
+  check(out.dtype() == x.dtype() || out.dtype() == DType::F32, "linear",
+        "out must be " + std::string(dtype_name(x.dtype())) + " or f32, got " +
+            std::string(dtype_name(out.dtype())));
+  run_linear(ctx, device, x, weight, bias, out, false);
+}
+
+void linear_residual(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                     Tensor& residual) {
+  profiler::Scope scope(ctx, "linear_residual");
+  const Device device = check_linear(x, weight, bias, residual);
+  require_dtype(residual, x.dtype(), "linear_residual", "residual");
+  run_linear(ctx, device, x, weight, bias, residual, true);
 }
 
 }  // namespace attnscope::ops

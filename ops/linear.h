@@ -1,4 +1,5 @@
-// Linear layer: out = x W^T + b.
+// Linear layer: out = x W^T + b; and linear_residual: residual += x W^T + b, the residual
+// connection of a transformer block done by the projection itself (h = h + W_o a + b_o).
 //
 // Shapes: x [N, K], weight [M, K] (one row per output feature, as torch.nn.Linear stores it;
 // GPT-2's Conv1D weights, stored [K, M], are transposed once at load time), bias [M] or an
@@ -12,6 +13,9 @@
 //    bound by FLOPs. (Eigen's own threading is compiled out: all parallelism is explicit.)
 //  - cuda: one cublasLt matmul with the bias added in its epilogue (ops/cuda/linear.cu); f32
 //    stays true f32, f16/bf16 run on tensor cores accumulating in f32.
+// linear_residual costs the same plus one read of the residual (the GEMM's C operand, beta = 1),
+// and saves what a separate add would cost: a launch on the GPU, and a pass that reads two rows
+// and writes one.
 #pragma once
 
 #include "runtime/context.h"
@@ -20,13 +24,19 @@
 namespace attnscope::ops {
 
 void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out);
+// residual [N, M] (x's dtype) += x W^T + b.
+void linear_residual(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                     Tensor& residual);
 
-// The implementations ops::linear dispatches to, after its checks.
+// The implementations both dispatch to, after their checks: out = x W^T + b, or with
+// `accumulate` out += x W^T + b.
 namespace cpu {
-void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out);
+void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out,
+            bool accumulate);
 }
 namespace cuda {
-void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out);
+void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out,
+            bool accumulate);
 }
 
 }  // namespace attnscope::ops

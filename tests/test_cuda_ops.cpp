@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "ops/add.h"
 #include "ops/cast.h"
 #include "ops/embedding.h"
 #include "ops/gelu.h"
@@ -112,10 +111,6 @@ TEST_CASE("cpu work never needs a gpu; a cuda context without one says --device 
   Context cpu(1);
   std::mt19937 rng(1);
   Tensor a = random_tensor({3, 5}, rng, cpu.allocator());
-  Tensor b = random_tensor({3, 5}, rng, cpu.allocator());
-  Tensor sum = Tensor::empty({3, 5}, DType::F32, cpu.allocator());
-  ops::add(cpu, a, b, sum);
-  CHECK(sum.data<float>()[7] == a.data<float>()[7] + b.data<float>()[7]);
   Tensor narrow = Tensor::empty({3, 5}, DType::BF16, cpu.allocator());
   ops::cast(cpu, a, narrow);
   CHECK(narrow.data<std::uint16_t>()[2] == f32_to_bf16(a.data<float>()[2]));
@@ -227,7 +222,7 @@ TEST_CASE("cuda layer_norm matches the cpu op, with a large mean and in place") 
   }
 }
 
-TEST_CASE("cuda gelu, add and cast match the cpu ops, also in place") {
+TEST_CASE("cuda gelu and cast match the cpu ops, also in place") {
   if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
@@ -240,7 +235,6 @@ TEST_CASE("cuda gelu, add and cast match the cpu ops, also in place") {
       CAPTURE(dtype_name(dtype));
       CAPTURE(n);
       const Tensor x = rounded(cpu, random_tensor({n}, rng, cpu.allocator(), 4.0f), dtype);
-      const Tensor y = rounded(cpu, random_tensor({n}, rng, cpu.allocator()), dtype);
 
       Tensor expected = Tensor::empty({n}, DType::F32, cpu.allocator());
       ops::gelu(cpu, x, expected);
@@ -248,10 +242,10 @@ TEST_CASE("cuda gelu, add and cast match the cpu ops, also in place") {
       ops::gelu(gpu, upload(gpu, x, dtype), out);
       CHECK(worst_error(download(gpu, out), testing::to_double(expected), 1.0) <= tolerance(dtype));
 
-      ops::add(cpu, x, y, expected);
-      Tensor a = upload(gpu, x, dtype);
-      ops::add(gpu, a, upload(gpu, y, dtype), a);  // out aliases a
-      CHECK(worst_error(download(gpu, a), testing::to_double(expected), 1.0) <= tolerance(dtype));
+      Tensor in_place = upload(gpu, x, dtype);
+      ops::gelu(gpu, in_place, in_place);
+      CHECK(worst_error(download(gpu, in_place), testing::to_double(expected), 1.0) <=
+            tolerance(dtype));
     }
   }
 
@@ -410,7 +404,7 @@ std::vector<double> reference_linear(const Tensor& x, const Tensor& w, const Ten
 
 }  // namespace
 
-TEST_CASE("cuda linear matches float64 with and without bias, and writes f32 from bf16") {
+TEST_CASE("cuda linear and linear_residual match float64 with and without bias; f32 from bf16") {
   if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
@@ -446,11 +440,19 @@ TEST_CASE("cuda linear matches float64 with and without bias, and writes f32 fro
 
           const Tensor device_x = upload(gpu, x_all, dtype).slice_rows(1, c.rows + 1);
           Tensor out = poisoned(gpu, {c.rows, c.outputs}, out_dtype);
-          ops::linear(gpu, device_x, upload(gpu, w, dtype),
-                      with_bias ? upload(gpu, b, dtype) : Tensor(), out);
+          const Tensor device_w = upload(gpu, w, dtype);
+          const Tensor device_b = with_bias ? upload(gpu, b, dtype) : Tensor();
+          ops::linear(gpu, device_x, device_w, device_b, out);
           // Products of rounded inputs are exact and sums are f32: what is left is f32
           // accumulation (~1e-6 of sqrt(K) sized outputs) and the final rounding to out.
           CHECK(worst_error(download(gpu, out), expected, 1.0) <= tolerance(out_dtype));
+          if (out_dtype == dtype) {
+            // linear_residual adds the product to what out holds (beta = 1, in place): twice.
+            ops::linear_residual(gpu, device_x, device_w, device_b, out);
+            std::vector<double> twice = expected;
+            for (double& value : twice) value *= 2.0;
+            CHECK(worst_error(download(gpu, out), twice, 1.0) <= 2.0 * tolerance(out_dtype));
+          }
         }
       }
     }
@@ -683,13 +685,13 @@ TEST_CASE("ops refuse tensors spread over two devices, and sampling on the cpu")
   Context cpu(1);
   Tensor host = Tensor::zeros({2, 3}, DType::F32, cpu.allocator());
   Tensor device = zeros_on(gpu, {2, 3}, DType::F32);
-  CHECK_THROWS_WITH_AS(ops::add(gpu, host, device, device), doctest::Contains("one device"), Error);
+  CHECK_THROWS_WITH_AS(ops::gelu(gpu, host, device), doctest::Contains("one device"), Error);
   CHECK_THROWS_WITH_AS(ops::linear(gpu, device, host, Tensor(), device),
                        doctest::Contains("one device"), Error);
   Tensor ids = Tensor::empty({2}, DType::I32, cpu.allocator());
   CHECK_THROWS_WITH_AS(ops::sample_tokens(cpu, host, SamplingOptions{}, 0, ids),
                        doctest::Contains("cuda"), Error);
   Tensor device_half = zeros_on(gpu, {2, 3}, DType::F16);
-  CHECK_THROWS_WITH_AS(ops::add(gpu, device_half, device, device_half),
-                       doctest::Contains("must be f16"), Error);
+  CHECK_THROWS_WITH_AS(ops::gelu(gpu, device_half, device), doctest::Contains("must be f16"),
+                       Error);
 }

@@ -6,7 +6,6 @@
 #include <numeric>
 #include <random>
 
-#include "ops/add.h"
 #include "ops/attention/attention.h"
 #include "ops/cast.h"
 #include "ops/embedding.h"
@@ -23,7 +22,7 @@ using namespace attnscope;
 using testing::max_relative_error;
 using testing::random_tensor;
 
-TEST_CASE("linear matches x W^T + b in float64, in both the GEMV and the GEMM regime") {
+TEST_CASE("linear and linear_residual match float64 in both the GEMV and the GEMM regime") {
   Context ctx(2);
   std::mt19937 rng(1);
   for (std::int64_t rows : {1, 3, 4, 17}) {
@@ -45,6 +44,13 @@ TEST_CASE("linear matches x W^T + b in float64, in both the GEMV and the GEMM re
     }
     CAPTURE(rows);
     CHECK(max_relative_error(y, expected, 1.0) < 1e-5);
+
+    // linear_residual adds the same product to what is there: y + (x W^T + b).
+    std::vector<double> doubled = expected;
+    for (std::int64_t i = 0; i < rows * outputs; ++i) doubled[i] += y.data<float>()[i];
+    ops::linear_residual(ctx, x, w, b, y);
+    CHECK(max_relative_error(y, doubled, 1.0) < 1e-5);
+
     ops::linear(ctx, x, w, Tensor(), y);  // no bias
     for (std::int64_t r = 0; r < rows; ++r) {
       for (std::int64_t o = 0; o < outputs; ++o) expected[r * outputs + o] -= b.data<float>()[o];
@@ -169,7 +175,7 @@ TEST_CASE("ops refuse mismatched shapes and dtypes") {
   Tensor a = Tensor::zeros({2, 3}, DType::F32, ctx.allocator());
   Tensor b = Tensor::zeros({3, 2}, DType::F32, ctx.allocator());
   Tensor half = Tensor::zeros({2, 3}, DType::F16, ctx.allocator());
-  CHECK_THROWS_AS(ops::add(ctx, a, b, a), Error);
+  CHECK_THROWS_AS(ops::linear_residual(ctx, a, b, Tensor(), b), Error);  // residual [2, 2]
   CHECK_THROWS_WITH_AS(ops::gelu(ctx, half, half), doctest::Contains("must be f32"), Error);
   CHECK_THROWS_AS(ops::linear(ctx, a, a, Tensor(), a), Error);
 }

@@ -55,7 +55,8 @@ TEST_CASE("a GPT-2 forward pass opens a scope per layer, block and op") {
   CHECK(count("forward") == 1);
   CHECK(count("layer") == layers);
   CHECK(count("attention.naive") == layers);
-  CHECK(count("linear") == 4 * layers + 1);  // qkv, out, up, down per layer + the LM head
+  CHECK(count("linear") == 2 * layers + 1);  // qkv and up per layer + the LM head
+  CHECK(count("linear_residual") == 2 * layers);  // out and down add onto the residual stream
   CHECK(count("layer_norm") == 2 * layers + 1);
   CHECK(tracer.events().back().name == "forward");
 }

@@ -5,7 +5,6 @@
 #include <filesystem>
 
 #include "models/gpt2/tensor_map.h"
-#include "ops/add.h"
 #include "ops/embedding.h"
 #include "ops/gelu.h"
 #include "ops/heads.h"
@@ -245,10 +244,9 @@ void Model::attention_block(Context& ctx, const LayerWeights& layer, std::int64_
     merged = Tensor::empty({batch, tokens, width}, dtype_, allocator);
     ops::merge_heads(ctx, call.out, merged);
   }
-  Tensor projected = Tensor::empty({rows, width}, dtype_, allocator);
-  ops::linear(ctx, merged.reshape({rows, width}), layer.attn_out_weight, layer.attn_out_bias,
-              projected);
-  ops::add(ctx, hidden, projected, hidden);
+  // The residual connection is the projection's own: hidden += merged W_o^T + b_o.
+  ops::linear_residual(ctx, merged.reshape({rows, width}), layer.attn_out_weight,
+                       layer.attn_out_bias, hidden);
 }
 
 void Model::mlp_block(Context& ctx, const LayerWeights& layer, Tensor& hidden) const {
@@ -261,9 +259,7 @@ void Model::mlp_block(Context& ctx, const LayerWeights& layer, Tensor& hidden) c
   Tensor up = Tensor::empty({rows, config_.d_ff}, dtype_, allocator);
   ops::linear(ctx, normed, layer.mlp_up_weight, layer.mlp_up_bias, up);
   ops::gelu(ctx, up, up);
-  Tensor down = Tensor::empty(hidden.shape(), dtype_, allocator);
-  ops::linear(ctx, up, layer.mlp_down_weight, layer.mlp_down_bias, down);
-  ops::add(ctx, hidden, down, hidden);
+  ops::linear_residual(ctx, up, layer.mlp_down_weight, layer.mlp_down_bias, hidden);
 }
 
 }  // namespace attnscope::gpt2

@@ -32,20 +32,28 @@ void for_each_output_block(const Context& ctx, std::int64_t outputs, Task task) 
 // row is multiplied with a weight row while that row (4 C bytes) sits in L1, so a batch of a
 // few rows costs the same memory traffic as one. One row goes through Eigen's row-major
 // matrix-vector kernel, which works on several weight rows at a time.
+// With `accumulate` the products are added to y instead of replacing it.
 void matrix_vector_rows(const Context& ctx, const float* x, const float* w, const float* b,
-                        float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs) {
+                        float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
+                        bool accumulate) {
   for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
     if (rows == 1) {
       Eigen::Map<Eigen::VectorXf> result(y + first, width);
-      result.noalias() = ConstMatrixMap(w + first * in, width, in) * ConstVectorMap(x, in);
+      const ConstMatrixMap weights(w + first * in, width, in);
+      const ConstVectorMap input(x, in);
+      if (accumulate) {
+        result.noalias() += weights * input;
+      } else {
+        result.noalias() = weights * input;
+      }
       if (b) result += Eigen::Map<const Eigen::VectorXf>(b + first, width);
       return;
     }
     for (std::int64_t o = first; o < first + width; ++o) {
       const ConstVectorMap weight_row(w + o * in, in);
       for (std::int64_t r = 0; r < rows; ++r) {
-        const float dot = weight_row.dot(ConstVectorMap(x + r * in, in));
-        y[r * outputs + o] = b ? dot + b[o] : dot;
+        const float dot = weight_row.dot(ConstVectorMap(x + r * in, in)) + (b ? b[o] : 0.0f);
+        y[r * outputs + o] = accumulate ? y[r * outputs + o] + dot : dot;
       }
     }
   });
@@ -53,29 +61,35 @@ void matrix_vector_rows(const Context& ctx, const float* x, const float* w, cons
 
 // Each thread computes a block of output columns with Eigen's (single-threaded) blocked GEMM.
 void gemm_rows(const Context& ctx, const float* x, const float* w, const float* b, float* y,
-               std::int64_t rows, std::int64_t in, std::int64_t outputs) {
+               std::int64_t rows, std::int64_t in, std::int64_t outputs, bool accumulate) {
   const ConstMatrixMap input(x, rows, in);
   for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
     const ConstMatrixMap weight(w + first * in, width, in);
     Eigen::Map<RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>> result(
         y + first, rows, width, Eigen::OuterStride<>(outputs));
-    result.noalias() = input * weight.transpose();
+    if (accumulate) {
+      result.noalias() += input * weight.transpose();
+    } else {
+      result.noalias() = input * weight.transpose();
+    }
     if (b) result.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(b + first, width);
   });
 }
 
 }  // namespace
 
-void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out) {
+void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out,
+            bool accumulate) {
   const std::int64_t rows = x.dim(0);
   const std::int64_t in = x.dim(1);
   const std::int64_t outputs = weight.dim(0);
   const float* b = bias.defined() ? bias.data<float>() : nullptr;
   if (rows < kGemmMinRows) {
     matrix_vector_rows(ctx, x.data<float>(), weight.data<float>(), b, out.data<float>(), rows, in,
-                       outputs);
+                       outputs, accumulate);
   } else {
-    gemm_rows(ctx, x.data<float>(), weight.data<float>(), b, out.data<float>(), rows, in, outputs);
+    gemm_rows(ctx, x.data<float>(), weight.data<float>(), b, out.data<float>(), rows, in, outputs,
+              accumulate);
   }
 }
 

@@ -1,4 +1,5 @@
-// ops::linear on a GPU: out[N, M] = x[N, K] W[M, K]^T + b[M], one cublasLt matmul.
+// ops::linear on a GPU: out[N, M] = x[N, K] W[M, K]^T + b[M], one cublasLt matmul
+// (ops::linear_residual: out += x W^T + b, the same matmul with beta = 1).
 //
 // Row-major tensors, column-major cuBLAS. cuBLAS reads every matrix column-major, and a
 // row-major [R, C] matrix is, byte for byte, the column-major C x R matrix (its transpose). So:
@@ -130,9 +131,12 @@ std::optional<cublasLtMatmulAlgo_t> ask_heuristic(Context& ctx, cublasLtMatmulDe
   return heuristic.algo;
 }
 
-// Runs out = x W^T (+ bias, in the epilogue, when `bias` is given). Returns false, having
-// launched nothing, when cublasLt has no algorithm for this combination.
-bool matmul(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor* bias, Tensor& out) {
+// Runs out = x W^T (+ bias, in the epilogue, when `bias` is given), or with `accumulate`
+// out += ... (beta = 1: out is also the C operand, in place, which cublasLt allows when C and D
+// share pointer and layout). Returns false, having launched nothing, when cublasLt has no
+// algorithm for this combination.
+bool matmul(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor* bias, Tensor& out,
+            bool accumulate) {
   const std::int64_t rows = x.dim(0);          // N
   const std::int64_t in = x.dim(1);            // K
   const std::int64_t outputs = weight.dim(0);  // M
@@ -173,7 +177,7 @@ bool matmul(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor* b
 
   // beta = 0: C is not read; it is given out's layout and pointer, as cublasLt requires one.
   const float alpha = 1.0f;
-  const float beta = 0.0f;
+  const float beta = accumulate ? 1.0f : 0.0f;
   check_cublas(
       cublasLtMatmul(attnscope::cuda::cublaslt_of(ctx), desc.get(), &alpha, weight.raw_data(),
                      a.get(), x.raw_data(), b.get(), &beta, out.raw_data(), d.get(), out.raw_data(),
@@ -208,15 +212,16 @@ void add_bias(Context& ctx, const Tensor& bias, Tensor& out) {
 
 }  // namespace
 
-void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out) {
+void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out,
+            bool accumulate) {
   if (out.numel() == 0) return;
   check(x.dim(1) > 0, "linear", "x has no columns (K = 0)");
-  const bool fused =
-      bias.defined() && bias.dtype() == out.dtype() && matmul(ctx, x, weight, &bias, out);
+  const bool fused = bias.defined() && bias.dtype() == out.dtype() &&
+                     matmul(ctx, x, weight, &bias, out, accumulate);
   if (fused) return;
   {
     profiler::Scope step(ctx, "linear.gemm", "kernel");
-    check(matmul(ctx, x, weight, nullptr, out), "linear",
+    check(matmul(ctx, x, weight, nullptr, out, accumulate), "linear",
           "cublasLt has no algorithm for x " + shape_string(x.shape()) + " " +
               std::string(dtype_name(x.dtype())) + " -> out " +
               std::string(dtype_name(out.dtype())));
