@@ -147,12 +147,19 @@ TEST_CASE("a decode step gives the same logits as a graph and launched kernel by
       both.insert(both.end(), prompt.rbegin(), prompt.rend());
       model.forward(ctx, both, 2, cache);
       std::vector<float> steps;
+      const gpt2::Model::GraphCounts before = model.graph_counts();
       for (std::int32_t token = 100; token < 106; ++token) {
         const std::vector<std::int32_t> next = {token, token + 1};
         const std::vector<float> logits = host_logits(ctx, model.forward(ctx, next, 2, cache));
         steps.insert(steps.end(), logits.begin(), logits.end());
       }
       runs.push_back(steps);
+      const gpt2::Model::GraphCounts after = model.graph_counts();
+      const std::int64_t graph_steps =
+          after.instantiations + after.updates - before.instantiations - before.updates;
+      // Every decode step but the model's very first (run eagerly to load its kernels) is a graph.
+      const bool first_decode_of_model = backend == ops::attention::backend_names().front();
+      CHECK(graph_steps == (graphs ? (first_decode_of_model ? 5 : 6) : 0));
     }
     CAPTURE(backend);
     CHECK(runs[0] == runs[1]);  // the same kernels with the same inputs: bit for bit

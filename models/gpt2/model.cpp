@@ -145,6 +145,13 @@ Tensor Model::forward(Context& ctx, std::span<const std::int32_t> tokens, std::i
   return logits;
 }
 
+Model::GraphCounts Model::graph_counts() const {
+  if constexpr (kCudaBuild) {
+    if (step_graph_) return {step_graph_->instantiations(), step_graph_->updates()};
+  }
+  return {};
+}
+
 Model::StepInputs Model::prepare_inputs(Context& ctx, std::span<const std::int32_t> tokens,
                                         std::int64_t length, std::int64_t start) const {
   StepInputs inputs;

@@ -58,6 +58,13 @@ class Model {
   // here or while a profiler is attached. No effect on the CPU.
   void set_cuda_graphs(bool on) { cuda_graphs_ = on; }
   bool cuda_graphs() const { return cuda_graphs_; }
+  // How the decode graph was kept up to date so far: instantiated anew (the first time, or when
+  // a step's structure changed) or updated in place. Both 0 when no graph ran.
+  struct GraphCounts {
+    std::int64_t instantiations = 0;
+    std::int64_t updates = 0;
+  };
+  GraphCounts graph_counts() const;
 
   // A cache for `batch` sequences of up to `capacity` tokens (at most the context length).
   KVCache new_cache(Context& ctx, std::int64_t batch, std::int64_t capacity) const;

@@ -130,6 +130,8 @@ int run_generate(const GenerateFlags& flags) {
         {"device", ctx.describe()},
         {"dtype", dtype_name(model.dtype())},
         {"cuda_graphs", graphs},
+        {"cuda_graph_instantiations", model.graph_counts().instantiations},
+        {"cuda_graph_updates", model.graph_counts().updates},
         {"prompt_ids", prompt},
         {"generated_ids", generated},
         {"stop_reason", stop_reason},

@@ -86,12 +86,14 @@ def generate_table(rows):
     if not runs:
         return []
     out = ["### generate (greedy, batch 1)\n",
-           "| model | attention | device | dtype | cuda graphs | prefill tok/s | decode tok/s "
-           "| tokens |",
+           "| model | attention | device | dtype | cuda graphs (instantiated / updated) "
+           "| prefill tok/s | decode tok/s | tokens |",
            "|---|---|---|---|---|---:|---:|---:|"]
     for r in runs:
-        out.append(f"| {r['model']} | {r['attention']} | {r.get('device', 'cpu')} | {r.get('dtype', 'f32')} | "
-                   f"{'on' if r.get('cuda_graphs') else 'off'} | {r['prefill_tokens_per_s']:.0f} | "
+        graphs = (f"on ({r.get('cuda_graph_instantiations', 0)} / "
+                  f"{r.get('cuda_graph_updates', 0)})" if r.get("cuda_graphs") else "off")
+        out.append(f"| {r['model']} | {r['attention']} | {r.get('device', 'cpu')} | "
+                   f"{r.get('dtype', 'f32')} | {graphs} | {r['prefill_tokens_per_s']:.0f} | "
                    f"{r['decode_tokens_per_s']:.0f} | {len(r['generated_ids'])} |")
     f32 = [r for r in runs if r.get("dtype", "f32") == "f32" and r["attention"] == "flash"]
     cpu = [r for r in f32 if str(r.get("device", "cpu")).startswith("cpu")]
