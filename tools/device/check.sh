@@ -39,11 +39,12 @@ JOBS=$(nproc)
 mkdir -p "$OUT"
 exec > >(tee "$OUT/check.log") 2>&1
 
-steps=(env configure build ctest_gpu sanitizer bench_attention torch_attention generate
-       bench_model profile)
-declare -A timeouts=([env]=20 [configure]=60 [build]=240 [ctest_gpu]=150 [sanitizer]=90
-                     [bench_attention]=45 [torch_attention]=45 [generate]=60 [bench_model]=90
-                     [profile]=40)
+# Benchmarks before compute-sanitizer: the sanitizer is slow and runs last, on what time is left.
+steps=(env configure build ctest_gpu bench_attention torch_attention generate bench_model profile
+       sanitizer)
+declare -A timeouts=([env]=20 [configure]=60 [build]=240 [ctest_gpu]=150 [bench_attention]=45
+                     [torch_attention]=45 [generate]=60 [bench_model]=90 [profile]=40
+                     [sanitizer]=100)
 CHECK_BUDGET_S=${CHECK_BUDGET_S:-540}
 informational="env bench_attention torch_attention generate bench_model profile"
 [[ -n "${CHECK_STEPS:-}" ]] && read -r -a steps <<<"$CHECK_STEPS"
@@ -113,13 +114,13 @@ step_sanitizer() {
   for suite in "memcheck test_cuda_attention" "memcheck test_cuda_flash" "racecheck test_cuda_flash"; do
     set -- $suite
     echo "== compute-sanitizer --tool $1 $2" | tee -a "$log"
-    timeout 40 compute-sanitizer --tool "$1" --error-exitcode 99 "$BUILD_DIR/tests/$2" \
+    timeout 30 compute-sanitizer --tool "$1" --error-exitcode 99 "$BUILD_DIR/tests/$2" \
       >>"$log" 2>&1 || rc=$?
     # Seen on gVisor machines (KINDS.md): the tool refuses the device. That is the sandbox.
     if grep -q "Device not supported" "$log"; then
       echo "SKIPPED: compute-sanitizer does not support the device on this runtime"; return 2
     fi
-    if [[ $rc -eq 124 ]]; then echo "(timed out after 40 s: partial run)"; rc=0; fi
+    if [[ $rc -eq 124 ]]; then echo "(timed out after 30 s: partial run)"; rc=0; fi
     [[ $rc -ne 0 ]] && break
   done
   tail -n 30 "$log"
