@@ -2,6 +2,12 @@
 // (logits and greedy tokens, every attention backend, CUDA graphs on and off) and in bf16 (close
 // logits), graph and plain decode agreeing exactly, device memory holding the weights once, and
 // the host-side checks still refusing bad ids. Every test skips loudly without a usable GPU.
+//
+// bf16 bounds: a numpy model of the bf16 forward pass (every weight, activation, score,
+// probability and cache entry rounded where the GPU stores it, f32 arithmetic between) against
+// the fixtures' f32 references gives per logit row an rms error of at most 2.8% of the row's rms
+// and a largest error of at most 9.2% of it (tiny-b), while single logits near 0 are off by up
+// to 0.18: so rows are compared at their own scale, with about twice those margins.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -61,7 +67,8 @@ std::vector<std::int32_t> greedy(Context& ctx, const gpt2::Model& model,
   return out;
 }
 
-// Worst |actual - expected| / max(|expected|, 1) over every logit of every row.
+// Worst |actual - expected| / max(|expected|, 1) over every logit of every row; infinite when a
+// logit is NaN.
 double worst_relative_error(const std::vector<float>& actual, const nlohmann::json& expected,
                             std::int64_t batch, std::int64_t length, std::int64_t vocab) {
   double worst = 0.0;
@@ -71,8 +78,39 @@ double worst_relative_error(const std::vector<float>& actual, const nlohmann::js
       for (std::int64_t v = 0; v < vocab; ++v) {
         const double e = row[v].get<double>();
         const double a = actual[static_cast<std::size_t>((b * length + t) * vocab + v)];
+        if (std::isnan(a)) return INFINITY;
         worst = std::max(worst, std::fabs(a - e) / std::max(std::fabs(e), 1.0));
       }
+    }
+  }
+  return worst;
+}
+
+// For bf16: the worst over rows of rms(actual - expected) / rms(expected) and of
+// max |actual - expected| / rms(expected); infinite when a logit is NaN.
+struct RowErrors {
+  double rms = 0.0;
+  double largest = 0.0;
+};
+RowErrors worst_row_errors(const std::vector<float>& actual, const nlohmann::json& expected,
+                           std::int64_t batch, std::int64_t length, std::int64_t vocab) {
+  RowErrors worst;
+  for (std::int64_t b = 0; b < batch; ++b) {
+    for (std::int64_t t = 0; t < length; ++t) {
+      const auto& row = expected[b][t];
+      double error_squares = 0.0, squares = 0.0, largest = 0.0;
+      for (std::int64_t v = 0; v < vocab; ++v) {
+        const double e = row[v].get<double>();
+        const double a = actual[static_cast<std::size_t>((b * length + t) * vocab + v)];
+        if (std::isnan(a)) return {INFINITY, INFINITY};
+        error_squares += (a - e) * (a - e);
+        squares += e * e;
+        largest = std::max(largest, std::fabs(a - e));
+      }
+      const double scale = std::sqrt(squares / static_cast<double>(vocab));
+      worst.rms =
+          std::max(worst.rms, std::sqrt(error_squares / static_cast<double>(vocab)) / scale);
+      worst.largest = std::max(worst.largest, largest / scale);
     }
   }
   return worst;
@@ -99,13 +137,19 @@ TEST_CASE("GPU f32 logits match Hugging Face's for every backend; bf16 stays clo
         const Tensor logits = model.forward(ctx, flat, batch, cache, true);
         REQUIRE(logits.shape() == Shape{batch, length, vocab});
         REQUIRE(logits.device() == Device::CUDA);
-        const double worst = worst_relative_error(host_logits(ctx, logits), reference["logits"],
-                                                  batch, length, vocab);
+        const std::vector<float> actual = host_logits(ctx, logits);
         CAPTURE(name);
         CAPTURE(backend);
         CAPTURE(dtype_name(dtype));
-        // bf16 keeps 8 significant bits: every weight, activation and cache entry is rounded.
-        CHECK(worst < (dtype == DType::F32 ? 1e-4 : 5e-2));
+        if (dtype == DType::F32) {
+          CHECK(worst_relative_error(actual, reference["logits"], batch, length, vocab) < 1e-4);
+        } else {
+          // bf16 keeps 8 significant bits: see the bounds at the top of the file.
+          const RowErrors worst =
+              worst_row_errors(actual, reference["logits"], batch, length, vocab);
+          CHECK(worst.rms < 0.06);
+          CHECK(worst.largest < 0.2);
+        }
       }
     }
   }
