@@ -17,7 +17,8 @@
 // Bias: the epilogue's bias has D's dtype by default (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE), so it
 // is fused when bias and out share a dtype. Otherwise (a bf16 bias with f32 out), or when the
 // heuristic offers no epilogue kernel for a shape, a plain GEMM is followed by our own bias
-// kernel (one more launch and one more read and write of out).
+// kernel (one more launch and one more read and write of out); when cublasLt has no algorithm at
+// all (operands at odd addresses), the plain GEMM is cublasGemmEx, which takes any alignment.
 // Alignment: a tensor view may start anywhere, so the heuristic is told each pointer's actual
 // alignment and only picks kernels whose vector loads it allows.
 // Cost: 2 N M K FLOPs; reads M K + N K (+ M) elements and writes N M; one launch (plus cuBLAS's
@@ -25,6 +26,7 @@
 // heuristic's algorithm is asked once per problem and kept in the context (gemm_algorithms).
 #include <cublasLt.h>
 
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -187,6 +189,26 @@ bool matmul(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor* b
   return true;
 }
 
+// The same product through cublasGemmEx, for operands cublasLt has no algorithm for (views that
+// start at odd addresses): the classic API takes any alignment. Same column-major mapping as
+// matmul(): D (M x N) = op_T(W^T) (M x K) x^T (K x N).
+void gemm_ex(Context& ctx, const Tensor& x, const Tensor& weight, Tensor& out, bool accumulate) {
+  const char* op = "linear: cublasGemmEx";
+  check(x.dim(0) <= INT_MAX && x.dim(1) <= INT_MAX && weight.dim(0) <= INT_MAX, "linear",
+        "matrix dimensions exceed cuBLAS's int range");
+  const int rows = static_cast<int>(x.dim(0));
+  const int in = static_cast<int>(x.dim(1));
+  const int outputs = static_cast<int>(weight.dim(0));
+  const float alpha = 1.0f;
+  const float beta = accumulate ? 1.0f : 0.0f;
+  check_cublas(
+      cublasGemmEx(attnscope::cuda::cublas_of(ctx), CUBLAS_OP_T, CUBLAS_OP_N, outputs, rows, in,
+                   &alpha, weight.raw_data(), cuda_type(weight.dtype()), in, x.raw_data(),
+                   cuda_type(x.dtype()), in, &beta, out.raw_data(), cuda_type(out.dtype()), outputs,
+                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+      op);
+}
+
 // out[r, m] += bias[m], in f32, for the cases the epilogue does not serve.
 template <typename TOut, typename TBias>
 __global__ void add_bias_kernel(TOut* out, const TBias* bias, std::int64_t outputs,
@@ -221,10 +243,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& b
   if (fused) return;
   {
     profiler::Scope step(ctx, "linear.gemm", "kernel");
-    check(matmul(ctx, x, weight, nullptr, out, accumulate), "linear",
-          "cublasLt has no algorithm for x " + shape_string(x.shape()) + " " +
-              std::string(dtype_name(x.dtype())) + " -> out " +
-              std::string(dtype_name(out.dtype())));
+    if (!matmul(ctx, x, weight, nullptr, out, accumulate)) gemm_ex(ctx, x, weight, out, accumulate);
   }
   if (bias.defined()) {
     profiler::Scope step(ctx, "linear.bias", "kernel");
