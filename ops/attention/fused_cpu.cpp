@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/attention/cost_models.h"
 #include "ops/attention/cpu_steps.h"
 #include "ops/check.h"
 #include "profiler/scope.h"
@@ -47,7 +48,7 @@ class FusedCpu final : public Backend {
   }
 
   CostModel cost_model(const Context& /*ctx*/, const Call& call) const override {
-    return {static_cast<std::size_t>(layout_of(call).score_elements()) * sizeof(float), 3};
+    return fused_cost(call);
   }
 
   void forward(Context& ctx, const Call& call) const override {

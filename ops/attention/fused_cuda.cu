@@ -19,6 +19,7 @@
 // second GEMM reads) instead of naive's ~11 S e. FLOPs: 4 S D in the GEMMs.
 #include <cstdint>
 
+#include "ops/attention/cost_models.h"
 #include "ops/attention/cuda_steps.h"
 #include "ops/attention/fused_cuda.h"
 #include "ops/cuda/device_math.cuh"
@@ -70,8 +71,7 @@ class FusedCuda final : public Backend {
   }
 
   CostModel cost_model(const Context& /*ctx*/, const Call& call) const override {
-    return {static_cast<std::size_t>(layout_of(call).score_elements()) * dtype_size(call.q.dtype()),
-            3};
+    return fused_cost(call);
   }
 
   void forward(Context& ctx, const Call& call) const override {

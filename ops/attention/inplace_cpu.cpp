@@ -14,6 +14,7 @@
 
 #include <limits>
 
+#include "ops/attention/cost_models.h"
 #include "ops/attention/cpu_steps.h"
 #include "ops/check.h"
 #include "ops/softmax.h"
@@ -31,7 +32,7 @@ class InplaceCpu final : public Backend {
   }
 
   CostModel cost_model(const Context& /*ctx*/, const Call& call) const override {
-    return {3 * static_cast<std::size_t>(layout_of(call).score_elements()) * sizeof(float), 5};
+    return inplace_cost(call);
   }
 
   void forward(Context& ctx, const Call& call) const override {

@@ -15,6 +15,7 @@
 // causal block and reads nothing.
 #include <limits>
 
+#include "ops/attention/cost_models.h"
 #include "ops/attention/cuda_steps.h"
 #include "ops/attention/inplace_cuda.h"
 #include "profiler/scope.h"
@@ -31,9 +32,7 @@ class InplaceCuda final : public Backend {
   }
 
   CostModel cost_model(const Context& /*ctx*/, const Call& call) const override {
-    return {
-        3 * static_cast<std::size_t>(layout_of(call).score_elements()) * dtype_size(call.q.dtype()),
-        5};
+    return inplace_cost(call);
   }
 
   void forward(Context& ctx, const Call& call) const override {

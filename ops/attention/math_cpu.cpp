@@ -19,6 +19,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/attention/cost_models.h"
 #include "ops/attention/cpu_steps.h"
 #include "ops/softmax.h"
 #include "profiler/scope.h"
@@ -36,12 +37,7 @@ class MathCpu final : public Backend {
   }
 
   CostModel cost_model(const Context& /*ctx*/, const Call& call) const override {
-    const HeadLayout l = layout_of(call);
-    const auto q = static_cast<std::size_t>(l.heads() * l.q_len * l.head_dim);
-    const auto kv = static_cast<std::size_t>(l.batch * l.kv_heads * l.kv_len * l.head_dim);
-    const auto scores = static_cast<std::size_t>(l.score_elements());
-    const auto mask = static_cast<std::size_t>(l.q_len * l.kv_len);
-    return {sizeof(float) * (2 * q + 2 * kv + 3 * scores) + mask, 11};
+    return math_cost(call);
   }
 
   void forward(Context& ctx, const Call& call) const override {

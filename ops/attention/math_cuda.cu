@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "ops/attention/cost_models.h"
 #include "ops/attention/cuda_steps.h"
 #include "ops/attention/math_cuda.h"
 #include "ops/cuda/device_math.cuh"
@@ -91,12 +92,7 @@ class MathCuda final : public Backend {
   }
 
   CostModel cost_model(const Context& /*ctx*/, const Call& call) const override {
-    const HeadLayout l = layout_of(call);
-    const auto q = static_cast<std::size_t>(l.heads() * l.q_len * l.head_dim);
-    const auto kv = static_cast<std::size_t>(l.batch * l.kv_heads * l.kv_len * l.head_dim);
-    const auto scores = static_cast<std::size_t>(l.score_elements());
-    const auto mask = static_cast<std::size_t>(l.q_len * l.kv_len);
-    return {sizeof(float) * (2 * q + 2 * kv + 3 * scores) + mask, 11};
+    return math_cost(call);
   }
 
   void forward(Context& ctx, const Call& call) const override {

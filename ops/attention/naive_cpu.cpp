@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "ops/attention/cost_models.h"
 #include "ops/attention/cpu_steps.h"
 #include "ops/check.h"
 #include "ops/softmax.h"
@@ -37,7 +38,7 @@ class NaiveCpu final : public Backend {
   }
 
   CostModel cost_model(const Context& /*ctx*/, const Call& call) const override {
-    return {4 * static_cast<std::size_t>(layout_of(call).score_elements()) * sizeof(float), 6};
+    return naive_cost(call);
   }
 
   void forward(Context& ctx, const Call& call) const override {

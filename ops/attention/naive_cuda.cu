@@ -18,6 +18,7 @@
 // naive_cpu.cpp).
 #include <limits>
 
+#include "ops/attention/cost_models.h"
 #include "ops/attention/cuda_steps.h"
 #include "ops/attention/naive_cuda.h"
 #include "profiler/scope.h"
@@ -34,9 +35,7 @@ class NaiveCuda final : public Backend {
   }
 
   CostModel cost_model(const Context& /*ctx*/, const Call& call) const override {
-    return {
-        4 * static_cast<std::size_t>(layout_of(call).score_elements()) * dtype_size(call.q.dtype()),
-        6};
+    return naive_cost(call);
   }
 
   void forward(Context& ctx, const Call& call) const override {
