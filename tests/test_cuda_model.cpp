@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fixture_paths.h"
+#include "hf_fixtures.h"
 #include "models/gpt2/model.h"
 #include "runtime/cuda/device.h"
 #include "runtime/error.h"
@@ -26,17 +27,9 @@ using namespace attnscope;
 
 namespace {
 
-const char* const kFixtures[] = {"tiny-a", "tiny-b", "tiny-a-bf16", "tiny-a-f16"};
-
-std::string fixture_dir(const std::string& name) {
-  return testing::test_fixtures() + "/hf/" + name;
-}
-
-nlohmann::json read_reference(const std::string& name) {
-  std::ifstream in(fixture_dir(name) + "/reference.json");
-  REQUIRE(in.good());
-  return nlohmann::json::parse(in);
-}
+using testing::hf_fixture_dir;
+using testing::kHfFixtures;
+using testing::read_hf_reference;
 
 bool gpu_missing() {
   const std::string why = cuda::unavailable_reason();
@@ -120,8 +113,8 @@ RowErrors worst_row_errors(const std::vector<float>& actual, const nlohmann::jso
 
 TEST_CASE("GPU f32 logits match Hugging Face's for every backend; bf16 stays close") {
   if (gpu_missing()) return;
-  for (const char* name : kFixtures) {
-    const nlohmann::json reference = read_reference(name);
+  for (const char* name : kHfFixtures) {
+    const nlohmann::json reference = read_hf_reference(name);
     const auto ids = reference["input_ids"].get<std::vector<std::vector<std::int32_t>>>();
     std::vector<std::int32_t> flat;
     for (const auto& row : ids) flat.insert(flat.end(), row.begin(), row.end());
@@ -129,7 +122,7 @@ TEST_CASE("GPU f32 logits match Hugging Face's for every backend; bf16 stays clo
     const auto length = static_cast<std::int64_t>(ids[0].size());
     for (const DType dtype : {DType::F32, DType::BF16}) {
       Context ctx(Device::CUDA, 2);
-      gpt2::Model model = gpt2::Model::open(fixture_dir(name), ctx, 0, dtype);
+      gpt2::Model model = gpt2::Model::open(hf_fixture_dir(name), ctx, 0, dtype);
       const std::int64_t vocab = model.config().vocab_size;
       for (const std::string& backend : ops::attention::backend_names()) {
         model.set_attention(backend);
@@ -157,10 +150,10 @@ TEST_CASE("GPU f32 logits match Hugging Face's for every backend; bf16 stays clo
 
 TEST_CASE("GPU f32 greedy continuations equal Hugging Face's, with and without CUDA graphs") {
   if (gpu_missing()) return;
-  for (const char* name : kFixtures) {
-    const nlohmann::json reference = read_reference(name);
+  for (const char* name : kHfFixtures) {
+    const nlohmann::json reference = read_hf_reference(name);
     Context ctx(Device::CUDA, 2);
-    gpt2::Model model = gpt2::Model::open(fixture_dir(name), ctx);
+    gpt2::Model model = gpt2::Model::open(hf_fixture_dir(name), ctx);
     const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
     const auto expected = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
     for (const std::string& backend : ops::attention::backend_names()) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fixture_paths.h"
+#include "hf_fixtures.h"
 #include "models/gpt2/model.h"
 #include "models/gpt2/tensor_map.h"
 #include "runtime/error.h"
@@ -19,17 +20,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* const kFixtures[] = {"tiny-a", "tiny-b", "tiny-a-bf16", "tiny-a-f16"};
-
-std::string fixture_dir(const std::string& name) {
-  return testing::test_fixtures() + "/hf/" + name;
-}
-
-nlohmann::json read_reference(const std::string& name) {
-  std::ifstream in(fixture_dir(name) + "/reference.json");
-  REQUIRE(in.good());
-  return nlohmann::json::parse(in);
-}
+using testing::hf_fixture_dir;
+using testing::kHfFixtures;
+using testing::read_hf_reference;
 
 // Greedy generation through prefill + one-token decode steps, as `attnscope generate` does it.
 std::vector<std::int32_t> greedy(Context& ctx, const gpt2::Model& model,
@@ -50,10 +43,10 @@ std::vector<std::int32_t> greedy(Context& ctx, const gpt2::Model& model,
 }  // namespace
 
 TEST_CASE("logits match Hugging Face's within 1e-4 for every backend and stored dtype") {
-  for (const char* name : kFixtures) {
-    const nlohmann::json reference = read_reference(name);
+  for (const char* name : kHfFixtures) {
+    const nlohmann::json reference = read_hf_reference(name);
     Context ctx(2);
-    gpt2::Model model = gpt2::Model::open(fixture_dir(name), ctx);
+    gpt2::Model model = gpt2::Model::open(hf_fixture_dir(name), ctx);
     const auto ids = reference["input_ids"].get<std::vector<std::vector<std::int32_t>>>();
     std::vector<std::int32_t> flat;
     for (const auto& row : ids) flat.insert(flat.end(), row.begin(), row.end());
@@ -85,10 +78,10 @@ TEST_CASE("logits match Hugging Face's within 1e-4 for every backend and stored 
 }
 
 TEST_CASE("greedy continuations equal Hugging Face's for every backend") {
-  for (const char* name : kFixtures) {
-    const nlohmann::json reference = read_reference(name);
+  for (const char* name : kHfFixtures) {
+    const nlohmann::json reference = read_hf_reference(name);
     Context ctx(2);
-    gpt2::Model model = gpt2::Model::open(fixture_dir(name), ctx);
+    gpt2::Model model = gpt2::Model::open(hf_fixture_dir(name), ctx);
     const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
     const auto expected = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
     for (const std::string& backend : ops::attention::backend_names()) {
@@ -136,7 +129,7 @@ TEST_CASE("decoding token by token gives the logits of one prefill; batch rows a
 
 TEST_CASE("the context length and the cache capacity are enforced") {
   Context ctx(1);
-  const gpt2::Model model = gpt2::Model::open(fixture_dir("tiny-a"), ctx);  // context 64
+  const gpt2::Model model = gpt2::Model::open(hf_fixture_dir("tiny-a"), ctx);  // context 64
   std::vector<std::int32_t> ids(65, 1);
   CHECK_THROWS_AS(model.new_cache(ctx, 1, 65), Error);
   KVCache cache = model.new_cache(ctx, 1, 64);
@@ -175,7 +168,7 @@ TEST_CASE("synthetic models have GPT-2's real shapes and seeded weights") {
 
 TEST_CASE("the loader refuses pickles, missing files, and checkpoints that do not fit") {
   Context ctx(1);
-  const std::string source = fixture_dir("tiny-a");
+  const std::string source = hf_fixture_dir("tiny-a");
   CHECK_THROWS_WITH_AS(gpt2::Model::open("/no/such/model", ctx), doctest::Contains("no such file"),
                        Error);
 
