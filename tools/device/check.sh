@@ -15,8 +15,8 @@
 #
 # Files written under $OUT (the tool returns at most 8): check.log (everything), summary.txt,
 # ctest_gpu.log, sanitizer.log, attention.json (attnscope and PyTorch rows at the study's
-# shape), model.jsonl (generate and bench rows, attnscope and PyTorch), profile_gpu.json and
-# trace_gpu.json.
+# shape), model.jsonl (generate and bench rows, attnscope and PyTorch), profile.tar.gz (GPU
+# trace and summary of synthetic:gpt2, the CUPTI-vs-event fidelity table, the compare report).
 #
 # Exit status: non-zero when configure, build, a GPU test or compute-sanitizer fails.
 # Informational steps (benchmarks, generate, profile) are reported but never fail the check.
@@ -43,7 +43,7 @@ exec > >(tee "$OUT/check.log") 2>&1
 steps=(env configure build ctest_gpu bench_attention torch_attention generate bench_model profile
        sanitizer)
 declare -A timeouts=([env]=20 [configure]=60 [build]=240 [ctest_gpu]=150 [bench_attention]=45
-                     [torch_attention]=45 [generate]=60 [bench_model]=90 [profile]=40
+                     [torch_attention]=45 [generate]=60 [bench_model]=90 [profile]=90
                      [sanitizer]=100)
 CHECK_BUDGET_S=${CHECK_BUDGET_S:-540}
 informational="env bench_attention torch_attention generate bench_model profile"
@@ -187,13 +187,24 @@ step_bench_model() {
   return $rc
 }
 
-# --- profile: a CUPTI profile of synthetic GPT-2 on the GPU (trace + summary JSON) ----------
+# --- profile: CUPTI profiles on the GPU and the compare report (the study on the real model) --
+# One archive keeps the files-back count at eight: the model's trace and summary, the attention
+# op's CUPTI-vs-event fidelity table, and `compare`'s report (Markdown, JSON, SVG charts).
 step_profile() {
   built || { echo "SKIPPED: no build"; return 2; }
   has_gpu || { echo "SKIPPED: no GPU"; return 2; }
-  "$BUILD_DIR/tools/attnscope" profile --model synthetic:gpt2 --device cuda --dtype bf16 \
-    --attn flash --prompt-len 128 --gen 4 --trace "$OUT/trace_gpu.json" \
-    --json "$OUT/profile_gpu.json" --summary || return 3
+  local dir=$OUT/profile rc=0 bin=$BUILD_DIR/tools/attnscope
+  mkdir -p "$dir"
+  "$bin" profile --model synthetic:gpt2 --device cuda --dtype bf16 --attn flash --prompt-len 128 \
+    --gen 4 --trace "$dir/trace_gpu.json" --json "$dir/profile_gpu.json" --summary || rc=3
+  "$bin" profile --op attention --attn fused --device cuda --dtype bf16 --fidelity \
+    >"$dir/fidelity.txt" || rc=3
+  cat "$dir/fidelity.txt"
+  "$bin" compare --model synthetic:gpt2 --device cuda --dtype bf16 --prompt-lens 128,512 --gen 8 \
+    --reps 3 --out "$dir/compare" || rc=3
+  head -n 40 "$dir/compare/report.md" 2>/dev/null
+  tar -czf "$OUT/profile.tar.gz" -C "$OUT" profile && rm -rf "$dir"
+  return $rc
 }
 
 # --- run every step, then the summary ---------------------------------------------------------
