@@ -48,14 +48,14 @@ class EventTimers {
   void opened(std::int64_t id) {
     while (pool_.size() < 2) {  // grow the pool first, so that a failure leaks nothing
       cudaEvent_t event = nullptr;
-      cuda::check_cuda(cudaEventCreate(&event), "cudaEventCreate (profiler scope)");
+      gpu::check_cuda(cudaEventCreate(&event), "cudaEventCreate (profiler scope)");
       pool_.push_back(event);
     }
     const Pair pair{take_event(), take_event()};
     const cudaError_t status = cudaEventRecord(pair.start, stream_);
     if (status != cudaSuccess) {
       give_back(pair);
-      cuda::check_cuda(status, "cudaEventRecord (profiler scope)");
+      gpu::check_cuda(status, "cudaEventRecord (profiler scope)");
     }
     open_[id] = pair;
   }
@@ -117,7 +117,7 @@ class EventTimers {
 class GpuRecorder final : public DeviceRecorder {
  public:
   GpuRecorder(Context& ctx, GpuTiming timing)
-      : state_(cuda::device_state(ctx)),
+      : state_(gpu::device_state(ctx)),
         limits_(sm_limits_of(state_.properties)),
         timers_(state_.stream),
         use_cupti_(timing != GpuTiming::CudaEvents),
@@ -155,7 +155,7 @@ class GpuRecorder final : public DeviceRecorder {
   }
 
   void collect(Trace& trace) override {
-    cuda::synchronize(state_);
+    gpu::synchronize(state_);
     const std::size_t first_device = trace.device.size();
     if (use_cupti_) {
       for (DeviceEvent& event : cupti_.take_events()) {
@@ -208,7 +208,7 @@ class GpuRecorder final : public DeviceRecorder {
     kernel.occupancy_limit = occupancy.limit;
   }
 
-  cuda::DeviceState& state_;
+  gpu::DeviceState& state_;
   SmLimits limits_;
   CuptiTracer cupti_;
   EventTimers timers_;

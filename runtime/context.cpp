@@ -23,8 +23,8 @@ Context::Context(Device device, int threads)
     return;
   }
   if constexpr (kCudaBuild) {
-    cuda_ = cuda::open_device(0);
-    allocator_ = cuda::make_allocator(cuda_);
+    cuda_ = gpu::open_device(0);
+    allocator_ = gpu::make_allocator(cuda_);
   } else {
     throw Error("--device cuda",
                 "this build has no CUDA path (configure with -DATTNSCOPE_CUDA=ON on a machine "
@@ -36,14 +36,14 @@ Context::~Context() = default;
 
 std::string Context::describe() const {
   if constexpr (kCudaBuild) {
-    if (cuda_) return "cuda: " + cuda::describe(*cuda_);
+    if (cuda_) return "cuda: " + gpu::describe(*cuda_);
   }
   return "cpu (" + std::to_string(threads_) + " threads)";
 }
 
 void Context::synchronize() const {
   if constexpr (kCudaBuild) {
-    if (cuda_) cuda::synchronize(*cuda_);
+    if (cuda_) gpu::synchronize(*cuda_);
   }
 }
 

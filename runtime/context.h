@@ -14,7 +14,7 @@
 
 namespace attnscope {
 
-namespace cuda {
+namespace gpu {
 struct DeviceState;
 }
 
@@ -43,7 +43,7 @@ class Context {
   Allocator& host_allocator() { return *host_allocator_; }
   int threads() const { return threads_; }
   // nullptr on the CPU.
-  cuda::DeviceState* cuda_state() const { return cuda_.get(); }
+  gpu::DeviceState* cuda_state() const { return cuda_.get(); }
   // "cpu (16 threads)" or "cuda: NVIDIA H200, sm_90, ..."
   std::string describe() const;
   // Waits until every op queued so far has finished (a no-op on the CPU, where ops return done).
@@ -53,7 +53,7 @@ class Context {
   void set_profiler(ScopeSink* sink) { profiler_ = sink; }
 
  private:
-  std::shared_ptr<cuda::DeviceState> cuda_;
+  std::shared_ptr<gpu::DeviceState> cuda_;
   std::unique_ptr<Allocator> host_allocator_;
   std::unique_ptr<Allocator> allocator_;  // after cuda_: cached blocks are freed on its stream
   int threads_ = 1;

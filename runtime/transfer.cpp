@@ -10,8 +10,8 @@ namespace attnscope {
 namespace {
 
 // Every tensor on a CUDA device came from a CUDA context, which only a CUDA build can make, so
-// the CPU-only build never reaches the cuda:: calls below.
-cuda::DeviceState& require_cuda(Context& ctx) {
+// the CPU-only build never reaches the gpu:: calls below.
+gpu::DeviceState& require_cuda(Context& ctx) {
   check(ctx.cuda_state() != nullptr, "copy", "a cuda tensor needs a cuda context");
   return *ctx.cuda_state();
 }
@@ -30,7 +30,7 @@ void copy_into(Context& ctx, const Tensor& src, Tensor& dst) {
     return;
   }
   if constexpr (kCudaBuild) {
-    cuda::copy_bytes(require_cuda(ctx), dst.raw_data(), dst_on_device, src.raw_data(),
+    gpu::copy_bytes(require_cuda(ctx), dst.raw_data(), dst_on_device, src.raw_data(),
                      src_on_device, src.nbytes());
   }
 }
@@ -52,7 +52,7 @@ Tensor to_host(Context& ctx, const Tensor& t) {
 Tensor zeros_on(Context& ctx, const Shape& shape, DType dtype) {
   if (ctx.device() == Device::CPU) return Tensor::zeros(shape, dtype, ctx.allocator());
   Tensor t = Tensor::empty(shape, dtype, ctx.allocator());
-  if constexpr (kCudaBuild) cuda::fill_zero(require_cuda(ctx), t.raw_data(), t.nbytes());
+  if constexpr (kCudaBuild) gpu::fill_zero(require_cuda(ctx), t.raw_data(), t.nbytes());
   return t;
 }
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/attention/attention.h"
+#include "ops/attention/registry.h"
 #include "reference_ops.h"
 #include "runtime/cuda/device.h"
 #include "runtime/error.h"
@@ -181,7 +181,7 @@ void check_backend(const std::string& name) {
 }  // namespace
 
 TEST_CASE("naive on the GPU matches float64 attention and its cost model") {
-  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
   }
@@ -189,7 +189,7 @@ TEST_CASE("naive on the GPU matches float64 attention and its cost model") {
 }
 
 TEST_CASE("inplace on the GPU matches float64 attention and its cost model") {
-  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
   }
@@ -197,7 +197,7 @@ TEST_CASE("inplace on the GPU matches float64 attention and its cost model") {
 }
 
 TEST_CASE("math on the GPU matches float64 attention and its cost model") {
-  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
   }
@@ -205,7 +205,7 @@ TEST_CASE("math on the GPU matches float64 attention and its cost model") {
 }
 
 TEST_CASE("fused on the GPU matches float64 attention and its cost model") {
-  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
   }
@@ -213,7 +213,7 @@ TEST_CASE("fused on the GPU matches float64 attention and its cost model") {
 }
 
 TEST_CASE("at the study's shape in bf16 the GPU cost models are the CPU formulas in bf16 bytes") {
-  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
   }
@@ -251,7 +251,7 @@ TEST_CASE("at the study's shape in bf16 the GPU cost models are the CPU formulas
 }
 
 TEST_CASE("the GPU attention backends refuse integer tensors") {
-  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
   }

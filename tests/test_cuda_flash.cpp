@@ -1,6 +1,6 @@
-// The flash backend on a CUDA device (ops/attention/flash_cuda.cu, flash_decode_cuda.cu) against
-// float64 attention: its three kernels (tensor-core tiles for f16/bf16 at D = 64 and 128, SIMT
-// tiles for everything else, split-KV decode for Tq <= 4), lengths around the 64-row and
+// The flash backend on a CUDA device (ops/attention/flash_mma.cu, flash_simt.cu, flash_split_kv.cu)
+// against float64 attention: its three kernels (tensor-core tiles for f16/bf16 at D = 64 and 128,
+// SIMT tiles for everything else, split-KV decode for Tq <= 4), lengths around the 64-row and
 // 64-key tiles, new rows against a longer cache, grouped-query heads, batch 2, and its cost model
 // (allocator peak, kernel scopes) against measurement.
 //
@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "ops/attention/attention.h"
+#include "ops/attention/registry.h"
 #include "profiler/cpu_tracer.h"
 #include "reference_ops.h"
 #include "runtime/cuda/device.h"
@@ -145,7 +145,7 @@ std::vector<std::string> direct_steps(Context& ctx, const ops::attention::Call& 
 }  // namespace
 
 TEST_CASE("cuda flash matches float64 attention in prefill at lengths around its tiles") {
-  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
   }
@@ -163,7 +163,7 @@ TEST_CASE("cuda flash matches float64 attention in prefill at lengths around its
 
 TEST_CASE(
     "cuda flash matches float64 attention at head dims the tensor-core kernel does not take") {
-  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
   }
@@ -179,7 +179,7 @@ TEST_CASE(
 }
 
 TEST_CASE("cuda flash matches float64 attention for new rows against a longer cache") {
-  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
   }
@@ -197,7 +197,7 @@ TEST_CASE("cuda flash matches float64 attention for new rows against a longer ca
 }
 
 TEST_CASE("cuda flash decodes with split-KV against short and long caches") {
-  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
   }
@@ -225,7 +225,7 @@ TEST_CASE("cuda flash decodes with split-KV against short and long caches") {
 }
 
 TEST_CASE("cuda flash allocates exactly the bytes its cost model states and launches its steps") {
-  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
   }
@@ -236,9 +236,11 @@ TEST_CASE("cuda flash allocates exactly the bytes its cost model states and laun
     DType dtype;
     std::vector<std::string> steps;
   };
-  const std::vector<std::string> mma = {"flash.forward"};
-  const std::vector<std::string> simt = {"flash.forward_simt"};
-  const std::vector<std::string> split = {"flash.decode_split", "flash.decode_combine"};
+  // The same step names as on the CPU (ops/attention/flash.h): the MMA and SIMT kernels are
+  // both the tiled step; the kernel names (CUPTI) tell them apart.
+  const std::vector<std::string> mma = {"flash.tiled"};
+  const std::vector<std::string> simt = {"flash.tiled"};
+  const std::vector<std::string> split = {"flash.split_kv_partials", "flash.split_kv_combine"};
   const std::vector<StepCase> cases = {
       {{8, 16, 16, 1024, 1024, 1024, 64}, DType::BF16, mma},  // the study's shape
       {{2, 4, 2, 130, 130, 140, 128}, DType::F16, mma},
@@ -280,7 +282,7 @@ TEST_CASE("cuda flash allocates exactly the bytes its cost model states and laun
 }
 
 TEST_CASE("cuda flash refuses what it cannot serve, with the reason") {
-  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
   }

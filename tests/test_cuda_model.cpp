@@ -32,7 +32,7 @@ using testing::kHfFixtures;
 using testing::read_hf_reference;
 
 bool gpu_missing() {
-  const std::string why = cuda::unavailable_reason();
+  const std::string why = gpu::unavailable_reason();
   if (!why.empty()) MESSAGE("SKIPPED: " << why);
   return !why.empty();
 }
@@ -226,7 +226,7 @@ TEST_CASE("the CPU refuses 16-bit models; without a GPU --device cuda fails with
   Context cpu(1);
   CHECK_THROWS_WITH_AS(gpt2::Model::open("synthetic:tiny", cpu, 0, DType::BF16),
                        doctest::Contains("needs --device cuda"), Error);
-  if (cuda::unavailable_reason().empty()) {
+  if (gpu::unavailable_reason().empty()) {
     MESSAGE("a GPU is usable here: the refusal is not exercised");
     return;
   }

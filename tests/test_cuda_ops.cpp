@@ -116,7 +116,7 @@ TEST_CASE("cpu work never needs a gpu; a cuda context without one says --device 
   CHECK(narrow.data<std::uint16_t>()[2] == f32_to_bf16(a.data<float>()[2]));
   CHECK_THROWS_WITH_AS(ops::gelu(cpu, narrow, narrow), doctest::Contains("must be f32"), Error);
 
-  if (cuda::unavailable_reason().empty()) {
+  if (gpu::unavailable_reason().empty()) {
     MESSAGE("a GPU is present: the no-GPU error of Context(Device::CUDA) is not exercised");
     return;
   }
@@ -134,7 +134,7 @@ TEST_CASE("cpu work never needs a gpu; a cuda context without one says --device 
 // ---------------------------------------------------------------------------------------------
 
 TEST_CASE("cuda embedding adds token and position rows and writes NaN rows for bad ids") {
-  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
   }
@@ -186,7 +186,7 @@ TEST_CASE("cuda embedding adds token and position rows and writes NaN rows for b
 }
 
 TEST_CASE("cuda layer_norm matches the cpu op, with a large mean and in place") {
-  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
   }
@@ -223,7 +223,7 @@ TEST_CASE("cuda layer_norm matches the cpu op, with a large mean and in place") 
 }
 
 TEST_CASE("cuda gelu and cast match the cpu ops, also in place") {
-  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
   }
@@ -286,7 +286,7 @@ TEST_CASE("cuda gelu and cast match the cpu ops, also in place") {
 }
 
 TEST_CASE("cuda softmax and safe_softmax match the cpu ops on masked and fully masked rows") {
-  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
   }
@@ -334,7 +334,7 @@ TEST_CASE("cuda softmax and safe_softmax match the cpu ops on masked and fully m
 // ---------------------------------------------------------------------------------------------
 
 TEST_CASE("cuda split_qkv appends to the cache at start > 0 and merge_heads inverts the layout") {
-  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
   }
@@ -405,7 +405,7 @@ std::vector<double> reference_linear(const Tensor& x, const Tensor& w, const Ten
 }  // namespace
 
 TEST_CASE("cuda linear and linear_residual match float64 with and without bias; f32 from bf16") {
-  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
   }
@@ -529,7 +529,7 @@ Tensor random_logits(Context& cpu, std::int64_t rows, std::int64_t vocab, float 
 }  // namespace
 
 TEST_CASE("cuda greedy sampling is the cpu's arg max, lowest id on ties") {
-  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
   }
@@ -557,7 +557,7 @@ TEST_CASE("cuda greedy sampling is the cpu's arg max, lowest id on ties") {
 }
 
 TEST_CASE("cuda top-k / top-p distributions match the cpu sampler's, ties included") {
-  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
   }
@@ -612,7 +612,7 @@ TEST_CASE("cuda top-k / top-p distributions match the cpu sampler's, ties includ
 }
 
 TEST_CASE("cuda sampling frequencies follow the distribution, and a seed reproduces the draws") {
-  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
   }
@@ -683,7 +683,7 @@ TEST_CASE("cuda sampling frequencies follow the distribution, and a seed reprodu
 // ---------------------------------------------------------------------------------------------
 
 TEST_CASE("ops refuse tensors spread over two devices, and sampling on the cpu") {
-  if (const std::string why = cuda::unavailable_reason(); !why.empty()) {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
   }

@@ -15,7 +15,7 @@
 #include <unordered_map>
 
 #include "models/gpt2/model.h"
-#include "ops/attention/attention.h"
+#include "ops/attention/registry.h"
 #include "profiler/attach.h"
 #include "profiler/chrome_trace.h"
 #include "profiler/cpu_tracer.h"
@@ -29,7 +29,7 @@ using namespace attnscope;
 namespace {
 
 bool gpu_missing() {
-  const std::string why = cuda::unavailable_reason();
+  const std::string why = gpu::unavailable_reason();
   if (!why.empty()) MESSAGE("SKIPPED: " << why);
   return !why.empty();
 }

@@ -6,7 +6,7 @@
 #include <numeric>
 #include <random>
 
-#include "ops/attention/attention.h"
+#include "ops/attention/registry.h"
 #include "ops/cast.h"
 #include "ops/embedding.h"
 #include "ops/gelu.h"

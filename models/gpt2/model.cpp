@@ -136,7 +136,7 @@ Tensor Model::forward(Context& ctx, std::span<const std::int32_t> tokens, std::i
       if (step_graph_) {
         logits = step_graph_->run(ctx, step);
       } else {
-        step_graph_ = std::make_shared<cuda::StepGraph>();
+        step_graph_ = std::make_shared<gpu::StepGraph>();
       }
     }
   }

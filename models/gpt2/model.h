@@ -21,12 +21,12 @@
 #include <vector>
 
 #include "models/gpt2/weights.h"
-#include "ops/attention/attention.h"
+#include "ops/attention/registry.h"
 #include "runtime/config.h"
 #include "runtime/context.h"
 #include "runtime/kv_cache.h"
 
-namespace attnscope::cuda {
+namespace attnscope::gpu {
 class StepGraph;
 }
 
@@ -103,7 +103,7 @@ class Model {
   std::vector<StoredTensor> stored_;
   const ops::attention::Backend* attention_ = nullptr;
   bool cuda_graphs_ = true;
-  mutable std::shared_ptr<cuda::StepGraph> step_graph_;  // made at the first GPU decode step
+  mutable std::shared_ptr<gpu::StepGraph> step_graph_;  // made at the first GPU decode step
 };
 
 }  // namespace attnscope::gpt2

@@ -1,39 +1,25 @@
-// `flash` attention on the CPU: FlashAttention's tiling and online softmax. No [Tq, Tk] score
-// matrix ever exists, only one score tile per thread, and tiles above the diagonal are skipped.
+// `flash` attention on the CPU (flash.cpp states the algorithm, flash.h what the devices share):
+// how the work is cut into tasks, and the loops that run them.
 //
-// Tiled path (prefill, and any call with more than a few query rows). One task per (batch,
-// head, query tile of Bq rows); tasks go head by head, so that both threads work on one head's
-// K and V while they are in cache, and longest tile first within a head (the work is
-// triangular), so the short ones even out the end of a dynamic schedule. Per task:
+// Tiled path. One task per (batch, head, query tile of Bq rows); tasks go head by head, so that
+// both threads work on one head's K and V while they are in cache, and longest tile first within
+// a head (the work is triangular), so the short ones even out the end of a dynamic schedule. Per
+// task, for each key tile of up to Bk keys from key 0 up to the tile's last query position:
+// S = Q_tile K_tile^T ([Bq, Bk], Eigen GEMM), the online-softmax update of each row over its
+// visible keys (all of them except on a diagonal tile), O += P V_tile ([Bq, D] GEMM); then
+// out_tile = O / l row by row. The key range ends at the tile's last query position, so the
+// masked work is at most the Bq x Bq triangle of the last key tile, whatever Bk is.
 //
-//   for each key tile of up to Bk keys, from key 0 up to the tile's last query position
-//   (tiles entirely above the diagonal are never visited: causal tile skipping):
-//     S = Q_tile K_tile^T                                            [Bq, Bk] GEMM
-//     per row, over its visible keys j (all of them except on a diagonal tile):
-//       m' = max(m, max_j scale S_j)                                  (first tile: m' = max_j)
-//       P_j = exp(scale S_j - m'), and P_j = 0 for masked j
-//       l = l exp(m - m') + sum_j P_j;   O_row *= exp(m - m');   m = m'
-//     O += P V_tile                                                  [Bq, D] GEMM (first: =)
-//   out_tile = O / l, row by row
-//
-// The key range ends at the tile's last query position, so the masked work is at most the
-// Bq x Bq triangle of the last key tile, whatever Bk is.
-//
-// Split-KV path (flash-decoding): few query rows against a long cache, with (batch, head)
-// pairs that do not share out evenly among the threads (one head, two threads). Step 1 cuts each
-// head's keys into `chunks` equal ranges and runs the loop above on every (batch, head, chunk) in
-// parallel, keeping the unnormalised partial (m_c, l_c, O_c) of each. Step 2 combines them per row
-// with the log-sum-exp rescaling:  M = max_c m_c,  w_c = exp(m_c - M),  out = sum_c w_c O_c / sum_c
-// w_c l_c. The rule: split when Tq <= 8 and chunks >= 2, where
+// Split-KV path: at most kSplitKvMaxQueries rows, with (batch, head) pairs that do not share out
+// evenly among the threads (one head, two threads). Split when chunks >= 2, where
 //   chunks = min(threads / gcd(B Hq, threads), floor(kv_len / 256)),
 // the fewest chunks that make the number of (equal) tasks, B Hq chunks, a multiple of the
 // thread count, so that every thread gets the same work; none shorter than 256 keys (128 KiB
-// of K and V at D = 64: enough to pay for a task and its share of the combine). As 8 <= 256,
-// every chunk starts at or before the first query's position. Decode with B = 1, H = 12 on 2
-// threads stays tiled (12 heads already split evenly); one head on 2 threads gets 2 chunks.
-// Measured (kv_len = 4096, D = 64, 2 threads): one head, Tq = 1 took 0.024 ms in 2 chunks
-// against 0.032 ms unsplit (Tq = 4: 0.077 against 0.139 ms); splitting beyond balance only
-// adds tasks: two heads took 0.063 ms in 8 chunks against 0.052 ms unsplit.
+// of K and V at D = 64: enough to pay for a task and its share of the combine). Decode with
+// B = 1, H = 12 on 2 threads stays tiled (12 heads already split evenly); one head on 2 threads
+// gets 2 chunks. Measured (kv_len = 4096, D = 64, 2 threads): one head, Tq = 1 took 0.024 ms in
+// 2 chunks against 0.032 ms unsplit (Tq = 4: 0.077 against 0.139 ms); splitting beyond balance
+// only adds tasks: two heads took 0.063 ms in 8 chunks against 0.052 ms unsplit.
 //
 // Tile sizes: Bq = 64 query rows, Bk = 256 keys. A task's working set is Q (Bq D), K and V
 // (2 Bk D), S (Bq Bk) and O (Bq D) floats: 224 KiB at D = 64, 384 KiB at D = 128, plus
@@ -45,25 +31,12 @@
 // {64, 128, 256, 512} lies within 15%, 64 x 256 among the fastest; on two threads 64 x 256
 // was within 5% of 128 x 256, 64 x 128 and 128 x 128 at D = 64 and the fastest at D = 128.
 //
-// Masking: a masked score is never exponentiated (each row's loop stops at its visible count)
-// and its probability is written as 0, so there is no mask value. Each row's running max
-// starts from the first tile, where the row sees at least one key (the range starts at or
-// before its position), so it is always finite; a row that sees no key of a later tile leaves
-// its state untouched. No -inf and no large negative constant: nothing can overflow in any
-// float dtype.
-//
-// Cost model (f32; threads = ctx.threads(), Bq = min(64, Tq) and Bk = min(256, kv_len), both
-// at least 1; each thread's share rounded up to whole 64-byte cache lines):
-//   tiled:    1 step; temporaries threads (Bq Bk + Bq (D + 2)) floats: per thread one score
-//             tile and one (O, m, l) state. Memory: Q read and out written once, K and V read
-//             once per query tile (mostly from cache), no score-sized traffic at all.
-//   split-KV: 2 steps; temporaries threads Tq Bk + B Hq chunks Tq (D + 2) floats: the score
-//             tiles and the partials, both live during step 1. Memory: Q, K and V read once,
-//             the partials written and read once, out written once.
-// FLOPs: 4 D per visible (query, key) pair plus the masked triangles; one exp per visible
-// score and one per row per key tile. Eigen's GEMM packing buffers (stack memory up to
-// 128 KiB, heap beyond, as in the other CPU backends' GEMMs) are not counted.
-#include "ops/attention/flash_cpu.h"
+// Temporaries (flash_plan; f32; threads = ctx.threads(), Bq = min(64, Tq) and
+// Bk = min(256, kv_len), both at least 1; each thread's share rounded up to whole 64-byte cache
+// lines): tiled, threads (Bq Bk + Bq (D + 2)) floats: per thread one score tile and one
+// (O, m, l) state; split-KV, threads Tq Bk floats of score tiles plus the partials
+// (flash.h), both live during the first step. Eigen's GEMM packing buffers (stack memory up to
+// 128 KiB, heap beyond, as in the other CPU GEMMs) are not counted.
 
 #include <omp.h>
 
@@ -72,10 +45,8 @@
 #include <cmath>
 #include <numeric>
 
-#include "ops/attention/cpu_steps.h"
-#include "ops/check.h"
+#include "ops/attention/flash.h"
 #include "ops/cpu/eigen_maps.h"
-#include "profiler/scope.h"
 
 namespace attnscope::ops::attention {
 
@@ -85,10 +56,9 @@ using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf, Eigen::Unaligned>;
 
 constexpr std::int64_t kQueryBlock = 64;
 constexpr std::int64_t kKeyBlock = 256;
-constexpr std::int64_t kSplitMaxQueries = 8;
 constexpr std::int64_t kMinChunkKeys = 256;
 constexpr std::int64_t kCacheLineFloats = 64 / sizeof(float);
-static_assert(kSplitMaxQueries <= kMinChunkKeys,
+static_assert(kSplitKvMaxQueries <= kMinChunkKeys,
               "a split-KV chunk must start at or before the first query row's position");
 
 // The online-softmax state of `rows` query rows in one float array: the unnormalised output
@@ -102,12 +72,10 @@ struct StateLayout {
   std::int64_t floats() const { return rows * (head_dim + 2); }
 };
 
-enum class Path { tiled, split_kv };
-
-// How one call is cut into tasks, and the temporaries that takes; forward() and cost_model()
+// How one call is cut into tasks, and the temporaries that takes; the steps and flash_plan()
 // both read it, so the bytes promised are the bytes allocated.
-struct Plan {
-  Path path = Path::tiled;
+struct Tiling {
+  FlashPath path = FlashPath::tiled;
   std::int64_t threads = 1;
   std::int64_t query_block = 1;     // Bq: query rows per tile
   std::int64_t key_block = 1;       // Bk: keys per tile
@@ -128,15 +96,15 @@ std::int64_t round_up_to_cache_line(std::int64_t floats) {
   return (floats + kCacheLineFloats - 1) / kCacheLineFloats * kCacheLineFloats;
 }
 
-Plan plan_of(const Context& ctx, const Call& call) {
+Tiling tiling_of(const Context& ctx, const Call& call) {
   const HeadLayout l = layout_of(call);
-  Plan plan;
+  Tiling plan;
   plan.threads = ctx.threads();
   plan.key_block = std::clamp(l.kv_len, std::int64_t{1}, kKeyBlock);
   const std::int64_t balancing_chunks = plan.threads / std::gcd(l.heads(), plan.threads);
   const std::int64_t chunks = std::min(balancing_chunks, l.kv_len / kMinChunkKeys);
-  if (l.q_len <= kSplitMaxQueries && chunks >= 2) {
-    plan.path = Path::split_kv;
+  if (l.q_len <= kSplitKvMaxQueries && chunks >= 2) {
+    plan.path = FlashPath::split_kv;
     plan.query_block = l.q_len;
     plan.chunks = chunks;
     plan.scratch_floats = round_up_to_cache_line(plan.query_block * plan.key_block);
@@ -214,109 +182,85 @@ void attend_key_range(const Head& head, std::int64_t first_row, const StateLayou
   }
 }
 
-class FlashCpu final : public Backend {
- public:
-  std::string_view name() const override { return "flash"; }
-  std::string_view summary() const override {
-    return "tiled online softmax with causal tile skipping; split-KV (flash-decoding) for decode";
-  }
-
-  CostModel cost_model(const Context& ctx, const Call& call) const override {
-    const Plan plan = plan_of(ctx, call);
-    return {plan.temporary_bytes(), plan.path == Path::tiled ? 1 : 2};
-  }
-
-  void forward(Context& ctx, const Call& call) const override {
-    profiler::Scope scope(ctx, "attention.flash", "attention");
-    validate_call(call);
-    require_cpu_f32(call.q, "attention flash", "q");
-    const Plan plan = plan_of(ctx, call);
-    if (plan.path == Path::tiled) {
-      tiled(ctx, call, plan);
-    } else {
-      split_kv(ctx, call, plan);
-    }
-  }
-
- private:
-  static void tiled(Context& ctx, const Call& call, const Plan& plan) {
-    const HeadLayout l = layout_of(call);
-    Tensor scratch =
-        Tensor::empty({plan.threads, plan.scratch_floats}, DType::F32, ctx.allocator());
-    profiler::Scope step(ctx, "flash.tiled", "kernel");
-    const std::int64_t query_tiles = (l.q_len + plan.query_block - 1) / plan.query_block;
-#pragma omp parallel for num_threads(plan.threads) schedule(dynamic, 1)
-    for (std::int64_t task = 0; task < l.heads() * query_tiles; ++task) {
-      const std::int64_t bh = task / query_tiles;
-      const std::int64_t tile = query_tiles - 1 - task % query_tiles;  // longest rows first
-      const std::int64_t first_row = tile * plan.query_block;
-      const StateLayout layout{std::min(plan.query_block, l.q_len - first_row), l.head_dim};
-      float* scores = scratch.data<float>() + omp_get_thread_num() * plan.scratch_floats;
-      float* state = scores + plan.query_block * plan.key_block;
-      const Head head = head_of(call, l, bh);
-      const std::int64_t key_end = head.first_position + first_row + layout.rows;
-      attend_key_range(head, first_row, layout, 0, key_end, plan.key_block, call.scale, scores,
-                       state);
-      MatrixMap(call.out.data<float>() + (bh * l.q_len + first_row) * l.head_dim, layout.rows,
-                l.head_dim)
-          .array() = ConstMatrixMap(state, layout.rows, l.head_dim).array().colwise() /
-                     ConstArrayMap(state + layout.sum_offset(), layout.rows);
-    }
-  }
-
-  static void split_kv(Context& ctx, const Call& call, const Plan& plan) {
-    const HeadLayout l = layout_of(call);
-    Tensor scratch =
-        Tensor::empty({plan.threads, plan.scratch_floats}, DType::F32, ctx.allocator());
-    Tensor partials =
-        Tensor::empty({plan.partial_count, plan.partial.floats()}, DType::F32, ctx.allocator());
-    {
-      profiler::Scope step(ctx, "flash.split_kv_partials", "kernel");
-#pragma omp parallel for num_threads(plan.threads) schedule(dynamic, 1)
-      for (std::int64_t task = 0; task < plan.partial_count; ++task) {
-        const std::int64_t bh = task / plan.chunks;
-        const std::int64_t chunk = task % plan.chunks;
-        const std::int64_t key_begin = chunk * l.kv_len / plan.chunks;
-        const std::int64_t key_end = (chunk + 1) * l.kv_len / plan.chunks;
-        float* scores = scratch.data<float>() + omp_get_thread_num() * plan.scratch_floats;
-        float* state = partials.data<float>() + task * plan.partial.floats();
-        attend_key_range(head_of(call, l, bh), 0, plan.partial, key_begin, key_end, plan.key_block,
-                         call.scale, scores, state);
-      }
-    }
-    profiler::Scope step(ctx, "flash.split_kv_combine", "kernel");
-#pragma omp parallel for num_threads(plan.threads) schedule(static)
-    for (std::int64_t row = 0; row < l.heads() * l.q_len; ++row) {
-      const std::int64_t bh = row / l.q_len;
-      const std::int64_t r = row % l.q_len;
-      const float* first_partial =
-          partials.data<float>() + bh * plan.chunks * plan.partial.floats();
-      auto partial_max = [&](std::int64_t c) {
-        return first_partial[c * plan.partial.floats() + plan.partial.max_offset() + r];
-      };
-      float max_value = partial_max(0);
-      for (std::int64_t c = 1; c < plan.chunks; ++c) {
-        max_value = std::max(max_value, partial_max(c));
-      }
-      Eigen::Map<Eigen::RowVectorXf> out(call.out.data<float>() + row * l.head_dim, l.head_dim);
-      out.setZero();
-      float sum = 0.0f;
-      for (std::int64_t c = 0; c < plan.chunks; ++c) {
-        const float* partial = first_partial + c * plan.partial.floats();
-        const float weight = std::exp(partial_max(c) - max_value);
-        sum += weight * partial[plan.partial.sum_offset() + r];
-        out += weight * Eigen::Map<const Eigen::RowVectorXf>(partial + r * l.head_dim, l.head_dim);
-      }
-      out /= sum;
-    }
-  }
-};
-
 }  // namespace
 
-const Backend& flash_cpu_backend() {
-  static const FlashCpu backend;
-  return backend;
+namespace cpu {
+
+FlashPlan flash_plan(const Context& ctx, const Call& call) {
+  const Tiling tiling = tiling_of(ctx, call);
+  return {tiling.path, tiling.chunks, tiling.temporary_bytes()};
 }
+
+void flash_tiled(Context& ctx, const Call& call) {
+  const Tiling plan = tiling_of(ctx, call);
+  const HeadLayout l = layout_of(call);
+  Tensor scratch = Tensor::empty({plan.threads, plan.scratch_floats}, DType::F32, ctx.allocator());
+  const std::int64_t query_tiles = (l.q_len + plan.query_block - 1) / plan.query_block;
+#pragma omp parallel for num_threads(plan.threads) schedule(dynamic, 1)
+  for (std::int64_t task = 0; task < l.heads() * query_tiles; ++task) {
+    const std::int64_t bh = task / query_tiles;
+    const std::int64_t tile = query_tiles - 1 - task % query_tiles;  // longest rows first
+    const std::int64_t first_row = tile * plan.query_block;
+    const StateLayout layout{std::min(plan.query_block, l.q_len - first_row), l.head_dim};
+    float* scores = scratch.data<float>() + omp_get_thread_num() * plan.scratch_floats;
+    float* state = scores + plan.query_block * plan.key_block;
+    const Head head = head_of(call, l, bh);
+    const std::int64_t key_end = head.first_position + first_row + layout.rows;
+    attend_key_range(head, first_row, layout, 0, key_end, plan.key_block, call.scale, scores,
+                     state);
+    MatrixMap(call.out.data<float>() + (bh * l.q_len + first_row) * l.head_dim, layout.rows,
+              l.head_dim)
+        .array() = ConstMatrixMap(state, layout.rows, l.head_dim).array().colwise() /
+                   ConstArrayMap(state + layout.sum_offset(), layout.rows);
+  }
+}
+
+// Partial (m_c, l_c, O_c) of every (batch, head, chunk), in the StateLayout of Tq rows.
+void flash_split_kv_partials(Context& ctx, const Call& call, const FlashPlan& /*plan*/,
+                             Tensor& partials) {
+  const Tiling plan = tiling_of(ctx, call);
+  const HeadLayout l = layout_of(call);
+  Tensor scratch = Tensor::empty({plan.threads, plan.scratch_floats}, DType::F32, ctx.allocator());
+#pragma omp parallel for num_threads(plan.threads) schedule(dynamic, 1)
+  for (std::int64_t task = 0; task < plan.partial_count; ++task) {
+    const std::int64_t bh = task / plan.chunks;
+    const std::int64_t chunk = task % plan.chunks;
+    const std::int64_t key_begin = chunk * l.kv_len / plan.chunks;
+    const std::int64_t key_end = (chunk + 1) * l.kv_len / plan.chunks;
+    float* scores = scratch.data<float>() + omp_get_thread_num() * plan.scratch_floats;
+    float* state = partials.data<float>() + task * plan.partial.floats();
+    attend_key_range(head_of(call, l, bh), 0, plan.partial, key_begin, key_end, plan.key_block,
+                     call.scale, scores, state);
+  }
+}
+
+void flash_split_kv_combine(Context& ctx, const Call& call, const FlashPlan& /*plan*/,
+                            const Tensor& partials) {
+  const Tiling plan = tiling_of(ctx, call);
+  const HeadLayout l = layout_of(call);
+#pragma omp parallel for num_threads(plan.threads) schedule(static)
+  for (std::int64_t row = 0; row < l.heads() * l.q_len; ++row) {
+    const std::int64_t bh = row / l.q_len;
+    const std::int64_t r = row % l.q_len;
+    const float* first_partial = partials.data<float>() + bh * plan.chunks * plan.partial.floats();
+    auto partial_max = [&](std::int64_t c) {
+      return first_partial[c * plan.partial.floats() + plan.partial.max_offset() + r];
+    };
+    float max_value = partial_max(0);
+    for (std::int64_t c = 1; c < plan.chunks; ++c) max_value = std::max(max_value, partial_max(c));
+    Eigen::Map<Eigen::RowVectorXf> out(call.out.data<float>() + row * l.head_dim, l.head_dim);
+    out.setZero();
+    float sum = 0.0f;
+    for (std::int64_t c = 0; c < plan.chunks; ++c) {
+      const float* partial = first_partial + c * plan.partial.floats();
+      const float weight = std::exp(partial_max(c) - max_value);
+      sum += weight * partial[plan.partial.sum_offset() + r];
+      out += weight * Eigen::Map<const Eigen::RowVectorXf>(partial + r * l.head_dim, l.head_dim);
+    }
+    out /= sum;
+  }
+}
+
+}  // namespace cpu
 
 }  // namespace attnscope::ops::attention

@@ -1,6 +1,6 @@
 // Device-side building blocks shared by the CUDA kernels: element loads and stores in any
-// storage dtype (math is always f32), warp and block reductions, and the host-side switch from a
-// runtime DType to a kernel template argument.
+// storage dtype (math is always f32), warp and block reductions, and the host-side switches from
+// a runtime DType to a kernel template argument and to a cuBLAS data type.
 //
 // Storage vs compute: tensors hold f32, f16 or bf16; every kernel widens to f32 on load and
 // rounds (to nearest even) on store, so f16/bf16 only cost precision at the storage boundary.
@@ -8,9 +8,11 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <library_types.h>
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "runtime/dtype.h"
 #include "runtime/error.h"
@@ -102,6 +104,17 @@ void with_storage_type(DType dtype, const char* op, F&& f) {
       break;
   }
   throw Error(op, "expected f32, f16 or bf16 storage, got " + std::string(dtype_name(dtype)));
+}
+
+// The cuBLAS / cublasLt name of a storage dtype (CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF).
+inline cudaDataType_t data_type_of(DType dtype, const char* op) {
+  cudaDataType_t type = CUDA_R_32F;
+  with_storage_type(dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, __half>) type = CUDA_R_16F;
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) type = CUDA_R_16BF;
+  });
+  return type;
 }
 
 }  // namespace attnscope::ops::cuda

@@ -46,12 +46,12 @@ void embedding(Context& ctx, const Tensor& token_table, const Tensor& position_t
   with_storage_type(token_table.dtype(), "embedding", [&](auto tag) {
     using T = decltype(tag);
     embedding_kernel<T>
-        <<<static_cast<unsigned int>(rows), kThreads, 0, attnscope::cuda::stream_of(ctx)>>>(
+        <<<static_cast<unsigned int>(rows), kThreads, 0, gpu::stream_of(ctx)>>>(
             static_cast<const T*>(token_table.raw_data()),
             static_cast<const T*>(position_table.raw_data()), token_ids.data<std::int32_t>(),
             positions.data<std::int32_t>(), static_cast<T*>(out.raw_data()), token_table.dim(0),
             position_table.dim(0), token_table.dim(1));
-    attnscope::cuda::check_launch("embedding_kernel");
+    gpu::check_launch("embedding_kernel");
   });
 }
 

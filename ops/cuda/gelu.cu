@@ -32,10 +32,10 @@ void gelu(Context& ctx, const Tensor& x, Tensor& out) {
   if (n == 0) return;
   with_storage_type(x.dtype(), "gelu", [&](auto tag) {
     using T = decltype(tag);
-    gelu_kernel<T><<<attnscope::cuda::blocks_for(n, kThreads), kThreads, 0,
-                     attnscope::cuda::stream_of(ctx)>>>(static_cast<const T*>(x.raw_data()),
+    gelu_kernel<T><<<gpu::blocks_for(n, kThreads), kThreads, 0,
+                     gpu::stream_of(ctx)>>>(static_cast<const T*>(x.raw_data()),
                                                         static_cast<T*>(out.raw_data()), n);
-    attnscope::cuda::check_launch("gelu_kernel");
+    gpu::check_launch("gelu_kernel");
   });
 }
 

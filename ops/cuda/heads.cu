@@ -66,12 +66,12 @@ void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, 
   if (total == 0) return;
   with_storage_type(qkv.dtype(), "split_qkv", [&](auto tag) {
     using T = decltype(tag);
-    split_qkv_kernel<T><<<attnscope::cuda::blocks_for(total, kThreads), kThreads, 0,
-                          attnscope::cuda::stream_of(ctx)>>>(
+    split_qkv_kernel<T><<<gpu::blocks_for(total, kThreads), kThreads, 0,
+                          gpu::stream_of(ctx)>>>(
         static_cast<const T*>(qkv.raw_data()), static_cast<T*>(q_out.raw_data()),
         static_cast<T*>(k_cache.raw_data()), static_cast<T*>(v_cache.raw_data()), q_out.dim(2),
         q_out.dim(1), q_out.dim(3), k_cache.dim(2), start, total);
-    attnscope::cuda::check_launch("split_qkv_kernel");
+    gpu::check_launch("split_qkv_kernel");
   });
 }
 
@@ -80,11 +80,11 @@ void merge_heads(Context& ctx, const Tensor& x, Tensor& out) {
   if (total == 0) return;
   with_storage_type(x.dtype(), "merge_heads", [&](auto tag) {
     using T = decltype(tag);
-    merge_heads_kernel<T><<<attnscope::cuda::blocks_for(total, kThreads), kThreads, 0,
-                            attnscope::cuda::stream_of(ctx)>>>(static_cast<const T*>(x.raw_data()),
+    merge_heads_kernel<T><<<gpu::blocks_for(total, kThreads), kThreads, 0,
+                            gpu::stream_of(ctx)>>>(static_cast<const T*>(x.raw_data()),
                                                                static_cast<T*>(out.raw_data()),
                                                                x.dim(1), x.dim(2), x.dim(3), total);
-    attnscope::cuda::check_launch("merge_heads_kernel");
+    gpu::check_launch("merge_heads_kernel");
   });
 }
 

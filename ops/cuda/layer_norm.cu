@@ -71,11 +71,11 @@ void layer_norm(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor
   with_storage_type(x.dtype(), "layer_norm", [&](auto tag) {
     using T = decltype(tag);
     layer_norm_kernel<T><<<static_cast<unsigned int>(rows), kThreads, shared_bytes,
-                           attnscope::cuda::stream_of(ctx)>>>(
+                           gpu::stream_of(ctx)>>>(
         static_cast<const T*>(x.raw_data()), static_cast<const T*>(gamma.raw_data()),
         static_cast<const T*>(beta.raw_data()), eps, static_cast<T*>(out.raw_data()),
         static_cast<int>(width));
-    attnscope::cuda::check_launch("layer_norm_kernel");
+    gpu::check_launch("layer_norm_kernel");
   });
 }
 

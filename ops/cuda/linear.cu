@@ -41,7 +41,7 @@ namespace attnscope::ops::cuda {
 
 namespace {
 
-using attnscope::cuda::check_cublas;
+using gpu::check_cublas;
 
 constexpr int kThreads = 256;
 
@@ -53,27 +53,13 @@ using Layout =
 using Preference =
     std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, decltype(&cublasLtMatmulPreferenceDestroy)>;
 
-cudaDataType_t cuda_type(DType dtype) {
-  switch (dtype) {
-    case DType::F32:
-      return CUDA_R_32F;
-    case DType::F16:
-      return CUDA_R_16F;
-    case DType::BF16:
-      return CUDA_R_16BF;
-    case DType::I32:
-      break;
-  }
-  throw Error("linear", "expected f32, f16 or bf16, got " + std::string(dtype_name(dtype)));
-}
-
 // A column-major rows x cols matrix with leading dimension `ld`, of `dtype`.
 Layout make_layout(DType dtype, std::int64_t rows, std::int64_t cols, std::int64_t ld) {
   cublasLtMatrixLayout_t layout = nullptr;
-  check_cublas(
-      cublasLtMatrixLayoutCreate(&layout, cuda_type(dtype), static_cast<std::uint64_t>(rows),
-                                 static_cast<std::uint64_t>(cols), ld),
-      "linear: cublasLtMatrixLayoutCreate");
+  check_cublas(cublasLtMatrixLayoutCreate(&layout, data_type_of(dtype, "linear"),
+                                          static_cast<std::uint64_t>(rows),
+                                          static_cast<std::uint64_t>(cols), ld),
+               "linear: cublasLtMatrixLayoutCreate");
   return Layout(layout, &cublasLtMatrixLayoutDestroy);
 }
 
@@ -106,7 +92,7 @@ std::optional<cublasLtMatmulAlgo_t> ask_heuristic(Context& ctx, cublasLtMatmulDe
                                                   cublasLtMatrixLayout_t b,
                                                   cublasLtMatrixLayout_t d, const Tensor& weight,
                                                   const Tensor& x, const Tensor& out) {
-  const attnscope::cuda::DeviceState& state = attnscope::cuda::device_state(ctx);
+  const gpu::DeviceState& state = gpu::device_state(ctx);
   cublasLtMatmulPreference_t raw_preference = nullptr;
   check_cublas(cublasLtMatmulPreferenceCreate(&raw_preference),
                "linear: cublasLtMatmulPreferenceCreate");
@@ -125,7 +111,7 @@ std::optional<cublasLtMatmulAlgo_t> ask_heuristic(Context& ctx, cublasLtMatmulDe
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
   const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
-      attnscope::cuda::cublaslt_of(ctx), desc, a, b, d, d, preference.get(), 1, &heuristic, &found);
+      gpu::cublaslt_of(ctx), desc, a, b, d, d, preference.get(), 1, &heuristic, &found);
   if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && found == 0)) {
     return std::nullopt;
   }
@@ -142,7 +128,7 @@ bool matmul(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor* b
   const std::int64_t rows = x.dim(0);          // N
   const std::int64_t in = x.dim(1);            // K
   const std::int64_t outputs = weight.dim(0);  // M
-  attnscope::cuda::DeviceState& state = attnscope::cuda::device_state(ctx);
+  gpu::DeviceState& state = gpu::device_state(ctx);
 
   cublasLtMatmulDesc_t raw_desc = nullptr;
   check_cublas(cublasLtMatmulDescCreate(&raw_desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
@@ -180,12 +166,11 @@ bool matmul(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor* b
   // beta = 0: C is not read; it is given out's layout and pointer, as cublasLt requires one.
   const float alpha = 1.0f;
   const float beta = accumulate ? 1.0f : 0.0f;
-  check_cublas(
-      cublasLtMatmul(attnscope::cuda::cublaslt_of(ctx), desc.get(), &alpha, weight.raw_data(),
-                     a.get(), x.raw_data(), b.get(), &beta, out.raw_data(), d.get(), out.raw_data(),
-                     d.get(), &*known->second, state.cublas_workspace, state.cublas_workspace_bytes,
-                     attnscope::cuda::stream_of(ctx)),
-      "linear: cublasLtMatmul");
+  check_cublas(cublasLtMatmul(gpu::cublaslt_of(ctx), desc.get(), &alpha, weight.raw_data(), a.get(),
+                              x.raw_data(), b.get(), &beta, out.raw_data(), d.get(), out.raw_data(),
+                              d.get(), &*known->second, state.cublas_workspace,
+                              state.cublas_workspace_bytes, gpu::stream_of(ctx)),
+               "linear: cublasLtMatmul");
   return true;
 }
 
@@ -201,12 +186,12 @@ void gemm_ex(Context& ctx, const Tensor& x, const Tensor& weight, Tensor& out, b
   const int outputs = static_cast<int>(weight.dim(0));
   const float alpha = 1.0f;
   const float beta = accumulate ? 1.0f : 0.0f;
-  check_cublas(
-      cublasGemmEx(attnscope::cuda::cublas_of(ctx), CUBLAS_OP_T, CUBLAS_OP_N, outputs, rows, in,
-                   &alpha, weight.raw_data(), cuda_type(weight.dtype()), in, x.raw_data(),
-                   cuda_type(x.dtype()), in, &beta, out.raw_data(), cuda_type(out.dtype()), outputs,
-                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-      op);
+  check_cublas(cublasGemmEx(gpu::cublas_of(ctx), CUBLAS_OP_T, CUBLAS_OP_N, outputs, rows, in,
+                            &alpha, weight.raw_data(), data_type_of(weight.dtype(), "linear"), in,
+                            x.raw_data(), data_type_of(x.dtype(), "linear"), in, &beta,
+                            out.raw_data(), data_type_of(out.dtype(), "linear"), outputs,
+                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               op);
 }
 
 // out[r, m] += bias[m], in f32, for the cases the epilogue does not serve.
@@ -223,11 +208,11 @@ void add_bias(Context& ctx, const Tensor& bias, Tensor& out) {
     with_storage_type(bias.dtype(), "linear", [&](auto bias_tag) {
       using TOut = decltype(out_tag);
       using TBias = decltype(bias_tag);
-      add_bias_kernel<TOut, TBias><<<attnscope::cuda::blocks_for(total, kThreads), kThreads, 0,
-                                     attnscope::cuda::stream_of(ctx)>>>(
-          static_cast<TOut*>(out.raw_data()), static_cast<const TBias*>(bias.raw_data()),
-          bias.numel(), total);
-      attnscope::cuda::check_launch("add_bias_kernel");
+      add_bias_kernel<TOut, TBias>
+          <<<gpu::blocks_for(total, kThreads), kThreads, 0, gpu::stream_of(ctx)>>>(
+              static_cast<TOut*>(out.raw_data()), static_cast<const TBias*>(bias.raw_data()),
+              bias.numel(), total);
+      gpu::check_launch("add_bias_kernel");
     });
   });
 }

@@ -371,9 +371,9 @@ void sample(Context& ctx, const Tensor& logits, const SamplingOptions& options, 
                         step,
                         out_ids != nullptr ? out_ids->data<std::int32_t>() : nullptr,
                         probs != nullptr ? probs->data<float>() : nullptr};
-  sample_kernel<<<static_cast<unsigned int>(batch), kThreads, 0, attnscope::cuda::stream_of(ctx)>>>(
+  sample_kernel<<<static_cast<unsigned int>(batch), kThreads, 0, gpu::stream_of(ctx)>>>(
       args);
-  attnscope::cuda::check_launch("sample_kernel");
+  gpu::check_launch("sample_kernel");
 }
 
 }  // namespace attnscope::ops::cuda

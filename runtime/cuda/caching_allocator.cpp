@@ -4,7 +4,7 @@
 
 #include "runtime/cuda/cuda_context.h"
 
-namespace attnscope::cuda {
+namespace attnscope::gpu {
 
 namespace {
 constexpr std::size_t kSmallGranule = 512;
@@ -87,4 +87,4 @@ void CachingAllocator::raw_deallocate(void* ptr, std::size_t bytes) noexcept {
   cached_.emplace(rounded, ptr);  // reusable at once: see the header comment
 }
 
-}  // namespace attnscope::cuda
+}  // namespace attnscope::gpu

@@ -22,7 +22,7 @@
 #include "runtime/allocator.h"
 #include "runtime/cuda/device.h"
 
-namespace attnscope::cuda {
+namespace attnscope::gpu {
 
 class CachingAllocator final : public Allocator {
  public:
@@ -51,4 +51,4 @@ class CachingAllocator final : public Allocator {
   std::size_t reserved_ = 0;
 };
 
-}  // namespace attnscope::cuda
+}  // namespace attnscope::gpu

@@ -14,7 +14,7 @@
 #include "runtime/context.h"
 #include "runtime/cuda/device.h"
 
-namespace attnscope::cuda {
+namespace attnscope::gpu {
 
 struct DeviceState {
   int index = 0;
@@ -55,4 +55,4 @@ inline unsigned int blocks_for(std::int64_t n, int threads_per_block) {
   return static_cast<unsigned int>((n + threads_per_block - 1) / threads_per_block);
 }
 
-}  // namespace attnscope::cuda
+}  // namespace attnscope::gpu

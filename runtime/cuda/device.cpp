@@ -7,7 +7,7 @@
 #include "runtime/cuda/cuda_context.h"
 #include "runtime/error.h"
 
-namespace attnscope::cuda {
+namespace attnscope::gpu {
 
 namespace {
 
@@ -115,4 +115,4 @@ void fill_zero(const DeviceState& state, void* dst, std::size_t bytes) {
   check_cuda(cudaMemsetAsync(dst, 0, bytes, state.stream), "cuda fill");
 }
 
-}  // namespace attnscope::cuda
+}  // namespace attnscope::gpu

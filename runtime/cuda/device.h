@@ -14,7 +14,7 @@
 
 #include "runtime/allocator.h"
 
-namespace attnscope::cuda {
+namespace attnscope::gpu {
 
 struct DeviceState;
 
@@ -42,4 +42,4 @@ void copy_bytes(const DeviceState& state, void* dst, bool dst_on_device, const v
 // Sets `bytes` device bytes to zero, ordered on the stream.
 void fill_zero(const DeviceState& state, void* dst, std::size_t bytes);
 
-}  // namespace attnscope::cuda
+}  // namespace attnscope::gpu

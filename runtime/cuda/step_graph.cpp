@@ -4,7 +4,7 @@
 
 #include "runtime/cuda/cuda_context.h"
 
-namespace attnscope::cuda {
+namespace attnscope::gpu {
 
 namespace {
 
@@ -80,4 +80,4 @@ Tensor StepGraph::run(Context& ctx, const std::function<Tensor()>& step) {
   return result;
 }
 
-}  // namespace attnscope::cuda
+}  // namespace attnscope::gpu

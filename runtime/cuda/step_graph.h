@@ -19,7 +19,7 @@
 #include "runtime/context.h"
 #include "runtime/tensor.h"
 
-namespace attnscope::cuda {
+namespace attnscope::gpu {
 
 class StepGraph {
  public:
@@ -42,4 +42,4 @@ class StepGraph {
   std::int64_t updates_ = 0;
 };
 
-}  // namespace attnscope::cuda
+}  // namespace attnscope::gpu

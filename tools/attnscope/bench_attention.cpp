@@ -21,7 +21,7 @@
 #include <random>
 #include <sstream>
 
-#include "ops/attention/attention.h"
+#include "ops/attention/registry.h"
 #include "profiler/cpu_tracer.h"
 #include "runtime/error.h"
 #include "runtime/transfer.h"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/attention/attention.h"
+#include "ops/attention/backend.h"
 #include "runtime/context.h"
 
 namespace attnscope::cli {

@@ -6,7 +6,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "ops/attention/attention.h"
+#include "ops/attention/registry.h"
 #include "runtime/error.h"
 
 namespace attnscope::cli {

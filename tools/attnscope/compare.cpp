@@ -11,7 +11,7 @@
 #include <iostream>
 #include <memory>
 
-#include "ops/attention/attention.h"
+#include "ops/attention/registry.h"
 #include "runtime/dtype.h"
 #include "runtime/error.h"
 #include "tools/attnscope/commands.h"

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "models/gpt2/model.h"
-#include "ops/attention/attention.h"
+#include "ops/attention/backend.h"
 #include "profiler/cpu_tracer.h"
 #include "profiler/device_recorder.h"
 #include "runtime/context.h"

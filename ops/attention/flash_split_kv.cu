@@ -1,62 +1,56 @@
-// Split-KV decode (flash-decoding) for the CUDA `flash` backend: few query rows against a long
-// cache.
+// The split-KV path (flash-decoding) of `flash` on a GPU: few query rows against a long cache
+// (flash.cpp states the algorithm and when it runs; flash.h the threshold).
 //
 // One query token per head gives one row of work per (batch, head): B Hq CTAs would leave most
 // of an H200's 132 SMs idle at batch 1. So the keys of each (batch, query head) are cut into
 // `chunks` equal ranges, one CTA each, and a second kernel merges the results:
 //
-//   step 1, flash_decode_split (grid B Hq chunks, 4 warps): for its key range [k0, k1) the CTA
-//     keeps, for each of the Tq <= 4 query rows (query i at position p_i = kv_len - Tq + i, keys
-//     j <= p_i visible), the online-softmax state of scores x_j = scale log2(e) q_i . k_j:
+//   flash.split_kv_partials, flash_decode_split_kernel (grid B Hq chunks, 4 warps): for its key
+//     range [k0, k1) the CTA keeps, for each of the Tq <= 4 query rows (query i at position
+//     p_i = kv_len - Tq + i, keys j <= p_i visible), the online-softmax state of scores
+//     x_j = scale log2(e) q_i . k_j:
 //        m = max_j x_j,   l = sum_j 2^(x_j - m),   O = sum_j 2^(x_j - m) v_j    (unnormalised)
 //     Warp w takes the 32-key groups w, w + 4, ... of the range: lane = key for the dot
 //     products (q in shared memory, broadcast), one warp max and one warp sum per row and group,
 //     then lane = output element for O += P V (p broadcast by shuffles). The four warp states
 //     merge through shared memory into the CTA's partial (m_c, l_c, O_c), written to the
-//     temporary.
-//   step 2, flash_decode_combine (one warp per output row): the log-sum-exp merge
-//        M = max_c m_c,   w_c = 2^(m_c - M),   out = sum_c w_c O_c / sum_c w_c l_c
+//     partials tensor.
+//   flash.split_kv_combine, flash_decode_combine_kernel (one warp per output row): the
+//     log-sum-exp merge M = max_c m_c, w_c = 2^(m_c - M), out = sum_c w_c O_c / sum_c w_c l_c,
 //     rounded once to the storage dtype.
 //
-// Chunks: chunks = clamp(ceil(4 SMs / (B Hq)), 1, floor(kv_len / 128)) (at least 1): about four
-// CTAs per SM in all, none shorter than 128 keys (one 32-key group per warp). Each chunk then
-// starts at least 128 keys before the cache's end, so at or before the first query row's
-// position (Tq <= 4): every real row sees a key of every chunk, and M is always finite. A state
-// that saw no key (a warp with no group, m = -inf) gets weight 0, never 2^(-inf - -inf).
-// Keys at or beyond kv_len are never read (the unused cache rows may hold anything).
+// Chunks (flash_plan): chunks = clamp(ceil(4 SMs / (B Hq)), 1, floor(kv_len / 128)) (at least
+// 1): about four CTAs per SM in all, none shorter than 128 keys (one 32-key group per warp).
+// Each chunk then starts at least 128 keys before the cache's end, so at or before the first
+// query row's position (Tq <= 4): every real row sees a key of every chunk, and M is always
+// finite. A state that saw no key (a warp with no group, m = -inf) gets weight 0, never
+// 2^(-inf - -inf). Keys at or beyond kv_len are never read (the unused cache rows may hold
+// anything).
 //
-// Masking: a masked score is never exponentiated (p = 0) and never enters the max; there is no
-// mask value.
-//
-// Cost model (B batch, Hq query heads, Tq query rows, Tk = kv_len, D head dim, s = storage
-// bytes per element, C = chunks):
-//   launches: 2.  Temporaries: B Hq C Tq (D + 2) floats (the partials).
-//   bytes: q, K and V read once (2 B Hkv Tk D s, each kv head once per query head that reads
-//   it: GQA heads re-read through L2), partials written once and read once, out written once.
-//   FLOPs: 4 D per (query row, key) pair, one exp2 per score.
+// Bytes: q, K and V read once (2 B Hkv Tk D s, each kv head once per query head that reads it:
+// GQA heads re-read through L2), partials written once and read once, out written once.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "ops/attention/flash_decode_cuda.h"
+#include "ops/attention/flash.h"
+#include "ops/check.h"
 #include "ops/cuda/device_math.cuh"
-#include "profiler/scope.h"
 #include "runtime/cuda/cuda_context.h"
 
-namespace attnscope::ops::attention {
+namespace attnscope::ops::attention::cuda {
 
 namespace {
 
-using attnscope::cuda::check_cuda;
-using attnscope::cuda::check_launch;
-using attnscope::cuda::device_state;
-using attnscope::cuda::stream_of;
+using gpu::check_launch;
+using gpu::device_state;
+using gpu::stream_of;
 using ops::cuda::from_f32;
 using ops::cuda::load_f32;
 using ops::cuda::warp_max;
 using ops::cuda::warp_sum;
 
-constexpr int kMaxRows = static_cast<int>(kFlashDecodeMaxQueries);
+constexpr int kMaxRows = static_cast<int>(kSplitKvMaxQueries);
 constexpr int kSplitWarps = 4;
 constexpr int kSplitThreads = kSplitWarps * 32;
 constexpr int kGroupKeys = 32;  // keys one warp scores at once, one per lane
@@ -64,7 +58,7 @@ constexpr std::int64_t kMinChunkKeys = kSplitWarps * kGroupKeys;
 constexpr std::int64_t kCtasPerSm = 4;
 constexpr int kCombineWarps = 4;
 constexpr int kMaxDim = static_cast<int>(kFlashMaxHeadDim);
-static_assert(kFlashDecodeMaxQueries <= kMinChunkKeys,
+static_assert(kSplitKvMaxQueries <= kMinChunkKeys,
               "a chunk must start at or before the first query row's position");
 
 // What both kernels read about one call.
@@ -269,56 +263,59 @@ DecodeShape decode_shape(const Call& call, std::int64_t chunks) {
           static_cast<float>(static_cast<double>(call.scale) * kLog2e)};
 }
 
+// The kernels' element type T for the call's storage dtype, and the call's tensors as T.
+template <typename F>
+void with_typed_call(const Call& call, F&& f) {
+  ops::cuda::with_storage_type(call.q.dtype(), "attention flash", [&](auto tag) {
+    using T = decltype(tag);
+    f(tag, static_cast<const T*>(call.q.raw_data()), static_cast<const T*>(call.k.raw_data()),
+      static_cast<const T*>(call.v.raw_data()), static_cast<T*>(call.out.raw_data()));
+  });
+}
+
 }  // namespace
 
-FlashDecodePlan flash_decode_plan(const Context& ctx, const Call& call) {
+FlashPlan flash_plan(const Context& ctx, const Call& call) {
+  if (call.q_len() > kSplitKvMaxQueries) return {FlashPath::tiled, 1, 0};  // no temporaries
   const std::int64_t heads = call.batch() * call.q_heads();
   const std::int64_t ctas = kCtasPerSm * device_state(ctx).properties.multiProcessorCount;
   const std::int64_t wanted = heads > 0 ? (ctas + heads - 1) / heads : 1;
   const std::int64_t most = std::max<std::int64_t>(1, call.kv_len / kMinChunkKeys);
-  FlashDecodePlan plan;
-  plan.chunks = std::clamp<std::int64_t>(wanted, 1, most);
-  plan.partial_bytes =
-      static_cast<std::size_t>(heads * plan.chunks * call.q_len() * (call.head_dim() + 2)) *
-      sizeof(float);
-  return plan;
+  const std::int64_t chunks = std::clamp<std::int64_t>(wanted, 1, most);
+  return {FlashPath::split_kv, chunks,
+          static_cast<std::size_t>(split_kv_partial_floats(call, chunks)) * sizeof(float)};
 }
 
-void flash_decode_forward(Context& ctx, const Call& call, const FlashDecodePlan& plan) {
+void flash_split_kv_partials(Context& ctx, const Call& call, const FlashPlan& plan,
+                             Tensor& partials) {
   const DecodeShape shape = decode_shape(call, plan.chunks);
-  const std::int64_t rows = static_cast<std::int64_t>(shape.heads) * shape.q_len;
   check(static_cast<std::int64_t>(shape.heads) * plan.chunks <= std::numeric_limits<int>::max(),
         "attention flash", "too many (head, chunk) pairs for one grid");
-  Tensor partials = Tensor::empty({static_cast<std::int64_t>(plan.partial_bytes / sizeof(float))},
-                                  DType::F32, ctx.allocator());
-  const cudaStream_t stream = stream_of(ctx);
-  ops::cuda::with_storage_type(call.q.dtype(), "attention flash", [&](auto tag) {
+  if (static_cast<std::int64_t>(shape.heads) * shape.q_len == 0) return;
+  with_typed_call(call, [&](auto tag, const auto* q, const auto* k, const auto* v, auto*) {
     using T = decltype(tag);
-    const T* q = static_cast<const T*>(call.q.raw_data());
-    const T* k = static_cast<const T*>(call.k.raw_data());
-    const T* v = static_cast<const T*>(call.v.raw_data());
-    T* out = static_cast<T*>(call.out.raw_data());
-    float* partial = partials.data<float>();
-    {
-      profiler::Scope step(ctx, "flash.decode_split", "kernel");
-      if (rows > 0) {
-        with_lane_chunks(shape.head_dim, [&](auto chunks_per_lane) {
-          constexpr int kChunks = decltype(chunks_per_lane)::value;
-          const auto blocks = static_cast<unsigned int>(shape.heads * plan.chunks);
-          flash_decode_split_kernel<T, kChunks>
-              <<<blocks, kSplitThreads, 0, stream>>>(q, k, v, partial, shape);
-          check_launch("flash_decode_split_kernel");
-        });
-      }
-    }
-    profiler::Scope step(ctx, "flash.decode_combine", "kernel");
-    if (rows > 0) {
-      flash_decode_combine_kernel<T>
-          <<<attnscope::cuda::blocks_for(rows, kCombineWarps), kCombineWarps * 32, 0, stream>>>(
-              partial, out, shape);
-      check_launch("flash_decode_combine_kernel");
-    }
+    with_lane_chunks(shape.head_dim, [&](auto chunks_per_lane) {
+      constexpr int kChunks = decltype(chunks_per_lane)::value;
+      const auto blocks = static_cast<unsigned int>(shape.heads * plan.chunks);
+      flash_decode_split_kernel<T, kChunks>
+          <<<blocks, kSplitThreads, 0, stream_of(ctx)>>>(q, k, v, partials.data<float>(), shape);
+      check_launch("flash_decode_split_kernel");
+    });
   });
 }
 
-}  // namespace attnscope::ops::attention
+void flash_split_kv_combine(Context& ctx, const Call& call, const FlashPlan& plan,
+                            const Tensor& partials) {
+  const DecodeShape shape = decode_shape(call, plan.chunks);
+  const std::int64_t rows = static_cast<std::int64_t>(shape.heads) * shape.q_len;
+  if (rows == 0) return;
+  with_typed_call(call, [&](auto tag, const auto*, const auto*, const auto*, auto* out) {
+    using T = decltype(tag);
+    flash_decode_combine_kernel<T>
+        <<<gpu::blocks_for(rows, kCombineWarps), kCombineWarps * 32, 0, stream_of(ctx)>>>(
+            partials.data<float>(), out, shape);
+    check_launch("flash_decode_combine_kernel");
+  });
+}
+
+}  // namespace attnscope::ops::attention::cuda

@@ -1,0 +1,57 @@
+// The checks every attention backend makes before touching memory, and the head layout its
+// steps iterate over.
+#include "ops/attention/backend.h"
+
+#include <string>
+
+#include "ops/check.h"
+#include "ops/dispatch.h"
+#include "runtime/error.h"
+
+namespace attnscope::ops::attention {
+
+HeadLayout layout_of(const Call& call) {
+  return {call.batch(), call.q_heads(), call.kv_heads(), call.q_len(),
+          call.kv_len,  call.k.dim(2),  call.head_dim()};
+}
+
+void validate_call(const Call& call) {
+  for (const Tensor* t : {&call.q, &call.k, &call.v, &call.out}) {
+    check(t->defined() && t->rank() == 4, "attention", "q, k, v and out must be 4-D tensors");
+  }
+  const Tensor& q = call.q;
+  const std::int64_t batch = q.dim(0);
+  const std::int64_t q_heads = q.dim(1);
+  const std::int64_t head_dim = q.dim(3);
+  const std::int64_t kv_heads = call.k.dim(1);
+  const std::int64_t capacity = call.k.dim(2);
+  require_shape(call.k, {batch, kv_heads, capacity, head_dim}, "attention", "k");
+  require_shape(call.v, call.k.shape(), "attention", "v");
+  require_shape(call.out, q.shape(), "attention", "out");
+  check(kv_heads > 0 && q_heads % kv_heads == 0, "attention",
+        "query heads (" + std::to_string(q_heads) + ") must be a multiple of key/value heads (" +
+            std::to_string(kv_heads) + ")");
+  check(q.dim(2) <= call.kv_len && call.kv_len <= capacity, "attention",
+        "kv_len " + std::to_string(call.kv_len) + " must lie in [q_len " +
+            std::to_string(q.dim(2)) + ", cache capacity " + std::to_string(capacity) + "]");
+  for (const Tensor* t : {&call.k, &call.v, &call.out}) {
+    check(t->dtype() == q.dtype() && t->device() == q.device(), "attention",
+          "q, k, v and out must share one dtype and device");
+  }
+}
+
+void validate_call(const Context& ctx, const Call& call, const char* backend,
+                   bool any_float_on_cpu) {
+  validate_call(call);
+  const Device device = call.q.device();
+  check(device == ctx.device(), backend,
+        "the tensors are on " + std::string(device_name(device)) + " but the context runs on " +
+            std::string(device_name(ctx.device())));
+  if (any_float_on_cpu || device == Device::CUDA) {
+    check(call.q.dtype() != DType::I32, backend, "q must be f32, f16 or bf16, got i32");
+  } else {
+    require_float(call.q, device, backend, "q");
+  }
+}
+
+}  // namespace attnscope::ops::attention

@@ -1,0 +1,112 @@
+// What the two tiled flash kernels on a GPU (flash_mma.cu, flash_simt.cu) share: the call's
+// sizes as the kernels read them, which query tile and keys a CTA owns, the online-softmax
+// rescaling factor, and the launch. Only for files compiled by nvcc.
+//
+// The kernels work in log2 units: with x_j = scale log2(e) q_i . k_j, 2^(x_j - m) is
+// exp(scale q.k - max), the same softmax as flash.cpp states with one exp2 per score.
+//
+// Each CTA owns one tile of query rows of one (b, h) and loops over key tiles from key 0 up to
+// the tile's last query position (causal tile skipping); on a tile that crosses the diagonal
+// each masked score is left out of the max and gets P = 0. Key rows at or beyond kv_len are
+// never read (their shared-memory rows are zero-filled), so the unused cache rows may hold
+// anything. CTAs go longest query tile first (blockIdx.x = rank * B Hq + head, rank 0 = the
+// last tile), so the short tiles fill the end of the grid. The output is written once, rounded
+// to the storage dtype.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "ops/attention/flash.h"
+#include "ops/check.h"
+#include "runtime/cuda/cuda_context.h"
+
+namespace attnscope::ops::attention::cuda {
+
+constexpr std::size_t kDefaultSharedBytes = 48 * 1024;
+// What the tiled kernels read about one call.
+struct TileShape {
+  int q_heads;
+  int kv_heads;
+  int q_len;
+  int kv_len;
+  std::int64_t capacity;  // rows of the cache per kv head
+  int head_dim;
+  int heads;        // B Hq
+  int query_tiles;  // per head
+  float scale_log2;
+};
+
+// One CTA's rows and keys: blockIdx.x = rank * heads + head, rank 0 = the head's last (longest)
+// query tile.
+struct CtaWork {
+  int head;                // b Hq + h
+  int first_row;           // of the query tile
+  int rows;                // query rows in the tile
+  int first_position;      // of query row 0: kv_len - Tq
+  int key_tiles;           // key tiles up to the tile's last query position
+  std::int64_t q_offset;   // element offset of the head's query row 0 (and output row 0)
+  std::int64_t kv_offset;  // element offset of the kv head's cache row 0
+};
+
+__device__ __forceinline__ CtaWork cta_work(const TileShape& s, int tile_rows, int tile_keys) {
+  CtaWork w;
+  w.head = static_cast<int>(blockIdx.x) % s.heads;
+  const int tile = s.query_tiles - 1 - static_cast<int>(blockIdx.x) / s.heads;
+  w.first_row = tile * tile_rows;
+  w.rows = min(tile_rows, s.q_len - w.first_row);
+  w.first_position = s.kv_len - s.q_len;
+  const int last_position = w.first_position + w.first_row + w.rows - 1;
+  w.key_tiles = last_position / tile_keys + 1;
+  const int batch = w.head / s.q_heads;
+  const int kv_head = (w.head % s.q_heads) / (s.q_heads / s.kv_heads);
+  w.q_offset = static_cast<std::int64_t>(w.head) * s.q_len * s.head_dim;
+  w.kv_offset = (static_cast<std::int64_t>(batch) * s.kv_heads + kv_head) * s.capacity * s.head_dim;
+  return w;
+}
+
+// 2^(m - new_max): the factor that moves a state kept relative to max m onto new_max; 1 when the
+// max did not change (also when both are still -inf: no key seen yet).
+__device__ __forceinline__ float rescale_factor(float m, float new_max) {
+  return m == new_max ? 1.0f : exp2f(m - new_max);
+}
+
+inline TileShape tile_shape(const Call& call, int rows_per_tile) {
+  constexpr double kLog2e = 1.4426950408889634;
+  const std::int64_t heads = call.batch() * call.q_heads();
+  const std::int64_t query_tiles = (call.q_len() + rows_per_tile - 1) / rows_per_tile;
+  check(heads * query_tiles <= std::numeric_limits<int>::max(), "attention flash",
+        "too many query tiles for one grid");
+  return {static_cast<int>(call.q_heads()),
+          static_cast<int>(call.kv_heads()),
+          static_cast<int>(call.q_len()),
+          static_cast<int>(call.kv_len),
+          call.k.dim(2),
+          static_cast<int>(call.head_dim()),
+          static_cast<int>(heads),
+          static_cast<int>(query_tiles),
+          static_cast<float>(static_cast<double>(call.scale) * kLog2e)};
+}
+
+// Launches `kernel` over the call's query tiles with `shared_bytes` of dynamic shared memory,
+// raising the kernel's limit first when that is above the default 48 KiB.
+template <typename T>
+void launch_tiles(Context& ctx, const Call& call,
+                  void (*kernel)(const T*, const T*, const T*, T*, TileShape), int rows_per_tile,
+                  int threads, std::size_t shared_bytes, const char* name) {
+  const TileShape shape = tile_shape(call, rows_per_tile);
+  const std::int64_t blocks = static_cast<std::int64_t>(shape.heads) * shape.query_tiles;
+  if (blocks == 0) return;
+  if (shared_bytes > kDefaultSharedBytes) {
+    gpu::check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(shared_bytes)),
+                    name);
+  }
+  kernel<<<static_cast<unsigned int>(blocks), threads, shared_bytes, gpu::stream_of(ctx)>>>(
+      static_cast<const T*>(call.q.raw_data()), static_cast<const T*>(call.k.raw_data()),
+      static_cast<const T*>(call.v.raw_data()), static_cast<T*>(call.out.raw_data()), shape);
+  gpu::check_launch(name);
+}
+
+}  // namespace attnscope::ops::attention::cuda

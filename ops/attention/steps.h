@@ -1,0 +1,127 @@
+// The steps the eager backends (naive, inplace, math, fused) are written in. Each is one pass
+// over memory with one signature on every device: it opens the profiler scope `step` (category
+// "kernel", directly inside the backend's scope), checks that its tensors share a device, and
+// runs the body for that device: ops/cpu/attention_steps.cpp (a parallel loop or an Eigen
+// product per head) or ops/cuda/attention_steps.cu (one launch on the context's stream: a cuBLAS
+// call or one kernel, never a synchronisation, so a whole call can be captured in a CUDA graph).
+//
+//   qk_gemm            scores[b, h] = q[b, h] k[b, h / group]^T      [Tq, Tk], 2 Tq Tk D FLOPs
+//   pv_gemm            out[b, h]    = probs[b, h] v[b, h / group]    [Tq, D],  2 Tq Tk D FLOPs
+//   scale              out = in * factor (out may be in)             reads S, writes S
+//   copy               out = in (a real copy, as an eager clone)     reads S, writes S
+//   causal_fill        scores[b, h, i, j] = value for keys j after query i's position, in place;
+//                      reads nothing, writes the masked part (about S / 2 in prefill)
+//   softmax            row-wise softmax (ops/softmax.h); safe_softmax: all -inf rows give 0
+//   scale_mask_softmax per row, in place: scale, causal mask and softmax fused in one pass
+//   convert            out = in rounded to out's dtype (ops/cast.h)
+//   upcast_cache_rows  the kv_len valid rows of each head of a cache, as a compact f32 copy
+//   build_causal_mask  keep[i, j] = 1 when key j is visible to query i, else 0 (Tq Tk bytes)
+//   where              masked = keep ? scores : -inf, the mask of one head repeated per head
+//
+// S = B Hq Tq Tk score elements. Tensors hold f32 on the cpu; f32, f16 or bf16 on a GPU (one
+// dtype per step, arithmetic in f32). Query i sits at position kv_len - Tq + i (backend.h).
+// K and V are read as `layout` says, so the GEMMs read the KV cache in place.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "ops/attention/backend.h"
+#include "profiler/scope.h"
+#include "runtime/tensor.h"
+
+namespace attnscope::ops::attention {
+
+// An eager backend: a name, a one-line summary, the cost model and the recipe, each a plain
+// function of the call. forward() opens the backend's scope ("attention.<name>"), validates the
+// call (validate_call) and runs the recipe, which writes `out` (a handle on call.out).
+class Recipe final : public Backend {
+ public:
+  using CostFunction = CostModel (*)(const Call& call);
+  using StepsFunction = void (*)(Context& ctx, const Call& call, const HeadLayout& layout,
+                                 Tensor& out);
+  Recipe(std::string_view name, std::string_view summary, CostFunction cost, StepsFunction steps,
+         bool any_float_on_cpu = false);
+
+  std::string_view name() const override { return name_; }
+  std::string_view summary() const override { return summary_; }
+  CostModel cost_model(const Context& ctx, const Call& call) const override;
+  void forward(Context& ctx, const Call& call) const override;
+
+ private:
+  std::string name_;
+  std::string summary_;
+  std::string scope_;  // "attention.<name>"
+  std::string where_;  // "attention <name>", for errors
+  CostFunction cost_;
+  StepsFunction steps_;
+  bool any_float_on_cpu_;
+};
+
+// Runs one step: its profiler scope `step` (category "kernel"), then `on_cpu()` or `on_cuda()`
+// for `device`. A build without the CUDA path never instantiates the call to `on_cuda` (it could
+// not link) and cannot make a CUDA tensor, so that branch is never taken there.
+template <typename OnCpu, typename OnCuda>
+void run_step(Context& ctx, const char* step, Device device, OnCpu&& on_cpu, OnCuda&& on_cuda) {
+  profiler::Scope scope(ctx, step, "kernel");
+  if (device == Device::CUDA) {
+    if constexpr (kCudaBuild) on_cuda();
+    return;
+  }
+  on_cpu();
+}
+
+// A new, uninitialised [B, Hq, Tq, kv_len] score tensor of `dtype` from ctx's allocator.
+Tensor new_scores(Context& ctx, const Call& call, DType dtype);
+// The bytes of one score-sized tensor of the call's dtype: S e.
+std::size_t score_bytes(const Call& call);
+
+void qk_gemm(Context& ctx, const char* step, const HeadLayout& layout, const Tensor& q,
+             const Tensor& k, Tensor& scores);
+void pv_gemm(Context& ctx, const char* step, const HeadLayout& layout, const Tensor& probs,
+             const Tensor& v, Tensor& out);
+void scale(Context& ctx, const char* step, const Tensor& in, Tensor& out, float factor);
+void copy(Context& ctx, const char* step, const Tensor& in, Tensor& out);
+void causal_fill(Context& ctx, const char* step, const HeadLayout& layout, Tensor& scores,
+                 float value);
+void softmax(Context& ctx, const char* step, const Tensor& in, Tensor& out);
+void safe_softmax(Context& ctx, const char* step, const Tensor& in, Tensor& out);
+void scale_mask_softmax(Context& ctx, const char* step, const HeadLayout& layout, Tensor& scores,
+                        float factor);
+void convert(Context& ctx, const char* step, const Tensor& in, Tensor& out);
+void upcast_cache_rows(Context& ctx, const char* step, const HeadLayout& layout,
+                       const Tensor& cache, Tensor& out);
+void build_causal_mask(Context& ctx, const char* step, const HeadLayout& layout, Buffer& keep);
+void where(Context& ctx, const char* step, const Buffer& keep, const Tensor& scores,
+           Tensor& masked);
+
+// The bodies the steps above dispatch to, after their checks (softmax and convert use those of
+// ops/softmax.h and ops/cast.h).
+namespace cpu {
+void qk_gemm(Context& ctx, const HeadLayout& layout, const Tensor& q, const Tensor& k,
+             Tensor& scores);
+void pv_gemm(Context& ctx, const HeadLayout& layout, const Tensor& probs, const Tensor& v,
+             Tensor& out);
+void scale(Context& ctx, const Tensor& in, Tensor& out, float factor);
+void copy(Context& ctx, const Tensor& in, Tensor& out);
+void causal_fill(Context& ctx, const HeadLayout& layout, Tensor& scores, float value);
+void scale_mask_softmax(Context& ctx, const HeadLayout& layout, Tensor& scores, float factor);
+void upcast_cache_rows(Context& ctx, const HeadLayout& layout, const Tensor& cache, Tensor& out);
+void build_causal_mask(Context& ctx, const HeadLayout& layout, Buffer& keep);
+void where(Context& ctx, const Buffer& keep, const Tensor& scores, Tensor& masked);
+}  // namespace cpu
+namespace cuda {
+void qk_gemm(Context& ctx, const HeadLayout& layout, const Tensor& q, const Tensor& k,
+             Tensor& scores);
+void pv_gemm(Context& ctx, const HeadLayout& layout, const Tensor& probs, const Tensor& v,
+             Tensor& out);
+void scale(Context& ctx, const Tensor& in, Tensor& out, float factor);
+void copy(Context& ctx, const Tensor& in, Tensor& out);
+void causal_fill(Context& ctx, const HeadLayout& layout, Tensor& scores, float value);
+void scale_mask_softmax(Context& ctx, const HeadLayout& layout, Tensor& scores, float factor);
+void upcast_cache_rows(Context& ctx, const HeadLayout& layout, const Tensor& cache, Tensor& out);
+void build_causal_mask(Context& ctx, const HeadLayout& layout, Buffer& keep);
+void where(Context& ctx, const Buffer& keep, const Tensor& scores, Tensor& masked);
+}  // namespace cuda
+
+}  // namespace attnscope::ops::attention
