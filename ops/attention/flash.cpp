@@ -37,7 +37,6 @@
 #include <limits>
 #include <string>
 
-#include "ops/attention/steps.h"
 #include "ops/check.h"
 #include "profiler/scope.h"
 
@@ -46,8 +45,6 @@ namespace attnscope::ops::attention {
 namespace {
 
 constexpr const char* kWhere = "attention flash";
-
-bool is_16_bit(DType dtype) { return dtype == DType::F16 || dtype == DType::BF16; }
 
 // What the GPU kernels need beyond validate_call: a head dim they are instantiated for, and
 // sizes that fit the 32-bit ints they index with.
@@ -60,11 +57,12 @@ void check_gpu_limits(const Call& call) {
         "batch x heads and the cache length must fit in 32-bit ints");
 }
 
-FlashPlan plan_for(const Context& ctx, const Call& call) {
-  if (ctx.device() == Device::CUDA) {
-    if constexpr (kCudaBuild) return cuda::flash_plan(ctx, call);
+// The bodies for `device` (a CPU-only build never has a CUDA tensor, nor a CUDA table).
+const FlashBodies& bodies_for(Device device) {
+  if constexpr (kCudaBuild) {
+    if (device == Device::CUDA) return cuda_flash_bodies();
   }
-  return cpu::flash_plan(ctx, call);
+  return cpu_flash_bodies();
 }
 
 class Flash final : public Backend {
@@ -75,7 +73,7 @@ class Flash final : public Backend {
   }
 
   CostModel cost_model(const Context& ctx, const Call& call) const override {
-    const FlashPlan plan = plan_for(ctx, call);
+    const FlashPlan plan = bodies_for(ctx.device()).plan(ctx, call);
     return {plan.temporary_bytes, plan.path == FlashPath::tiled ? 1 : 2};
   }
 
@@ -84,26 +82,21 @@ class Flash final : public Backend {
     validate_call(ctx, call, kWhere);
     const Device device = call.q.device();
     if (device == Device::CUDA) check_gpu_limits(call);
-    const FlashPlan plan = plan_for(ctx, call);
+    const FlashBodies& bodies = bodies_for(device);
+    const FlashPlan plan = bodies.plan(ctx, call);
     if (plan.path == FlashPath::tiled) {
-      // On a GPU: tensor cores for 16-bit storage at the head dims the MMA kernel is built for.
-      const bool mma =
-          is_16_bit(call.q.dtype()) && (call.head_dim() == 64 || call.head_dim() == 128);
-      run_step(
-          ctx, kFlashTiledStep, device, [&] { cpu::flash_tiled(ctx, call); },
-          [&] { mma ? cuda::flash_tiled_mma(ctx, call) : cuda::flash_tiled_simt(ctx, call); });
+      profiler::Scope step(ctx, kFlashTiledStep, "kernel");
+      bodies.tiled(ctx, call);
       return;
     }
     Tensor partials =
         Tensor::empty({split_kv_partial_floats(call, plan.chunks)}, DType::F32, ctx.allocator());
-    run_step(
-        ctx, kFlashPartialsStep, device,
-        [&] { cpu::flash_split_kv_partials(ctx, call, plan, partials); },
-        [&] { cuda::flash_split_kv_partials(ctx, call, plan, partials); });
-    run_step(
-        ctx, kFlashCombineStep, device,
-        [&] { cpu::flash_split_kv_combine(ctx, call, plan, partials); },
-        [&] { cuda::flash_split_kv_combine(ctx, call, plan, partials); });
+    {
+      profiler::Scope step(ctx, kFlashPartialsStep, "kernel");
+      bodies.split_kv_partials(ctx, call, plan, partials);
+    }
+    profiler::Scope step(ctx, kFlashCombineStep, "kernel");
+    bodies.split_kv_combine(ctx, call, plan, partials);
   }
 };
 

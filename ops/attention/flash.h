@@ -68,25 +68,20 @@ void with_lane_chunks(std::int64_t head_dim, F&& f) {
   }
 }
 
-// The device bodies. Each plan function is that device's half of the cost model: the path and
-// the temporaries it allocates. The partials tensor holds split_kv_partial_floats(call,
-// plan.chunks) floats; flash.cpp allocates it between the two split-KV steps.
-namespace cpu {
-FlashPlan flash_plan(const Context& ctx, const Call& call);
-void flash_tiled(Context& ctx, const Call& call);
-void flash_split_kv_partials(Context& ctx, const Call& call, const FlashPlan& plan,
-                             Tensor& partials);
-void flash_split_kv_combine(Context& ctx, const Call& call, const FlashPlan& plan,
-                            const Tensor& partials);
-}  // namespace cpu
-namespace cuda {
-FlashPlan flash_plan(const Context& ctx, const Call& call);
-void flash_tiled_mma(Context& ctx, const Call& call);
-void flash_tiled_simt(Context& ctx, const Call& call);
-void flash_split_kv_partials(Context& ctx, const Call& call, const FlashPlan& plan,
-                             Tensor& partials);
-void flash_split_kv_combine(Context& ctx, const Call& call, const FlashPlan& plan,
-                            const Tensor& partials);
-}  // namespace cuda
+// What flash.cpp calls on one device: one table per device (flash_cpu.cpp; flash_simt.cu for the
+// GPU, whose `tiled` picks the MMA or the SIMT kernel). `plan` is that device's half of the cost
+// model: the path, and the temporaries it allocates. The partials tensor holds
+// split_kv_partial_floats(call, plan.chunks) floats; flash.cpp allocates it around the two
+// split-KV steps. A build without the CUDA path has no CUDA table.
+struct FlashBodies {
+  FlashPlan (*plan)(const Context& ctx, const Call& call);
+  void (*tiled)(Context& ctx, const Call& call);
+  void (*split_kv_partials)(Context& ctx, const Call& call, const FlashPlan& plan,
+                            Tensor& partials);
+  void (*split_kv_combine)(Context& ctx, const Call& call, const FlashPlan& plan,
+                           const Tensor& partials);
+};
+const FlashBodies& cpu_flash_bodies();
+const FlashBodies& cuda_flash_bodies();
 
 }  // namespace attnscope::ops::attention

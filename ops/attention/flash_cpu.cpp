@@ -182,10 +182,6 @@ void attend_key_range(const Head& head, std::int64_t first_row, const StateLayou
   }
 }
 
-}  // namespace
-
-namespace cpu {
-
 FlashPlan flash_plan(const Context& ctx, const Call& call) {
   const Tiling tiling = tiling_of(ctx, call);
   return {tiling.path, tiling.chunks, tiling.temporary_bytes()};
@@ -261,6 +257,16 @@ void flash_split_kv_combine(Context& ctx, const Call& call, const FlashPlan& /*p
   }
 }
 
-}  // namespace cpu
+}  // namespace
+
+const FlashBodies& cpu_flash_bodies() {
+  static const FlashBodies bodies = {
+      .plan = flash_plan,
+      .tiled = flash_tiled,
+      .split_kv_partials = flash_split_kv_partials,
+      .split_kv_combine = flash_split_kv_combine,
+  };
+  return bodies;
+}
 
 }  // namespace attnscope::ops::attention

@@ -7,7 +7,7 @@
 // Per tile and warp: lane j scores key j against the warp's 8 rows (Q broadcast), warp max and
 // warp sum per row, then lane d accumulates O[., d] += P V (P broadcast by shuffles). Shared
 // memory (96 D + 32) x 4 bytes: 24.1 KiB at D = 64, 96.1 KiB at D = 256 (raised limit above
-// 48 KiB).
+// 48 KiB). This file also holds the GPU's FlashBodies table: which kernel takes which call.
 #include <cstdint>
 
 #include "ops/attention/flash_tiles.cuh"
@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(kSimtThreads)
   }
 }
 
-}  // namespace
+bool is_16_bit(DType dtype) { return dtype == DType::F16 || dtype == DType::BF16; }
 
 void flash_tiled_simt(Context& ctx, const Call& call) {
   ops::cuda::with_storage_type(call.q.dtype(), "attention flash", [&](auto tag) {
@@ -155,4 +155,31 @@ void flash_tiled_simt(Context& ctx, const Call& call) {
   });
 }
 
+// The tiled step: tensor cores for 16-bit storage at the head dims the MMA kernel is built for,
+// the SIMT kernel for everything else.
+void flash_tiled(Context& ctx, const Call& call) {
+  const bool mma = is_16_bit(call.q.dtype()) && (call.head_dim() == 64 || call.head_dim() == 128);
+  if (mma) {
+    flash_tiled_mma(ctx, call);
+  } else {
+    flash_tiled_simt(ctx, call);
+  }
+}
+
+}  // namespace
+
 }  // namespace attnscope::ops::attention::cuda
+
+namespace attnscope::ops::attention {
+
+const FlashBodies& cuda_flash_bodies() {
+  static const FlashBodies bodies = {
+      .plan = cuda::flash_plan,
+      .tiled = cuda::flash_tiled,
+      .split_kv_partials = cuda::flash_split_kv_partials,
+      .split_kv_combine = cuda::flash_split_kv_combine,
+  };
+  return bodies;
+}
+
+}  // namespace attnscope::ops::attention

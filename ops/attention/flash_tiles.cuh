@@ -1,6 +1,7 @@
-// What the two tiled flash kernels on a GPU (flash_mma.cu, flash_simt.cu) share: the call's
-// sizes as the kernels read them, which query tile and keys a CTA owns, the online-softmax
-// rescaling factor, and the launch. Only for files compiled by nvcc.
+// What the flash kernels on a GPU share (flash_mma.cu, flash_simt.cu, flash_split_kv.cu): the
+// call's sizes as the kernels read them, which query tile and keys a CTA owns, the
+// online-softmax rescaling factor, the tiled launch, and the GPU's bodies. Only for files
+// compiled by nvcc.
 //
 // The kernels work in log2 units: with x_j = scale log2(e) q_i . k_j, 2^(x_j - m) is
 // exp(scale q.k - max), the same softmax as flash.cpp states with one exp2 per score.
@@ -108,5 +109,13 @@ void launch_tiles(Context& ctx, const Call& call,
       static_cast<const T*>(call.v.raw_data()), static_cast<T*>(call.out.raw_data()), shape);
   gpu::check_launch(name);
 }
+
+// The GPU's flash bodies (flash.h's FlashBodies; the table is in flash_simt.cu).
+void flash_tiled_mma(Context& ctx, const Call& call);        // flash_mma.cu
+FlashPlan flash_plan(const Context& ctx, const Call& call);  // flash_split_kv.cu, from here on
+void flash_split_kv_partials(Context& ctx, const Call& call, const FlashPlan& plan,
+                             Tensor& partials);
+void flash_split_kv_combine(Context& ctx, const Call& call, const FlashPlan& plan,
+                            const Tensor& partials);
 
 }  // namespace attnscope::ops::attention::cuda

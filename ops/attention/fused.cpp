@@ -24,7 +24,7 @@ namespace {
 CostModel fused_cost(const Call& call) { return {score_bytes(call), 3}; }
 
 void fused(Context& ctx, const Call& call, const HeadLayout& layout, Tensor& out) {
-  Tensor scores = new_scores(ctx, call, call.q.dtype());
+  Tensor scores = new_scores(ctx, call);
   qk_gemm(ctx, "fused.qk_gemm", layout, call.q, call.k, scores);
   scale_mask_softmax(ctx, "fused.scale_mask_softmax", layout, scores, call.scale);
   pv_gemm(ctx, "fused.pv_gemm", layout, scores, call.v, out);

@@ -25,13 +25,12 @@ namespace {
 CostModel inplace_cost(const Call& call) { return {3 * score_bytes(call), 5}; }
 
 void inplace(Context& ctx, const Call& call, const HeadLayout& layout, Tensor& out) {
-  const DType dtype = call.q.dtype();
-  Tensor scores = new_scores(ctx, call, dtype);
+  Tensor scores = new_scores(ctx, call);
   qk_gemm(ctx, "inplace.qk_gemm", layout, call.q, call.k, scores);
-  Tensor scaled = new_scores(ctx, call, dtype);
+  Tensor scaled = new_scores(ctx, call);
   scale(ctx, "inplace.scale", scores, scaled, call.scale);
   causal_fill(ctx, "inplace.mask_fill_", layout, scaled, -std::numeric_limits<float>::infinity());
-  Tensor probs = new_scores(ctx, call, dtype);
+  Tensor probs = new_scores(ctx, call);
   softmax(ctx, "inplace.softmax", scaled, probs);
   pv_gemm(ctx, "inplace.pv_gemm", layout, probs, call.v, out);
 }

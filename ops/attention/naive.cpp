@@ -31,15 +31,14 @@ namespace {
 CostModel naive_cost(const Call& call) { return {4 * score_bytes(call), 6}; }
 
 void naive(Context& ctx, const Call& call, const HeadLayout& layout, Tensor& out) {
-  const DType dtype = call.q.dtype();
-  Tensor scores = new_scores(ctx, call, dtype);
+  Tensor scores = new_scores(ctx, call);
   qk_gemm(ctx, "naive.qk_gemm", layout, call.q, call.k, scores);
-  Tensor scaled = new_scores(ctx, call, dtype);
+  Tensor scaled = new_scores(ctx, call);
   scale(ctx, "naive.scale", scores, scaled, call.scale);
-  Tensor masked = new_scores(ctx, call, dtype);
+  Tensor masked = new_scores(ctx, call);
   copy(ctx, "naive.mask_copy", scaled, masked);
   causal_fill(ctx, "naive.mask_fill", layout, masked, -std::numeric_limits<float>::infinity());
-  Tensor probs = new_scores(ctx, call, dtype);
+  Tensor probs = new_scores(ctx, call);
   softmax(ctx, "naive.softmax", masked, probs);
   pv_gemm(ctx, "naive.pv_gemm", layout, probs, call.v, out);
 }

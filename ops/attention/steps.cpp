@@ -1,11 +1,10 @@
-// The eager backends' steps (steps.h): one profiler scope each, the checks every device shares,
-// then the body for the device the tensors live on (ops/dispatch.h explains the pattern).
+// The eager backends' steps (steps.h): the checks every device shares, one profiler scope each,
+// then the body for the device the tensors live on, from that device's StepBodies table.
 #include "ops/attention/steps.h"
 
-#include "ops/cast.h"
 #include "ops/check.h"
 #include "ops/dispatch.h"
-#include "ops/softmax.h"
+#include "profiler/scope.h"
 
 namespace attnscope::ops::attention {
 
@@ -17,6 +16,20 @@ Device same_sized(const char* step, const Tensor& in, const Tensor& out) {
   require_dtype(out, in.dtype(), step, "out");
   check(out.numel() == in.numel(), step, "in and out must have as many elements");
   return device;
+}
+
+void require_score_shape(const Tensor& scores, const HeadLayout& layout, const char* step) {
+  require_shape(scores, {layout.batch, layout.q_heads, layout.q_len, layout.kv_len}, step,
+                "scores");
+}
+
+// The bodies for `device`. A CPU-only build cannot make a CUDA tensor, so it never asks for the
+// CUDA table (and does not reference it: it does not exist there).
+const StepBodies& bodies_for(Device device) {
+  if constexpr (kCudaBuild) {
+    if (device == Device::CUDA) return cuda_step_bodies();
+  }
+  return cpu_step_bodies();
 }
 
 }  // namespace
@@ -45,6 +58,8 @@ Tensor new_scores(Context& ctx, const Call& call, DType dtype) {
                        ctx.allocator());
 }
 
+Tensor new_scores(Context& ctx, const Call& call) { return new_scores(ctx, call, call.q.dtype()); }
+
 std::size_t score_bytes(const Call& call) {
   return static_cast<std::size_t>(layout_of(call).score_elements()) * dtype_size(call.q.dtype());
 }
@@ -54,11 +69,9 @@ void qk_gemm(Context& ctx, const char* step, const HeadLayout& layout, const Ten
   const Device device = common_device(step, {{q, "q"}, {k, "k"}, {scores, "scores"}});
   require_dtype(k, q.dtype(), step, "k");
   require_dtype(scores, q.dtype(), step, "scores");
-  require_shape(scores, {layout.batch, layout.q_heads, layout.q_len, layout.kv_len}, step,
-                "scores");
-  run_step(
-      ctx, step, device, [&] { cpu::qk_gemm(ctx, layout, q, k, scores); },
-      [&] { cuda::qk_gemm(ctx, layout, q, k, scores); });
+  require_score_shape(scores, layout, step);
+  profiler::Scope scope(ctx, step, "kernel");
+  bodies_for(device).qk_gemm(ctx, layout, q, k, scores);
 }
 
 void pv_gemm(Context& ctx, const char* step, const HeadLayout& layout, const Tensor& probs,
@@ -67,63 +80,57 @@ void pv_gemm(Context& ctx, const char* step, const HeadLayout& layout, const Ten
   require_dtype(v, probs.dtype(), step, "v");
   require_dtype(out, probs.dtype(), step, "out");
   require_shape(out, {layout.batch, layout.q_heads, layout.q_len, layout.head_dim}, step, "out");
-  run_step(
-      ctx, step, device, [&] { cpu::pv_gemm(ctx, layout, probs, v, out); },
-      [&] { cuda::pv_gemm(ctx, layout, probs, v, out); });
+  profiler::Scope scope(ctx, step, "kernel");
+  bodies_for(device).pv_gemm(ctx, layout, probs, v, out);
 }
 
 void scale(Context& ctx, const char* step, const Tensor& in, Tensor& out, float factor) {
-  run_step(
-      ctx, step, same_sized(step, in, out), [&] { cpu::scale(ctx, in, out, factor); },
-      [&] { cuda::scale(ctx, in, out, factor); });
+  const Device device = same_sized(step, in, out);
+  profiler::Scope scope(ctx, step, "kernel");
+  bodies_for(device).scale(ctx, in, out, factor);
 }
 
 void copy(Context& ctx, const char* step, const Tensor& in, Tensor& out) {
-  run_step(
-      ctx, step, same_sized(step, in, out), [&] { cpu::copy(ctx, in, out); },
-      [&] { cuda::copy(ctx, in, out); });
+  const Device device = same_sized(step, in, out);
+  profiler::Scope scope(ctx, step, "kernel");
+  bodies_for(device).copy(ctx, in, out);
 }
 
 void causal_fill(Context& ctx, const char* step, const HeadLayout& layout, Tensor& scores,
                  float value) {
   const Device device = common_device(step, {{scores, "scores"}});
-  require_shape(scores, {layout.batch, layout.q_heads, layout.q_len, layout.kv_len}, step,
-                "scores");
-  run_step(
-      ctx, step, device, [&] { cpu::causal_fill(ctx, layout, scores, value); },
-      [&] { cuda::causal_fill(ctx, layout, scores, value); });
+  require_score_shape(scores, layout, step);
+  profiler::Scope scope(ctx, step, "kernel");
+  bodies_for(device).causal_fill(ctx, layout, scores, value);
 }
 
 void softmax(Context& ctx, const char* step, const Tensor& in, Tensor& out) {
+  const Device device = same_sized(step, in, out);
   require_shape(out, in.shape(), step, "out");
-  run_step(
-      ctx, step, same_sized(step, in, out), [&] { ops::cpu::softmax(ctx, in, out); },
-      [&] { ops::cuda::softmax(ctx, in, out); });
+  profiler::Scope scope(ctx, step, "kernel");
+  bodies_for(device).softmax(ctx, in, out);
 }
 
 void safe_softmax(Context& ctx, const char* step, const Tensor& in, Tensor& out) {
+  const Device device = same_sized(step, in, out);
   require_shape(out, in.shape(), step, "out");
-  run_step(
-      ctx, step, same_sized(step, in, out), [&] { ops::cpu::safe_softmax(ctx, in, out); },
-      [&] { ops::cuda::safe_softmax(ctx, in, out); });
+  profiler::Scope scope(ctx, step, "kernel");
+  bodies_for(device).safe_softmax(ctx, in, out);
 }
 
 void scale_mask_softmax(Context& ctx, const char* step, const HeadLayout& layout, Tensor& scores,
                         float factor) {
   const Device device = common_device(step, {{scores, "scores"}});
-  require_shape(scores, {layout.batch, layout.q_heads, layout.q_len, layout.kv_len}, step,
-                "scores");
-  run_step(
-      ctx, step, device, [&] { cpu::scale_mask_softmax(ctx, layout, scores, factor); },
-      [&] { cuda::scale_mask_softmax(ctx, layout, scores, factor); });
+  require_score_shape(scores, layout, step);
+  profiler::Scope scope(ctx, step, "kernel");
+  bodies_for(device).scale_mask_softmax(ctx, layout, scores, factor);
 }
 
 void convert(Context& ctx, const char* step, const Tensor& in, Tensor& out) {
   const Device device = common_device(step, {{in, "in"}, {out, "out"}});
   require_shape(out, in.shape(), step, "out");
-  run_step(
-      ctx, step, device, [&] { ops::cpu::cast(ctx, in, out); },
-      [&] { ops::cuda::cast(ctx, in, out); });
+  profiler::Scope scope(ctx, step, "kernel");
+  bodies_for(device).convert(ctx, in, out);
 }
 
 void upcast_cache_rows(Context& ctx, const char* step, const HeadLayout& layout,
@@ -131,17 +138,15 @@ void upcast_cache_rows(Context& ctx, const char* step, const HeadLayout& layout,
   const Device device = common_device(step, {{cache, "cache"}, {out, "out"}});
   require_dtype(out, DType::F32, step, "out");
   require_shape(out, {layout.batch, layout.kv_heads, layout.kv_len, layout.head_dim}, step, "out");
-  run_step(
-      ctx, step, device, [&] { cpu::upcast_cache_rows(ctx, layout, cache, out); },
-      [&] { cuda::upcast_cache_rows(ctx, layout, cache, out); });
+  profiler::Scope scope(ctx, step, "kernel");
+  bodies_for(device).upcast_cache_rows(ctx, layout, cache, out);
 }
 
 void build_causal_mask(Context& ctx, const char* step, const HeadLayout& layout, Buffer& keep) {
   check(keep.size() >= static_cast<std::size_t>(layout.q_len * layout.kv_len), step,
         "the mask needs Tq x Tk bytes");
-  run_step(
-      ctx, step, keep.device(), [&] { cpu::build_causal_mask(ctx, layout, keep); },
-      [&] { cuda::build_causal_mask(ctx, layout, keep); });
+  profiler::Scope scope(ctx, step, "kernel");
+  bodies_for(keep.device()).build_causal_mask(ctx, layout, keep);
 }
 
 void where(Context& ctx, const char* step, const Buffer& keep, const Tensor& scores,
@@ -152,9 +157,8 @@ void where(Context& ctx, const char* step, const Buffer& keep, const Tensor& sco
   check(
       scores.rank() == 4 && keep.size() >= static_cast<std::size_t>(scores.dim(2) * scores.dim(3)),
       step, "the mask needs Tq x Tk bytes");
-  run_step(
-      ctx, step, device, [&] { cpu::where(ctx, keep, scores, masked); },
-      [&] { cuda::where(ctx, keep, scores, masked); });
+  profiler::Scope scope(ctx, step, "kernel");
+  bodies_for(device).where(ctx, keep, scores, masked);
 }
 
 }  // namespace attnscope::ops::attention

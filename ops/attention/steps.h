@@ -1,9 +1,10 @@
 // The steps the eager backends (naive, inplace, math, fused) are written in. Each is one pass
-// over memory with one signature on every device: it opens the profiler scope `step` (category
-// "kernel", directly inside the backend's scope), checks that its tensors share a device, and
-// runs the body for that device: ops/cpu/attention_steps.cpp (a parallel loop or an Eigen
-// product per head) or ops/cuda/attention_steps.cu (one launch on the context's stream: a cuBLAS
-// call or one kernel, never a synchronisation, so a whole call can be captured in a CUDA graph).
+// over memory with one signature on every device: it checks that its tensors share a device,
+// opens the profiler scope `step` (category "kernel", directly inside the backend's scope) and
+// runs the body for that device (StepBodies below): ops/cpu/attention_steps.cpp (a parallel loop
+// or an Eigen product per head) or ops/cuda/attention_steps.cu (one launch on the context's
+// stream: a cuBLAS call or one kernel, never a synchronisation, so a whole call can be captured
+// in a CUDA graph).
 //
 //   qk_gemm            scores[b, h] = q[b, h] k[b, h / group]^T      [Tq, Tk], 2 Tq Tk D FLOPs
 //   pv_gemm            out[b, h]    = probs[b, h] v[b, h / group]    [Tq, D],  2 Tq Tk D FLOPs
@@ -27,7 +28,6 @@
 #include <string_view>
 
 #include "ops/attention/backend.h"
-#include "profiler/scope.h"
 #include "runtime/tensor.h"
 
 namespace attnscope::ops::attention {
@@ -58,21 +58,10 @@ class Recipe final : public Backend {
   bool any_float_on_cpu_;
 };
 
-// Runs one step: its profiler scope `step` (category "kernel"), then `on_cpu()` or `on_cuda()`
-// for `device`. A build without the CUDA path never instantiates the call to `on_cuda` (it could
-// not link) and cannot make a CUDA tensor, so that branch is never taken there.
-template <typename OnCpu, typename OnCuda>
-void run_step(Context& ctx, const char* step, Device device, OnCpu&& on_cpu, OnCuda&& on_cuda) {
-  profiler::Scope scope(ctx, step, "kernel");
-  if (device == Device::CUDA) {
-    if constexpr (kCudaBuild) on_cuda();
-    return;
-  }
-  on_cpu();
-}
-
-// A new, uninitialised [B, Hq, Tq, kv_len] score tensor of `dtype` from ctx's allocator.
+// A new, uninitialised [B, Hq, Tq, kv_len] score tensor from ctx's allocator, of `dtype` or of
+// the call's storage dtype.
 Tensor new_scores(Context& ctx, const Call& call, DType dtype);
+Tensor new_scores(Context& ctx, const Call& call);
 // The bytes of one score-sized tensor of the call's dtype: S e.
 std::size_t score_bytes(const Call& call);
 
@@ -95,33 +84,27 @@ void build_causal_mask(Context& ctx, const char* step, const HeadLayout& layout,
 void where(Context& ctx, const char* step, const Buffer& keep, const Tensor& scores,
            Tensor& masked);
 
-// The bodies the steps above dispatch to, after their checks (softmax and convert use those of
-// ops/softmax.h and ops/cast.h).
-namespace cpu {
-void qk_gemm(Context& ctx, const HeadLayout& layout, const Tensor& q, const Tensor& k,
-             Tensor& scores);
-void pv_gemm(Context& ctx, const HeadLayout& layout, const Tensor& probs, const Tensor& v,
-             Tensor& out);
-void scale(Context& ctx, const Tensor& in, Tensor& out, float factor);
-void copy(Context& ctx, const Tensor& in, Tensor& out);
-void causal_fill(Context& ctx, const HeadLayout& layout, Tensor& scores, float value);
-void scale_mask_softmax(Context& ctx, const HeadLayout& layout, Tensor& scores, float factor);
-void upcast_cache_rows(Context& ctx, const HeadLayout& layout, const Tensor& cache, Tensor& out);
-void build_causal_mask(Context& ctx, const HeadLayout& layout, Buffer& keep);
-void where(Context& ctx, const Buffer& keep, const Tensor& scores, Tensor& masked);
-}  // namespace cpu
-namespace cuda {
-void qk_gemm(Context& ctx, const HeadLayout& layout, const Tensor& q, const Tensor& k,
-             Tensor& scores);
-void pv_gemm(Context& ctx, const HeadLayout& layout, const Tensor& probs, const Tensor& v,
-             Tensor& out);
-void scale(Context& ctx, const Tensor& in, Tensor& out, float factor);
-void copy(Context& ctx, const Tensor& in, Tensor& out);
-void causal_fill(Context& ctx, const HeadLayout& layout, Tensor& scores, float value);
-void scale_mask_softmax(Context& ctx, const HeadLayout& layout, Tensor& scores, float factor);
-void upcast_cache_rows(Context& ctx, const HeadLayout& layout, const Tensor& cache, Tensor& out);
-void build_causal_mask(Context& ctx, const HeadLayout& layout, Buffer& keep);
-void where(Context& ctx, const Buffer& keep, const Tensor& scores, Tensor& masked);
-}  // namespace cuda
+// The bodies of the steps on one device, called after the checks: one table per device
+// (ops/cpu/attention_steps.cpp, ops/cuda/attention_steps.cu; softmax and convert are the bodies
+// of ops/softmax.h and ops/cast.h). A build without the CUDA path has no CUDA table.
+struct StepBodies {
+  void (*qk_gemm)(Context& ctx, const HeadLayout& layout, const Tensor& q, const Tensor& k,
+                  Tensor& scores);
+  void (*pv_gemm)(Context& ctx, const HeadLayout& layout, const Tensor& probs, const Tensor& v,
+                  Tensor& out);
+  void (*scale)(Context& ctx, const Tensor& in, Tensor& out, float factor);
+  void (*copy)(Context& ctx, const Tensor& in, Tensor& out);
+  void (*causal_fill)(Context& ctx, const HeadLayout& layout, Tensor& scores, float value);
+  void (*softmax)(Context& ctx, const Tensor& in, Tensor& out);
+  void (*safe_softmax)(Context& ctx, const Tensor& in, Tensor& out);
+  void (*scale_mask_softmax)(Context& ctx, const HeadLayout& layout, Tensor& scores, float factor);
+  void (*convert)(Context& ctx, const Tensor& in, Tensor& out);
+  void (*upcast_cache_rows)(Context& ctx, const HeadLayout& layout, const Tensor& cache,
+                            Tensor& out);
+  void (*build_causal_mask)(Context& ctx, const HeadLayout& layout, Buffer& keep);
+  void (*where)(Context& ctx, const Buffer& keep, const Tensor& scores, Tensor& masked);
+};
+const StepBodies& cpu_step_bodies();
+const StepBodies& cuda_step_bodies();
 
 }  // namespace attnscope::ops::attention

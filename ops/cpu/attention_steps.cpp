@@ -9,7 +9,9 @@
 #include <limits>
 
 #include "ops/attention/steps.h"
+#include "ops/cast.h"
 #include "ops/cpu/eigen_maps.h"
+#include "ops/softmax.h"
 #include "runtime/dtype.h"
 
 namespace attnscope::ops::attention::cpu {
@@ -120,3 +122,25 @@ void where(Context& ctx, const Buffer& keep, const Tensor& scores, Tensor& maske
 }
 
 }  // namespace attnscope::ops::attention::cpu
+
+namespace attnscope::ops::attention {
+
+const StepBodies& cpu_step_bodies() {
+  static const StepBodies bodies = {
+      .qk_gemm = cpu::qk_gemm,
+      .pv_gemm = cpu::pv_gemm,
+      .scale = cpu::scale,
+      .copy = cpu::copy,
+      .causal_fill = cpu::causal_fill,
+      .softmax = ops::cpu::softmax,
+      .safe_softmax = ops::cpu::safe_softmax,
+      .scale_mask_softmax = cpu::scale_mask_softmax,
+      .convert = ops::cpu::cast,
+      .upcast_cache_rows = cpu::upcast_cache_rows,
+      .build_causal_mask = cpu::build_causal_mask,
+      .where = cpu::where,
+  };
+  return bodies;
+}
+
+}  // namespace attnscope::ops::attention

@@ -27,7 +27,9 @@
 #include <string>
 
 #include "ops/attention/steps.h"
+#include "ops/cast.h"
 #include "ops/cuda/device_math.cuh"
+#include "ops/softmax.h"
 #include "runtime/cuda/cuda_context.h"
 #include "runtime/error.h"
 
@@ -297,3 +299,25 @@ void where(Context& ctx, const Buffer& keep, const Tensor& scores, Tensor& maske
 }
 
 }  // namespace attnscope::ops::attention::cuda
+
+namespace attnscope::ops::attention {
+
+const StepBodies& cuda_step_bodies() {
+  static const StepBodies bodies = {
+      .qk_gemm = cuda::qk_gemm,
+      .pv_gemm = cuda::pv_gemm,
+      .scale = cuda::scale,
+      .copy = cuda::copy,
+      .causal_fill = cuda::causal_fill,
+      .softmax = ops::cuda::softmax,
+      .safe_softmax = ops::cuda::safe_softmax,
+      .scale_mask_softmax = cuda::scale_mask_softmax,
+      .convert = ops::cuda::cast,
+      .upcast_cache_rows = cuda::upcast_cache_rows,
+      .build_causal_mask = cuda::build_causal_mask,
+      .where = cuda::where,
+  };
+  return bodies;
+}
+
+}  // namespace attnscope::ops::attention
