@@ -142,24 +142,15 @@ std::vector<std::int32_t> random_ids(std::int64_t count, const ModelConfig& conf
   return ids;
 }
 
-// The most likely next token of each row of logits [batch, 1, V]. On a GPU the arg max runs on
-// the device and only the ids come back, which also waits for the step to finish.
+// The most likely next token of each row of logits [batch, 1, V], chosen on ctx's device: on a
+// GPU only the ids come back, which also waits for the step to finish.
 void greedy_next(Context& ctx, const Tensor& logits, std::vector<std::int32_t>& next,
                  std::int64_t vocab) {
   const auto batch = static_cast<std::int64_t>(next.size());
-  if (ctx.device() == Device::CUDA) {
-    Tensor ids = Tensor::empty({batch}, DType::I32, ctx.allocator());
-    ops::sample_tokens(ctx, logits.reshape({batch, vocab}), SamplingOptions{}, 0, ids);
-    const Tensor host = to_host(ctx, ids);
-    std::copy_n(host.data<std::int32_t>(), batch, next.begin());
-    return;
-  }
-  const float* data = logits.data<float>();
-  for (std::int64_t row = 0; row < batch; ++row) {
-    const float* row_logits = data + row * vocab;
-    next[static_cast<std::size_t>(row)] =
-        static_cast<std::int32_t>(std::max_element(row_logits, row_logits + vocab) - row_logits);
-  }
+  Tensor ids = Tensor::empty({batch}, DType::I32, ctx.allocator());
+  ops::sample_tokens(ctx, logits.reshape({batch, vocab}), SamplingOptions{}, 0, ids);
+  const Tensor host = to_host(ctx, ids);
+  std::copy_n(host.data<std::int32_t>(), batch, next.begin());
 }
 
 // Runs one test once and appends its timings to `samples`.

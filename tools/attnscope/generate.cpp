@@ -65,7 +65,6 @@ int run_generate(const GenerateFlags& flags) {
             " (shorten the prompt or lower --max-new-tokens)");
 
   KVCache cache = model.new_cache(ctx, 1, prompt_length + flags.max_new_tokens);
-  Sampler sampler(flags.sampling);
   Utf8Stream stream;
   const bool stream_text = !flags.json && tokenizer.has_value();
   std::vector<std::int32_t> generated;
@@ -78,14 +77,10 @@ int run_generate(const GenerateFlags& flags) {
       std::cout << (generated.size() > 1 ? " " : "") << id << std::flush;
     }
   };
-  // The next token from logits [1, 1, V]: on the CPU with the Sampler; on a GPU on the device,
-  // so only the chosen id crosses to the host (which also waits for the step to finish).
+  // The next token from logits [1, 1, V], chosen on ctx's device: on a GPU only the chosen id
+  // crosses to the host (which also waits for the step to finish).
   std::uint64_t draws = 0;
   auto next_token = [&](const Tensor& logits) -> std::int32_t {
-    if (ctx.device() == Device::CPU) {
-      return sampler.sample(std::span<const float>(logits.data<float>(),
-                                                   static_cast<std::size_t>(config.vocab_size)));
-    }
     Tensor id = Tensor::empty({1}, DType::I32, ctx.allocator());
     ops::sample_tokens(ctx, logits.reshape({1, config.vocab_size}), flags.sampling, draws++, id);
     return to_host(ctx, id).data<std::int32_t>()[0];
