@@ -154,8 +154,8 @@ void greedy_next(Context& ctx, const Tensor& logits, std::vector<std::int32_t>& 
 }
 
 // Runs one test once and appends its timings to `samples`.
-void run_model_test(Context& ctx, gpt2::Model& model, const ModelTest& test,
-                    ModelSamples& samples) {
+void run_model_test(Context& ctx, gpt2::Model& model, gpt2::StepRunner& runner,
+                    const ModelTest& test, ModelSamples& samples) {
   const ModelConfig& config = model.config();
   model.set_attention(test.backend);
   std::mt19937_64 rng(static_cast<std::uint64_t>(test.prompt_len * 7919 + test.depth));
@@ -164,7 +164,7 @@ void run_model_test(Context& ctx, gpt2::Model& model, const ModelTest& test,
     const std::vector<std::int32_t> ids = random_ids(test.batch * test.prompt_len, config, rng);
     KVCache cache = model.new_cache(ctx, test.batch, test.prompt_len);
     const auto start = std::chrono::steady_clock::now();
-    model.forward(ctx, ids, test.batch, cache);
+    model.forward(ctx, ids, test.batch, cache, runner);
     ctx.synchronize();
     samples.seconds.push_back(seconds_since(start));
   } else {
@@ -174,11 +174,13 @@ void run_model_test(Context& ctx, gpt2::Model& model, const ModelTest& test,
     KVCache cache = model.new_cache(ctx, test.batch, test.depth + test.gen);
     const auto start = std::chrono::steady_clock::now();
     if (test.depth > 0) {
-      greedy_next(ctx, model.forward(ctx, context, test.batch, cache), next, config.vocab_size);
+      greedy_next(ctx, model.forward(ctx, context, test.batch, cache, runner), next,
+                  config.vocab_size);
     }
     const auto decode_start = std::chrono::steady_clock::now();
     for (std::int64_t step = 0; step < test.gen; ++step) {
-      greedy_next(ctx, model.forward(ctx, next, test.batch, cache), next, config.vocab_size);
+      greedy_next(ctx, model.forward(ctx, next, test.batch, cache, runner), next,
+                  config.vocab_size);
       if (step == 0) samples.ttft_ms.push_back(seconds_since(start) * 1e3);
     }
     samples.seconds.push_back(seconds_since(decode_start));
@@ -232,6 +234,7 @@ json model_row(const ModelTest& test, const ModelSamples& samples, std::int64_t 
 json run_model_tests(const BenchFlags& flags, Context& ctx, const std::string& spec,
                      const std::string& device, const std::string& dtype) {
   gpt2::Model model = load_model(spec, ctx, parse_dtype(dtype));
+  gpt2::StepRunner runner;  // GPU decode steps as CUDA graphs, kept across the model's tests
   const std::vector<ModelTest> tests = model_grid(flags, spec, device, dtype);
   check(!tests.empty(), "bench", "no tests: --prompt-len and --gen are all 0");
   for (const ModelTest& test : tests) check_fits_context(test, model.config());
@@ -248,7 +251,7 @@ json run_model_tests(const BenchFlags& flags, Context& ctx, const std::string& s
                                   std::to_string(flags.repetitions))
                 << "\n";
       ModelSamples warmup_samples;
-      run_model_test(ctx, model, test, warming ? warmup_samples : samples[i]);
+      run_model_test(ctx, model, runner, test, warming ? warmup_samples : samples[i]);
     }
   }
   json rows = json::array();

@@ -39,7 +39,7 @@ int run_generate(const GenerateFlags& flags) {
   Context& ctx = *context;
   gpt2::Model model = load_model(flags.model, ctx, parse_dtype(flags.device.dtype));
   model.set_attention(flags.attention);
-  model.set_cuda_graphs(!flags.no_cuda_graphs);
+  gpt2::StepRunner runner(!flags.no_cuda_graphs);
   const ModelConfig& config = model.config();
   const std::optional<gpt2::Tokenizer> tokenizer = find_tokenizer(flags.tokenizer, flags.model);
 
@@ -88,7 +88,7 @@ int run_generate(const GenerateFlags& flags) {
 
   if (stream_text) std::cout << tokenizer->decode(prompt) << std::flush;
   const auto prefill_start = std::chrono::steady_clock::now();
-  Tensor logits = model.forward(ctx, prompt, 1, cache);
+  Tensor logits = model.forward(ctx, prompt, 1, cache, runner);
   std::int32_t next = next_token(logits);
   const double prefill_seconds = seconds_since(prefill_start);
 
@@ -102,7 +102,7 @@ int run_generate(const GenerateFlags& flags) {
     }
     if (static_cast<std::int64_t>(generated.size()) == flags.max_new_tokens) break;
     const auto step_start = std::chrono::steady_clock::now();
-    logits = model.forward(ctx, std::span<const std::int32_t>(&next, 1), 1, cache);
+    logits = model.forward(ctx, std::span<const std::int32_t>(&next, 1), 1, cache, runner);
     next = next_token(logits);
     decode_seconds += seconds_since(step_start);
     ++decode_steps;
@@ -112,7 +112,7 @@ int run_generate(const GenerateFlags& flags) {
   const double prefill_rate = static_cast<double>(prompt_length) / prefill_seconds;
   const double decode_rate =
       decode_steps ? static_cast<double>(decode_steps) / decode_seconds : 0.0;
-  const bool graphs = ctx.device() == Device::CUDA && model.cuda_graphs();
+  const bool graphs = ctx.device() == Device::CUDA && runner.cuda_graphs();
   std::cerr << "attnscope: attention " << model.attention().name() << ", " << ctx.describe() << ", "
             << dtype_name(model.dtype()) << (graphs ? ", cuda graphs" : "") << " | prefill "
             << prompt_length << " tokens, " << prefill_rate << " tokens/s | decode " << decode_steps
@@ -125,8 +125,8 @@ int run_generate(const GenerateFlags& flags) {
         {"device", ctx.describe()},
         {"dtype", dtype_name(model.dtype())},
         {"cuda_graphs", graphs},
-        {"cuda_graph_instantiations", model.graph_counts().instantiations},
-        {"cuda_graph_updates", model.graph_counts().updates},
+        {"cuda_graph_instantiations", runner.graph_counts().instantiations},
+        {"cuda_graph_updates", runner.graph_counts().updates},
         {"prompt_ids", prompt},
         {"generated_ids", generated},
         {"stop_reason", stop_reason},
