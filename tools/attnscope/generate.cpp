@@ -9,7 +9,10 @@
 #include "runtime/sampler.h"
 #include "runtime/transfer.h"
 #include "tools/attnscope/commands.h"
-#include "tools/attnscope/common.h"
+#include "tools/attnscope/elapsed.h"
+#include "tools/attnscope/flags.h"
+#include "tools/attnscope/model_loading.h"
+#include "tools/attnscope/utf8_stream.h"
 
 namespace attnscope::cli {
 
@@ -28,10 +31,6 @@ struct GenerateFlags {
   bool ignore_eos = false;
   bool json = false;
 };
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 int run_generate(const GenerateFlags& flags) {
   validate_sampling(flags.sampling);
