@@ -15,13 +15,21 @@ void validate_sampling(const SamplingOptions& options) {
   check(options.top_p > 0.0f && options.top_p <= 1.0f, "--top-p", "must be in (0, 1]");
 }
 
-Sampler::Sampler(const SamplingOptions& options) : options_(options), state_(options.seed) {
+namespace {
+
+// splitmix64's state advances by this constant with every number it gives.
+constexpr std::uint64_t kStateStep = 0x9E3779B97F4A7C15ull;
+
+}  // namespace
+
+Sampler::Sampler(const SamplingOptions& options, std::uint64_t first_draw)
+    : options_(options), state_(options.seed + first_draw * kStateStep) {
   validate_sampling(options);
 }
 
 double Sampler::next_uniform() {
   // splitmix64: a tiny, well-mixed generator whose sequence is the same everywhere.
-  state_ += 0x9E3779B97F4A7C15ull;
+  state_ += kStateStep;
   std::uint64_t z = state_;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;

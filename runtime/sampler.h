@@ -27,7 +27,9 @@ void validate_sampling(const SamplingOptions& options);
 
 class Sampler {
  public:
-  explicit Sampler(const SamplingOptions& options);
+  // Draws from the seeded stream's numbers in order, starting at number `first_draw` (0: the
+  // first), so a Sampler started at n draws what one that already drew n times draws next.
+  explicit Sampler(const SamplingOptions& options, std::uint64_t first_draw = 0);
   // Throws Error when the logits are empty or contain NaN.
   std::int32_t sample(std::span<const float> logits);
 

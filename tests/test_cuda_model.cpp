@@ -43,19 +43,20 @@ std::vector<float> host_logits(Context& ctx, const Tensor& logits) {
   return {host.data<float>(), host.data<float>() + host.numel()};
 }
 
-// Greedy generation through prefill + one-token decode steps, as `attnscope generate` does it;
-// the arg max is taken on the host, so the test does not depend on the device sampler.
-std::vector<std::int32_t> greedy(Context& ctx, const gpt2::Model& model,
+// Greedy generation through prefill + one-token decode steps launched by `runner`, as
+// `attnscope generate` does it; the arg max is taken on the host, so the test does not depend on
+// the device sampler.
+std::vector<std::int32_t> greedy(Context& ctx, const gpt2::Model& model, gpt2::StepRunner& runner,
                                  const std::vector<std::int32_t>& prompt, int new_tokens) {
   KVCache cache = model.new_cache(ctx, 1, static_cast<std::int64_t>(prompt.size()) + new_tokens);
   Sampler sampler(SamplingOptions{});
-  Tensor logits = model.forward(ctx, prompt, 1, cache);
+  Tensor logits = model.forward(ctx, prompt, 1, cache, runner);
   std::vector<std::int32_t> out;
   for (int i = 0; i < new_tokens; ++i) {
     const std::vector<float> row = host_logits(ctx, logits);
     const std::int32_t next = sampler.sample(row);
     out.push_back(next);
-    if (i + 1 < new_tokens) logits = model.forward(ctx, {&next, 1}, 1, cache);
+    if (i + 1 < new_tokens) logits = model.forward(ctx, {&next, 1}, 1, cache, runner);
   }
   return out;
 }
@@ -156,14 +157,15 @@ TEST_CASE("GPU f32 greedy continuations equal Hugging Face's, with and without C
     gpt2::Model model = gpt2::Model::open(hf_fixture_dir(name), ctx);
     const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
     const auto expected = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
+    gpt2::StepRunner runner;
     for (const std::string& backend : ops::attention::backend_names()) {
       for (const bool graphs : {true, false}) {
         model.set_attention(backend);
-        model.set_cuda_graphs(graphs);
+        runner.set_cuda_graphs(graphs);
         CAPTURE(name);
         CAPTURE(backend);
         CAPTURE(graphs);
-        CHECK(greedy(ctx, model, prompt, static_cast<int>(expected.size())) == expected);
+        CHECK(greedy(ctx, model, runner, prompt, static_cast<int>(expected.size())) == expected);
       }
     }
   }
@@ -174,27 +176,29 @@ TEST_CASE("a decode step gives the same logits as a graph and launched kernel by
   Context ctx(Device::CUDA, 2);
   gpt2::Model model = gpt2::Model::open("synthetic:tiny", ctx, 5, DType::BF16);
   const std::vector<std::int32_t> prompt = {464, 2068, 7586, 21831};
+  gpt2::StepRunner runner;
   for (const std::string& backend : ops::attention::backend_names()) {
     model.set_attention(backend);
     std::vector<std::vector<float>> runs;
     for (const bool graphs : {false, true}) {
-      model.set_cuda_graphs(graphs);
+      runner.set_cuda_graphs(graphs);
       KVCache cache = model.new_cache(ctx, 2, 12);
       std::vector<std::int32_t> both = prompt;
       both.insert(both.end(), prompt.rbegin(), prompt.rend());
-      model.forward(ctx, both, 2, cache);
+      model.forward(ctx, both, 2, cache, runner);
       std::vector<float> steps;
-      const gpt2::Model::GraphCounts before = model.graph_counts();
+      const gpt2::StepRunner::GraphCounts before = runner.graph_counts();
       for (std::int32_t token = 100; token < 106; ++token) {
         const std::vector<std::int32_t> next = {token, token + 1};
-        const std::vector<float> logits = host_logits(ctx, model.forward(ctx, next, 2, cache));
+        const std::vector<float> logits =
+            host_logits(ctx, model.forward(ctx, next, 2, cache, runner));
         steps.insert(steps.end(), logits.begin(), logits.end());
       }
       runs.push_back(steps);
-      const gpt2::Model::GraphCounts after = model.graph_counts();
+      const gpt2::StepRunner::GraphCounts after = runner.graph_counts();
       const std::int64_t graph_steps =
           after.instantiations + after.updates - before.instantiations - before.updates;
-      // Every decode step but the model's very first (run eagerly to load its kernels) is a graph.
+      // Every decode step but the runner's very first (run eagerly to load its kernels) is a graph.
       const bool first_decode_of_model = backend == ops::attention::backend_names().front();
       CHECK(graph_steps == (graphs ? (first_decode_of_model ? 5 : 6) : 0));
     }

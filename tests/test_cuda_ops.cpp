@@ -682,7 +682,7 @@ TEST_CASE("cuda sampling frequencies follow the distribution, and a seed reprodu
 // Argument checks
 // ---------------------------------------------------------------------------------------------
 
-TEST_CASE("ops refuse tensors spread over two devices, and sampling on the cpu") {
+TEST_CASE("ops refuse tensors spread over two devices") {
   if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
@@ -695,8 +695,8 @@ TEST_CASE("ops refuse tensors spread over two devices, and sampling on the cpu")
   CHECK_THROWS_WITH_AS(ops::linear(gpu, device, host, Tensor(), device),
                        doctest::Contains("one device"), Error);
   Tensor ids = Tensor::empty({2}, DType::I32, cpu.allocator());
-  CHECK_THROWS_WITH_AS(ops::sample_tokens(cpu, host, SamplingOptions{}, 0, ids),
-                       doctest::Contains("cuda"), Error);
+  CHECK_THROWS_WITH_AS(ops::sample_tokens(gpu, device, SamplingOptions{}, 0, ids),
+                       doctest::Contains("one device"), Error);
   Tensor device_half = zeros_on(gpu, {2, 3}, DType::F16);
   CHECK_THROWS_WITH_AS(ops::gelu(gpu, device_half, device), doctest::Contains("must be f16"),
                        Error);

@@ -13,10 +13,12 @@
 #include "ops/heads.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
+#include "ops/sample.h"
 #include "ops/softmax.h"
 #include "profiler/cpu_tracer.h"
 #include "reference_ops.h"
 #include "runtime/error.h"
+#include "runtime/sampler.h"
 
 using namespace attnscope;
 using testing::max_relative_error;
@@ -178,6 +180,30 @@ TEST_CASE("ops refuse mismatched shapes and dtypes") {
   CHECK_THROWS_AS(ops::linear_residual(ctx, a, b, Tensor(), b), Error);  // residual [2, 2]
   CHECK_THROWS_WITH_AS(ops::gelu(ctx, half, half), doctest::Contains("must be f32"), Error);
   CHECK_THROWS_AS(ops::linear(ctx, a, a, Tensor(), a), Error);
+}
+
+TEST_CASE("sample_tokens on the cpu draws what a Sampler drawing row after row draws") {
+  Context ctx(1);
+  const std::int64_t batch = 2, vocab = 50;
+  std::mt19937 rng(4);
+  const Tensor logits = random_tensor({batch, vocab}, rng, ctx.allocator());
+  SamplingOptions options;
+  options.temperature = 1.0f;
+  options.top_k = 20;
+  options.seed = 11;
+  Sampler reference(options);
+  Tensor ids = Tensor::empty({batch}, DType::I32, ctx.allocator());
+  for (std::uint64_t step = 0; step < 4; ++step) {
+    ops::sample_tokens(ctx, logits, options, step, ids);
+    for (std::int64_t r = 0; r < batch; ++r) {
+      const float* row = logits.data<float>() + r * vocab;
+      CHECK(ids.data<std::int32_t>()[r] ==
+            reference.sample(std::span<const float>(row, static_cast<std::size_t>(vocab))));
+    }
+  }
+  Tensor wrong = Tensor::empty({batch}, DType::F32, ctx.allocator());
+  CHECK_THROWS_WITH_AS(ops::sample_tokens(ctx, logits, options, 0, wrong),
+                       doctest::Contains("out_ids must be i32"), Error);
 }
 
 TEST_CASE("cpu embedding takes i32 id tensors; cast converts; a cpu-only context refuses cuda") {

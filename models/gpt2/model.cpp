@@ -1,8 +1,9 @@
+// gpt2::Model (models/gpt2/model.h): the recipe of GPT-2's forward pass, from token ids through
+// the embedding, the layers' attention and MLP blocks, to the LM head's logits.
 #include "models/gpt2/model.h"
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 
 #include "models/gpt2/tensor_map.h"
 #include "ops/embedding.h"
@@ -11,82 +12,20 @@
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
 #include "profiler/scope.h"
-#include "runtime/cuda/step_graph.h"
 #include "runtime/error.h"
 #include "runtime/transfer.h"
 
 namespace attnscope::gpt2 {
 
-namespace {
-
-constexpr std::string_view kSyntheticPrefix = "synthetic:";
-
-// The checkpoint file inside `spec` (a directory, or the .safetensors file itself).
-std::filesystem::path find_checkpoint(const std::filesystem::path& spec) {
-  namespace fs = std::filesystem;
-  check(fs::exists(spec), spec.string(), "no such file or directory");
-  const fs::path file = fs::is_directory(spec) ? spec / "model.safetensors" : spec;
-  const std::string pickle_help =
-      ": pickle checkpoints (pytorch_model.bin) are refused because loading them can run "
-      "arbitrary code; convert it to model.safetensors with python: "
-      "transformers.GPT2LMHeadModel.from_pretrained(DIR)"
-      ".save_pretrained(DIR, safe_serialization=True)";
-  if (file.extension() == ".bin") throw Error(file.string() + pickle_help);
-  if (!fs::exists(file)) {
-    if (fs::exists(spec / "pytorch_model.bin")) {
-      throw Error((spec / "pytorch_model.bin").string() + pickle_help);
-    }
-    throw Error(spec.string(), "no model.safetensors here");
-  }
-  return file;
-}
-
-// Converts every weight to `dtype` on the host, then copies it to ctx's device. The tied LM head
-// stays the token embedding (one copy on the device, not two).
-void place_weights(const ModelConfig& config, Weights& weights, Context& ctx, DType dtype) {
-  const bool tied = weights.lm_head.raw_data() == weights.token_embedding.raw_data();
-  auto place = [&](Tensor& t) {
-    const Tensor converted = t.dtype() == dtype ? t : t.to_dtype(dtype, ctx.host_allocator());
-    t = to_device(ctx, converted);
-  };
-  for (const TensorSlot& slot : tensor_slots(config, weights)) place(*slot.destination);
-  if (tied) {
-    weights.lm_head = weights.token_embedding;
-  } else {
-    place(weights.lm_head);
-  }
-  ctx.synchronize();
-}
-
-}  // namespace
-
 Model Model::open(const std::string& spec, Context& ctx, std::uint64_t synthetic_seed,
                   DType dtype) {
-  check(dtype != DType::I32, "--dtype", "i32 is not a model dtype");
-  check(ctx.device() == Device::CUDA || dtype == DType::F32, "--dtype",
-        std::string(dtype_name(dtype)) + " needs --device cuda (the CPU path computes in f32)");
+  Checkpoint checkpoint = load_checkpoint(spec, ctx, synthetic_seed, dtype);
   Model model;
   model.source_ = spec;
   model.dtype_ = dtype;
-  // Weights are read in f32 on the host (straight into their final place on the CPU).
-  Allocator& staging = ctx.device() == Device::CPU ? ctx.allocator() : ctx.host_allocator();
-  if (spec.starts_with(kSyntheticPrefix)) {
-    const std::string name = spec.substr(kSyntheticPrefix.size());
-    model.config_ = synthetic_config(name);
-    model.weights_ = synthetic_weights(model.config_, synthetic_seed, staging, ctx.threads());
-    model.stored_ = synthetic_tensor_list(model.config_);
-  } else {
-    const std::filesystem::path checkpoint = find_checkpoint(spec);
-    model.config_ = read_model_config((checkpoint.parent_path() / "config.json").string());
-    const SafetensorsFile file = SafetensorsFile::open(checkpoint.string());
-    model.weights_ = load_weights(file, model.config_, staging, ctx.threads());
-    for (const SafetensorsEntry& e : file.entries()) {
-      model.stored_.push_back({e.name, e.dtype, e.shape, e.end - e.begin});
-    }
-  }
-  if (ctx.device() != Device::CPU || dtype != DType::F32) {
-    place_weights(model.config_, model.weights_, ctx, dtype);
-  }
+  model.config_ = checkpoint.config;
+  model.weights_ = std::move(checkpoint.weights);
+  model.stored_ = std::move(checkpoint.stored);
   model.set_attention("naive");
   return model;
 }
@@ -107,6 +46,12 @@ KVCache Model::new_cache(Context& ctx, std::int64_t batch, std::int64_t capacity
 
 Tensor Model::forward(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t batch,
                       KVCache& cache, bool all_positions) const {
+  StepRunner eager(false);
+  return forward(ctx, tokens, batch, cache, eager, all_positions);
+}
+
+Tensor Model::forward(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t batch,
+                      KVCache& cache, StepRunner& runner, bool all_positions) const {
   profiler::Scope scope(ctx, "forward", "step");
   check(batch >= 1 && cache.batch() == batch, "forward",
         "batch " + std::to_string(batch) + " does not match the cache's " +
@@ -124,60 +69,11 @@ Tensor Model::forward(Context& ctx, std::span<const std::int32_t> tokens, std::i
         std::to_string(start + length) + " tokens exceed the KV cache capacity of " +
             std::to_string(cache.capacity()));
 
-  const StepInputs inputs = prepare_inputs(ctx, tokens, length, start);
-  auto step = [&] { return run_step(ctx, inputs, batch, length, cache, all_positions); };
-  Tensor logits;
-  // Decode steps on a GPU run as one CUDA graph, except while profiling: CUPTI then sees every
-  // kernel launched on its own, inside its op's scope. The first decode step runs eagerly, so
-  // every kernel it needs is loaded before a capture starts.
-  const bool decode = length == 1;
-  if constexpr (kCudaBuild) {
-    if (ctx.device() == Device::CUDA && decode && cuda_graphs_ && ctx.profiler() == nullptr) {
-      if (step_graph_) {
-        logits = step_graph_->run(ctx, step);
-      } else {
-        step_graph_ = std::make_shared<gpu::StepGraph>();
-      }
-    }
-  }
-  if (!logits.defined()) logits = step();
+  const StepInputs inputs = step_inputs(ctx, tokens, length, start, config_.vocab_size);
+  Tensor logits = runner.run(
+      ctx, length == 1, [&] { return run_step(ctx, inputs, batch, length, cache, all_positions); });
   cache.advance(length);
   return logits;
-}
-
-Model::GraphCounts Model::graph_counts() const {
-  if constexpr (kCudaBuild) {
-    if (step_graph_) return {step_graph_->instantiations(), step_graph_->updates()};
-  }
-  return {};
-}
-
-Model::StepInputs Model::prepare_inputs(Context& ctx, std::span<const std::int32_t> tokens,
-                                        std::int64_t length, std::int64_t start) const {
-  StepInputs inputs;
-  inputs.tokens = tokens;
-  inputs.positions.resize(tokens.size());
-  for (std::size_t i = 0; i < tokens.size(); ++i) {
-    inputs.positions[i] = start + static_cast<std::int64_t>(i) % length;
-  }
-  if (ctx.device() == Device::CPU) return inputs;  // the CPU embedding checks ids itself
-  // A kernel cannot throw: ids are checked here, before they are uploaded. Ids and positions
-  // travel in one copy: [ids | positions].
-  const auto count = static_cast<std::int64_t>(tokens.size());
-  Tensor staged = Tensor::empty({2 * count}, DType::I32, ctx.host_allocator());
-  std::int32_t* ids = staged.data<std::int32_t>();
-  for (std::int64_t i = 0; i < count; ++i) {
-    const std::int32_t id = tokens[static_cast<std::size_t>(i)];
-    check(id >= 0 && id < config_.vocab_size, "forward",
-          "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-              std::to_string(config_.vocab_size) + ")");
-    ids[i] = id;
-    ids[count + i] = static_cast<std::int32_t>(inputs.positions[static_cast<std::size_t>(i)]);
-  }
-  const Tensor uploaded = to_device(ctx, staged);
-  inputs.device_ids = uploaded.slice_rows(0, count);
-  inputs.device_positions = uploaded.slice_rows(count, 2 * count);
-  return inputs;
 }
 
 Tensor Model::run_step(Context& ctx, const StepInputs& inputs, std::int64_t batch,

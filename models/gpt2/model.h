@@ -14,30 +14,25 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "models/gpt2/step_runner.h"
 #include "models/gpt2/weights.h"
 #include "ops/attention/registry.h"
 #include "runtime/config.h"
 #include "runtime/context.h"
 #include "runtime/kv_cache.h"
 
-namespace attnscope::gpu {
-class StepGraph;
-}
-
 namespace attnscope::gpt2 {
 
 class Model {
  public:
-  // `spec` is "synthetic:NAME" (seeded random weights of a known shape) or a directory holding
-  // config.json and model.safetensors. A directory with only pytorch_model.bin is refused with
-  // instructions to convert it. The weights go to ctx's device in `dtype` (f16/bf16 only on a
-  // GPU: the CPU ops compute in f32). Throws Error on any problem.
+  // Loads `spec` (see load_checkpoint in models/gpt2/weights.h: "synthetic:NAME" or a
+  // directory with config.json and model.safetensors) onto ctx's device in `dtype`.
+  // Throws Error on any problem.
   static Model open(const std::string& spec, Context& ctx, std::uint64_t synthetic_seed = 0,
                     DType dtype = DType::F32);
 
@@ -54,28 +49,19 @@ class Model {
   void set_attention(std::string_view name);
   const ops::attention::Backend& attention() const { return *attention_; }
 
-  // Decode steps on a GPU run as one CUDA graph (runtime/cuda/step_graph.h) unless turned off
-  // here or while a profiler is attached. No effect on the CPU.
-  void set_cuda_graphs(bool on) { cuda_graphs_ = on; }
-  bool cuda_graphs() const { return cuda_graphs_; }
-  // How the decode graph was kept up to date so far: instantiated anew (the first time, or when
-  // a step's structure changed) or updated in place. Both 0 when no graph ran.
-  struct GraphCounts {
-    std::int64_t instantiations = 0;
-    std::int64_t updates = 0;
-  };
-  GraphCounts graph_counts() const;
-
   // A cache for `batch` sequences of up to `capacity` tokens (at most the context length).
   KVCache new_cache(Context& ctx, std::int64_t batch, std::int64_t capacity) const;
 
   // Runs `tokens` (batch rows of T = tokens.size() / batch ids, row-major) at the positions
   // following the cache's contents, and appends their keys and values to the cache.
   // Returns f32 logits [batch, T, V] when all_positions, else [batch, 1, V] for the last token,
-  // on ctx's device (use to_host() to read them on the host).
+  // on ctx's device (use to_host() to read them on the host). Every kernel is launched eagerly.
   // Throws Error for out-of-range ids or when the cache or the context would overflow.
   Tensor forward(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t batch,
                  KVCache& cache, bool all_positions = false) const;
+  // The same step launched by `runner`, which may replay a GPU decode step as one CUDA graph.
+  Tensor forward(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t batch,
+                 KVCache& cache, StepRunner& runner, bool all_positions = false) const;
 
  private:
   void attention_block(Context& ctx, const LayerWeights& layer, std::int64_t layer_index,
@@ -83,15 +69,6 @@ class Model {
                        KVCache& cache) const;
   void mlp_block(Context& ctx, const LayerWeights& layer, Tensor& hidden) const;
 
-  // A step's token ids and positions: host spans for the CPU, i32 tensors on a GPU (uploaded
-  // before a CUDA graph capture starts, since a graph cannot copy from pageable memory).
-  struct StepInputs {
-    std::span<const std::int32_t> tokens;
-    std::vector<std::int64_t> positions;
-    Tensor device_ids, device_positions;
-  };
-  StepInputs prepare_inputs(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t length,
-                            std::int64_t start) const;
   // Everything of forward() that runs on the device: embedding, layers, LM head.
   Tensor run_step(Context& ctx, const StepInputs& inputs, std::int64_t batch, std::int64_t length,
                   KVCache& cache, bool all_positions) const;
@@ -102,8 +79,6 @@ class Model {
   Weights weights_;
   std::vector<StoredTensor> stored_;
   const ops::attention::Backend* attention_ = nullptr;
-  bool cuda_graphs_ = true;
-  mutable std::shared_ptr<gpu::StepGraph> step_graph_;  // made at the first GPU decode step
 };
 
 }  // namespace attnscope::gpt2

@@ -1,14 +1,18 @@
-// Loading GPT-2's weights from a Hugging Face safetensors checkpoint.
+// Loading GPT-2's weights: finding the checkpoint (or making synthetic weights), reading a Hugging
+// Face safetensors file into attnscope's layout, and placing the weights on the device.
 //
-// Cost: one pass over the file's bytes (memory-mapped, so the OS pages them in), writing an f32
-// copy in attnscope's layout: 4 bytes per parameter of resident memory whatever the stored dtype.
+// Cost of reading: one pass over the file's bytes (memory-mapped, so the OS pages them in), writing
+// an f32 copy in attnscope's layout: 4 bytes per parameter of resident memory whatever the stored
+// dtype.
 #include "models/gpt2/weights.h"
 
+#include <filesystem>
 #include <set>
 #include <string_view>
 
 #include "models/gpt2/tensor_map.h"
 #include "runtime/error.h"
+#include "runtime/transfer.h"
 
 namespace attnscope::gpt2 {
 
@@ -38,7 +42,75 @@ Tensor to_f32(const Tensor& src, bool transpose, Allocator& allocator, int threa
   return out;
 }
 
+constexpr std::string_view kSyntheticPrefix = "synthetic:";
+
+// The checkpoint file inside `spec` (a directory, or the .safetensors file itself).
+std::filesystem::path find_checkpoint(const std::filesystem::path& spec) {
+  namespace fs = std::filesystem;
+  check(fs::exists(spec), spec.string(), "no such file or directory");
+  const fs::path file = fs::is_directory(spec) ? spec / "model.safetensors" : spec;
+  const std::string pickle_help =
+      ": pickle checkpoints (pytorch_model.bin) are refused because loading them can run "
+      "arbitrary code; convert it to model.safetensors with python: "
+      "transformers.GPT2LMHeadModel.from_pretrained(DIR)"
+      ".save_pretrained(DIR, safe_serialization=True)";
+  if (file.extension() == ".bin") throw Error(file.string() + pickle_help);
+  if (!fs::exists(file)) {
+    if (fs::exists(spec / "pytorch_model.bin")) {
+      throw Error((spec / "pytorch_model.bin").string() + pickle_help);
+    }
+    throw Error(spec.string(), "no model.safetensors here");
+  }
+  return file;
+}
+
+// Converts every weight to `dtype` on the host, then copies it to ctx's device. The tied LM head
+// stays the token embedding (one copy on the device, not two).
+void place_weights(const ModelConfig& config, Weights& weights, Context& ctx, DType dtype) {
+  const bool tied = weights.lm_head.raw_data() == weights.token_embedding.raw_data();
+  auto place = [&](Tensor& t) {
+    const Tensor converted = t.dtype() == dtype ? t : t.to_dtype(dtype, ctx.host_allocator());
+    t = to_device(ctx, converted);
+  };
+  for (const TensorSlot& slot : tensor_slots(config, weights)) place(*slot.destination);
+  if (tied) {
+    weights.lm_head = weights.token_embedding;
+  } else {
+    place(weights.lm_head);
+  }
+  ctx.synchronize();
+}
+
 }  // namespace
+
+Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t synthetic_seed,
+                           DType dtype) {
+  check(dtype != DType::I32, "--dtype", "i32 is not a model dtype");
+  check(ctx.device() == Device::CUDA || dtype == DType::F32, "--dtype",
+        std::string(dtype_name(dtype)) + " needs --device cuda (the CPU path computes in f32)");
+  Checkpoint checkpoint;
+  // Weights are read in f32 on the host (straight into their final place on the CPU).
+  Allocator& staging = ctx.device() == Device::CPU ? ctx.allocator() : ctx.host_allocator();
+  if (spec.starts_with(kSyntheticPrefix)) {
+    const std::string name = spec.substr(kSyntheticPrefix.size());
+    checkpoint.config = synthetic_config(name);
+    checkpoint.weights =
+        synthetic_weights(checkpoint.config, synthetic_seed, staging, ctx.threads());
+    checkpoint.stored = synthetic_tensor_list(checkpoint.config);
+  } else {
+    const std::filesystem::path checkpoint_file = find_checkpoint(spec);
+    checkpoint.config = read_model_config((checkpoint_file.parent_path() / "config.json").string());
+    const SafetensorsFile file = SafetensorsFile::open(checkpoint_file.string());
+    checkpoint.weights = load_weights(file, checkpoint.config, staging, ctx.threads());
+    for (const SafetensorsEntry& e : file.entries()) {
+      checkpoint.stored.push_back({e.name, e.dtype, e.shape, e.end - e.begin});
+    }
+  }
+  if (ctx.device() != Device::CPU || dtype != DType::F32) {
+    place_weights(checkpoint.config, checkpoint.weights, ctx, dtype);
+  }
+  return checkpoint;
+}
 
 Weights load_weights(const SafetensorsFile& file, const ModelConfig& config, Allocator& allocator,
                      int threads) {

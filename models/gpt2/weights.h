@@ -1,4 +1,5 @@
-// GPT-2's parameters, in the layout attnscope computes with.
+// GPT-2's parameters, in the layout attnscope computes with: where a checkpoint is found, how it
+// is read, and how the weights reach the device in the model's dtype.
 //
 // Hugging Face stores GPT-2's projections as Conv1D weights of shape [in, out]; attnscope keeps
 // every projection as [out, in] (one row per output feature, torch.nn.Linear's layout), because
@@ -12,6 +13,7 @@
 
 #include "runtime/allocator.h"
 #include "runtime/config.h"
+#include "runtime/context.h"
 #include "runtime/safetensors.h"
 #include "runtime/tensor.h"
 
@@ -41,6 +43,22 @@ struct StoredTensor {
   Shape shape;
   std::uint64_t bytes = 0;
 };
+
+// A model's parameters ready to compute with: its config, its weights on the context's device,
+// and the tensors as the checkpoint stores them.
+struct Checkpoint {
+  ModelConfig config;
+  Weights weights;
+  std::vector<StoredTensor> stored;
+};
+
+// `spec` is "synthetic:NAME" (seeded random weights of a known shape) or a directory holding
+// config.json and model.safetensors (or that .safetensors file itself). A directory with only
+// pytorch_model.bin is refused with instructions to convert it. The weights are read in f32 on
+// the host, then converted to `dtype` and copied to ctx's device (f16/bf16 only on a GPU: the CPU
+// ops compute in f32); the tied LM head stays one tensor. Throws Error on any problem.
+Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t synthetic_seed,
+                           DType dtype);
 
 // Reads the weights of `config` from a safetensors file in Hugging Face's layout: keys with or
 // without the "transformer." prefix, an optional lm_head.weight (tied to wte when absent), the

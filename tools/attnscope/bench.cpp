@@ -11,7 +11,9 @@
 // to first token (TTFT) = the fill plus the first step. Weight GB/s = parameter bytes read per
 // step x steps / time (each f32 weight is read once per step, the tied embedding as LM head).
 // Peak memory is the allocator's peak during the test: weights, KV cache and activations.
-// Cost: the tests themselves; each model is loaded once, for all its tests.
+// The report (provenance, machine, one row per test) goes to stdout in the --output format
+// (tools/attnscope/bench_output.h). Cost: the tests themselves; each model is loaded once, for
+// all its tests.
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -19,14 +21,17 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <sstream>
 
 #include "ops/sample.h"
 #include "runtime/error.h"
 #include "runtime/transfer.h"
 #include "tools/attnscope/bench_attention.h"
+#include "tools/attnscope/bench_output.h"
 #include "tools/attnscope/commands.h"
-#include "tools/attnscope/common.h"
+#include "tools/attnscope/elapsed.h"
+#include "tools/attnscope/flags.h"
+#include "tools/attnscope/machine_info.h"
+#include "tools/attnscope/model_loading.h"
 
 #ifndef ATTNSCOPE_GIT_REVISION
 #define ATTNSCOPE_GIT_REVISION "unknown"
@@ -58,18 +63,6 @@ struct BenchFlags {
   CLI::Option* batch_option = nullptr;
   CLI::Option* kv_heads_option = nullptr;
 };
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// "3.0 KiB", "512.0 MiB", "1.25 GiB": bytes in binary units.
-std::string binary_bytes(double bytes) {
-  constexpr double kKiB = 1024.0, kMiB = kKiB * 1024.0, kGiB = kMiB * 1024.0;
-  if (bytes >= kGiB) return with_decimals(bytes / kGiB, 2) + " GiB";
-  if (bytes >= kMiB) return with_decimals(bytes / kMiB, 1) + " MiB";
-  return with_decimals(bytes / kKiB, 1) + " KiB";
-}
 
 std::string utc_now() {
   const std::time_t now = std::time(nullptr);
@@ -142,29 +135,20 @@ std::vector<std::int32_t> random_ids(std::int64_t count, const ModelConfig& conf
   return ids;
 }
 
-// The most likely next token of each row of logits [batch, 1, V]. On a GPU the arg max runs on
-// the device and only the ids come back, which also waits for the step to finish.
+// The most likely next token of each row of logits [batch, 1, V], chosen on ctx's device: on a
+// GPU only the ids come back, which also waits for the step to finish.
 void greedy_next(Context& ctx, const Tensor& logits, std::vector<std::int32_t>& next,
                  std::int64_t vocab) {
   const auto batch = static_cast<std::int64_t>(next.size());
-  if (ctx.device() == Device::CUDA) {
-    Tensor ids = Tensor::empty({batch}, DType::I32, ctx.allocator());
-    ops::sample_tokens(ctx, logits.reshape({batch, vocab}), SamplingOptions{}, 0, ids);
-    const Tensor host = to_host(ctx, ids);
-    std::copy_n(host.data<std::int32_t>(), batch, next.begin());
-    return;
-  }
-  const float* data = logits.data<float>();
-  for (std::int64_t row = 0; row < batch; ++row) {
-    const float* row_logits = data + row * vocab;
-    next[static_cast<std::size_t>(row)] =
-        static_cast<std::int32_t>(std::max_element(row_logits, row_logits + vocab) - row_logits);
-  }
+  Tensor ids = Tensor::empty({batch}, DType::I32, ctx.allocator());
+  ops::sample_tokens(ctx, logits.reshape({batch, vocab}), SamplingOptions{}, 0, ids);
+  const Tensor host = to_host(ctx, ids);
+  std::copy_n(host.data<std::int32_t>(), batch, next.begin());
 }
 
 // Runs one test once and appends its timings to `samples`.
-void run_model_test(Context& ctx, gpt2::Model& model, const ModelTest& test,
-                    ModelSamples& samples) {
+void run_model_test(Context& ctx, gpt2::Model& model, gpt2::StepRunner& runner,
+                    const ModelTest& test, ModelSamples& samples) {
   const ModelConfig& config = model.config();
   model.set_attention(test.backend);
   std::mt19937_64 rng(static_cast<std::uint64_t>(test.prompt_len * 7919 + test.depth));
@@ -173,7 +157,7 @@ void run_model_test(Context& ctx, gpt2::Model& model, const ModelTest& test,
     const std::vector<std::int32_t> ids = random_ids(test.batch * test.prompt_len, config, rng);
     KVCache cache = model.new_cache(ctx, test.batch, test.prompt_len);
     const auto start = std::chrono::steady_clock::now();
-    model.forward(ctx, ids, test.batch, cache);
+    model.forward(ctx, ids, test.batch, cache, runner);
     ctx.synchronize();
     samples.seconds.push_back(seconds_since(start));
   } else {
@@ -183,11 +167,13 @@ void run_model_test(Context& ctx, gpt2::Model& model, const ModelTest& test,
     KVCache cache = model.new_cache(ctx, test.batch, test.depth + test.gen);
     const auto start = std::chrono::steady_clock::now();
     if (test.depth > 0) {
-      greedy_next(ctx, model.forward(ctx, context, test.batch, cache), next, config.vocab_size);
+      greedy_next(ctx, model.forward(ctx, context, test.batch, cache, runner), next,
+                  config.vocab_size);
     }
     const auto decode_start = std::chrono::steady_clock::now();
     for (std::int64_t step = 0; step < test.gen; ++step) {
-      greedy_next(ctx, model.forward(ctx, next, test.batch, cache), next, config.vocab_size);
+      greedy_next(ctx, model.forward(ctx, next, test.batch, cache, runner), next,
+                  config.vocab_size);
       if (step == 0) samples.ttft_ms.push_back(seconds_since(start) * 1e3);
     }
     samples.seconds.push_back(seconds_since(decode_start));
@@ -241,6 +227,7 @@ json model_row(const ModelTest& test, const ModelSamples& samples, std::int64_t 
 json run_model_tests(const BenchFlags& flags, Context& ctx, const std::string& spec,
                      const std::string& device, const std::string& dtype) {
   gpt2::Model model = load_model(spec, ctx, parse_dtype(dtype));
+  gpt2::StepRunner runner;  // GPU decode steps as CUDA graphs, kept across the model's tests
   const std::vector<ModelTest> tests = model_grid(flags, spec, device, dtype);
   check(!tests.empty(), "bench", "no tests: --prompt-len and --gen are all 0");
   for (const ModelTest& test : tests) check_fits_context(test, model.config());
@@ -257,7 +244,7 @@ json run_model_tests(const BenchFlags& flags, Context& ctx, const std::string& s
                                   std::to_string(flags.repetitions))
                 << "\n";
       ModelSamples warmup_samples;
-      run_model_test(ctx, model, test, warming ? warmup_samples : samples[i]);
+      run_model_test(ctx, model, runner, test, warming ? warmup_samples : samples[i]);
     }
   }
   json rows = json::array();
@@ -379,143 +366,6 @@ json run_membw(const BenchFlags& flags, int& threads) {
                        {"checksum", checksum}}});
 }
 
-// ---- output ----
-
-// One column of the Markdown and CSV tables: its JSON key (the CSV header) and how Markdown
-// shows it.
-struct Column {
-  std::string key;
-  std::string header;
-  std::function<std::string(const json&)> markdown;
-};
-
-std::string plain(const json& value) {
-  if (value.is_null()) return "";
-  if (value.is_string()) return value.get<std::string>();
-  return value.dump();
-}
-
-std::string plus_minus(const json& row, const std::string& stem, int decimals) {
-  if (row.value(stem + "_mean", json()).is_null()) return "-";
-  return with_decimals(row[stem + "_mean"].get<double>(), decimals) + " ± " +
-         with_decimals(row[stem + "_stddev"].get<double>(), decimals);
-}
-
-Column text_column(const std::string& key, const std::string& header) {
-  return {key, header, [key](const json& row) { return plain(row.value(key, json())); }};
-}
-
-std::vector<Column> columns_for(const std::string& op) {
-  if (op == "model") {
-    return {text_column("model", "model"),
-            text_column("backend", "attn"),
-            text_column("dtype", "dtype"),
-            text_column("threads", "threads"),
-            text_column("batch", "batch"),
-            text_column("test", "test"),
-            {"tokens_per_s_mean", "tokens/s",
-             [](const json& r) { return plus_minus(r, "tokens_per_s", 2); }},
-            {"tokens_per_s_stddev", "", nullptr},
-            {"ttft_ms_mean", "TTFT ms", [](const json& r) { return plus_minus(r, "ttft_ms", 2); }},
-            {"ttft_ms_stddev", "", nullptr},
-            {"peak_bytes", "peak memory",
-             [](const json& r) { return binary_bytes(r["peak_bytes"].get<double>()); }},
-            {"weights_gb_per_s_mean", "weights GB/s", [](const json& r) {
-               const json& v = r["weights_gb_per_s_mean"];
-               return v.is_null() ? std::string("-") : with_decimals(v.get<double>(), 1);
-             }}};
-  }
-  if (op == "attention") {
-    auto number = [](const std::string& key, int decimals) {
-      return [key, decimals](const json& r) {
-        return r.contains(key) ? with_decimals(r[key].get<double>(), decimals) : "-";
-      };
-    };
-    return {text_column("backend", "attn"),
-            text_column("dtype", "dtype"),
-            text_column("threads", "threads"),
-            text_column("batch", "batch"),
-            text_column("heads", "heads"),
-            text_column("q_len", "q_len"),
-            text_column("kv_len", "kv_len"),
-            text_column("head_dim", "head_dim"),
-            {"time_ms_mean", "ms",
-             [](const json& r) {
-               return r.contains("error") ? "unsupported: " + r["error"].get<std::string>()
-                                          : plus_minus(r, "time_ms", 3);
-             }},
-            {"time_ms_stddev", "", nullptr},
-            {"time_ms_median", "median ms", number("time_ms_median", 3)},
-            {"gflops", "GFLOP/s", number("gflops", 1)},
-            {"steps_observed", "kernels/call",
-             [](const json& r) {
-               return r.contains("error") ? std::string("-")
-                                          : plain(r["steps_observed"]) + " (model " +
-                                                plain(r["steps_predicted"]) + ")";
-             }},
-            {"steps_predicted", "", nullptr},
-            {"peak_temporary_bytes", "temporaries",
-             [](const json& r) {
-               return r.contains("error") ? std::string("-")
-                                          : binary_bytes(r["peak_temporary_bytes"].get<double>());
-             }},
-            {"predicted_temporary_bytes", "", nullptr}};
-  }
-  return {text_column("test", "test"),
-          text_column("threads", "threads"),
-          {"gb_per_s_median", "median GB/s",
-           [](const json& r) { return with_decimals(r["gb_per_s_median"].get<double>(), 1); }},
-          {"gb_per_s_mean", "GB/s", [](const json& r) { return plus_minus(r, "gb_per_s", 1); }},
-          {"gb_per_s_stddev", "", nullptr}};
-}
-
-void print_markdown(const json& report) {
-  const std::vector<Column> columns = columns_for(report["op"]);
-  std::string header = "|", rule = "|";
-  for (const Column& column : columns) {
-    if (!column.markdown) continue;  // folded into the column before it ("mean ± stddev")
-    header += " " + column.header + " |";
-    rule +=
-        column.key == "model" || column.key == "test" || column.key == "backend" ? "---|" : "---:|";
-  }
-  const json& machine = report["machine"];
-  std::cout << "attnscope bench --op " << report["op"].get<std::string>() << ": "
-            << machine["cpu"].get<std::string>() << ", " << machine["threads"] << " threads, "
-            << report["repetitions"] << " repetitions after " << report["warmup"]
-            << " warm-up, revision " << report["attnscope_revision"].get<std::string>() << "\n\n"
-            << header << "\n"
-            << rule << "\n";
-  for (const json& row : report["results"]) {
-    std::cout << "|";
-    for (const Column& column : columns) {
-      if (column.markdown) std::cout << " " << column.markdown(row) << " |";
-    }
-    std::cout << "\n";
-  }
-}
-
-std::string csv_field(const json& value) {
-  std::string text = plain(value);
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
-}
-
-void print_csv(const json& report) {
-  const std::vector<Column> columns = columns_for(report["op"]);
-  for (std::size_t i = 0; i < columns.size(); ++i) {
-    std::cout << (i ? "," : "") << columns[i].key;
-  }
-  std::cout << "\n";
-  for (const json& row : report["results"]) {
-    for (std::size_t i = 0; i < columns.size(); ++i) {
-      std::cout << (i ? "," : "") << csv_field(row.value(columns[i].key, json()));
-    }
-    std::cout << "\n";
-  }
-}
-
 int run_bench(const BenchFlags& flags) {
   int threads = 0;
   std::string gpu;  // the GPU's description when one was used
@@ -540,20 +390,7 @@ int run_bench(const BenchFlags& flags) {
         {"gpu", gpu.empty() ? json(nullptr) : json(gpu)}}},
       {"results", results},
   };
-  if (flags.output == "json") {
-    std::cout << report.dump(2) << "\n";
-  } else if (flags.output == "jsonl") {
-    for (json row : report["results"]) {
-      for (const char* key : {"tool", "attnscope_revision", "date", "machine"}) {
-        row[key] = report[key];
-      }
-      std::cout << row.dump() << "\n";
-    }
-  } else if (flags.output == "csv") {
-    print_csv(report);
-  } else {
-    print_markdown(report);
-  }
+  print_bench_report(report, flags.output);
   return 0;
 }
 

@@ -26,7 +26,9 @@
 #include "runtime/error.h"
 #include "runtime/transfer.h"
 #include "tools/attnscope/commands.h"
-#include "tools/attnscope/common.h"
+#include "tools/attnscope/elapsed.h"
+#include "tools/attnscope/flags.h"
+#include "tools/attnscope/machine_info.h"
 
 namespace attnscope::cli {
 
@@ -86,9 +88,7 @@ BackendResult bench_backend(Context& ctx, const attention::Backend& backend,
       const auto start = std::chrono::steady_clock::now();
       backend.forward(ctx, call);
       ctx.synchronize();
-      const std::chrono::duration<double, std::milli> took =
-          std::chrono::steady_clock::now() - start;
-      result.times_ms.push_back(took.count());
+      result.times_ms.push_back(seconds_since(start) * 1e3);
     }
     result.stats = summarize(result.times_ms);
 

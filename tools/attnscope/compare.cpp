@@ -15,9 +15,11 @@
 #include "runtime/dtype.h"
 #include "runtime/error.h"
 #include "tools/attnscope/commands.h"
-#include "tools/attnscope/common.h"
 #include "tools/attnscope/compare_diff.h"
 #include "tools/attnscope/compare_report.h"
+#include "tools/attnscope/flags.h"
+#include "tools/attnscope/machine_info.h"
+#include "tools/attnscope/model_loading.h"
 #include "tools/attnscope/profile_run.h"
 
 namespace attnscope::cli {

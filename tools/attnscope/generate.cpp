@@ -9,7 +9,10 @@
 #include "runtime/sampler.h"
 #include "runtime/transfer.h"
 #include "tools/attnscope/commands.h"
-#include "tools/attnscope/common.h"
+#include "tools/attnscope/elapsed.h"
+#include "tools/attnscope/flags.h"
+#include "tools/attnscope/model_loading.h"
+#include "tools/attnscope/utf8_stream.h"
 
 namespace attnscope::cli {
 
@@ -29,17 +32,13 @@ struct GenerateFlags {
   bool json = false;
 };
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 int run_generate(const GenerateFlags& flags) {
   validate_sampling(flags.sampling);
   const std::unique_ptr<Context> context = make_context(flags.device);
   Context& ctx = *context;
   gpt2::Model model = load_model(flags.model, ctx, parse_dtype(flags.device.dtype));
   model.set_attention(flags.attention);
-  model.set_cuda_graphs(!flags.no_cuda_graphs);
+  gpt2::StepRunner runner(!flags.no_cuda_graphs);
   const ModelConfig& config = model.config();
   const std::optional<gpt2::Tokenizer> tokenizer = find_tokenizer(flags.tokenizer, flags.model);
 
@@ -65,7 +64,6 @@ int run_generate(const GenerateFlags& flags) {
             " (shorten the prompt or lower --max-new-tokens)");
 
   KVCache cache = model.new_cache(ctx, 1, prompt_length + flags.max_new_tokens);
-  Sampler sampler(flags.sampling);
   Utf8Stream stream;
   const bool stream_text = !flags.json && tokenizer.has_value();
   std::vector<std::int32_t> generated;
@@ -78,14 +76,10 @@ int run_generate(const GenerateFlags& flags) {
       std::cout << (generated.size() > 1 ? " " : "") << id << std::flush;
     }
   };
-  // The next token from logits [1, 1, V]: on the CPU with the Sampler; on a GPU on the device,
-  // so only the chosen id crosses to the host (which also waits for the step to finish).
+  // The next token from logits [1, 1, V], chosen on ctx's device: on a GPU only the chosen id
+  // crosses to the host (which also waits for the step to finish).
   std::uint64_t draws = 0;
   auto next_token = [&](const Tensor& logits) -> std::int32_t {
-    if (ctx.device() == Device::CPU) {
-      return sampler.sample(std::span<const float>(logits.data<float>(),
-                                                   static_cast<std::size_t>(config.vocab_size)));
-    }
     Tensor id = Tensor::empty({1}, DType::I32, ctx.allocator());
     ops::sample_tokens(ctx, logits.reshape({1, config.vocab_size}), flags.sampling, draws++, id);
     return to_host(ctx, id).data<std::int32_t>()[0];
@@ -93,7 +87,7 @@ int run_generate(const GenerateFlags& flags) {
 
   if (stream_text) std::cout << tokenizer->decode(prompt) << std::flush;
   const auto prefill_start = std::chrono::steady_clock::now();
-  Tensor logits = model.forward(ctx, prompt, 1, cache);
+  Tensor logits = model.forward(ctx, prompt, 1, cache, runner);
   std::int32_t next = next_token(logits);
   const double prefill_seconds = seconds_since(prefill_start);
 
@@ -107,7 +101,7 @@ int run_generate(const GenerateFlags& flags) {
     }
     if (static_cast<std::int64_t>(generated.size()) == flags.max_new_tokens) break;
     const auto step_start = std::chrono::steady_clock::now();
-    logits = model.forward(ctx, std::span<const std::int32_t>(&next, 1), 1, cache);
+    logits = model.forward(ctx, std::span<const std::int32_t>(&next, 1), 1, cache, runner);
     next = next_token(logits);
     decode_seconds += seconds_since(step_start);
     ++decode_steps;
@@ -117,7 +111,7 @@ int run_generate(const GenerateFlags& flags) {
   const double prefill_rate = static_cast<double>(prompt_length) / prefill_seconds;
   const double decode_rate =
       decode_steps ? static_cast<double>(decode_steps) / decode_seconds : 0.0;
-  const bool graphs = ctx.device() == Device::CUDA && model.cuda_graphs();
+  const bool graphs = ctx.device() == Device::CUDA && runner.cuda_graphs();
   std::cerr << "attnscope: attention " << model.attention().name() << ", " << ctx.describe() << ", "
             << dtype_name(model.dtype()) << (graphs ? ", cuda graphs" : "") << " | prefill "
             << prompt_length << " tokens, " << prefill_rate << " tokens/s | decode " << decode_steps
@@ -130,8 +124,8 @@ int run_generate(const GenerateFlags& flags) {
         {"device", ctx.describe()},
         {"dtype", dtype_name(model.dtype())},
         {"cuda_graphs", graphs},
-        {"cuda_graph_instantiations", model.graph_counts().instantiations},
-        {"cuda_graph_updates", model.graph_counts().updates},
+        {"cuda_graph_instantiations", runner.graph_counts().instantiations},
+        {"cuda_graph_updates", runner.graph_counts().updates},
         {"prompt_ids", prompt},
         {"generated_ids", generated},
         {"stop_reason", stop_reason},

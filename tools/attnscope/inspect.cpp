@@ -4,7 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/attnscope/commands.h"
-#include "tools/attnscope/common.h"
+#include "tools/attnscope/flags.h"
+#include "tools/attnscope/model_loading.h"
 
 namespace attnscope::cli {
 

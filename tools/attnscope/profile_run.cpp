@@ -10,6 +10,7 @@
 #include "profiler/attach.h"
 #include "runtime/error.h"
 #include "runtime/transfer.h"
+#include "tools/attnscope/elapsed.h"
 
 namespace attnscope::cli {
 
@@ -102,11 +103,6 @@ void attach_device(Context& ctx, ProfiledRun& run, profiler::GpuTiming timing) {
   }
 }
 
-double milliseconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-      .count();
-}
-
 // Runs `work` as one step: timed until the device has finished it, profiled when
 // `step.profiled` (the profiler is switched on and off outside the clock), with the allocator's
 // peak; on a GPU the step's device activity is collected at once.
@@ -121,7 +117,7 @@ void run_step(Context& ctx, ProfiledRun& run, StepRecord& step, Work work) {
     const auto start = std::chrono::steady_clock::now();
     work();
     ctx.synchronize();  // a no-op on the CPU
-    step.wall_ms = milliseconds_since(start);
+    step.wall_ms = seconds_since(start) * 1e3;
   }
   step.end_event = run.tracer->events().size();
   step.peak_bytes = allocator.peak_bytes();

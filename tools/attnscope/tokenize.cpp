@@ -3,8 +3,9 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "models/gpt2/tokenizer.h"
 #include "tools/attnscope/commands.h"
-#include "tools/attnscope/common.h"
+#include "tools/attnscope/flags.h"
 
 namespace attnscope::cli {
 

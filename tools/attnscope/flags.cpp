@@ -1,0 +1,82 @@
+// The shared flags (tools/attnscope/flags.h): their CLI11 options, the context the device flags
+// describe, and token ids given on the command line.
+#include "tools/attnscope/flags.h"
+
+#include <sstream>
+
+#include "ops/attention/registry.h"
+#include "runtime/error.h"
+
+namespace attnscope::cli {
+
+void add_model_flag(CLI::App& app, std::string& spec) {
+  app.add_option("--model", spec,
+                 "A directory with config.json + model.safetensors (Hugging Face layout), or "
+                 "synthetic:NAME with NAME in gpt2, gpt2-medium, gpt2-large, gpt2-xl, tiny")
+      ->required();
+}
+
+void add_attention_flag(CLI::App& app, std::string& name) {
+  app.add_option("--attn", name, "Attention backend: " + ops::attention::backend_list())
+      ->capture_default_str()
+      ->check([](const std::string& value) -> std::string {
+        try {
+          ops::attention::find_backend(value);
+          return {};
+        } catch (const Error& e) {
+          return e.what();
+        }
+      });
+}
+
+void add_threads_flag(CLI::App& app, int& threads) {
+  app.add_option("--threads", threads, "CPU threads (0 = every hardware thread)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+}
+
+void add_device_flags(CLI::App& app, DeviceOptions& options) {
+  app.add_option("--device", options.device, "Where to compute: cpu, or cuda (GPU 0)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--dtype", options.dtype,
+                 "Storage dtype of weights and activations: f32, f16, bf16 (f16/bf16 need "
+                 "--device cuda; math accumulates in f32)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  add_threads_flag(app, options.threads);
+}
+
+std::unique_ptr<Context> make_context(const DeviceOptions& options) {
+  const Device device = options.device == "cuda" ? Device::CUDA : Device::CPU;
+  check(device == Device::CUDA || options.dtype == "f32", "--dtype",
+        options.dtype + " needs --device cuda (the CPU path computes in f32)");
+  return std::make_unique<Context>(device, options.threads);
+}
+
+std::vector<std::int32_t> parse_ids(const std::vector<std::string>& items, const char* flag) {
+  std::vector<std::int32_t> ids;
+  for (const std::string& item : items) {
+    std::string text = item;
+    for (char& c : text) {
+      if (c == ',') c = ' ';
+    }
+    std::istringstream in(text);
+    std::string word;
+    while (in >> word) {
+      std::size_t used = 0;
+      long long value = -1;
+      try {
+        value = std::stoll(word, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      check(used == word.size() && value >= 0 && value <= INT32_MAX, flag,
+            "'" + word + "' is not a token id (a non-negative integer)");
+      ids.push_back(static_cast<std::int32_t>(value));
+    }
+  }
+  return ids;
+}
+
+}  // namespace attnscope::cli

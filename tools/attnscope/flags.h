@@ -1,0 +1,37 @@
+// The flags several subcommands share (--model, --attn, --threads, --device, --dtype), what the
+// device flags turn into (a Context), and the parsing of token ids given on the command line.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/context.h"
+
+namespace attnscope::cli {
+
+// --model DIR|synthetic:NAME (required).
+void add_model_flag(CLI::App& app, std::string& spec);
+// --attn NAME, checked against the registry at parse time (a usage error lists the names).
+void add_attention_flag(CLI::App& app, std::string& name);
+// --threads N (0 = every hardware thread).
+void add_threads_flag(CLI::App& app, int& threads);
+
+// Where and in what the model computes.
+struct DeviceOptions {
+  std::string device = "cpu";  // cpu | cuda
+  std::string dtype = "f32";   // f32 | f16 | bf16 (storage; math accumulates in f32)
+  int threads = 0;             // CPU threads (0 = every hardware thread)
+};
+// --device, --dtype and --threads.
+void add_device_flags(CLI::App& app, DeviceOptions& options);
+// The context for `options`; throws Error with one line when the device cannot be used, or when
+// a 16-bit dtype is asked of the CPU (its ops compute in f32 only).
+std::unique_ptr<Context> make_context(const DeviceOptions& options);
+
+// Parses ids given as "1,2,3", "1 2 3" or several arguments; throws Error on anything else.
+std::vector<std::int32_t> parse_ids(const std::vector<std::string>& items, const char* flag);
+
+}  // namespace attnscope::cli
