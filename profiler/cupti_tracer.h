@@ -1,7 +1,7 @@
 // CuptiTracer: records what the GPU did (kernels, copies, memsets, synchronizations) and the
 // CUDA runtime and driver calls that asked for it, through CUPTI's Activity API. Built only with
-// the CUDA path (ATTNSCOPE_WITH_CUPTI is then defined for every user of attnscope_profiler);
-// GpuRecorder (device_recorder.h) is its one user.
+// the CUDA path and a toolkit that has CUPTI (ATTNSCOPE_WITH_CUPTI is then defined for
+// gpu_recorder.cpp and test_profile_export); GpuRecorder (device_recorder.h) is its one user.
 //
 // How the Activity API works, in the order things happen:
 //   1. start() registers two buffer callbacks and a clock (once per process) and enables the

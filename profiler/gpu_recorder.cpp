@@ -5,17 +5,23 @@
 // edges; cudaEventElapsedTime reads the time between them once the stream has passed both
 // (resolution about 0.5 us). Events come from a pool, so cudaEventCreate runs only while the
 // pool grows. Kernel records get their theoretical occupancy (occupancy.h) from the device's
-// properties. Built only in CUDA builds. The context must outlive the recorder.
+// properties. Built only in CUDA builds; without CUPTI in the toolkit (no ATTNSCOPE_WITH_CUPTI)
+// it always times with CUDA events. The context must outlive the recorder.
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#ifdef ATTNSCOPE_WITH_CUPTI
 #include "profiler/cupti_tracer.h"
+#endif
 #include "profiler/device_recorder.h"
 #include "profiler/device_time.h"
 #include "profiler/occupancy.h"
@@ -25,6 +31,26 @@
 namespace attnscope::profiler {
 
 namespace {
+
+#ifndef ATTNSCOPE_WITH_CUPTI
+// This build has no CUPTI: CMake found no CUDA::cupti in the toolkit (profiler/CMakeLists.txt).
+// A stand-in with the tracer's interface that never starts, so GpuRecorder takes its usual
+// fallback, CUDA events, and its warning says why.
+class CuptiTracer {
+ public:
+  std::string start() {
+    return "this attnscope was built without CUPTI (CMake found no CUDA::cupti; reconfigure "
+           "with a CUDA toolkit that has CUPTI, extras/CUPTI)";
+  }
+  void pause() {}
+  std::string resume() { return start(); }
+  std::vector<DeviceEvent> take_events() { return {}; }
+  void stop() {}
+  void push_scope(std::uint64_t) {}
+  void pop_scope() {}
+  std::size_t dropped_records() const { return 0; }
+};
+#endif
 
 void warn_cuda(cudaError_t status, const char* call) {
   std::fprintf(stderr, "attnscope: warning: %s: %s (%s)\n", call, cudaGetErrorName(status),

@@ -2,6 +2,7 @@
 // possible, with no concern for speed, so the tests compare attnscope's ops against the math.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>

@@ -21,10 +21,11 @@
 #include "profiler/summary_json.h"
 #include "runtime/error.h"
 
-#ifdef ATTNSCOPE_WITH_CUPTI
+#if ATTNSCOPE_HAS_CUDA
 #include <cuda_occupancy.h>
 #include <cuda_runtime.h>
-
+#endif
+#ifdef ATTNSCOPE_WITH_CUPTI  // the toolkit has CUPTI (tests/CMakeLists.txt)
 #include "profiler/cupti_tracer.h"
 #endif
 
@@ -183,7 +184,7 @@ TEST_CASE("every backend runs the steps and temporaries its cost model predicts"
 
 namespace {
 
-#ifdef ATTNSCOPE_WITH_CUPTI
+#if ATTNSCOPE_HAS_CUDA
 using DeviceProp = cudaDeviceProp;
 #else
 // The fields of cudaDeviceProp that sm_limits_of reads, for builds without the CUDA headers.
@@ -261,7 +262,7 @@ TEST_CASE("theoretical occupancy on an H200, computed by hand") {
   CHECK(occupancy_on_h200(128, 16, 228 * 1024).blocks_per_sm == 0);
 }
 
-#ifdef ATTNSCOPE_WITH_CUPTI
+#if ATTNSCOPE_HAS_CUDA
 TEST_CASE("the occupancy formula agrees with the toolkit's cuda_occupancy.h") {
   const cudaDeviceProp prop = h200_properties();
   const cudaOccDeviceProp occupancy_prop(prop);
@@ -294,6 +295,9 @@ TEST_CASE("the occupancy formula agrees with the toolkit's cuda_occupancy.h") {
   }
 }
 
+#endif
+
+#ifdef ATTNSCOPE_WITH_CUPTI
 // The tracer's bookkeeping needs no device until start().
 TEST_CASE("a CUPTI tracer that was never started is empty") {
   profiler::CuptiTracer tracer;

@@ -1,7 +1,11 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
+#include <cstdio>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "runtime/cuda/caching_allocator.h"
 #include "runtime/cuda/cuda_context.h"

@@ -6,6 +6,7 @@
 // Cost: backends x prompt lengths x --reps runs of one prefill and --gen decode steps, on one
 // model loaded once. --device cuda runs them on the GPU (steps timed to the end of their kernels,
 // attention shares from device time; see profile_run.h), in --dtype.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>

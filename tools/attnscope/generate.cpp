@@ -2,6 +2,7 @@
 // streaming text to stdout and timings to stderr (or one JSON object with --json).
 #include <chrono>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "ops/sample.h"

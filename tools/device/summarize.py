@@ -1,35 +1,129 @@
 #!/usr/bin/env python3
 """Turns what tools/device/check.sh brought back into the Markdown of a results README.
 
-Reads attention.json (JSON lines: `attnscope bench --op attention` rows and torch_bench.py's SDPA
-rows) and model.jsonl (JSON lines: `attnscope generate --json` objects and `bench` / torch_bench
-model rows) from DIR, and prints:
+Takes what the device calls returned: the stage archives (stage1.tar.gz, stage2.tar.gz), folders
+they were unpacked into, or a folder holding the files themselves. Reads the JSON-lines files in
+them: attention.jsonl (`attnscope bench --op attention` rows and torch_bench.py's SDPA rows;
+attention.json in older runs), model.jsonl and generate.jsonl (`attnscope generate --json`
+objects and `bench` / torch_bench model rows), and each summary.txt, and prints:
+  - the check's verdicts and step lines (summary.txt);
   - the attention microbenchmark at each shape: median microseconds per backend, kernels per
     call (observed / cost model), temporaries, speedup vs naive; PyTorch's SDPA backends beside;
     attnscope flash against torch's FLASH_ATTENTION; whether the study's ordering holds;
   - generate runs: decode tokens/s per backend, graphs on and off, and whether the f32 CPU and
     GPU runs produced the same tokens;
   - bench model rows (attnscope and PyTorch): tokens/s mean +- stddev.
-Standard library only; every number comes from the files.
+A stage that timed out leaves partial files: a line cut short, or a row missing fields, is
+skipped or shown as "-", and a note says how many lines could not be read. Standard library
+only; every number comes from the files.
 
-    python3 tools/device/summarize.py /path/to/out > docs/results/DATE-h200/README.md
+    python3 tools/device/summarize.py stage1.tar.gz stage2.tar.gz > docs/results/DATE-h200/README.md
 """
 import argparse
 import json
 import os
 import sys
+import tarfile
+import zlib
+
+ATTENTION_FILES = ("attention.jsonl", "attention.json")
+MODEL_FILES = ("generate.jsonl", "model.jsonl")
 
 
-def read_lines(path):
-    rows = []
-    if not os.path.exists(path):
-        return rows
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line.startswith("{"):
-                rows.append(json.loads(line))
+def parse_rows(name, text, notes):
+    """JSON objects, one per line; lines that are not whole objects (cut short) are counted."""
+    rows, bad = [], 0
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            bad += 1
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    if bad:
+        notes.append(f"{name}: {bad} line(s) cut short or unreadable, skipped")
     return rows
+
+
+def gather(paths, notes):
+    """{file name: [(where, text)]} of the files this script reads, from archives (also inside
+    the folders given) and folders. The same text met twice (summary.txt is both beside the
+    archive and in it) is kept once."""
+    wanted = set(ATTENTION_FILES + MODEL_FILES + ("summary.txt",))
+    found = {}
+
+    def add(name, where, text):
+        if all(text != seen for _, seen in found.get(name, [])):
+            found.setdefault(name, []).append((where, text))
+
+    def read_archive(path):
+        errors = (tarfile.TarError, EOFError, OSError, zlib.error)  # an archive cut short
+        try:
+            with tarfile.open(path) as archive:
+                for member in archive:
+                    name = os.path.basename(member.name)
+                    if not (member.isfile() and name in wanted):
+                        continue
+                    data, stream = b"", archive.extractfile(member)
+                    try:  # in pieces, so that a member cut short still gives its first part
+                        while chunk := stream.read(1 << 16):
+                            data += chunk
+                    except errors as error:
+                        notes.append(f"{path}:{member.name}: cut short ({error})")
+                    add(name, f"{path}:{member.name}", data.decode(errors="replace"))
+        except errors as error:
+            notes.append(f"{path}: unreadable past some point ({error}); read what came before")
+
+    def read_file(path):
+        with open(path, errors="replace") as f:
+            add(os.path.basename(path), path, f.read())
+
+    for path in paths:
+        if os.path.isdir(path):
+            for root, _, files in os.walk(path):
+                for name in sorted(files):
+                    full = os.path.join(root, name)
+                    if name.endswith(".tar.gz"):
+                        read_archive(full)
+                    elif name in wanted:
+                        read_file(full)
+        elif path.endswith(".tar.gz") and os.path.isfile(path):
+            read_archive(path)
+        elif os.path.isfile(path) and os.path.basename(path) in wanted:
+            read_file(path)
+        else:
+            notes.append(f"{path}: not a folder, a .tar.gz or a file this script reads")
+    return found
+
+
+def rows_of(found, names, notes):
+    rows = []
+    for name in names:
+        for where, text in found.get(name, []):
+            rows += parse_rows(where, text, notes)
+    return rows
+
+
+def fmt(value, spec, scale=1.0):
+    """value * scale formatted with spec, or "-" when the row lacks it."""
+    if not isinstance(value, (int, float)):
+        return "-"
+    return format(value * scale, spec)
+
+
+def check_lines(found):
+    texts = found.get("summary.txt", [])
+    if not texts:
+        return []
+    out = ["### The check\n", "```"]
+    for _, text in texts:
+        out += [line for line in text.splitlines() if line.strip()]
+    out += ["```", ""]
+    return out
 
 
 def attention_tables(rows):
@@ -38,7 +132,8 @@ def attention_tables(rows):
     for r in rows:
         if r.get("op") != "attention":
             continue
-        key = (r["batch"], r["heads"], r["q_len"], r["kv_len"], r["head_dim"], r["dtype"])
+        key = tuple(r.get(k, "?") for k in ("batch", "heads", "q_len", "kv_len", "head_dim",
+                                              "dtype"))
         shapes.setdefault(key, []).append(r)
     for (batch, heads, q_len, kv_len, head_dim, dtype), group in shapes.items():
         out.append(f"### Attention alone: B={batch} H={heads} q_len={q_len} kv_len={kv_len} "
@@ -46,22 +141,24 @@ def attention_tables(rows):
         out.append("| implementation | backend | median us | kernels observed/predicted "
                    "| temporaries MiB | vs attnscope naive |")
         out.append("|---|---|---:|---:|---:|---:|")
-        naive = next((r["time_ms_median"] for r in group if r.get("implementation") == "attnscope"
-                      and r["backend"] == "naive" and not r.get("error")), None)
+        naive = next((r.get("time_ms_median") for r in group
+                      if r.get("implementation") == "attnscope" and r.get("backend") == "naive"
+                      and not r.get("error")), None)
         medians = {}
         for r in group:
-            name = f"{r['implementation']} {r['backend']}"
-            if r.get("error"):
-                out.append(f"| {r['implementation']} | {r['backend']} | error: {r['error']} | | | |")
+            implementation, backend = r.get("implementation", "?"), r.get("backend", "?")
+            name = f"{implementation} {backend}"
+            median = r.get("time_ms_median")
+            if r.get("error") or not isinstance(median, (int, float)) or median <= 0:
+                why = r.get("error") or "no median"
+                out.append(f"| {implementation} | {backend} | error: {why} | | | |")
                 continue
-            median = r["time_ms_median"]
             medians[name] = median
-            steps = (f"{r['steps_observed']}/{r['steps_predicted']}"
+            steps = (f"{r.get('steps_observed')}/{r.get('steps_predicted', '?')}"
                      if r.get("steps_observed") is not None else "-")
-            temps = (f"{r['peak_temporary_bytes'] / 2**20:.1f}"
-                     if r.get("peak_temporary_bytes") is not None else "-")
-            speedup = f"{naive / median:.2f}x" if naive else "-"
-            out.append(f"| {r['implementation']} | {r['backend']} | {median * 1e3:.1f} | {steps} "
+            temps = fmt(r.get("peak_temporary_bytes"), ".1f", 1 / 2**20)
+            speedup = f"{naive / median:.2f}x" if isinstance(naive, (int, float)) else "-"
+            out.append(f"| {implementation} | {backend} | {median * 1e3:.1f} | {steps} "
                        f"| {temps} | {speedup} |")
         flash = medians.get("attnscope flash")
         torch_flash = medians.get("torch sdpa-flash_attention")
@@ -82,7 +179,7 @@ def attention_tables(rows):
 
 
 def generate_table(rows):
-    runs = [r for r in rows if "generated_ids" in r]
+    runs = [r for r in rows if isinstance(r.get("generated_ids"), list)]
     if not runs:
         return []
     out = ["### generate (greedy, batch 1)\n",
@@ -92,10 +189,11 @@ def generate_table(rows):
     for r in runs:
         graphs = (f"on ({r.get('cuda_graph_instantiations', 0)} / "
                   f"{r.get('cuda_graph_updates', 0)})" if r.get("cuda_graphs") else "off")
-        out.append(f"| {r['model']} | {r['attention']} | {r.get('device', 'cpu')} | "
-                   f"{r.get('dtype', 'f32')} | {graphs} | {r['prefill_tokens_per_s']:.0f} | "
-                   f"{r['decode_tokens_per_s']:.0f} | {len(r['generated_ids'])} |")
-    f32 = [r for r in runs if r.get("dtype", "f32") == "f32" and r["attention"] == "flash"]
+        out.append(f"| {r.get('model', '?')} | {r.get('attention', '?')} | "
+                   f"{r.get('device', 'cpu')} | {r.get('dtype', 'f32')} | {graphs} | "
+                   f"{fmt(r.get('prefill_tokens_per_s'), '.0f')} | "
+                   f"{fmt(r.get('decode_tokens_per_s'), '.0f')} | {len(r['generated_ids'])} |")
+    f32 = [r for r in runs if r.get("dtype", "f32") == "f32" and r.get("attention") == "flash"]
     cpu = [r for r in f32 if str(r.get("device", "cpu")).startswith("cpu")]
     gpu = [r for r in f32 if str(r.get("device", "")).startswith("cuda")]
     if cpu and gpu:
@@ -113,23 +211,36 @@ def bench_table(rows):
            "| implementation | backend | device | dtype | batch | test | tokens/s |",
            "|---|---|---|---|---:|---|---:|"]
     for r in bench:
-        rate = (f"{r['tokens_per_s_mean']:.0f} +- {r['tokens_per_s_stddev']:.0f}"
+        rate = (f"{fmt(r.get('tokens_per_s_mean'), '.0f')} +- "
+                f"{fmt(r.get('tokens_per_s_stddev'), '.0f')}"
                 if r.get("tokens_per_s_mean") is not None else r.get("error", "-"))
-        out.append(f"| {r['implementation']} | {r['backend']} | {r['device']} | {r['dtype']} | "
-                   f"{r['batch']} | {r['test']} | {rate} |")
+        cells = [str(r.get(k, "-")) for k in ("implementation", "backend", "device", "dtype",
+                                               "batch", "test")]
+        out.append("| " + " | ".join(cells) + f" | {rate} |")
     out.append("")
     return out
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dir", help="the folder check.sh wrote ($OUT)")
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="stage archives (STAGE.tar.gz), or folders holding what check.sh "
+                             "wrote")
     args = parser.parse_args()
-    attention = read_lines(os.path.join(args.dir, "attention.json"))
-    model = read_lines(os.path.join(args.dir, "model.jsonl"))
-    if not attention and not model:
-        sys.exit(f"summarize: error: no attention.json or model.jsonl rows in {args.dir}")
-    print("\n".join(attention_tables(attention) + generate_table(model) + bench_table(model)))
+    notes = []
+    found = gather(args.paths, notes)
+    attention = rows_of(found, ATTENTION_FILES, notes)
+    model = rows_of(found, MODEL_FILES, notes)
+    checks = check_lines(found)
+    for note in notes:
+        print(f"summarize: note: {note}", file=sys.stderr)
+    if not attention and not model and not checks:
+        sys.exit("summarize: error: no summary.txt, attention.jsonl, model.jsonl or "
+                 "generate.jsonl rows in " + ", ".join(args.paths))
+    lines = (checks + attention_tables(attention) + generate_table(model) + bench_table(model))
+    if notes:
+        lines += ["Partial input: " + "; ".join(notes) + "."]
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":
