@@ -163,6 +163,9 @@ ProfiledRun profile_model(Context& ctx, const gpt2::Model& model, const ModelRun
   ProfiledRun run;
   attach_device(ctx, run, options.gpu_timing);
   KVCache cache = model.new_cache(ctx, 1, options.prompt_len + options.gen);
+  // Unprofiled GPU decode steps replay a CUDA graph, as generate's do; profiled ones run eagerly
+  // (StepRunner turns graphs off while a profiler is attached).
+  gpt2::StepRunner runner;
   auto forward_step = [&](const std::string& phase, std::span<const std::int32_t> ids,
                           bool profiled) {
     StepRecord step;
@@ -170,7 +173,7 @@ ProfiledRun profile_model(Context& ctx, const gpt2::Model& model, const ModelRun
     step.q_len = static_cast<std::int64_t>(ids.size());
     step.kv_len = cache.length() + step.q_len;
     step.profiled = profiled;
-    run_step(ctx, run, step, [&] { model.forward(ctx, ids, 1, cache); });
+    run_step(ctx, run, step, [&] { model.forward(ctx, ids, 1, cache, runner); });
     if (profiled) {
       step.expected = expected_cost(ctx, model.attention(), dtype, 1, heads, kv_heads, head_dim,
                                     step.q_len, step.kv_len);
