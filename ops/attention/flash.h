@@ -7,7 +7,7 @@
 //   cpu:  flash_cpu.cpp        tiles of 64 queries x 256 keys per task, Eigen GEMMs per tile
 //   cuda: flash_mma.cu         tensor-core kernel (f16/bf16, D = 64 or 128)
 //         flash_simt.cu        f32-FMA kernel (f32 storage, or any D up to 256)
-//         flash_tiles.cuh      what those two share (a CTA's work, the launch)
+//         flash_kernels.cuh    what the GPU kernels share (sizes, a CTA's work, the launch)
 //         flash_split_kv.cu    the split-KV (flash-decoding) pair of kernels
 #pragma once
 

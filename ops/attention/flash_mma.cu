@@ -1,4 +1,4 @@
-// The tensor-core kernel of `flash` on a GPU (flash.cpp states the algorithm, flash_tiles.cuh
+// The tensor-core kernel of `flash` on a GPU (flash.cpp states the algorithm, flash_kernels.cuh
 // what the tiled kernels share): FlashAttention-2's forward pass for f16/bf16 storage at head
 // dims 64 and 128, one launch per call.
 //
@@ -50,7 +50,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "ops/attention/flash_tiles.cuh"
+#include "ops/attention/flash_kernels.cuh"
 #include "ops/cuda/device_math.cuh"
 
 namespace attnscope::ops::attention::cuda {
@@ -145,7 +145,7 @@ __device__ __forceinline__ float quad_sum(float x) {
 
 template <typename T, int D>
 __global__ void __launch_bounds__(kMmaThreads)
-    flash_forward_mma_kernel(const T* q, const T* k, const T* v, T* out, TileShape s) {
+    flash_forward_mma_kernel(const T* q, const T* k, const T* v, T* out, FlashShape s) {
   static_assert(D % 16 == 0 && sizeof(T) == 2);
   constexpr int kStride = D + kMmaPad;  // elements per shared row
   constexpr int kTileElements = kMmaKeys * kStride;

@@ -1,4 +1,4 @@
-// The SIMT kernel of `flash` on a GPU (flash.cpp states the algorithm, flash_tiles.cuh what the
+// The SIMT kernel of `flash` on a GPU (flash.cpp states the algorithm, flash_kernels.cuh what the
 // tiled kernels share): every call the tensor-core kernel does not take, f32 storage or any
 // head dim up to 256, in f32 FMAs, one launch per call.
 //
@@ -10,7 +10,7 @@
 // 48 KiB). This file also holds the GPU's FlashBodies table: which kernel takes which call.
 #include <cstdint>
 
-#include "ops/attention/flash_tiles.cuh"
+#include "ops/attention/flash_kernels.cuh"
 #include "ops/cuda/device_math.cuh"
 
 namespace attnscope::ops::attention::cuda {
@@ -37,7 +37,7 @@ constexpr std::size_t simt_shared_bytes(int head_dim) {
 // DC: lane chunks of a row (D <= 32 DC); lane owns output elements lane, lane + 32, ...
 template <typename T, int DC>
 __global__ void __launch_bounds__(kSimtThreads)
-    flash_forward_simt_kernel(const T* q, const T* k, const T* v, T* out, TileShape s) {
+    flash_forward_simt_kernel(const T* q, const T* k, const T* v, T* out, FlashShape s) {
   // Q [32][D], K [32][D + 1], V [32][D], f32.
   extern __shared__ float simt_tiles[];
   const int d_len = s.head_dim;

@@ -33,7 +33,7 @@
 #include <cmath>
 #include <limits>
 
-#include "ops/attention/flash.h"
+#include "ops/attention/flash_kernels.cuh"
 #include "ops/check.h"
 #include "ops/cuda/device_math.cuh"
 #include "runtime/cuda/cuda_context.h"
@@ -42,9 +42,6 @@ namespace attnscope::ops::attention::cuda {
 
 namespace {
 
-using gpu::check_launch;
-using gpu::device_state;
-using gpu::stream_of;
 using ops::cuda::from_f32;
 using ops::cuda::load_f32;
 using ops::cuda::warp_max;
@@ -61,19 +58,6 @@ constexpr int kMaxDim = static_cast<int>(kFlashMaxHeadDim);
 static_assert(kSplitKvMaxQueries <= kMinChunkKeys,
               "a chunk must start at or before the first query row's position");
 
-// What both kernels read about one call.
-struct DecodeShape {
-  int q_heads;
-  int kv_heads;
-  int q_len;
-  int kv_len;
-  std::int64_t capacity;  // rows of the cache per kv head
-  int head_dim;
-  int heads;   // B Hq
-  int chunks;  // key ranges per head
-  float scale_log2;
-};
-
 // The partials, one f32 block: O [heads, chunks, Tq, D], then m and l [heads, chunks, Tq].
 template <typename F>
 struct Partials {
@@ -83,7 +67,7 @@ struct Partials {
 };
 
 template <typename F>
-__device__ __forceinline__ Partials<F> partials_of(F* base, const DecodeShape& s) {
+__device__ __forceinline__ Partials<F> partials_of(F* base, const FlashShape& s) {
   const std::int64_t slots = static_cast<std::int64_t>(s.heads) * s.chunks * s.q_len;
   return {base, base + slots * s.head_dim, base + slots * (s.head_dim + 1)};
 }
@@ -98,7 +82,7 @@ __device__ __forceinline__ float merge_weight(float m, float merged) {
 // row (D <= 32 DC).
 template <typename T, int DC>
 __global__ void __launch_bounds__(kSplitThreads)
-    flash_decode_split_kernel(const T* q, const T* k, const T* v, float* partials, DecodeShape s) {
+    flash_decode_split_kernel(const T* q, const T* k, const T* v, float* partials, FlashShape s) {
   __shared__ float q_rows[kMaxRows][kMaxDim];
   __shared__ float warp_o[kSplitWarps][kMaxRows][kMaxDim];
   __shared__ float warp_m[kSplitWarps][kMaxRows];
@@ -227,7 +211,7 @@ __global__ void __launch_bounds__(kSplitThreads)
 // Step 2: one warp per output row (head, query row).
 template <typename T>
 __global__ void __launch_bounds__(kCombineWarps * 32)
-    flash_decode_combine_kernel(const float* partials, T* out, DecodeShape s) {
+    flash_decode_combine_kernel(const float* partials, T* out, FlashShape s) {
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kCombineWarps + threadIdx.x / 32;
   if (row >= static_cast<std::int64_t>(s.heads) * s.q_len) return;  // no barriers below
   const int lane = static_cast<int>(threadIdx.x) % 32;
@@ -250,19 +234,11 @@ __global__ void __launch_bounds__(kCombineWarps * 32)
   }
 }
 
-DecodeShape decode_shape(const Call& call, std::int64_t chunks) {
-  constexpr double kLog2e = 1.4426950408889634;
-  return {static_cast<int>(call.q_heads()),
-          static_cast<int>(call.kv_heads()),
-          static_cast<int>(call.q_len()),
-          static_cast<int>(call.kv_len),
-          call.k.dim(2),
-          static_cast<int>(call.head_dim()),
-          static_cast<int>(call.batch() * call.q_heads()),
-          static_cast<int>(chunks),
-          static_cast<float>(static_cast<double>(call.scale) * kLog2e)};
+FlashShape split_shape(const Call& call, std::int64_t chunks) {
+  FlashShape s = flash_shape(call);
+  s.chunks = static_cast<int>(chunks);
+  return s;
 }
-
 // The kernels' element type T for the call's storage dtype, and the call's tensors as T.
 template <typename F>
 void with_typed_call(const Call& call, F&& f) {
@@ -278,7 +254,7 @@ void with_typed_call(const Call& call, F&& f) {
 FlashPlan flash_plan(const Context& ctx, const Call& call) {
   if (call.q_len() > kSplitKvMaxQueries) return {FlashPath::tiled, 1, 0};  // no temporaries
   const std::int64_t heads = call.batch() * call.q_heads();
-  const std::int64_t ctas = kCtasPerSm * device_state(ctx).properties.multiProcessorCount;
+  const std::int64_t ctas = kCtasPerSm * gpu::device_state(ctx).properties.multiProcessorCount;
   const std::int64_t wanted = heads > 0 ? (ctas + heads - 1) / heads : 1;
   const std::int64_t most = std::max<std::int64_t>(1, call.kv_len / kMinChunkKeys);
   const std::int64_t chunks = std::clamp<std::int64_t>(wanted, 1, most);
@@ -288,7 +264,7 @@ FlashPlan flash_plan(const Context& ctx, const Call& call) {
 
 void flash_split_kv_partials(Context& ctx, const Call& call, const FlashPlan& plan,
                              Tensor& partials) {
-  const DecodeShape shape = decode_shape(call, plan.chunks);
+  const FlashShape shape = split_shape(call, plan.chunks);
   check(static_cast<std::int64_t>(shape.heads) * plan.chunks <= std::numeric_limits<int>::max(),
         "attention flash", "too many (head, chunk) pairs for one grid");
   if (static_cast<std::int64_t>(shape.heads) * shape.q_len == 0) return;
@@ -297,24 +273,24 @@ void flash_split_kv_partials(Context& ctx, const Call& call, const FlashPlan& pl
     with_lane_chunks(shape.head_dim, [&](auto chunks_per_lane) {
       constexpr int kChunks = decltype(chunks_per_lane)::value;
       const auto blocks = static_cast<unsigned int>(shape.heads * plan.chunks);
-      flash_decode_split_kernel<T, kChunks>
-          <<<blocks, kSplitThreads, 0, stream_of(ctx)>>>(q, k, v, partials.data<float>(), shape);
-      check_launch("flash_decode_split_kernel");
+      flash_decode_split_kernel<T, kChunks><<<blocks, kSplitThreads, 0, gpu::stream_of(ctx)>>>(
+          q, k, v, partials.data<float>(), shape);
+      gpu::check_launch("flash_decode_split_kernel");
     });
   });
 }
 
 void flash_split_kv_combine(Context& ctx, const Call& call, const FlashPlan& plan,
                             const Tensor& partials) {
-  const DecodeShape shape = decode_shape(call, plan.chunks);
+  const FlashShape shape = split_shape(call, plan.chunks);
   const std::int64_t rows = static_cast<std::int64_t>(shape.heads) * shape.q_len;
   if (rows == 0) return;
   with_typed_call(call, [&](auto tag, const auto*, const auto*, const auto*, auto* out) {
     using T = decltype(tag);
     flash_decode_combine_kernel<T>
-        <<<gpu::blocks_for(rows, kCombineWarps), kCombineWarps * 32, 0, stream_of(ctx)>>>(
+        <<<gpu::blocks_for(rows, kCombineWarps), kCombineWarps * 32, 0, gpu::stream_of(ctx)>>>(
             partials.data<float>(), out, shape);
-    check_launch("flash_decode_combine_kernel");
+    gpu::check_launch("flash_decode_combine_kernel");
   });
 }
 

@@ -26,18 +26,36 @@
 namespace attnscope::ops::attention::cuda {
 
 constexpr std::size_t kDefaultSharedBytes = 48 * 1024;
-// What the tiled kernels read about one call.
-struct TileShape {
+
+// What the kernels read about one call: its sizes as 32-bit ints (the grid indexes with them),
+// and how the work is cut: query tiles per head (tiled kernels) or key chunks per head (split-KV).
+struct FlashShape {
   int q_heads;
   int kv_heads;
   int q_len;
   int kv_len;
   std::int64_t capacity;  // rows of the cache per kv head
   int head_dim;
-  int heads;        // B Hq
-  int query_tiles;  // per head
-  float scale_log2;
+  int heads;            // B Hq
+  int query_tiles = 1;  // tiled: per head
+  int chunks = 1;       // split-KV: key ranges per head
+  float scale_log2;     // scale log2(e): scores in log2 units
 };
+
+// The sizes of `call` (checked to fit in int by flash.cpp), one query tile and one chunk.
+inline FlashShape flash_shape(const Call& call) {
+  constexpr double kLog2e = 1.4426950408889634;
+  FlashShape s{};
+  s.q_heads = static_cast<int>(call.q_heads());
+  s.kv_heads = static_cast<int>(call.kv_heads());
+  s.q_len = static_cast<int>(call.q_len());
+  s.kv_len = static_cast<int>(call.kv_len);
+  s.capacity = call.k.dim(2);
+  s.head_dim = static_cast<int>(call.head_dim());
+  s.heads = static_cast<int>(call.batch() * call.q_heads());
+  s.scale_log2 = static_cast<float>(static_cast<double>(call.scale) * kLog2e);
+  return s;
+}
 
 // One CTA's rows and keys: blockIdx.x = rank * heads + head, rank 0 = the head's last (longest)
 // query tile.
@@ -51,7 +69,7 @@ struct CtaWork {
   std::int64_t kv_offset;  // element offset of the kv head's cache row 0
 };
 
-__device__ __forceinline__ CtaWork cta_work(const TileShape& s, int tile_rows, int tile_keys) {
+__device__ __forceinline__ CtaWork cta_work(const FlashShape& s, int tile_rows, int tile_keys) {
   CtaWork w;
   w.head = static_cast<int>(blockIdx.x) % s.heads;
   const int tile = s.query_tiles - 1 - static_cast<int>(blockIdx.x) / s.heads;
@@ -73,30 +91,23 @@ __device__ __forceinline__ float rescale_factor(float m, float new_max) {
   return m == new_max ? 1.0f : exp2f(m - new_max);
 }
 
-inline TileShape tile_shape(const Call& call, int rows_per_tile) {
-  constexpr double kLog2e = 1.4426950408889634;
+inline FlashShape tile_shape(const Call& call, int rows_per_tile) {
   const std::int64_t heads = call.batch() * call.q_heads();
   const std::int64_t query_tiles = (call.q_len() + rows_per_tile - 1) / rows_per_tile;
   check(heads * query_tiles <= std::numeric_limits<int>::max(), "attention flash",
         "too many query tiles for one grid");
-  return {static_cast<int>(call.q_heads()),
-          static_cast<int>(call.kv_heads()),
-          static_cast<int>(call.q_len()),
-          static_cast<int>(call.kv_len),
-          call.k.dim(2),
-          static_cast<int>(call.head_dim()),
-          static_cast<int>(heads),
-          static_cast<int>(query_tiles),
-          static_cast<float>(static_cast<double>(call.scale) * kLog2e)};
+  FlashShape s = flash_shape(call);
+  s.query_tiles = static_cast<int>(query_tiles);
+  return s;
 }
 
 // Launches `kernel` over the call's query tiles with `shared_bytes` of dynamic shared memory,
 // raising the kernel's limit first when that is above the default 48 KiB.
 template <typename T>
 void launch_tiles(Context& ctx, const Call& call,
-                  void (*kernel)(const T*, const T*, const T*, T*, TileShape), int rows_per_tile,
+                  void (*kernel)(const T*, const T*, const T*, T*, FlashShape), int rows_per_tile,
                   int threads, std::size_t shared_bytes, const char* name) {
-  const TileShape shape = tile_shape(call, rows_per_tile);
+  const FlashShape shape = tile_shape(call, rows_per_tile);
   const std::int64_t blocks = static_cast<std::int64_t>(shape.heads) * shape.query_tiles;
   if (blocks == 0) return;
   if (shared_bytes > kDefaultSharedBytes) {
