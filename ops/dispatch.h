@@ -37,14 +37,15 @@ struct NamedTensor {
 inline Device common_device(const char* op, std::initializer_list<NamedTensor> args) {
   const NamedTensor& first = *args.begin();
   for (const NamedTensor& arg : args) {
-    check(arg.tensor.defined(), op, std::string(arg.name) + " is undefined");
+    check(arg.tensor.defined(), op, [&] { return std::string(arg.name) + " is undefined"; });
   }
   const Device device = first.tensor.device();
   for (const NamedTensor& arg : args) {
-    check(arg.tensor.device() == device, op,
-          "all tensors of one call must be on one device: " + std::string(first.name) + " is on " +
-              std::string(device_name(device)) + ", " + arg.name + " on " +
-              std::string(device_name(arg.tensor.device())));
+    check(arg.tensor.device() == device, op, [&] {
+      return "all tensors of one call must be on one device: " + std::string(first.name) +
+             " is on " + std::string(device_name(device)) + ", " + arg.name + " on " +
+             std::string(device_name(arg.tensor.device()));
+    });
   }
   return device;
 }
@@ -53,19 +54,22 @@ inline Device common_device(const char* op, std::initializer_list<NamedTensor> a
 // CPU kernels are f32-only); f32, f16 or bf16 on cuda (stored narrow, computed in f32).
 inline void require_float(const Tensor& t, Device device, const char* op, const char* arg) {
   if (device == Device::CPU) {
-    check(t.dtype() == DType::F32, op,
-          std::string(arg) + " must be f32 on the cpu (f16 and bf16 run on cuda), got " +
-              std::string(dtype_name(t.dtype())));
+    check(t.dtype() == DType::F32, op, [&] {
+      return std::string(arg) + " must be f32 on the cpu (f16 and bf16 run on cuda), got " +
+             std::string(dtype_name(t.dtype()));
+    });
     return;
   }
-  check(t.dtype() != DType::I32, op, std::string(arg) + " must be f32, f16 or bf16, got i32");
+  check(t.dtype() != DType::I32, op,
+        [&] { return std::string(arg) + " must be f32, f16 or bf16, got i32"; });
 }
 
 // Throws unless `t` has dtype `dtype`.
 inline void require_dtype(const Tensor& t, DType dtype, const char* op, const char* arg) {
-  check(t.dtype() == dtype, op,
-        std::string(arg) + " must be " + std::string(dtype_name(dtype)) + ", got " +
-            std::string(dtype_name(t.dtype())));
+  check(t.dtype() == dtype, op, [&] {
+    return std::string(arg) + " must be " + std::string(dtype_name(dtype)) + ", got " +
+           std::string(dtype_name(t.dtype()));
+  });
 }
 
 }  // namespace attnscope::ops

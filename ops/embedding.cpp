@@ -33,12 +33,14 @@ void embedding_on_cpu(Context& ctx, const Tensor& token_table, const Tensor& pos
   for (std::size_t i = 0; i < token_ids.size(); ++i) {
     const std::int64_t id = token_ids[i];
     const std::int64_t pos = positions[i];
-    check(0 <= id && id < vocab, "embedding",
-          "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-              std::to_string(vocab) + ")");
-    check(0 <= pos && pos < n_positions, "embedding",
-          "position " + std::to_string(pos) + " is outside the context [0, " +
-              std::to_string(n_positions) + ")");
+    check(0 <= id && id < vocab, "embedding", [&] {
+      return "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+             std::to_string(vocab) + ")";
+    });
+    check(0 <= pos && pos < n_positions, "embedding", [&] {
+      return "position " + std::to_string(pos) + " is outside the context [0, " +
+             std::to_string(n_positions) + ")";
+    });
   }
   cpu::embedding(ctx, token_table, position_table, token_ids, positions, out);
 }

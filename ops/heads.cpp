@@ -29,9 +29,10 @@ void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, 
   require_shape(qkv, {batch, tokens, 3 * width}, "split_qkv", "qkv");
   require_shape(k_cache, {batch, heads, capacity, head_dim}, "split_qkv", "k_cache");
   require_shape(v_cache, k_cache.shape(), "split_qkv", "v_cache");
-  check(0 <= start && start + tokens <= capacity, "split_qkv",
-        "appending " + std::to_string(tokens) + " tokens at " + std::to_string(start) +
-            " overflows a cache of " + std::to_string(capacity));
+  check(0 <= start && start + tokens <= capacity, "split_qkv", [&] {
+    return "appending " + std::to_string(tokens) + " tokens at " + std::to_string(start) +
+           " overflows a cache of " + std::to_string(capacity);
+  });
   if (device == Device::CUDA) {
     if constexpr (kCudaBuild) cuda::split_qkv(ctx, qkv, q_out, k_cache, v_cache, start);
     return;

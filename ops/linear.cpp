@@ -44,9 +44,10 @@ void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& b
   profiler::Scope scope(ctx, "linear");
   const Device device = check_linear(x, weight, bias, out);
   // out in x's dtype, or f32 from narrow inputs (logits); the cpu has f32 only.
-  check(out.dtype() == x.dtype() || out.dtype() == DType::F32, "linear",
-        "out must be " + std::string(dtype_name(x.dtype())) + " or f32, got " +
-            std::string(dtype_name(out.dtype())));
+  check(out.dtype() == x.dtype() || out.dtype() == DType::F32, "linear", [&] {
+    return "out must be " + std::string(dtype_name(x.dtype())) + " or f32, got " +
+           std::string(dtype_name(out.dtype()));
+  });
   run_linear(ctx, device, x, weight, bias, out, false);
 }
 

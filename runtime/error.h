@@ -5,6 +5,7 @@
 // shape [768, 2304], found [768, 768]". The command line catches it and prints that single line.
 #pragma once
 
+#include <concepts>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -21,6 +22,14 @@ class Error : public std::runtime_error {
 // Throws Error(where, what) when `ok` is false. A real check: it is never compiled out.
 inline void check(bool ok, std::string_view where, std::string_view what) {
   if (!ok) throw Error(where, what);
+}
+
+// The same with a message that takes work to build (numbers, shapes): `what` is a callable that
+// returns it, called only on failure, so the success path of an op builds no string:
+//   check(n <= capacity, "kv cache", [&] { return "cannot hold " + std::to_string(n); });
+template <std::invocable Message>
+void check(bool ok, std::string_view where, Message&& what) {
+  if (!ok) throw Error(where, what());
 }
 
 }  // namespace attnscope

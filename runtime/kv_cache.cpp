@@ -19,9 +19,10 @@ KVCache::KVCache(std::int64_t layers, std::int64_t batch, std::int64_t kv_heads,
 }
 
 void KVCache::advance(std::int64_t tokens) {
-  check(tokens >= 0 && length_ + tokens <= capacity_, "kv cache",
-        "cannot hold " + std::to_string(length_ + tokens) + " tokens (capacity " +
-            std::to_string(capacity_) + ")");
+  check(tokens >= 0 && length_ + tokens <= capacity_, "kv cache", [&] {
+    return "cannot hold " + std::to_string(length_ + tokens) + " tokens (capacity " +
+           std::to_string(capacity_) + ")";
+  });
   length_ += tokens;
 }
 

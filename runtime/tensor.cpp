@@ -83,37 +83,38 @@ std::int64_t Tensor::dim(int i) const {
 template <>
 float* Tensor::data<float>() const {
   check(dtype_ == DType::F32, "tensor",
-        "data<float>() on a " + std::string(dtype_name(dtype_)) + " tensor");
+        [&] { return "data<float>() on a " + std::string(dtype_name(dtype_)) + " tensor"; });
   return static_cast<float*>(raw_data());
 }
 
 template <>
 std::uint16_t* Tensor::data<std::uint16_t>() const {
   check(dtype_ == DType::F16 || dtype_ == DType::BF16, "tensor",
-        "data<uint16_t>() on a " + std::string(dtype_name(dtype_)) + " tensor");
+        [&] { return "data<uint16_t>() on a " + std::string(dtype_name(dtype_)) + " tensor"; });
   return static_cast<std::uint16_t*>(raw_data());
 }
 
 template <>
 std::int32_t* Tensor::data<std::int32_t>() const {
   check(dtype_ == DType::I32, "tensor",
-        "data<int32_t>() on a " + std::string(dtype_name(dtype_)) + " tensor");
+        [&] { return "data<int32_t>() on a " + std::string(dtype_name(dtype_)) + " tensor"; });
   return static_cast<std::int32_t*>(raw_data());
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {
   const std::int64_t n = checked_numel(shape);
   check(n == numel_, "tensor",
-        "cannot reshape " + shape_string(shape_) + " to " + shape_string(shape));
+        [&] { return "cannot reshape " + shape_string(shape_) + " to " + shape_string(shape); });
   Tensor t = *this;
   t.shape_ = shape;
   return t;
 }
 
 Tensor Tensor::slice_rows(std::int64_t begin, std::int64_t end) const {
-  check(rank() >= 1 && 0 <= begin && begin <= end && end <= shape_[0], "tensor",
-        "rows [" + std::to_string(begin) + ", " + std::to_string(end) + ") out of range for " +
-            shape_string(shape_));
+  check(rank() >= 1 && 0 <= begin && begin <= end && end <= shape_[0], "tensor", [&] {
+    return "rows [" + std::to_string(begin) + ", " + std::to_string(end) + ") out of range for " +
+           shape_string(shape_);
+  });
   const std::int64_t row_elements = shape_[0] == 0 ? 0 : numel_ / shape_[0];
   Tensor t = *this;
   t.shape_[0] = end - begin;

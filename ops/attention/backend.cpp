@@ -28,12 +28,14 @@ void validate_call(const Call& call) {
   require_shape(call.k, {batch, kv_heads, capacity, head_dim}, "attention", "k");
   require_shape(call.v, call.k.shape(), "attention", "v");
   require_shape(call.out, q.shape(), "attention", "out");
-  check(kv_heads > 0 && q_heads % kv_heads == 0, "attention",
-        "query heads (" + std::to_string(q_heads) + ") must be a multiple of key/value heads (" +
-            std::to_string(kv_heads) + ")");
-  check(q.dim(2) <= call.kv_len && call.kv_len <= capacity, "attention",
-        "kv_len " + std::to_string(call.kv_len) + " must lie in [q_len " +
-            std::to_string(q.dim(2)) + ", cache capacity " + std::to_string(capacity) + "]");
+  check(kv_heads > 0 && q_heads % kv_heads == 0, "attention", [&] {
+    return "query heads (" + std::to_string(q_heads) + ") must be a multiple of key/value heads (" +
+           std::to_string(kv_heads) + ")";
+  });
+  check(q.dim(2) <= call.kv_len && call.kv_len <= capacity, "attention", [&] {
+    return "kv_len " + std::to_string(call.kv_len) + " must lie in [q_len " +
+           std::to_string(q.dim(2)) + ", cache capacity " + std::to_string(capacity) + "]";
+  });
   for (const Tensor* t : {&call.k, &call.v, &call.out}) {
     check(t->dtype() == q.dtype() && t->device() == q.device(), "attention",
           "q, k, v and out must share one dtype and device");
@@ -44,9 +46,10 @@ void validate_call(const Context& ctx, const Call& call, const char* backend,
                    bool any_float_on_cpu) {
   validate_call(call);
   const Device device = call.q.device();
-  check(device == ctx.device(), backend,
-        "the tensors are on " + std::string(device_name(device)) + " but the context runs on " +
-            std::string(device_name(ctx.device())));
+  check(device == ctx.device(), backend, [&] {
+    return "the tensors are on " + std::string(device_name(device)) + " but the context runs on " +
+           std::string(device_name(ctx.device()));
+  });
   if (any_float_on_cpu || device == Device::CUDA) {
     check(call.q.dtype() != DType::I32, backend, "q must be f32, f16 or bf16, got i32");
   } else {

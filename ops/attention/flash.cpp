@@ -51,7 +51,7 @@ constexpr const char* kWhere = "attention flash";
 void check_gpu_limits(const Call& call) {
   const std::int64_t d = call.head_dim();
   check(d >= 1 && d <= kFlashMaxHeadDim, kWhere,
-        "head dim " + std::to_string(d) + " is not supported (1 to 256)");
+        [&] { return "head dim " + std::to_string(d) + " is not supported (1 to 256)"; });
   constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
   check(call.batch() * call.q_heads() <= kIntMax && call.k.dim(2) <= kIntMax, kWhere,
         "batch x heads and the cache length must fit in 32-bit ints");

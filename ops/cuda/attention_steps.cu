@@ -170,8 +170,9 @@ unsigned int grid_stride_blocks(std::int64_t n, int threads) {
 
 // cuBLAS takes matrix sizes and leading dimensions as int.
 int gemm_int(std::int64_t value, const char* op) {
-  check(value <= INT_MAX, op,
-        "matrix dimension " + std::to_string(value) + " exceeds cuBLAS's int range");
+  check(value <= INT_MAX, op, [&] {
+    return "matrix dimension " + std::to_string(value) + " exceeds cuBLAS's int range";
+  });
   return static_cast<int>(value);
 }
 

@@ -62,19 +62,20 @@ __global__ void layer_norm_kernel(const T* x, const T* gamma, const T* beta, flo
 void layer_norm(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
                 Tensor& out) {
   const std::int64_t width = x.dim(-1);
-  check(width <= kMaxWidth, "layer_norm",
-        "rows of " + std::to_string(width) + " elements exceed the cuda kernel's limit of " +
-            std::to_string(kMaxWidth));
+  check(width <= kMaxWidth, "layer_norm", [&] {
+    return "rows of " + std::to_string(width) + " elements exceed the cuda kernel's limit of " +
+           std::to_string(kMaxWidth);
+  });
   const std::int64_t rows = width == 0 ? 0 : x.numel() / width;
   if (rows == 0) return;
   const std::size_t shared_bytes = static_cast<std::size_t>(width) * sizeof(float);
   with_storage_type(x.dtype(), "layer_norm", [&](auto tag) {
     using T = decltype(tag);
-    layer_norm_kernel<T><<<static_cast<unsigned int>(rows), kThreads, shared_bytes,
-                           gpu::stream_of(ctx)>>>(
-        static_cast<const T*>(x.raw_data()), static_cast<const T*>(gamma.raw_data()),
-        static_cast<const T*>(beta.raw_data()), eps, static_cast<T*>(out.raw_data()),
-        static_cast<int>(width));
+    layer_norm_kernel<T>
+        <<<static_cast<unsigned int>(rows), kThreads, shared_bytes, gpu::stream_of(ctx)>>>(
+            static_cast<const T*>(x.raw_data()), static_cast<const T*>(gamma.raw_data()),
+            static_cast<const T*>(beta.raw_data()), eps, static_cast<T*>(out.raw_data()),
+            static_cast<int>(width));
     gpu::check_launch("layer_norm_kernel");
   });
 }
