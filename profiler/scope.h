@@ -24,4 +24,12 @@ class Scope {
   ScopeSink* sink_;
 };
 
+// One step of an op: a single pass over memory on the CPU, a single launch on a GPU. The
+// profiler counts these scopes against a backend's cost model, and CUPTI attributes each
+// kernel to the step that launched it.
+class KernelStep : public Scope {
+ public:
+  KernelStep(const Context& ctx, const char* name) : Scope(ctx, name, "kernel") {}
+};
+
 }  // namespace attnscope::profiler

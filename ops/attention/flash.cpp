@@ -85,17 +85,17 @@ class Flash final : public Backend {
     const FlashBodies& bodies = bodies_for(device);
     const FlashPlan plan = bodies.plan(ctx, call);
     if (plan.path == FlashPath::tiled) {
-      profiler::Scope step(ctx, kFlashTiledStep, "kernel");
+      profiler::KernelStep step(ctx, kFlashTiledStep);
       bodies.tiled(ctx, call);
       return;
     }
     Tensor partials =
         Tensor::empty({split_kv_partial_floats(call, plan.chunks)}, DType::F32, ctx.allocator());
     {
-      profiler::Scope step(ctx, kFlashPartialsStep, "kernel");
+      profiler::KernelStep step(ctx, kFlashPartialsStep);
       bodies.split_kv_partials(ctx, call, plan, partials);
     }
-    profiler::Scope step(ctx, kFlashCombineStep, "kernel");
+    profiler::KernelStep step(ctx, kFlashCombineStep);
     bodies.split_kv_combine(ctx, call, plan, partials);
   }
 };

@@ -70,7 +70,7 @@ void qk_gemm(Context& ctx, const char* step, const HeadLayout& layout, const Ten
   require_dtype(k, q.dtype(), step, "k");
   require_dtype(scores, q.dtype(), step, "scores");
   require_score_shape(scores, layout, step);
-  profiler::Scope scope(ctx, step, "kernel");
+  profiler::KernelStep scope(ctx, step);
   bodies_for(device).qk_gemm(ctx, layout, q, k, scores);
 }
 
@@ -80,19 +80,19 @@ void pv_gemm(Context& ctx, const char* step, const HeadLayout& layout, const Ten
   require_dtype(v, probs.dtype(), step, "v");
   require_dtype(out, probs.dtype(), step, "out");
   require_shape(out, {layout.batch, layout.q_heads, layout.q_len, layout.head_dim}, step, "out");
-  profiler::Scope scope(ctx, step, "kernel");
+  profiler::KernelStep scope(ctx, step);
   bodies_for(device).pv_gemm(ctx, layout, probs, v, out);
 }
 
 void scale(Context& ctx, const char* step, const Tensor& in, Tensor& out, float factor) {
   const Device device = same_sized(step, in, out);
-  profiler::Scope scope(ctx, step, "kernel");
+  profiler::KernelStep scope(ctx, step);
   bodies_for(device).scale(ctx, in, out, factor);
 }
 
 void copy(Context& ctx, const char* step, const Tensor& in, Tensor& out) {
   const Device device = same_sized(step, in, out);
-  profiler::Scope scope(ctx, step, "kernel");
+  profiler::KernelStep scope(ctx, step);
   bodies_for(device).copy(ctx, in, out);
 }
 
@@ -100,21 +100,21 @@ void causal_fill(Context& ctx, const char* step, const HeadLayout& layout, Tenso
                  float value) {
   const Device device = common_device(step, {{scores, "scores"}});
   require_score_shape(scores, layout, step);
-  profiler::Scope scope(ctx, step, "kernel");
+  profiler::KernelStep scope(ctx, step);
   bodies_for(device).causal_fill(ctx, layout, scores, value);
 }
 
 void softmax(Context& ctx, const char* step, const Tensor& in, Tensor& out) {
   const Device device = same_sized(step, in, out);
   require_shape(out, in.shape(), step, "out");
-  profiler::Scope scope(ctx, step, "kernel");
+  profiler::KernelStep scope(ctx, step);
   bodies_for(device).softmax(ctx, in, out);
 }
 
 void safe_softmax(Context& ctx, const char* step, const Tensor& in, Tensor& out) {
   const Device device = same_sized(step, in, out);
   require_shape(out, in.shape(), step, "out");
-  profiler::Scope scope(ctx, step, "kernel");
+  profiler::KernelStep scope(ctx, step);
   bodies_for(device).safe_softmax(ctx, in, out);
 }
 
@@ -122,14 +122,14 @@ void scale_mask_softmax(Context& ctx, const char* step, const HeadLayout& layout
                         float factor) {
   const Device device = common_device(step, {{scores, "scores"}});
   require_score_shape(scores, layout, step);
-  profiler::Scope scope(ctx, step, "kernel");
+  profiler::KernelStep scope(ctx, step);
   bodies_for(device).scale_mask_softmax(ctx, layout, scores, factor);
 }
 
 void convert(Context& ctx, const char* step, const Tensor& in, Tensor& out) {
   const Device device = common_device(step, {{in, "in"}, {out, "out"}});
   require_shape(out, in.shape(), step, "out");
-  profiler::Scope scope(ctx, step, "kernel");
+  profiler::KernelStep scope(ctx, step);
   bodies_for(device).convert(ctx, in, out);
 }
 
@@ -138,14 +138,14 @@ void upcast_cache_rows(Context& ctx, const char* step, const HeadLayout& layout,
   const Device device = common_device(step, {{cache, "cache"}, {out, "out"}});
   require_dtype(out, DType::F32, step, "out");
   require_shape(out, {layout.batch, layout.kv_heads, layout.kv_len, layout.head_dim}, step, "out");
-  profiler::Scope scope(ctx, step, "kernel");
+  profiler::KernelStep scope(ctx, step);
   bodies_for(device).upcast_cache_rows(ctx, layout, cache, out);
 }
 
 void build_causal_mask(Context& ctx, const char* step, const HeadLayout& layout, Buffer& keep) {
   check(keep.size() >= static_cast<std::size_t>(layout.q_len * layout.kv_len), step,
         "the mask needs Tq x Tk bytes");
-  profiler::Scope scope(ctx, step, "kernel");
+  profiler::KernelStep scope(ctx, step);
   bodies_for(keep.device()).build_causal_mask(ctx, layout, keep);
 }
 
@@ -157,7 +157,7 @@ void where(Context& ctx, const char* step, const Buffer& keep, const Tensor& sco
   check(
       scores.rank() == 4 && keep.size() >= static_cast<std::size_t>(scores.dim(2) * scores.dim(3)),
       step, "the mask needs Tq x Tk bytes");
-  profiler::Scope scope(ctx, step, "kernel");
+  profiler::KernelStep scope(ctx, step);
   bodies_for(device).where(ctx, keep, scores, masked);
 }
 

@@ -1,6 +1,6 @@
 // The steps the eager backends (naive, inplace, math, fused) are written in. Each is one pass
 // over memory with one signature on every device: it checks that its tensors share a device,
-// opens the profiler scope `step` (category "kernel", directly inside the backend's scope) and
+// opens the profiler step `step` (profiler::KernelStep, directly inside the backend's scope) and
 // runs the body for that device (StepBodies below): ops/cpu/attention_steps.cpp (a parallel loop
 // or an Eigen product per head) or ops/cuda/attention_steps.cu (one launch on the context's
 // stream: a cuBLAS call or one kernel, never a synchronisation, so a whole call can be captured

@@ -227,11 +227,11 @@ void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& b
                      matmul(ctx, x, weight, &bias, out, accumulate);
   if (fused) return;
   {
-    profiler::Scope step(ctx, "linear.gemm", "kernel");
+    profiler::KernelStep step(ctx, "linear.gemm");
     if (!matmul(ctx, x, weight, nullptr, out, accumulate)) gemm_ex(ctx, x, weight, out, accumulate);
   }
   if (bias.defined()) {
-    profiler::Scope step(ctx, "linear.bias", "kernel");
+    profiler::KernelStep step(ctx, "linear.bias");
     add_bias(ctx, bias, out);
   }
 }
