@@ -21,9 +21,16 @@
 
 #include "ops/attention/flash.h"
 #include "ops/check.h"
+#include "ops/cuda/device_math.cuh"
 #include "runtime/cuda/cuda_context.h"
 
 namespace attnscope::ops::attention::cuda {
+
+// The device_math.cuh building blocks the kernels use.
+using ops::cuda::from_f32;
+using ops::cuda::load_f32;
+using ops::cuda::warp_max;
+using ops::cuda::warp_sum;
 
 constexpr std::size_t kDefaultSharedBytes = 48 * 1024;
 

@@ -17,11 +17,6 @@ namespace attnscope::ops::attention::cuda {
 
 namespace {
 
-using ops::cuda::from_f32;
-using ops::cuda::load_f32;
-using ops::cuda::warp_max;
-using ops::cuda::warp_sum;
-
 constexpr int kSimtWarps = 4;
 constexpr int kSimtThreads = kSimtWarps * 32;
 constexpr int kSimtRowsPerWarp = 8;

@@ -42,11 +42,6 @@ namespace attnscope::ops::attention::cuda {
 
 namespace {
 
-using ops::cuda::from_f32;
-using ops::cuda::load_f32;
-using ops::cuda::warp_max;
-using ops::cuda::warp_sum;
-
 constexpr int kMaxRows = static_cast<int>(kSplitKvMaxQueries);
 constexpr int kSplitWarps = 4;
 constexpr int kSplitThreads = kSplitWarps * 32;

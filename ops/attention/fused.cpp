@@ -19,18 +19,13 @@
 
 namespace attnscope::ops::attention {
 
-namespace {
-
-CostModel fused_cost(const Call& call) { return {score_bytes(call), 3}; }
-
-void fused(Context& ctx, const Call& call, const HeadLayout& layout, Tensor& out) {
-  Tensor scores = new_scores(ctx, call);
-  qk_gemm(ctx, "fused.qk_gemm", layout, call.q, call.k, scores);
-  scale_mask_softmax(ctx, "fused.scale_mask_softmax", layout, scores, call.scale);
+static void fused(Context& ctx, const Call& call, const HeadLayout& layout, Tensor& out) {
+  Tensor scores = qk_gemm(ctx, "fused.qk_gemm", layout, call.q, call.k);
+  scale_mask_softmax_(ctx, "fused.scale_mask_softmax", layout, scores, call.scale);
   pv_gemm(ctx, "fused.pv_gemm", layout, scores, call.v, out);
 }
 
-}  // namespace
+static CostModel fused_cost(const Call& call) { return {score_bytes(call), 3}; }
 
 const Backend& fused_backend() {
   static const Recipe backend("fused", "GEMM, one fused scale + mask + softmax pass, GEMM",

@@ -14,28 +14,19 @@
 // temporaries 3 S e bytes (768 MiB in bf16 at B=8, H=16, T=1024): one score-sized buffer and one
 // full read-and-write pass fewer than naive. The fill writes only the masked half of each causal
 // block and reads nothing.
-#include <limits>
-
 #include "ops/attention/steps.h"
 
 namespace attnscope::ops::attention {
 
-namespace {
-
-CostModel inplace_cost(const Call& call) { return {3 * score_bytes(call), 5}; }
-
-void inplace(Context& ctx, const Call& call, const HeadLayout& layout, Tensor& out) {
-  Tensor scores = new_scores(ctx, call);
-  qk_gemm(ctx, "inplace.qk_gemm", layout, call.q, call.k, scores);
-  Tensor scaled = new_scores(ctx, call);
-  scale(ctx, "inplace.scale", scores, scaled, call.scale);
-  causal_fill(ctx, "inplace.mask_fill_", layout, scaled, -std::numeric_limits<float>::infinity());
-  Tensor probs = new_scores(ctx, call);
-  softmax(ctx, "inplace.softmax", scaled, probs);
+static void inplace(Context& ctx, const Call& call, const HeadLayout& layout, Tensor& out) {
+  Tensor scores = qk_gemm(ctx, "inplace.qk_gemm", layout, call.q, call.k);
+  Tensor scaled = scale(ctx, "inplace.scale", scores, call.scale);
+  causal_fill_(ctx, "inplace.mask_fill_", layout, scaled, kMaskedScore);  // masked_fill_: no copy
+  Tensor probs = softmax(ctx, "inplace.softmax", scaled);
   pv_gemm(ctx, "inplace.pv_gemm", layout, probs, call.v, out);
 }
 
-}  // namespace
+static CostModel inplace_cost(const Call& call) { return {3 * score_bytes(call), 5}; }
 
 const Backend& inplace_backend() {
   static const Recipe backend(

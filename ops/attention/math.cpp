@@ -29,9 +29,26 @@
 
 namespace attnscope::ops::attention {
 
-namespace {
+static void math(Context& ctx, const Call& call, const HeadLayout& layout, Tensor& out) {
+  HeadLayout compact = layout;  // the f32 copies hold only the kv_len valid rows
+  compact.capacity = layout.kv_len;
+  Tensor q32 = convert(ctx, "math.upcast_q", call.q, DType::F32);
+  Tensor k32 = upcast_cache_rows(ctx, "math.upcast_k", layout, call.k);
+  Tensor v32 = upcast_cache_rows(ctx, "math.upcast_v", layout, call.v);
+  Buffer mask(ctx.allocator(), static_cast<std::size_t>(layout.q_len * layout.kv_len));
+  build_causal_mask(ctx, "math.build_causal_mask", layout, mask);
+  const float root_scale = std::sqrt(call.scale);
+  scale_(ctx, "math.scale_q", q32, root_scale);
+  scale_(ctx, "math.scale_k", k32, root_scale);
 
-CostModel math_cost(const Call& call) {
+  Tensor scores = qk_gemm(ctx, "math.qk_gemm", compact, q32, k32);
+  Tensor masked = where(ctx, "math.where", mask, scores);
+  Tensor probs = safe_softmax(ctx, "math.safe_softmax", masked);
+  Tensor out32 = pv_gemm(ctx, "math.pv_gemm", compact, probs, v32);
+  convert(ctx, "math.downcast_out", out32, out);
+}
+
+static CostModel math_cost(const Call& call) {
   const HeadLayout l = layout_of(call);
   const auto q = static_cast<std::size_t>(l.heads() * l.q_len * l.head_dim);
   const auto kv = static_cast<std::size_t>(l.batch * l.kv_heads * l.kv_len * l.head_dim);
@@ -39,37 +56,6 @@ CostModel math_cost(const Call& call) {
   const auto mask = static_cast<std::size_t>(l.q_len * l.kv_len);
   return {sizeof(float) * (2 * q + 2 * kv + 3 * scores) + mask, 11};
 }
-
-void math(Context& ctx, const Call& call, const HeadLayout& layout, Tensor& out) {
-  Allocator& allocator = ctx.allocator();
-  HeadLayout compact = layout;  // the f32 copies hold only the kv_len valid rows
-  compact.capacity = layout.kv_len;
-
-  Tensor q32 = Tensor::empty(call.q.shape(), DType::F32, allocator);
-  convert(ctx, "math.upcast_q", call.q, q32);
-  const Shape kv_shape = {layout.batch, layout.kv_heads, layout.kv_len, layout.head_dim};
-  Tensor k32 = Tensor::empty(kv_shape, DType::F32, allocator);
-  upcast_cache_rows(ctx, "math.upcast_k", layout, call.k, k32);
-  Tensor v32 = Tensor::empty(kv_shape, DType::F32, allocator);
-  upcast_cache_rows(ctx, "math.upcast_v", layout, call.v, v32);
-  Buffer mask(allocator, static_cast<std::size_t>(layout.q_len * layout.kv_len));
-  build_causal_mask(ctx, "math.build_causal_mask", layout, mask);
-  const float root_scale = std::sqrt(call.scale);
-  scale(ctx, "math.scale_q", q32, q32, root_scale);
-  scale(ctx, "math.scale_k", k32, k32, root_scale);
-
-  Tensor scores = new_scores(ctx, call, DType::F32);
-  qk_gemm(ctx, "math.qk_gemm", compact, q32, k32, scores);
-  Tensor masked = new_scores(ctx, call, DType::F32);
-  where(ctx, "math.where", mask, scores, masked);
-  Tensor probs = new_scores(ctx, call, DType::F32);
-  safe_softmax(ctx, "math.safe_softmax", masked, probs);
-  Tensor out32 = Tensor::empty(call.q.shape(), DType::F32, allocator);
-  pv_gemm(ctx, "math.pv_gemm", compact, probs, v32, out32);
-  convert(ctx, "math.downcast_out", out32, out);
-}
-
-}  // namespace
 
 const Backend& math_backend() {
   static const Recipe backend(

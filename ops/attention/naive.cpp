@@ -9,10 +9,9 @@
 //   out    = probs @ v                         pv_gemm      -> out
 //
 // Every intermediate is held in the storage dtype (f32 on the CPU; f32, f16 or bf16 on a GPU),
-// as torch eager does; the GEMMs accumulate and the kernels compute in f32.
-// The masked value is -inf: exact in every float dtype (a large finite negative such as -1e9
-// overflows f16), and softmax maps it to 0; a causal row always keeps its diagonal, so no row
-// is entirely masked.
+// as torch eager does; the GEMMs accumulate and the kernels compute in f32. The masked value is
+// -inf (kMaskedScore, steps.h says why). On a GPU the copy is a device-to-device memcpy, as a
+// clone is in PyTorch.
 //
 // Cost model (S = B Hq Tq Tk score elements of e bytes; naive_cost below): 6 steps per call
 // (the out-of-place mask is two: a full copy of the scores, then the fill); temporaries 4 S e
@@ -20,30 +19,20 @@
 // GEMMs, in S e bytes: scale reads 1 and writes 1, the copy reads 1 and writes 1, the fill writes
 // the masked half, softmax reads 2 to 3 (ops/softmax.h) and writes 1, the second GEMM reads 1:
 // about 10 S e. FLOPs: 4 S D in the two GEMMs; the rest is memory traffic.
-#include <limits>
-
 #include "ops/attention/steps.h"
 
 namespace attnscope::ops::attention {
 
-namespace {
-
-CostModel naive_cost(const Call& call) { return {4 * score_bytes(call), 6}; }
-
-void naive(Context& ctx, const Call& call, const HeadLayout& layout, Tensor& out) {
-  Tensor scores = new_scores(ctx, call);
-  qk_gemm(ctx, "naive.qk_gemm", layout, call.q, call.k, scores);
-  Tensor scaled = new_scores(ctx, call);
-  scale(ctx, "naive.scale", scores, scaled, call.scale);
-  Tensor masked = new_scores(ctx, call);
-  copy(ctx, "naive.mask_copy", scaled, masked);
-  causal_fill(ctx, "naive.mask_fill", layout, masked, -std::numeric_limits<float>::infinity());
-  Tensor probs = new_scores(ctx, call);
-  softmax(ctx, "naive.softmax", masked, probs);
+static void naive(Context& ctx, const Call& call, const HeadLayout& layout, Tensor& out) {
+  Tensor scores = qk_gemm(ctx, "naive.qk_gemm", layout, call.q, call.k);
+  Tensor scaled = scale(ctx, "naive.scale", scores, call.scale);
+  Tensor masked = copy(ctx, "naive.mask_copy", scaled);  // masked_fill: a new tensor...
+  causal_fill_(ctx, "naive.mask_fill", layout, masked, kMaskedScore);  // ...then the fill
+  Tensor probs = softmax(ctx, "naive.softmax", masked);
   pv_gemm(ctx, "naive.pv_gemm", layout, probs, call.v, out);
 }
 
-}  // namespace
+static CostModel naive_cost(const Call& call) { return {4 * score_bytes(call), 6}; }
 
 const Backend& naive_backend() {
   static const Recipe backend("naive",

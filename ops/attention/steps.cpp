@@ -10,14 +10,6 @@ namespace attnscope::ops::attention {
 
 namespace {
 
-// Throws unless `in` and `out` have one dtype and as many elements; returns their device.
-Device same_sized(const char* step, const Tensor& in, const Tensor& out) {
-  const Device device = common_device(step, {{in, "in"}, {out, "out"}});
-  require_dtype(out, in.dtype(), step, "out");
-  check(out.numel() == in.numel(), step, "in and out must have as many elements");
-  return device;
-}
-
 void require_score_shape(const Tensor& scores, const HeadLayout& layout, const char* step) {
   require_shape(scores, {layout.batch, layout.q_heads, layout.q_len, layout.kv_len}, step,
                 "scores");
@@ -53,25 +45,19 @@ void Recipe::forward(Context& ctx, const Call& call) const {
   steps_(ctx, call, layout_of(call), out);
 }
 
-Tensor new_scores(Context& ctx, const Call& call, DType dtype) {
-  return Tensor::empty({call.batch(), call.q_heads(), call.q_len(), call.kv_len}, dtype,
-                       ctx.allocator());
-}
-
-Tensor new_scores(Context& ctx, const Call& call) { return new_scores(ctx, call, call.q.dtype()); }
-
 std::size_t score_bytes(const Call& call) {
   return static_cast<std::size_t>(layout_of(call).score_elements()) * dtype_size(call.q.dtype());
 }
 
-void qk_gemm(Context& ctx, const char* step, const HeadLayout& layout, const Tensor& q,
-             const Tensor& k, Tensor& scores) {
-  const Device device = common_device(step, {{q, "q"}, {k, "k"}, {scores, "scores"}});
+Tensor qk_gemm(Context& ctx, const char* step, const HeadLayout& layout, const Tensor& q,
+               const Tensor& k) {
+  const Device device = common_device(step, {{q, "q"}, {k, "k"}});
   require_dtype(k, q.dtype(), step, "k");
-  require_dtype(scores, q.dtype(), step, "scores");
-  require_score_shape(scores, layout, step);
   profiler::KernelStep scope(ctx, step);
+  Tensor scores = Tensor::empty({layout.batch, layout.q_heads, layout.q_len, layout.kv_len},
+                                q.dtype(), ctx.allocator());
   bodies_for(device).qk_gemm(ctx, layout, q, k, scores);
+  return scores;
 }
 
 void pv_gemm(Context& ctx, const char* step, const HeadLayout& layout, const Tensor& probs,
@@ -79,47 +65,68 @@ void pv_gemm(Context& ctx, const char* step, const HeadLayout& layout, const Ten
   const Device device = common_device(step, {{probs, "probs"}, {v, "v"}, {out, "out"}});
   require_dtype(v, probs.dtype(), step, "v");
   require_dtype(out, probs.dtype(), step, "out");
+  require_score_shape(probs, layout, step);
   require_shape(out, {layout.batch, layout.q_heads, layout.q_len, layout.head_dim}, step, "out");
   profiler::KernelStep scope(ctx, step);
   bodies_for(device).pv_gemm(ctx, layout, probs, v, out);
 }
 
-void scale(Context& ctx, const char* step, const Tensor& in, Tensor& out, float factor) {
-  const Device device = same_sized(step, in, out);
+Tensor pv_gemm(Context& ctx, const char* step, const HeadLayout& layout, const Tensor& probs,
+               const Tensor& v) {
+  Tensor out = Tensor::empty({layout.batch, layout.q_heads, layout.q_len, layout.head_dim},
+                             probs.dtype(), ctx.allocator());
+  pv_gemm(ctx, step, layout, probs, v, out);
+  return out;
+}
+
+Tensor scale(Context& ctx, const char* step, const Tensor& in, float factor) {
+  const Device device = common_device(step, {{in, "in"}});
   profiler::KernelStep scope(ctx, step);
+  Tensor out = Tensor::empty(in.shape(), in.dtype(), ctx.allocator());
   bodies_for(device).scale(ctx, in, out, factor);
+  return out;
 }
 
-void copy(Context& ctx, const char* step, const Tensor& in, Tensor& out) {
-  const Device device = same_sized(step, in, out);
+void scale_(Context& ctx, const char* step, Tensor& x, float factor) {
+  const Device device = common_device(step, {{x, "x"}});
   profiler::KernelStep scope(ctx, step);
-  bodies_for(device).copy(ctx, in, out);
+  bodies_for(device).scale(ctx, x, x, factor);
 }
 
-void causal_fill(Context& ctx, const char* step, const HeadLayout& layout, Tensor& scores,
-                 float value) {
+Tensor copy(Context& ctx, const char* step, const Tensor& in) {
+  const Device device = common_device(step, {{in, "in"}});
+  profiler::KernelStep scope(ctx, step);
+  Tensor out = Tensor::empty(in.shape(), in.dtype(), ctx.allocator());
+  bodies_for(device).copy(ctx, in, out);
+  return out;
+}
+
+void causal_fill_(Context& ctx, const char* step, const HeadLayout& layout, Tensor& scores,
+                  float value) {
   const Device device = common_device(step, {{scores, "scores"}});
   require_score_shape(scores, layout, step);
   profiler::KernelStep scope(ctx, step);
   bodies_for(device).causal_fill(ctx, layout, scores, value);
 }
 
-void softmax(Context& ctx, const char* step, const Tensor& in, Tensor& out) {
-  const Device device = same_sized(step, in, out);
-  require_shape(out, in.shape(), step, "out");
+Tensor softmax(Context& ctx, const char* step, const Tensor& in) {
+  const Device device = common_device(step, {{in, "in"}});
   profiler::KernelStep scope(ctx, step);
+  Tensor out = Tensor::empty(in.shape(), in.dtype(), ctx.allocator());
   bodies_for(device).softmax(ctx, in, out);
+  return out;
 }
 
-void safe_softmax(Context& ctx, const char* step, const Tensor& in, Tensor& out) {
-  const Device device = same_sized(step, in, out);
-  require_shape(out, in.shape(), step, "out");
+Tensor safe_softmax(Context& ctx, const char* step, const Tensor& in) {
+  const Device device = common_device(step, {{in, "in"}});
   profiler::KernelStep scope(ctx, step);
+  Tensor out = Tensor::empty(in.shape(), in.dtype(), ctx.allocator());
   bodies_for(device).safe_softmax(ctx, in, out);
+  return out;
 }
 
-void scale_mask_softmax(Context& ctx, const char* step, const HeadLayout& layout, Tensor& scores,
-                        float factor) {
+void scale_mask_softmax_(Context& ctx, const char* step, const HeadLayout& layout, Tensor& scores,
+                         float factor) {
   const Device device = common_device(step, {{scores, "scores"}});
   require_score_shape(scores, layout, step);
   profiler::KernelStep scope(ctx, step);
@@ -133,13 +140,20 @@ void convert(Context& ctx, const char* step, const Tensor& in, Tensor& out) {
   bodies_for(device).convert(ctx, in, out);
 }
 
-void upcast_cache_rows(Context& ctx, const char* step, const HeadLayout& layout,
-                       const Tensor& cache, Tensor& out) {
-  const Device device = common_device(step, {{cache, "cache"}, {out, "out"}});
-  require_dtype(out, DType::F32, step, "out");
-  require_shape(out, {layout.batch, layout.kv_heads, layout.kv_len, layout.head_dim}, step, "out");
+Tensor convert(Context& ctx, const char* step, const Tensor& in, DType dtype) {
+  Tensor out = Tensor::empty(in.shape(), dtype, ctx.allocator());
+  convert(ctx, step, in, out);
+  return out;
+}
+
+Tensor upcast_cache_rows(Context& ctx, const char* step, const HeadLayout& layout,
+                         const Tensor& cache) {
+  const Device device = common_device(step, {{cache, "cache"}});
   profiler::KernelStep scope(ctx, step);
+  Tensor out = Tensor::empty({layout.batch, layout.kv_heads, layout.kv_len, layout.head_dim},
+                             DType::F32, ctx.allocator());
   bodies_for(device).upcast_cache_rows(ctx, layout, cache, out);
+  return out;
 }
 
 void build_causal_mask(Context& ctx, const char* step, const HeadLayout& layout, Buffer& keep) {
@@ -149,16 +163,17 @@ void build_causal_mask(Context& ctx, const char* step, const HeadLayout& layout,
   bodies_for(keep.device()).build_causal_mask(ctx, layout, keep);
 }
 
-void where(Context& ctx, const char* step, const Buffer& keep, const Tensor& scores,
-           Tensor& masked) {
-  const Device device = same_sized(step, scores, masked);
+Tensor where(Context& ctx, const char* step, const Buffer& keep, const Tensor& scores) {
+  const Device device = common_device(step, {{scores, "scores"}});
   require_dtype(scores, DType::F32, step, "scores");
   check(keep.device() == device, step, "the mask and the scores must be on one device");
   check(
       scores.rank() == 4 && keep.size() >= static_cast<std::size_t>(scores.dim(2) * scores.dim(3)),
       step, "the mask needs Tq x Tk bytes");
   profiler::KernelStep scope(ctx, step);
+  Tensor masked = Tensor::empty(scores.shape(), DType::F32, ctx.allocator());
   bodies_for(device).where(ctx, keep, scores, masked);
+  return masked;
 }
 
 }  // namespace attnscope::ops::attention

@@ -6,24 +6,25 @@
 // stream: a cuBLAS call or one kernel, never a synchronisation, so a whole call can be captured
 // in a CUDA graph).
 //
-//   qk_gemm            scores[b, h] = q[b, h] k[b, h / group]^T      [Tq, Tk], 2 Tq Tk D FLOPs
-//   pv_gemm            out[b, h]    = probs[b, h] v[b, h / group]    [Tq, D],  2 Tq Tk D FLOPs
-//   scale              out = in * factor (out may be in)             reads S, writes S
-//   copy               out = in (a real copy, as an eager clone)     reads S, writes S
-//   causal_fill        scores[b, h, i, j] = value for keys j after query i's position, in place;
-//                      reads nothing, writes the masked part (about S / 2 in prefill)
-//   softmax            row-wise softmax (ops/softmax.h); safe_softmax: all -inf rows give 0
-//   scale_mask_softmax per row, in place: scale, causal mask and softmax fused in one pass
-//   convert            out = in rounded to out's dtype (ops/cast.h)
-//   upcast_cache_rows  the kv_len valid rows of each head of a cache, as a compact f32 copy
-//   build_causal_mask  keep[i, j] = 1 when key j is visible to query i, else 0 (Tq Tk bytes)
-//   where              masked = keep ? scores : -inf, the mask of one head repeated per head
+//   qk_gemm             scores[b, h] = q[b, h] k[b, h / group]^T      [Tq, Tk], 2 Tq Tk D FLOPs
+//   pv_gemm             out[b, h]    = probs[b, h] v[b, h / group]    [Tq, D],  2 Tq Tk D FLOPs
+//   scale, scale_       out = in * factor; scale_ in place            reads S, writes S
+//   copy                out = in (a real copy, as an eager clone)     reads S, writes S
+//   causal_fill_        scores[b, h, i, j] = value for keys j after query i's position, in
+//                       place; reads nothing, writes the masked part (about S / 2 in prefill)
+//   softmax             row-wise softmax (ops/softmax.h); safe_softmax: all -inf rows give 0
+//   scale_mask_softmax_ per row, in place: scale, causal mask and softmax fused in one pass
+//   convert             out = in rounded to out's dtype (ops/cast.h)
+//   upcast_cache_rows   the kv_len valid rows of each head of a cache, as a compact f32 copy
+//   build_causal_mask   keep[i, j] = 1 when key j is visible to query i, else 0 (Tq Tk bytes)
+//   where               masked = keep ? scores : -inf, the mask of one head repeated per head
 //
 // S = B Hq Tq Tk score elements. Tensors hold f32 on the cpu; f32, f16 or bf16 on a GPU (one
 // dtype per step, arithmetic in f32). Query i sits at position kv_len - Tq + i (backend.h).
 // K and V are read as `layout` says, so the GEMMs read the KV cache in place.
 #pragma once
 
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -58,31 +59,38 @@ class Recipe final : public Backend {
   bool any_float_on_cpu_;
 };
 
-// A new, uninitialised [B, Hq, Tq, kv_len] score tensor from ctx's allocator, of `dtype` or of
-// the call's storage dtype.
-Tensor new_scores(Context& ctx, const Call& call, DType dtype);
-Tensor new_scores(Context& ctx, const Call& call);
+// The value the eager backends write over masked scores: -inf, exact in every float dtype (a
+// large finite negative such as -1e9 overflows f16), and softmax maps it to 0. A causal row
+// always keeps its diagonal, so no row is entirely masked.
+constexpr float kMaskedScore = -std::numeric_limits<float>::infinity();
+
 // The bytes of one score-sized tensor of the call's dtype: S e.
 std::size_t score_bytes(const Call& call);
 
-void qk_gemm(Context& ctx, const char* step, const HeadLayout& layout, const Tensor& q,
-             const Tensor& k, Tensor& scores);
+// The steps. A step that returns a Tensor allocates it from ctx's allocator (a new tensor, as an
+// eager framework's out-of-place op); a name ending in `_` works in place, as PyTorch's
+// masked_fill_ does. Scores are [B, Hq, Tq, kv_len] of the inputs' dtype.
+Tensor qk_gemm(Context& ctx, const char* step, const HeadLayout& layout, const Tensor& q,
+               const Tensor& k);
 void pv_gemm(Context& ctx, const char* step, const HeadLayout& layout, const Tensor& probs,
              const Tensor& v, Tensor& out);
-void scale(Context& ctx, const char* step, const Tensor& in, Tensor& out, float factor);
-void copy(Context& ctx, const char* step, const Tensor& in, Tensor& out);
-void causal_fill(Context& ctx, const char* step, const HeadLayout& layout, Tensor& scores,
-                 float value);
-void softmax(Context& ctx, const char* step, const Tensor& in, Tensor& out);
-void safe_softmax(Context& ctx, const char* step, const Tensor& in, Tensor& out);
-void scale_mask_softmax(Context& ctx, const char* step, const HeadLayout& layout, Tensor& scores,
-                        float factor);
+Tensor pv_gemm(Context& ctx, const char* step, const HeadLayout& layout, const Tensor& probs,
+               const Tensor& v);
+Tensor scale(Context& ctx, const char* step, const Tensor& in, float factor);
+void scale_(Context& ctx, const char* step, Tensor& x, float factor);
+Tensor copy(Context& ctx, const char* step, const Tensor& in);
+void causal_fill_(Context& ctx, const char* step, const HeadLayout& layout, Tensor& scores,
+                  float value);
+Tensor softmax(Context& ctx, const char* step, const Tensor& in);
+Tensor safe_softmax(Context& ctx, const char* step, const Tensor& in);
+void scale_mask_softmax_(Context& ctx, const char* step, const HeadLayout& layout, Tensor& scores,
+                         float factor);
+Tensor convert(Context& ctx, const char* step, const Tensor& in, DType dtype);
 void convert(Context& ctx, const char* step, const Tensor& in, Tensor& out);
-void upcast_cache_rows(Context& ctx, const char* step, const HeadLayout& layout,
-                       const Tensor& cache, Tensor& out);
+Tensor upcast_cache_rows(Context& ctx, const char* step, const HeadLayout& layout,
+                         const Tensor& cache);
 void build_causal_mask(Context& ctx, const char* step, const HeadLayout& layout, Buffer& keep);
-void where(Context& ctx, const char* step, const Buffer& keep, const Tensor& scores,
-           Tensor& masked);
+Tensor where(Context& ctx, const char* step, const Buffer& keep, const Tensor& scores);
 
 // The bodies of the steps on one device, called after the checks: one table per device
 // (ops/cpu/attention_steps.cpp, ops/cuda/attention_steps.cu; softmax and convert are the bodies

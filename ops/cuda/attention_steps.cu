@@ -5,7 +5,8 @@
 // Costs, with S = B Hq Tq Tk score elements of e bytes each:
 //   qk_gemm / pv_gemm:  2 S D FLOPs each; read q (or probs) and the kv_len valid K (V) rows,
 //                       write S (or B Hq Tq D) elements.
-//   scale, copy:        read S, write S.
+//   scale:              read S, write S (in place or into a new tensor).
+//   copy:               read S, write S, as one device-to-device memcpy.
 //   causal_fill:        write the masked elements only (about S / 2 in prefill, none in decode).
 //   scale_mask_softmax: three sweeps of the visible part of each row (max, sum, normalise) and
 //                       one write of the row; a row stays in L1/L2 between the sweeps.
@@ -70,11 +71,6 @@ __global__ void scale_kernel(const T* in, T* out, std::int64_t n, float factor) 
   for (std::int64_t i = global_thread(); i < n; i += grid_threads()) {
     out[i] = from_f32<T>(load_f32(in, i) * factor);
   }
-}
-
-template <typename T>
-__global__ void copy_kernel(const T* in, T* out, std::int64_t n) {
-  for (std::int64_t i = global_thread(); i < n; i += grid_threads()) out[i] = in[i];
 }
 
 // One block per row of `kv_len` scores (grid-stride over rows): row r belongs to query
@@ -176,6 +172,38 @@ int gemm_int(std::int64_t value, const char* op) {
   return static_cast<int>(value);
 }
 
+// A column-major GEMM's sizes: C [m, n] = op(A) [m, k] B [k, n].
+struct GemmSize {
+  std::int64_t m, n, k;
+};
+// One operand of a strided-batched GEMM: where matrix 0 starts, its leading dimension, and how
+// far apart consecutive matrices of the batch lie (in elements).
+struct GemmOperand {
+  const void* data;
+  std::int64_t leading_dim;
+  std::int64_t batch_stride;
+};
+struct GemmOutput {
+  void* data;
+  std::int64_t leading_dim;
+  std::int64_t batch_stride;
+};
+
+// C_i = op(A_i) B_i for i < batch: one cuBLAS strided-batched GEMM, all operands of `dtype`,
+// f32 accumulation (tensor cores for f16/bf16), B never transposed.
+void batched_gemm(Context& ctx, const char* op, cublasOperation_t a_op, GemmSize size,
+                  GemmOperand a, GemmOperand b, GemmOutput c, std::int64_t batch, DType dtype) {
+  const cudaDataType_t type = data_type_of(dtype, op);
+  const float one = 1.0f, zero = 0.0f;
+  check_cublas(cublasGemmStridedBatchedEx(
+                   cublas_of(ctx), a_op, CUBLAS_OP_N, gemm_int(size.m, op), gemm_int(size.n, op),
+                   gemm_int(size.k, op), &one, a.data, type, gemm_int(a.leading_dim, op),
+                   a.batch_stride, b.data, type, gemm_int(b.leading_dim, op), b.batch_stride, &zero,
+                   c.data, type, gemm_int(c.leading_dim, op), c.batch_stride, gemm_int(batch, op),
+                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               op);
+}
+
 // Blocks for an elementwise kernel over n elements.
 unsigned int elementwise_blocks(std::int64_t n) {
   return grid_stride_blocks(n, kElementwiseThreads);
@@ -187,37 +215,24 @@ unsigned int elementwise_blocks(std::int64_t n) {
 // N = kv_len. cuBLAS is column-major, where a row-major [R, C] matrix reads as its transpose
 // [C, R]; so it computes scores^T [N, M] = op(K) Q^T with op = transpose of the stored K^T.
 void qk_gemm(Context& ctx, const HeadLayout& l, const Tensor& q, const Tensor& k, Tensor& scores) {
-  const char* op = "attention qk_gemm";
   const std::int64_t rows = l.q_heads / l.kv_heads * l.q_len;  // queries of one kv head
   if (rows == 0 || l.kv_len == 0) return;
-  const cudaDataType_t type = data_type_of(q.dtype(), op);
-  const float one = 1.0f, zero = 0.0f;
-  check_cublas(
-      cublasGemmStridedBatchedEx(
-          cublas_of(ctx), CUBLAS_OP_T, CUBLAS_OP_N, gemm_int(l.kv_len, op), gemm_int(rows, op),
-          gemm_int(l.head_dim, op), &one, k.raw_data(), type, gemm_int(l.head_dim, op),
-          l.capacity * l.head_dim, q.raw_data(), type, gemm_int(l.head_dim, op), rows * l.head_dim,
-          &zero, scores.raw_data(), type, gemm_int(l.kv_len, op), rows * l.kv_len,
-          gemm_int(l.batch * l.kv_heads, op), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-      op);
+  batched_gemm(ctx, "attention qk_gemm", CUBLAS_OP_T, {l.kv_len, rows, l.head_dim},
+               {k.raw_data(), l.head_dim, l.capacity * l.head_dim},
+               {q.raw_data(), l.head_dim, rows * l.head_dim},
+               {scores.raw_data(), l.kv_len, rows * l.kv_len}, l.batch * l.kv_heads, q.dtype());
 }
 
 // Row-major per block: out [M, D] = P [M, N] V [N, D]; column-major: out^T [D, M] = V^T P^T,
 // where V^T and P^T are exactly how cuBLAS reads the stored V and P.
 void pv_gemm(Context& ctx, const HeadLayout& l, const Tensor& probs, const Tensor& v, Tensor& out) {
-  const char* op = "attention pv_gemm";
   const std::int64_t rows = l.q_heads / l.kv_heads * l.q_len;
   if (rows == 0 || l.head_dim == 0) return;
-  const cudaDataType_t type = data_type_of(probs.dtype(), op);
-  const float one = 1.0f, zero = 0.0f;
-  check_cublas(
-      cublasGemmStridedBatchedEx(
-          cublas_of(ctx), CUBLAS_OP_N, CUBLAS_OP_N, gemm_int(l.head_dim, op), gemm_int(rows, op),
-          gemm_int(l.kv_len, op), &one, v.raw_data(), type, gemm_int(l.head_dim, op),
-          l.capacity * l.head_dim, probs.raw_data(), type, gemm_int(l.kv_len, op), rows * l.kv_len,
-          &zero, out.raw_data(), type, gemm_int(l.head_dim, op), rows * l.head_dim,
-          gemm_int(l.batch * l.kv_heads, op), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-      op);
+  batched_gemm(ctx, "attention pv_gemm", CUBLAS_OP_N, {l.head_dim, rows, l.kv_len},
+               {v.raw_data(), l.head_dim, l.capacity * l.head_dim},
+               {probs.raw_data(), l.kv_len, rows * l.kv_len},
+               {out.raw_data(), l.head_dim, rows * l.head_dim}, l.batch * l.kv_heads,
+               probs.dtype());
 }
 
 void scale(Context& ctx, const Tensor& in, Tensor& out, float factor) {
@@ -231,15 +246,13 @@ void scale(Context& ctx, const Tensor& in, Tensor& out, float factor) {
   });
 }
 
+// A real copy, as an eager framework's clone of a contiguous tensor: one device-to-device
+// memcpy on the stream (PyTorch's traces show it as "Memcpy DtoD").
 void copy(Context& ctx, const Tensor& in, Tensor& out) {
-  const std::int64_t n = in.numel();
-  if (n == 0) return;
-  with_storage_type(in.dtype(), "attention copy", [&](auto tag) {
-    using T = decltype(tag);
-    copy_kernel<T><<<elementwise_blocks(n), kElementwiseThreads, 0, stream_of(ctx)>>>(
-        static_cast<const T*>(in.raw_data()), static_cast<T*>(out.raw_data()), n);
-    check_launch("attention copy_kernel");
-  });
+  if (in.nbytes() == 0) return;
+  gpu::check_cuda(cudaMemcpyAsync(out.raw_data(), in.raw_data(), in.nbytes(),
+                                  cudaMemcpyDeviceToDevice, stream_of(ctx)),
+                  "attention copy");
 }
 
 void causal_fill(Context& ctx, const HeadLayout& l, Tensor& scores, float value) {
