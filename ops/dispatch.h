@@ -1,16 +1,16 @@
 // Which implementation an op runs, and the checks every op makes before choosing it.
 //
-// Each public op (ops/gelu.h, ...) opens its profiler scope, checks shapes the same way on every
+// Each public op (ops/softmax.h, ...) opens its profiler scope, checks shapes the same way on every
 // device, then runs `cpu::op` or `cuda::op` for the device its tensors live on:
 //
-//   const Device device = common_device("gelu", {{x, "x"}, {out, "out"}});
-//   require_float(x, device, "gelu", "x");   // f32 on the cpu; f32, f16 or bf16 on cuda
+//   const Device device = common_device("softmax", {{x, "x"}, {out, "out"}});
+//   require_float(x, device, "softmax", "x");   // f32 on the cpu; f32, f16 or bf16 on cuda
 //   ...shape checks...
 //   if (device == Device::CUDA) {
-//     if constexpr (kCudaBuild) cuda::gelu(ctx, x, out);  // never referenced without CUDA
+//     if constexpr (kCudaBuild) cuda::softmax(ctx, x, out);  // never referenced without CUDA
 //     return;
 //   }
-//   cpu::gelu(ctx, x, out);
+//   cpu::softmax(ctx, x, out);
 //
 // A CPU-only build cannot make a CUDA tensor (only a CUDA Context allocates device memory), so
 // the empty branch it compiles is never taken.

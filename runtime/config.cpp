@@ -34,9 +34,9 @@ constexpr std::int64_t kMaxHeads = 1024;
 constexpr std::int64_t kMaxDFF = std::int64_t{1} << 18;
 constexpr std::uintmax_t kMaxConfigFileBytes = std::uintmax_t{16} << 20;
 
-// GPT-2's tanh approximation of GELU, under its two Hugging Face names. ("gelu", the exact erf
-// form, differs by up to ~1e-3 and is not implemented.)
-constexpr std::array<std::string_view, 2> kActivations = {"gelu_new", "gelu_pytorch_tanh"};
+// Activations of transformers' ACT2FN that carry learned parameters (stored in the checkpoint
+// as h.{i}.mlp.act.*): known names, refused with their own reason.
+constexpr std::array<std::string_view, 2> kLearnedActivations = {"prelu", "xielu"};
 
 // How a wrongly typed value is named in a message: "12.5", "a string", "null".
 std::string describe(const json& value) {
@@ -156,20 +156,25 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& la
   if (const std::optional<std::int64_t> eos = optional_integer(root, "eos_token_id", label)) {
     config.eos_token_id = *eos;
   }
-  // Variants of GPT-2's attention that attnscope does not implement: refuse rather than compute
-  // something else. (reorder_and_upcast_attn only changes rounding, and attnscope is f32.)
-  for (const auto& [key, supported] : {std::pair{"scale_attn_weights", true},
-                                       std::pair{"scale_attn_by_inverse_layer_idx", false}}) {
+  for (const auto& [key, destination] :
+       {std::pair{"scale_attn_weights", &config.scale_attn_weights},
+        std::pair{"scale_attn_by_inverse_layer_idx", &config.scale_attn_by_inverse_layer_idx}}) {
     const auto found = root.find(key);
     if (found == root.end()) continue;
     check(found->is_boolean(), label,
           std::string(key) + " must be true or false, found " + describe(*found));
-    check(found->get<bool>() == supported, label,
-          std::string(key) + " = " + found->dump() + " is not supported");
+    *destination = found->get<bool>();
   }
+  // reorder_and_upcast_attn only changes rounding, and attnscope computes attention in f32.
 
   validate_config(config, label);
   return config;
+}
+
+float ModelConfig::attention_scale(std::int64_t layer_index) const {
+  double scale = scale_attn_weights ? 1.0 / std::sqrt(static_cast<double>(head_dim())) : 1.0;
+  if (scale_attn_by_inverse_layer_idx) scale /= static_cast<double>(layer_index + 1);
+  return static_cast<float>(scale);
 }
 
 ModelConfig read_model_config(const std::string& path) {
@@ -211,18 +216,18 @@ void validate_config(const ModelConfig& config, const std::string& label) {
         label,
         "layer_norm_epsilon = " + format_double(config.layer_norm_epsilon) +
             " must be finite and in (0, 1)");
-  bool known_activation = false;
-  std::string valid_activations;
-  for (std::string_view activation : kActivations) {
-    known_activation = known_activation || config.activation == activation;
-    valid_activations += (valid_activations.empty() ? "" : ", ") + std::string(activation);
+  for (std::string_view learned : kLearnedActivations) {
+    check(config.activation != learned, label,
+          "activation_function " + json_quoted(config.activation) +
+              " is not supported (its learned parameters are not loaded)");
   }
-  check(known_activation, label,
+  std::string valid_activations;
+  for (const ActivationName& entry : kActivationNames) {
+    valid_activations += (valid_activations.empty() ? "" : ", ") + std::string(entry.name);
+  }
+  check(find_activation(config.activation).has_value(), label,
         "activation_function " + json_quoted(config.activation) +
             " is not supported (valid: " + valid_activations + ")");
-  check(0 <= config.eos_token_id && config.eos_token_id < config.vocab_size, label,
-        "eos_token_id = " + std::to_string(config.eos_token_id) +
-            " is outside [0, vocab_size = " + std::to_string(config.vocab_size) + ")");
 }
 
 }  // namespace attnscope

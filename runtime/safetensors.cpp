@@ -37,6 +37,7 @@
 #include <set>
 
 #include "runtime/error.h"
+#include "runtime/strict_json.h"
 
 namespace attnscope {
 namespace {
@@ -77,63 +78,12 @@ std::optional<std::uint64_t> known_dtype_size(std::string_view name) {
   return std::nullopt;
 }
 
-// 'name' in single quotes, with control characters written as \xNN so a message stays one line.
-std::string single_quoted(std::string_view text) {
-  std::string out = "'";
-  for (char c : text) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-      char escaped[5];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", static_cast<unsigned char>(c));
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
 std::string range_string(std::uint64_t begin, std::uint64_t end) {
   std::string range = "[";  // appended piece by piece: GCC 12 misreports "[" + std::string
   range += std::to_string(begin);
   range += ", ";
   range += std::to_string(end);
   return range + "]";
-}
-
-// The parser's message without its "[json.exception.parse_error.101] " prefix.
-std::string parser_message(const json::exception& error) {
-  const std::string_view what = error.what();
-  const std::size_t prefix_end = what.find("] ");
-  return std::string(prefix_end == std::string_view::npos ? what : what.substr(prefix_end + 2));
-}
-
-// Parses the header, refusing duplicate keys: nlohmann::json would silently keep the last one,
-// and a file whose two readers disagree on which duplicate wins is a classic attack.
-json parse_header_json(std::string_view text, const std::string& label) {
-  std::vector<std::set<std::string>> keys_of_open_objects;
-  const json::parser_callback_t reject_duplicate_keys = [&](int, json::parse_event_t event,
-                                                            json& parsed) {
-    if (event == json::parse_event_t::object_start) {
-      keys_of_open_objects.emplace_back();
-    } else if (event == json::parse_event_t::object_end) {
-      keys_of_open_objects.pop_back();
-    } else if (event == json::parse_event_t::key) {
-      const std::string& key = parsed.get_ref<const std::string&>();
-      check(keys_of_open_objects.back().insert(key).second, label,
-            "header: duplicate key " + single_quoted(key));
-    }
-    return true;
-  };
-  // nlohmann::json stops at a NUL byte as if the text ended there; refuse it instead of
-  // silently ignoring what follows.
-  const std::size_t nul = text.find('\0');
-  check(nul == std::string_view::npos, label,
-        "header is not valid JSON: NUL byte at header offset " + std::to_string(nul));
-  try {
-    return json::parse(text.begin(), text.end(), reject_duplicate_keys);
-  } catch (const json::exception& error) {  // a parse_error, or out_of_range for 1e999
-    throw Error(label, "header is not valid JSON: " + parser_message(error));
-  }
 }
 
 // A JSON integer >= 0, whether nlohmann stored it as signed or unsigned.
@@ -332,7 +282,7 @@ SafetensorsFile SafetensorsFile::parse(std::shared_ptr<const void> keep_alive,
 
   const std::string_view header_text(reinterpret_cast<const char*>(bytes + kLengthPrefixBytes),
                                      header_bytes);
-  const json header = parse_header_json(header_text, label);
+  const json header = parse_json_refusing_duplicates(header_text, label, "header");
   check(header.is_object(), label, "header is not a JSON object");
   for (const auto& item : header.items()) {
     if (item.key() == "__metadata__") {

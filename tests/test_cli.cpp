@@ -123,10 +123,24 @@ TEST_CASE("bad models and bad inputs exit with 1 and one line") {
   std::string long_prompt = "1";
   for (int i = 0; i < 64; ++i) long_prompt += ",1";
   check_one_line_error(run(tiny_a + " --prompt-ids " + long_prompt), 1, "context length");
-  check_one_line_error(run(tiny_a + " --prompt-ids 1,2 -n 63"), 1, "context length");
+  check_one_line_error(run(tiny_a + " --prompt-ids 1,2 -n 64"), 1,
+                       "2 prompt tokens + 64 new tokens need 65 positions, more than the context "
+                       "length of 64");
   check_one_line_error(run(tiny_a + " --prompt-ids 1,512"), 1, "vocabulary");
   check_one_line_error(run(tiny_a + " --prompt-ids 1,-2"), 1, "not a token id");
   check_one_line_error(run(tiny_a + " --prompt hello"), 1, "tokenizer");
+}
+
+TEST_CASE("generate needs P + N - 1 positions: the last new token is never fed back") {
+  const std::string tiny_a = "generate --model " + fixture("tiny-a");  // context 64
+  const Result two = run(tiny_a + " --prompt-ids 1,2 -n 63 --ignore-eos --json");
+  REQUIRE(two.exit_code == 0);
+  CHECK(nlohmann::json::parse(two.out)["generated_ids"].size() == 63);
+  std::string full_prompt = "1";
+  for (int i = 1; i < 64; ++i) full_prompt += ",1";
+  const Result full = run(tiny_a + " --prompt-ids " + full_prompt + " -n 1 --json");
+  REQUIRE(full.exit_code == 0);
+  CHECK(nlohmann::json::parse(full.out)["generated_ids"].size() == 1);
 }
 
 TEST_CASE("generate --json reproduces Hugging Face's greedy continuation with every backend") {

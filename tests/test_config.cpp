@@ -116,13 +116,37 @@ TEST_CASE("config: n_ctx stands in for n_positions, and n_positions wins when bo
   CHECK(parse_model_config(ConfigText().set("n_ctx", "48").json(), kLabel).context_length == 32);
 }
 
-TEST_CASE("config: the accepted activations are stored") {
-  for (const char* activation : {"gelu_new", "gelu_pytorch_tanh"}) {
+TEST_CASE("config: every activation name of transformers' ACT2FN without parameters is read") {
+  for (const ActivationName& entry : kActivationNames) {
     const ModelConfig config = parse_model_config(
-        ConfigText().set("activation_function", std::string("\"") + activation + "\"").json(),
+        ConfigText().set("activation_function", "\"" + std::string(entry.name) + "\"").json(),
         kLabel);
-    CHECK(config.activation == activation);
+    CHECK(config.activation == entry.name);
+    CHECK(config.mlp_activation() == entry.activation);
   }
+  CHECK(find_activation("gelu") == Activation::GeluExact);
+  CHECK(find_activation("swish") == Activation::Silu);
+  CHECK(find_activation("gelu_fast") == Activation::GeluTanh);
+}
+
+TEST_CASE("config: the attention scale follows scale_attn_weights and the layer index") {
+  const ModelConfig plain = parse_model_config(ConfigText().json(), kLabel);  // D = 16 / 4
+  CHECK(plain.attention_scale(0) == 0.5f);
+  CHECK(plain.attention_scale(3) == 0.5f);
+  const ModelConfig unscaled =
+      parse_model_config(ConfigText().set("scale_attn_weights", "false").json(), kLabel);
+  CHECK(unscaled.attention_scale(0) == 1.0f);
+  const ModelConfig by_layer = parse_model_config(
+      ConfigText().set("scale_attn_by_inverse_layer_idx", "true").json(), kLabel);
+  CHECK(by_layer.attention_scale(0) == 0.5f);
+  CHECK(by_layer.attention_scale(1) == 0.25f);
+  CHECK(by_layer.attention_scale(3) == 0.125f);
+  const ModelConfig both = parse_model_config(ConfigText()
+                                                  .set("scale_attn_weights", "false")
+                                                  .set("scale_attn_by_inverse_layer_idx", "true")
+                                                  .json(),
+                                              kLabel);
+  CHECK(both.attention_scale(1) == 0.5f);
 }
 
 TEST_CASE("config: other optional values are read") {
@@ -244,33 +268,38 @@ TEST_CASE("config: layer_norm_epsilon must be finite and in (0, 1)") {
 }
 
 TEST_CASE("config: activation_function and model_type must be ones attnscope implements") {
-  CHECK(config_failure(ConfigText().set("activation_function", "\"relu\"")) ==
-        "config.json: activation_function \"relu\" is not supported (valid: gelu_new, "
-        "gelu_pytorch_tanh)");
+  const std::string valid =
+      "(valid: gelu_new, gelu_pytorch_tanh, gelu_fast, gelu_accurate, gelu, "
+      "gelu_python, gelu_10, quick_gelu, laplace, relu, relu2, relu6, "
+      "leaky_relu, silu, swish, mish, sigmoid, tanh, linear)";
   CHECK(config_failure(ConfigText().set("activation_function", "\"gelu\\nnew\"")) ==
-        "config.json: activation_function \"gelu\\nnew\" is not supported (valid: gelu_new, "
-        "gelu_pytorch_tanh)");
-  CHECK(config_failure(ConfigText().set("activation_function", "\"gelu\"")) ==
-        "config.json: activation_function \"gelu\" is not supported (valid: gelu_new, "
-        "gelu_pytorch_tanh)");
-  CHECK(config_failure(ConfigText().set("scale_attn_by_inverse_layer_idx", "true")) ==
-        "config.json: scale_attn_by_inverse_layer_idx = true is not supported");
-  CHECK(config_failure(ConfigText().set("scale_attn_weights", "false")) ==
-        "config.json: scale_attn_weights = false is not supported");
+        "config.json: activation_function \"gelu\\nnew\" is not supported " + valid);
+  CHECK(config_failure(ConfigText().set("activation_function", "\"Relu\"")) ==
+        "config.json: activation_function \"Relu\" is not supported " + valid);
+  CHECK(config_failure(ConfigText().set("activation_function", "\"prelu\"")) ==
+        "config.json: activation_function \"prelu\" is not supported (its learned parameters "
+        "are not loaded)");
   CHECK(config_failure(ConfigText().set("scale_attn_weights", "1")) ==
         "config.json: scale_attn_weights must be true or false, found 1");
+  CHECK(config_failure(ConfigText().set("scale_attn_by_inverse_layer_idx", "null")) ==
+        "config.json: scale_attn_by_inverse_layer_idx must be true or false, found null");
   CHECK(config_failure(ConfigText().set("model_type", "\"llama\"")) ==
         "config.json: model_type \"llama\" is not supported (only \"gpt2\")");
 }
 
-TEST_CASE("config: eos_token_id must be a token of the vocabulary") {
-  CHECK(config_failure(ConfigText().set("eos_token_id", "100")) ==
-        "config.json: eos_token_id = 100 is outside [0, vocab_size = 100)");
-  CHECK(config_failure(ConfigText().set("eos_token_id", "-1")) ==
-        "config.json: eos_token_id = -1 is outside [0, vocab_size = 100)");
-  // The default, 50256, needs GPT-2's vocabulary.
-  CHECK(config_failure(ConfigText().erase("eos_token_id")) ==
-        "config.json: eos_token_id = 50256 is outside [0, vocab_size = 100)");
+TEST_CASE("config: an eos_token_id outside the vocabulary is kept, as transformers keeps it") {
+  for (const char* eos : {"100", "-1"}) {
+    const ModelConfig config =
+        parse_model_config(ConfigText().set("eos_token_id", eos).json(), kLabel);
+    CHECK_FALSE(config.eos_in_vocabulary());
+  }
+  // The default, 50256, is GPT-2's <|endoftext|>: outside a small vocabulary.
+  const ModelConfig fallback =
+      parse_model_config(ConfigText().erase("eos_token_id").json(), kLabel);
+  CHECK(fallback.eos_token_id == 50256);
+  CHECK_FALSE(fallback.eos_in_vocabulary());
+  CHECK(parse_model_config(ConfigText().set("eos_token_id", "99").json(), kLabel)
+            .eos_in_vocabulary());
 }
 
 TEST_CASE("config: read_model_config reads a file and names it in errors") {
@@ -312,9 +341,9 @@ TEST_CASE("config: validate_config checks configs built in code") {
   CHECK_THROWS_WITH_AS(validate_config(config, "synthetic"),
                        "synthetic: n_kv_heads = 1 must equal n_head = 2 for GPT-2", Error);
   config.n_kv_heads = 2;
-  config.activation = "swish";
+  config.activation = "swiglu";
   CHECK_THROWS_WITH_AS(validate_config(config, "synthetic"),
-                       doctest::Contains("activation_function \"swish\" is not supported"), Error);
+                       doctest::Contains("activation_function \"swiglu\" is not supported"), Error);
   config.activation = "gelu_pytorch_tanh";
   config.d_ff = 0;
   CHECK_THROWS_WITH_AS(validate_config(config, "synthetic"),

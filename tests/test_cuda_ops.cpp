@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "ops/activation.h"
 #include "ops/cast.h"
 #include "ops/embedding.h"
-#include "ops/gelu.h"
 #include "ops/heads.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
@@ -114,7 +114,8 @@ TEST_CASE("cpu work never needs a gpu; a cuda context without one says --device 
   Tensor narrow = Tensor::empty({3, 5}, DType::BF16, cpu.allocator());
   ops::cast(cpu, a, narrow);
   CHECK(narrow.data<std::uint16_t>()[2] == f32_to_bf16(a.data<float>()[2]));
-  CHECK_THROWS_WITH_AS(ops::gelu(cpu, narrow, narrow), doctest::Contains("must be f32"), Error);
+  CHECK_THROWS_WITH_AS(ops::activation(cpu, Activation::GeluTanh, narrow, narrow),
+                       doctest::Contains("must be f32"), Error);
 
   if (gpu::unavailable_reason().empty()) {
     MESSAGE("a GPU is present: the no-GPU error of Context(Device::CUDA) is not exercised");
@@ -222,7 +223,7 @@ TEST_CASE("cuda layer_norm matches the cpu op, with a large mean and in place") 
   }
 }
 
-TEST_CASE("cuda gelu and cast match the cpu ops, also in place") {
+TEST_CASE("cuda activations and cast match the cpu ops, also in place") {
   if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
@@ -235,17 +236,20 @@ TEST_CASE("cuda gelu and cast match the cpu ops, also in place") {
       CAPTURE(dtype_name(dtype));
       CAPTURE(n);
       const Tensor x = rounded(cpu, random_tensor({n}, rng, cpu.allocator(), 4.0f), dtype);
+      for (const ActivationName& entry : kActivationNames) {
+        CAPTURE(entry.name);
+        Tensor expected = Tensor::empty({n}, DType::F32, cpu.allocator());
+        ops::activation(cpu, entry.activation, x, expected);
+        Tensor out = poisoned(gpu, {n}, dtype);
+        ops::activation(gpu, entry.activation, upload(gpu, x, dtype), out);
+        CHECK(worst_error(download(gpu, out), testing::to_double(expected), 1.0) <=
+              tolerance(dtype));
 
-      Tensor expected = Tensor::empty({n}, DType::F32, cpu.allocator());
-      ops::gelu(cpu, x, expected);
-      Tensor out = poisoned(gpu, {n}, dtype);
-      ops::gelu(gpu, upload(gpu, x, dtype), out);
-      CHECK(worst_error(download(gpu, out), testing::to_double(expected), 1.0) <= tolerance(dtype));
-
-      Tensor in_place = upload(gpu, x, dtype);
-      ops::gelu(gpu, in_place, in_place);
-      CHECK(worst_error(download(gpu, in_place), testing::to_double(expected), 1.0) <=
-            tolerance(dtype));
+        Tensor in_place = upload(gpu, x, dtype);
+        ops::activation(gpu, entry.activation, in_place, in_place);
+        CHECK(worst_error(download(gpu, in_place), testing::to_double(expected), 1.0) <=
+              tolerance(dtype));
+      }
     }
   }
 
@@ -691,13 +695,14 @@ TEST_CASE("ops refuse tensors spread over two devices") {
   Context cpu(1);
   Tensor host = Tensor::zeros({2, 3}, DType::F32, cpu.allocator());
   Tensor device = zeros_on(gpu, {2, 3}, DType::F32);
-  CHECK_THROWS_WITH_AS(ops::gelu(gpu, host, device), doctest::Contains("one device"), Error);
+  CHECK_THROWS_WITH_AS(ops::activation(gpu, Activation::GeluTanh, host, device),
+                       doctest::Contains("one device"), Error);
   CHECK_THROWS_WITH_AS(ops::linear(gpu, device, host, Tensor(), device),
                        doctest::Contains("one device"), Error);
   Tensor ids = Tensor::empty({2}, DType::I32, cpu.allocator());
   CHECK_THROWS_WITH_AS(ops::sample_tokens(gpu, device, SamplingOptions{}, 0, ids),
                        doctest::Contains("one device"), Error);
   Tensor device_half = zeros_on(gpu, {2, 3}, DType::F16);
-  CHECK_THROWS_WITH_AS(ops::gelu(gpu, device_half, device), doctest::Contains("must be f16"),
-                       Error);
+  CHECK_THROWS_WITH_AS(ops::activation(gpu, Activation::GeluTanh, device_half, device),
+                       doctest::Contains("must be f16"), Error);
 }

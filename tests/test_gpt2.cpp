@@ -222,4 +222,54 @@ TEST_CASE("the loader refuses pickles, missing files, and checkpoints that do no
   CHECK(rewrite("", "", "transformer.h.0.attn.rotary").find("unexpected tensor") !=
         std::string::npos);
   CHECK(rewrite("", "", "") == "loaded");
+
+  testing::TempDir empty;
+  CHECK_THROWS_WITH_AS(gpt2::Model::open(empty.path().string(), ctx),
+                       doctest::Contains("no model.safetensors (or model.safetensors.index.json)"),
+                       Error);
+}
+
+TEST_CASE("a checkpoint split into shards loads as the single file does") {
+  Context ctx(1);
+  const std::string source = hf_fixture_dir("tiny-a");
+  const SafetensorsFile original = SafetensorsFile::open(source + "/model.safetensors");
+  // Each tensor goes to the shard of its position modulo 3; the index lists them.
+  testing::TempDir dir;
+  testing::SafetensorsWriter shards[3];
+  nlohmann::json weight_map = nlohmann::json::object();
+  for (std::size_t i = 0; i < original.entries().size(); ++i) {
+    const SafetensorsEntry& e = original.entries()[i];
+    const Tensor t = original.tensor(e.name);
+    shards[i % 3].add(e.name, e.dtype, e.shape,
+                      std::string(static_cast<const char*>(t.raw_data()), t.nbytes()));
+    weight_map[e.name] = "part-" + std::to_string(i % 3) + ".safetensors";
+  }
+  for (int s = 0; s < 3; ++s) {
+    testing::write_file((dir.path() / ("part-" + std::to_string(s) + ".safetensors")).string(),
+                        shards[s].serialize());
+  }
+  testing::write_file(
+      (dir.path() / "model.safetensors.index.json").string(),
+      nlohmann::json{{"metadata", nlohmann::json::object()}, {"weight_map", weight_map}}.dump());
+  fs::copy_file(source + "/config.json", dir.path() / "config.json");
+
+  const gpt2::Model single = gpt2::Model::open(source, ctx);
+  const gpt2::Model sharded = gpt2::Model::open(dir.path().string(), ctx);
+  CHECK(sharded.stored_tensors().size() == single.stored_tensors().size());
+  const std::vector<std::int32_t> ids = {3, 1, 4, 1, 5, 9};
+  KVCache a = single.new_cache(ctx, 1, 6);
+  KVCache b = sharded.new_cache(ctx, 1, 6);
+  const Tensor expected = single.forward(ctx, ids, 1, a);
+  const Tensor actual = sharded.forward(ctx, ids, 1, b);
+  CHECK(std::equal(expected.data<float>(), expected.data<float>() + expected.numel(),
+                   actual.data<float>()));
+
+  // A tensor of a shape the config does not expect is refused, naming the index.
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(source + "/config.json"));
+  config["n_inner"] = 128;
+  testing::write_file((dir.path() / "config.json").string(), config.dump());
+  CHECK_THROWS_WITH_AS(gpt2::Model::open(dir.path().string(), ctx),
+                       doctest::Contains("model.safetensors.index.json: tensor "
+                                         "'transformer.h.0.mlp.c_fc."),
+                       Error);
 }

@@ -6,10 +6,10 @@
 #include <numeric>
 #include <random>
 
+#include "ops/activation.h"
 #include "ops/attention/registry.h"
 #include "ops/cast.h"
 #include "ops/embedding.h"
-#include "ops/gelu.h"
 #include "ops/heads.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
@@ -84,17 +84,85 @@ TEST_CASE("layer_norm matches the float64 definition, also in place") {
   CHECK(max_relative_error(x, expected, 1.0) < 1e-4);
 }
 
-TEST_CASE("gelu is GPT-2's tanh form") {
+namespace {
+
+// Each activation of ops/activation.h in float64, written from its formula.
+double reference_activation(Activation function, double x) {
+  const double sigmoid = 1 / (1 + std::exp(-x));
+  const double gelu_exact = 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+  switch (function) {
+    case Activation::GeluTanh:
+      return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    case Activation::GeluExact:
+      return gelu_exact;
+    case Activation::GeluClipped:
+      return std::clamp(gelu_exact, -10.0, 10.0);
+    case Activation::QuickGelu:
+      return x / (1 + std::exp(-1.702 * x));
+    case Activation::Laplace:
+      return 0.5 * x * (1 + std::erf((x - 0.707107) / (0.282095 * std::sqrt(2.0))));
+    case Activation::Relu:
+      return std::max(x, 0.0);
+    case Activation::Relu2:
+      return std::max(x, 0.0) * std::max(x, 0.0);
+    case Activation::Relu6:
+      return std::clamp(x, 0.0, 6.0);
+    case Activation::LeakyRelu:
+      return x >= 0 ? x : 0.01 * x;
+    case Activation::Silu:
+      return x * sigmoid;
+    case Activation::Mish:
+      return x * std::tanh(std::log1p(std::exp(x)));
+    case Activation::Sigmoid:
+      return sigmoid;
+    case Activation::Tanh:
+      return std::tanh(x);
+    case Activation::Identity:
+      return x;
+  }
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("every activation matches its float64 formula, also in place") {
   Context ctx(2);
   std::mt19937 rng(3);
   Tensor x = random_tensor({1000}, rng, ctx.allocator(), 4.0f);
-  std::vector<double> expected;
-  for (double v : testing::to_double(x)) {
-    expected.push_back(0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))));
+  // Points where the pieces meet or saturate: relu6's 6, gelu_10's clip, exp's overflow.
+  const float edges[] = {0.0f, 6.0f, 7.5f, -12.0f, 12.0f, 95.0f, -95.0f};
+  std::copy(std::begin(edges), std::end(edges), x.data<float>());
+  for (const ActivationName& entry : kActivationNames) {
+    CAPTURE(entry.name);
+    std::vector<double> expected;
+    for (double v : testing::to_double(x))
+      expected.push_back(reference_activation(entry.activation, v));
+    Tensor y = Tensor::empty({1000}, DType::F32, ctx.allocator());
+    ops::activation(ctx, entry.activation, x, y);
+    CHECK(max_relative_error(y, expected, 1e-2) < 1e-5);
+    Tensor in_place = x.to_dtype(DType::F32, ctx.allocator());
+    ops::activation(ctx, entry.activation, in_place, in_place);
+    CHECK(max_relative_error(in_place, expected, 1e-2) < 1e-5);
   }
-  Tensor y = Tensor::empty({1000}, DType::F32, ctx.allocator());
-  ops::gelu(ctx, x, y);
-  CHECK(max_relative_error(y, expected, 1e-2) < 1e-5);
+}
+
+TEST_CASE("exact gelu is the erf form, not the tanh form, where the two differ in float32") {
+  Context ctx(1);
+  // Near |x| = 2 the tanh form is off by ~2e-4, thousands of float32 ulps.
+  Tensor x = Tensor::empty({41}, DType::F32, ctx.allocator());
+  for (int i = 0; i < 41; ++i) x.data<float>()[i] = -4.0f + 0.2f * static_cast<float>(i);
+  Tensor exact = Tensor::empty({41}, DType::F32, ctx.allocator());
+  Tensor tanh_form = Tensor::empty({41}, DType::F32, ctx.allocator());
+  ops::activation(ctx, Activation::GeluExact, x, exact);
+  ops::activation(ctx, Activation::GeluTanh, x, tanh_form);
+  double largest_gap = 0;
+  for (int i = 0; i < 41; ++i) {
+    const double v = x.data<float>()[i];
+    const double erf_form = reference_activation(Activation::GeluExact, v);
+    CHECK(std::fabs(exact.data<float>()[i] - erf_form) < 1e-6);
+    largest_gap = std::max(largest_gap, std::fabs(tanh_form.data<float>()[i] - erf_form));
+  }
+  CHECK(largest_gap > 1e-4);
 }
 
 TEST_CASE("softmax rows sum to one, masked entries get zero, huge logits do not overflow") {
@@ -178,7 +246,8 @@ TEST_CASE("ops refuse mismatched shapes and dtypes") {
   Tensor b = Tensor::zeros({3, 2}, DType::F32, ctx.allocator());
   Tensor half = Tensor::zeros({2, 3}, DType::F16, ctx.allocator());
   CHECK_THROWS_AS(ops::linear_residual(ctx, a, b, Tensor(), b), Error);  // residual [2, 2]
-  CHECK_THROWS_WITH_AS(ops::gelu(ctx, half, half), doctest::Contains("must be f32"), Error);
+  CHECK_THROWS_WITH_AS(ops::activation(ctx, Activation::GeluTanh, half, half),
+                       doctest::Contains("must be f32"), Error);
   CHECK_THROWS_AS(ops::linear(ctx, a, a, Tensor(), a), Error);
 }
 

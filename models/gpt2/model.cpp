@@ -3,11 +3,10 @@
 #include "models/gpt2/model.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "models/gpt2/tensor_map.h"
+#include "ops/activation.h"
 #include "ops/embedding.h"
-#include "ops/gelu.h"
 #include "ops/heads.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
@@ -135,7 +134,7 @@ void Model::attention_block(Context& ctx, const LayerWeights& layer, std::int64_
   call.k = cache.keys(layer_index);
   call.v = cache.values(layer_index);
   call.kv_len = cache.length() + tokens;
-  call.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  call.scale = config_.attention_scale(layer_index);
   ops::split_qkv(ctx, qkv.reshape({batch, tokens, 3 * width}), call.q, call.k, call.v,
                  cache.length());
   call.out = Tensor::empty(call.q.shape(), dtype_, allocator);
@@ -161,7 +160,7 @@ void Model::mlp_block(Context& ctx, const LayerWeights& layer, Tensor& hidden) c
                   static_cast<float>(config_.layer_norm_epsilon), normed);
   Tensor up = Tensor::empty({rows, config_.d_ff}, dtype_, allocator);
   ops::linear(ctx, normed, layer.mlp_up_weight, layer.mlp_up_bias, up);
-  ops::gelu(ctx, up, up);
+  ops::activation(ctx, config_.mlp_activation(), up, up);
   ops::linear_residual(ctx, up, layer.mlp_down_weight, layer.mlp_down_bias, hidden);
 }
 

@@ -3,8 +3,10 @@
 // For tokens x_1..x_T at positions p_1..p_T (after the cache's length):
 //   h = wte[x] + wpe[p]
 //   for each of L layers (pre-norm blocks):
-//     h = h + W_o · attention(LN_1(h))              causal, H heads of width D = C / H
-//     h = h + W_down · gelu(W_up · LN_2(h))         F = 4 C hidden units
+//     h = h + W_o · attention(LN_1(h))              causal, H heads of width D = C / H, scores
+//                                                   scaled by 1 / sqrt(D) (config: per layer)
+//     h = h + W_down · act(W_up · LN_2(h))          F = 4 C hidden units, act = gelu_new
+//                                                   (config: any of ops/activation.h)
 //   logits = LN_f(h) · wte^T                        the LM head is tied to the embedding
 //
 // Cost per token: about 2 (12 L C^2 + V C) FLOPs in the projections (0.25 GFLOP for the 124M

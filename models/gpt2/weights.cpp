@@ -1,5 +1,6 @@
 // Loading GPT-2's weights: finding the checkpoint (or making synthetic weights), reading a Hugging
-// Face safetensors file into attnscope's layout, and placing the weights on the device.
+// Face safetensors file (or the shards of a sharded one) into attnscope's layout, and placing the
+// weights on the device.
 //
 // Cost of reading: one pass over the file's bytes (memory-mapped, so the OS pages them in), writing
 // an f32 copy in attnscope's layout: 4 bytes per parameter of resident memory whatever the stored
@@ -44,24 +45,27 @@ Tensor to_f32(const Tensor& src, bool transpose, Allocator& allocator, int threa
 
 constexpr std::string_view kSyntheticPrefix = "synthetic:";
 
-// The checkpoint file inside `spec` (a directory, or the .safetensors file itself).
+// The checkpoint file inside `spec` (a directory, the .safetensors file itself, or a sharded
+// checkpoint's .index.json). A directory's model.safetensors wins over an index beside it.
 std::filesystem::path find_checkpoint(const std::filesystem::path& spec) {
   namespace fs = std::filesystem;
   check(fs::exists(spec), spec.string(), "no such file or directory");
-  const fs::path file = fs::is_directory(spec) ? spec / "model.safetensors" : spec;
   const std::string pickle_help =
       ": pickle checkpoints (pytorch_model.bin) are refused because loading them can run "
       "arbitrary code; convert it to model.safetensors with python: "
       "transformers.GPT2LMHeadModel.from_pretrained(DIR)"
       ".save_pretrained(DIR, safe_serialization=True)";
-  if (file.extension() == ".bin") throw Error(file.string() + pickle_help);
-  if (!fs::exists(file)) {
-    if (fs::exists(spec / "pytorch_model.bin")) {
-      throw Error((spec / "pytorch_model.bin").string() + pickle_help);
-    }
-    throw Error(spec.string(), "no model.safetensors here");
+  if (!fs::is_directory(spec)) {
+    if (spec.extension() == ".bin") throw Error(spec.string() + pickle_help);
+    return spec;
   }
-  return file;
+  for (const char* name : {"model.safetensors", "model.safetensors.index.json"}) {
+    if (fs::exists(spec / name)) return spec / name;
+  }
+  for (const char* name : {"pytorch_model.bin", "pytorch_model.bin.index.json"}) {
+    if (fs::exists(spec / name)) throw Error((spec / name).string() + pickle_help);
+  }
+  throw Error(spec.string(), "no model.safetensors (or model.safetensors.index.json) here");
 }
 
 // Converts every weight to `dtype` on the host, then copies it to ctx's device. The tied LM head
@@ -100,7 +104,7 @@ Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t 
   } else {
     const std::filesystem::path checkpoint_file = find_checkpoint(spec);
     checkpoint.config = read_model_config((checkpoint_file.parent_path() / "config.json").string());
-    const SafetensorsFile file = SafetensorsFile::open(checkpoint_file.string());
+    const SafetensorsCheckpoint file = SafetensorsCheckpoint::open(checkpoint_file.string());
     checkpoint.weights = load_weights(file, checkpoint.config, staging, ctx.threads());
     for (const SafetensorsEntry& e : file.entries()) {
       checkpoint.stored.push_back({e.name, e.dtype, e.shape, e.end - e.begin});
@@ -112,8 +116,8 @@ Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t 
   return checkpoint;
 }
 
-Weights load_weights(const SafetensorsFile& file, const ModelConfig& config, Allocator& allocator,
-                     int threads) {
+Weights load_weights(const SafetensorsCheckpoint& file, const ModelConfig& config,
+                     Allocator& allocator, int threads) {
   Weights weights;
   const std::vector<TensorSlot> slots = tensor_slots(config, weights);
   bool prefixed = false;

@@ -14,7 +14,7 @@
 #include "runtime/allocator.h"
 #include "runtime/config.h"
 #include "runtime/context.h"
-#include "runtime/safetensors.h"
+#include "runtime/safetensors_index.h"
 #include "runtime/tensor.h"
 
 namespace attnscope::gpt2 {
@@ -53,19 +53,21 @@ struct Checkpoint {
 };
 
 // `spec` is "synthetic:NAME" (seeded random weights of a known shape) or a directory holding
-// config.json and model.safetensors (or that .safetensors file itself). A directory with only
+// config.json and model.safetensors, or a sharded model.safetensors.index.json with its shards
+// (or that .safetensors or .index.json file itself). A directory with only
 // pytorch_model.bin is refused with instructions to convert it. The weights are read in f32 on
 // the host, then converted to `dtype` and copied to ctx's device (f16/bf16 only on a GPU: the CPU
 // ops compute in f32); the tied LM head stays one tensor. Throws Error on any problem.
 Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t synthetic_seed,
                            DType dtype);
 
-// Reads the weights of `config` from a safetensors file in Hugging Face's layout: keys with or
+// Reads the weights of `config` from a safetensors checkpoint (one file or its shards) in Hugging
+// Face's layout: keys with or
 // without the "transformer." prefix, an optional lm_head.weight (tied to wte when absent), the
 // legacy attn.bias / attn.masked_bias buffers ignored. Throws Error for a missing tensor, a wrong
 // shape, an unsupported dtype or an unexpected key.
-Weights load_weights(const SafetensorsFile& file, const ModelConfig& config, Allocator& allocator,
-                     int threads);
+Weights load_weights(const SafetensorsCheckpoint& file, const ModelConfig& config,
+                     Allocator& allocator, int threads);
 
 // The configs of the synthetic models: "gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl" (the real
 // shapes) and "tiny" (GPT-2's vocabulary, 2 layers of width 64, context 128: for fast tests).

@@ -162,8 +162,10 @@ void run_model_test(Context& ctx, gpt2::Model& model, gpt2::StepRunner& runner,
     samples.seconds.push_back(seconds_since(start));
   } else {
     const std::vector<std::int32_t> context = random_ids(test.batch * test.depth, config, rng);
+    // Decoding from no context starts at end-of-text, as generate's empty prompt does.
+    const std::int64_t first_token = config.eos_in_vocabulary() ? config.eos_token_id : 0;
     std::vector<std::int32_t> next(static_cast<std::size_t>(test.batch),
-                                   static_cast<std::int32_t>(config.eos_token_id));
+                                   static_cast<std::int32_t>(first_token));
     KVCache cache = model.new_cache(ctx, test.batch, test.depth + test.gen);
     const auto start = std::chrono::steady_clock::now();
     if (test.depth > 0) {

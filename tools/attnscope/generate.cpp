@@ -1,5 +1,6 @@
 // `attnscope generate`: prefill a prompt, then decode token by token with the KV cache,
 // streaming text to stdout and timings to stderr (or one JSON object with --json).
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -52,19 +53,28 @@ int run_generate(const GenerateFlags& flags) {
           "--prompt-ids");
     prompt = tokenizer->encode(flags.prompt);
   }
-  if (prompt.empty()) prompt.push_back(static_cast<std::int32_t>(config.eos_token_id));
+  if (prompt.empty()) {
+    check(config.eos_in_vocabulary(), "prompt",
+          "an empty prompt starts from eos_token_id = " + std::to_string(config.eos_token_id) +
+              ", which is outside the vocabulary: pass --prompt or --prompt-ids");
+    prompt.push_back(static_cast<std::int32_t>(config.eos_token_id));
+  }
   for (std::int32_t id : prompt) {
     check(id < config.vocab_size, "prompt",
           "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
               std::to_string(config.vocab_size) + ")");
   }
   const auto prompt_length = static_cast<std::int64_t>(prompt.size());
-  check(prompt_length + flags.max_new_tokens <= config.context_length, "prompt",
+  // The last new token is never fed back, so the cache holds the prompt and all but one of them.
+  const std::int64_t positions =
+      prompt_length + std::max<std::int64_t>(flags.max_new_tokens - 1, 0);
+  check(positions <= config.context_length, "prompt",
         std::to_string(prompt_length) + " prompt tokens + " + std::to_string(flags.max_new_tokens) +
-            " new tokens exceed the context length of " + std::to_string(config.context_length) +
+            " new tokens need " + std::to_string(positions) +
+            " positions, more than the context length of " + std::to_string(config.context_length) +
             " (shorten the prompt or lower --max-new-tokens)");
 
-  KVCache cache = model.new_cache(ctx, 1, prompt_length + flags.max_new_tokens);
+  KVCache cache = model.new_cache(ctx, 1, positions);
   Utf8Stream stream;
   const bool stream_text = !flags.json && tokenizer.has_value();
   std::vector<std::int32_t> generated;

@@ -15,6 +15,12 @@ gpt2::Model load_model(const std::string& spec, Context& ctx, DType dtype) {
   std::cerr << "attnscope: loaded " << spec << " ("
             << static_cast<double>(model.parameter_count()) / 1e6 << "M parameters) in " << took
             << " s\n";
+  const ModelConfig& config = model.config();
+  if (!config.eos_in_vocabulary()) {
+    std::cerr << "attnscope: warning: eos_token_id = " << config.eos_token_id
+              << " is outside the vocabulary [0, " << config.vocab_size
+              << "): generation will not stop at an end-of-text token\n";
+  }
   return model;
 }
 
