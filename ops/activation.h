@@ -5,13 +5,15 @@
 //   GeluExact    0.5 x (1 + erf(x / sqrt(2)))                        = x Phi(x)
 //   GeluClipped  min(max(GeluExact(x), -10), 10)                     ("gelu_10")
 //   QuickGelu    x sigmoid(1.702 x)
-//   Laplace      0.5 x (1 + erf((x - mu) / (sigma sqrt(2))))         mu 0.707107, sigma 0.282095
+//   Laplace      0.5 (1 + erf((x - mu) / (sigma sqrt(2))))           mu 0.707107, sigma 0.282095
 //   Relu         max(x, 0)
 //   Relu2        max(x, 0)^2
 //   Relu6        min(max(x, 0), 6)
 //   LeakyRelu    x if x >= 0, else 0.01 x
+//   HardSwish    x min(max(x + 3, 0), 6) / 6
 //   Silu         x sigmoid(x)                                        ("silu", "swish")
-//   Mish         x tanh(log(1 + e^x))
+//   Mish         x tanh(softplus(x))                                 softplus(x) = log(1 + e^x)
+//   SqrtSoftplus sqrt(softplus(x))                                   (= x beyond x = 20, as torch)
 //   Sigmoid      1 / (1 + e^-x)
 //   Tanh         tanh(x)
 //   Identity     x                                                   ("linear")

@@ -17,6 +17,9 @@ namespace attnscope::ops {
 
 ATTNSCOPE_HOST_DEVICE inline float sigmoid_f32(float x) { return 1.0f / (1.0f + expf(-x)); }
 
+// log(1 + e^x), and x itself beyond 20 where the two agree in f32 (torch's threshold).
+ATTNSCOPE_HOST_DEVICE inline float softplus_f32(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+
 ATTNSCOPE_HOST_DEVICE inline float gelu_exact_f32(float x) {
   constexpr float kInverseSqrt2 = 0.70710678118654752f;
   return 0.5f * x * (1.0f + erff(x * kInverseSqrt2));
@@ -37,7 +40,7 @@ ATTNSCOPE_HOST_DEVICE inline float activate(Activation function, float x) {
     case Activation::Laplace: {
       constexpr float kMu = 0.707107f;
       constexpr float kSigmaSqrt2 = 0.282095f * 1.41421356237309505f;
-      return 0.5f * x * (1.0f + erff((x - kMu) / kSigmaSqrt2));
+      return 0.5f * (1.0f + erff((x - kMu) / kSigmaSqrt2));
     }
     case Activation::Relu:
       return fmaxf(x, 0.0f);
@@ -49,10 +52,14 @@ ATTNSCOPE_HOST_DEVICE inline float activate(Activation function, float x) {
       return fminf(fmaxf(x, 0.0f), 6.0f);
     case Activation::LeakyRelu:
       return x >= 0.0f ? x : 0.01f * x;
+    case Activation::HardSwish:
+      return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f;
     case Activation::Silu:
       return x * sigmoid_f32(x);
     case Activation::Mish:
-      return x * tanhf(log1pf(expf(x)));
+      return x * tanhf(softplus_f32(x));
+    case Activation::SqrtSoftplus:
+      return sqrtf(softplus_f32(x));
     case Activation::Sigmoid:
       return sigmoid_f32(x);
     case Activation::Tanh:

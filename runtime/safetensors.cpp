@@ -297,12 +297,17 @@ SafetensorsFile SafetensorsFile::parse(std::shared_ptr<const void> keep_alive,
   return file;
 }
 
-const SafetensorsEntry* SafetensorsFile::find(std::string_view name) const {
+const SafetensorsEntry* find_entry(const std::vector<SafetensorsEntry>& entries,
+                                   std::string_view name) {
   const auto found = std::lower_bound(
-      entries_.begin(), entries_.end(), name,
+      entries.begin(), entries.end(), name,
       [](const SafetensorsEntry& entry, std::string_view key) { return entry.name < key; });
-  if (found == entries_.end() || found->name != name) return nullptr;
+  if (found == entries.end() || found->name != name) return nullptr;
   return &*found;
+}
+
+const SafetensorsEntry* SafetensorsFile::find(std::string_view name) const {
+  return find_entry(entries_, name);
 }
 
 Tensor SafetensorsFile::tensor(std::string_view name) const {

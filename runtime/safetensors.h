@@ -31,6 +31,10 @@ struct SafetensorsEntry {
   std::uint64_t end = 0;
 };
 
+// The entry named `name` in `entries` sorted by name (binary search), or nullptr.
+const SafetensorsEntry* find_entry(const std::vector<SafetensorsEntry>& entries,
+                                   std::string_view name);
+
 class SafetensorsFile {
  public:
   // Maps and validates `path`; throws Error naming the file and the problem.

@@ -127,11 +127,7 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open_index(std::string_view index_t
 }
 
 const SafetensorsEntry* SafetensorsCheckpoint::find(std::string_view name) const {
-  const auto found = std::lower_bound(
-      entries_.begin(), entries_.end(), name,
-      [](const SafetensorsEntry& entry, std::string_view key) { return entry.name < key; });
-  if (found == entries_.end() || found->name != name) return nullptr;
-  return &*found;
+  return find_entry(entries_, name);
 }
 
 Tensor SafetensorsCheckpoint::tensor(std::string_view name) const {

@@ -143,6 +143,21 @@ TEST_CASE("generate needs P + N - 1 positions: the last new token is never fed b
   CHECK(nlohmann::json::parse(full.out)["generated_ids"].size() == 1);
 }
 
+TEST_CASE("an eos_token_id outside the vocabulary warns once and never stops generation") {
+  const std::string eos_outside = "generate --model " + fixture("eos-outside");  // vocab 64
+  const Result r = run(eos_outside + " --prompt-ids 1,2,3 -n 30 --json");        // 32 positions
+  REQUIRE(r.exit_code == 0);
+  CHECK(nlohmann::json::parse(r.out)["generated_ids"].size() == 30);
+  const std::string warning =
+      "attnscope: warning: eos_token_id = 50256 is outside the "
+      "vocabulary [0, 64): generation will not stop at an end-of-text "
+      "token\n";
+  const std::size_t at = r.err.find(warning);
+  CHECK(at != std::string::npos);
+  CHECK(r.err.find(warning, at + 1) == std::string::npos);
+  check_one_line_error(run(eos_outside), 1, "an empty prompt starts from eos_token_id = 50256");
+}
+
 TEST_CASE("generate --json reproduces Hugging Face's greedy continuation with every backend") {
   std::ifstream in(fixture("tiny-b") + "/reference.json");
   const nlohmann::json reference = nlohmann::json::parse(in);

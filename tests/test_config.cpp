@@ -269,9 +269,9 @@ TEST_CASE("config: layer_norm_epsilon must be finite and in (0, 1)") {
 
 TEST_CASE("config: activation_function and model_type must be ones attnscope implements") {
   const std::string valid =
-      "(valid: gelu_new, gelu_pytorch_tanh, gelu_fast, gelu_accurate, gelu, "
-      "gelu_python, gelu_10, quick_gelu, laplace, relu, relu2, relu6, "
-      "leaky_relu, silu, swish, mish, sigmoid, tanh, linear)";
+      "(valid: gelu_new, gelu_pytorch_tanh, gelu_python_tanh, gelu_fast, gelu_accurate, gelu, "
+      "gelu_python, gelu_10, quick_gelu, laplace, relu, relu2, relu6, leaky_relu, hardswish, "
+      "silu, swish, mish, sqrtsoftplus, sigmoid, tanh, linear)";
   CHECK(config_failure(ConfigText().set("activation_function", "\"gelu\\nnew\"")) ==
         "config.json: activation_function \"gelu\\nnew\" is not supported " + valid);
   CHECK(config_failure(ConfigText().set("activation_function", "\"Relu\"")) ==

@@ -100,7 +100,7 @@ double reference_activation(Activation function, double x) {
     case Activation::QuickGelu:
       return x / (1 + std::exp(-1.702 * x));
     case Activation::Laplace:
-      return 0.5 * x * (1 + std::erf((x - 0.707107) / (0.282095 * std::sqrt(2.0))));
+      return 0.5 * (1 + std::erf((x - 0.707107) / (0.282095 * std::sqrt(2.0))));
     case Activation::Relu:
       return std::max(x, 0.0);
     case Activation::Relu2:
@@ -109,10 +109,14 @@ double reference_activation(Activation function, double x) {
       return std::clamp(x, 0.0, 6.0);
     case Activation::LeakyRelu:
       return x >= 0 ? x : 0.01 * x;
+    case Activation::HardSwish:
+      return x * std::clamp(x + 3, 0.0, 6.0) / 6;
     case Activation::Silu:
       return x * sigmoid;
     case Activation::Mish:
       return x * std::tanh(std::log1p(std::exp(x)));
+    case Activation::SqrtSoftplus:
+      return std::sqrt(std::log1p(std::exp(x)));
     case Activation::Sigmoid:
       return sigmoid;
     case Activation::Tanh:
