@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "fixture_paths.h"
+#include "runtime/npy.h"
 #include "safetensors_writer.h"
 
 namespace {
@@ -59,6 +61,16 @@ void check_one_line_error(const Result& r, int exit_code, const std::string& nee
   CHECK(r.err.find(marker, at + 1) == std::string::npos);
   CHECK(r.err.find('\n', at) == r.err.size() - 1);
   CHECK(r.err.find(needle, at) != std::string::npos);
+}
+
+// "1,2,3", as --prompt-ids takes them.
+std::string comma_separated(const std::vector<int>& ids) {
+  std::string text;
+  for (int id : ids) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(id);
+  }
+  return text;
 }
 
 // Without a usable GPU (or without the CUDA path in this build), --device cuda is refused with
@@ -134,11 +146,7 @@ TEST_CASE("generate --json reproduces Hugging Face's greedy continuation with ev
   const nlohmann::json reference = nlohmann::json::parse(in);
   const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<int>>();
   const auto expected = reference["greedy"]["generated_ids"].get<std::vector<int>>();
-  std::string ids;
-  for (int id : prompt) {
-    if (!ids.empty()) ids += ',';
-    ids += std::to_string(id);
-  }
+  const std::string ids = comma_separated(prompt);
   for (const char* attention : {"naive", "eager", "inplace", "math", "fused", "flash"}) {
     const Result r = run("generate --model " + fixture("tiny-b") + " --prompt-ids " + ids + " -n " +
                          std::to_string(expected.size()) +
@@ -500,4 +508,63 @@ TEST_CASE("compare writes a report whose numbers recompute from its JSON") {
   CHECK(markdown.find("Every profiled attention call ran exactly the steps") != std::string::npos);
   CHECK(read_all(out + "/prefill_ms_p4.svg").starts_with("<svg"));
   CHECK(read_all(out + "/decode_ms_p9.svg").find("flash") != std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// See the numbers: generate --top-logprobs and --logits-out.
+
+namespace {
+
+std::string perplexity_fixture() { return fixture("perplexity"); }
+
+}  // namespace
+
+TEST_CASE("generate --top-logprobs reports each token's log-probability; --logits-out its logits") {
+  std::ifstream in(fixture("tiny-a") + "/reference.json");
+  const nlohmann::json reference = nlohmann::json::parse(in);
+  const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<int>>();
+  const std::string ids = comma_separated(prompt);
+  attnscope::testing::TempDir dir;
+  const std::string npy = dir.file("logits.npy");
+  const Result r = run("generate --model " + fixture("tiny-a") + " --tokenizer " +
+                       perplexity_fixture() + " --prompt-ids " + ids +
+                       " -n 6 --ignore-eos --json --top-logprobs 3 --logits-out " + npy);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json out = nlohmann::json::parse(r.out);
+  const auto generated = out["generated_ids"].get<std::vector<int>>();
+  const nlohmann::json& content = out["logprobs"]["content"];
+  REQUIRE(content.size() == generated.size());
+
+  attnscope::NpyReader logits(npy);
+  REQUIRE(logits.rows() == static_cast<std::int64_t>(generated.size()));
+  REQUIRE(logits.cols() == 512);
+  std::vector<float> row(512);
+  for (std::size_t i = 0; i < generated.size(); ++i) {
+    CAPTURE(i);
+    logits.read_row(row);
+    const nlohmann::json& entry = content[i];
+    // Greedy: the chosen token is the most probable one, and both log-probs are those of the row.
+    CHECK(entry["id"] == generated[i]);
+    REQUIRE(entry["top_logprobs"].size() == 3);
+    CHECK(entry["top_logprobs"][0]["id"] == generated[i]);
+    CHECK(entry["top_logprobs"][0]["logprob"] == entry["logprob"]);
+    double sum = 0.0;
+    for (float z : row) sum += std::exp(static_cast<double>(z) - row[generated[i]]);
+    CHECK(entry["logprob"].get<double>() == doctest::Approx(-std::log(sum)).epsilon(1e-12));
+    CHECK(entry["top_logprobs"][1]["logprob"] <= entry["top_logprobs"][0]["logprob"]);
+    // The tokenizer knows the id: its bytes and text are there.
+    CHECK(entry["bytes"].size() == entry["token"].get<std::string>().size());
+    if (i == 0) {
+      // The first row is Hugging Face's logits at the prompt's last position.
+      const auto expected = reference["logits"][0][prompt.size() - 1].get<std::vector<float>>();
+      float worst = 0.0f;
+      for (std::size_t v = 0; v < row.size(); ++v)
+        worst = std::max(worst, std::abs(row[v] - expected[v]));
+      CHECK(worst < 1e-4f);
+    }
+  }
+  check_one_line_error(run("generate --model synthetic:tiny --top-logprobs 2"), 2, "--json");
+  check_one_line_error(
+      run("generate --model synthetic:tiny -n 1 --logits-out " + dir.file("no/such/dir.npy")), 1,
+      "cannot be written");
 }
