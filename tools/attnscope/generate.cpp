@@ -88,7 +88,8 @@ int run_generate(const GenerateFlags& flags) {
   // The next token from logits [1, 1, V], chosen on ctx's device: on a GPU only the chosen id
   // crosses to the host (which also waits for the step to finish).
   std::uint64_t draws = 0;
-  // With --top-logprobs or --logits-out the whole row of logits also crosses, once per token.
+  // With --top-logprobs or --logits-out the whole row of logits also crosses, once per token
+  // (inside the timed steps, so decode tokens/s include it).
   std::optional<NpyWriter> logits_file;
   if (!flags.logits_out.empty()) logits_file.emplace(flags.logits_out, config.vocab_size);
   nlohmann::json log_probs = nlohmann::json::array();
