@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "fixture_paths.h"
+#include "runtime/npy.h"
 #include "safetensors_writer.h"
 
 namespace {
@@ -59,6 +61,16 @@ void check_one_line_error(const Result& r, int exit_code, const std::string& nee
   CHECK(r.err.find(marker, at + 1) == std::string::npos);
   CHECK(r.err.find('\n', at) == r.err.size() - 1);
   CHECK(r.err.find(needle, at) != std::string::npos);
+}
+
+// "1,2,3", as --prompt-ids takes them.
+std::string comma_separated(const std::vector<int>& ids) {
+  std::string text;
+  for (int id : ids) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(id);
+  }
+  return text;
 }
 
 // Without a usable GPU (or without the CUDA path in this build), --device cuda is refused with
@@ -163,11 +175,7 @@ TEST_CASE("generate --json reproduces Hugging Face's greedy continuation with ev
   const nlohmann::json reference = nlohmann::json::parse(in);
   const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<int>>();
   const auto expected = reference["greedy"]["generated_ids"].get<std::vector<int>>();
-  std::string ids;
-  for (int id : prompt) {
-    if (!ids.empty()) ids += ',';
-    ids += std::to_string(id);
-  }
+  const std::string ids = comma_separated(prompt);
   for (const char* attention : {"naive", "eager", "inplace", "math", "fused", "flash"}) {
     const Result r = run("generate --model " + fixture("tiny-b") + " --prompt-ids " + ids + " -n " +
                          std::to_string(expected.size()) +
@@ -529,4 +537,165 @@ TEST_CASE("compare writes a report whose numbers recompute from its JSON") {
   CHECK(markdown.find("Every profiled attention call ran exactly the steps") != std::string::npos);
   CHECK(read_all(out + "/prefill_ms_p4.svg").starts_with("<svg"));
   CHECK(read_all(out + "/decode_ms_p9.svg").find("flash") != std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// See the numbers: generate --top-logprobs and --logits-out; perplexity and its baselines.
+
+namespace {
+
+std::string perplexity_fixture() { return fixture("perplexity"); }
+
+// `perplexity` on tiny-a and the perplexity fixture's text and tokenizer, with `extra` flags.
+// One thread: a window of tiny-a is far too small to share, and on a loaded machine two threads
+// wait on each other at every op (measured: 6200 tokens/s on one thread, 320 on two).
+Result run_perplexity(const std::string& extra) {
+  return run("perplexity --model " + fixture("tiny-a") + " --tokenizer " + perplexity_fixture() +
+             " --file " + perplexity_fixture() + "/text.txt --threads 1 " + extra);
+}
+
+}  // namespace
+
+TEST_CASE("generate --top-logprobs reports each token's log-probability; --logits-out its logits") {
+  std::ifstream in(fixture("tiny-a") + "/reference.json");
+  const nlohmann::json reference = nlohmann::json::parse(in);
+  const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<int>>();
+  const std::string ids = comma_separated(prompt);
+  attnscope::testing::TempDir dir;
+  const std::string npy = dir.file("logits.npy");
+  const Result r = run("generate --model " + fixture("tiny-a") + " --tokenizer " +
+                       perplexity_fixture() + " --prompt-ids " + ids +
+                       " -n 6 --ignore-eos --json --top-logprobs 3 --logits-out " + npy);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json out = nlohmann::json::parse(r.out);
+  const auto generated = out["generated_ids"].get<std::vector<int>>();
+  const nlohmann::json& content = out["logprobs"]["content"];
+  REQUIRE(content.size() == generated.size());
+
+  attnscope::NpyReader logits(npy);
+  REQUIRE(logits.rows() == static_cast<std::int64_t>(generated.size()));
+  REQUIRE(logits.cols() == 512);
+  std::vector<float> row(512);
+  for (std::size_t i = 0; i < generated.size(); ++i) {
+    CAPTURE(i);
+    logits.read_row(row);
+    const nlohmann::json& entry = content[i];
+    // Greedy: the chosen token is the most probable one, and both log-probs are those of the row.
+    CHECK(entry["id"] == generated[i]);
+    REQUIRE(entry["top_logprobs"].size() == 3);
+    CHECK(entry["top_logprobs"][0]["id"] == generated[i]);
+    CHECK(entry["top_logprobs"][0]["logprob"] == entry["logprob"]);
+    double sum = 0.0;
+    for (float z : row) sum += std::exp(static_cast<double>(z) - row[generated[i]]);
+    CHECK(entry["logprob"].get<double>() == doctest::Approx(-std::log(sum)).epsilon(1e-12));
+    CHECK(entry["top_logprobs"][1]["logprob"] <= entry["top_logprobs"][0]["logprob"]);
+    // The tokenizer knows the id: its bytes and text are there.
+    CHECK(entry["bytes"].size() == entry["token"].get<std::string>().size());
+    if (i == 0) {
+      // The first row is Hugging Face's logits at the prompt's last position.
+      const auto expected = reference["logits"][0][prompt.size() - 1].get<std::vector<float>>();
+      float worst = 0.0f;
+      for (std::size_t v = 0; v < row.size(); ++v)
+        worst = std::max(worst, std::abs(row[v] - expected[v]));
+      CHECK(worst < 1e-4f);
+    }
+  }
+  check_one_line_error(run("generate --model synthetic:tiny --top-logprobs 2"), 2, "--json");
+  check_one_line_error(
+      run("generate --model synthetic:tiny -n 1 --logits-out " + dir.file("no/such/dir.npy")), 1,
+      "cannot be written");
+}
+
+TEST_CASE("perplexity equals transformers' own for every window setting of the fixture") {
+  std::ifstream in(perplexity_fixture() + "/reference.json");
+  const nlohmann::json reference = nlohmann::json::parse(in);
+  for (const nlohmann::json& expected : reference["perplexity"]) {
+    const std::string windows =
+        "--ctx " + expected["ctx"].dump() + " --stride " + expected["stride"].dump();
+    CAPTURE(windows);
+    const Result r = run_perplexity(windows + " --json");
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json out = nlohmann::json::parse(r.out);
+    CHECK(out["tokens"] == reference["token_ids"].size());
+    CHECK(out["windows"] == expected["windows"]);
+    CHECK(out["scored_tokens"] == expected["scored_tokens"]);
+    const double ppl = expected["perplexity"].get<double>();
+    CHECK(std::abs(out["perplexity"].get<double>() - ppl) <= 1e-4 * ppl);
+    CHECK(out["perplexity_stderr"].get<double>() > 0);
+    CHECK(out["tokens_per_s"].get<double>() > 0);
+  }
+  const Result text = run_perplexity("--ctx 64 --stride 32");
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.starts_with("perplexity "));
+  CHECK(text.out.find(" +/- ") != std::string::npos);
+  CHECK(text.err.find("tokens/s") != std::string::npos);
+}
+
+// The bound on backends against each other. Every backend computes softmax(q k^T / sqrt(D)) v in
+// f32 with its own order of sums (naive and math sum in one pass, flash rescales running sums
+// block by block), so an attention output differs by a few ulp per summed term: with at most 64
+// keys, |rel. error| <~ 64 * 2^-24 ~ 4e-6. Through tiny-a's 2 layers (gains ~ 0.2 sqrt(64) ~ 1.6
+// per projection, layer norms renormalising) to logits of magnitude ~ 10-30, that is
+// |d z| <~ 30 * 1.6^4 * 4e-6 ~ 8e-4: the test allows 1e-3 (measured: a few 1e-6). KL then follows
+// from Hoeffding's lemma (runtime/log_probs.h): KL <= max|d z|^2 / 2, exactly, for every token.
+TEST_CASE("perplexity --kl-divergence: 0 against itself, within the f32 bound across backends") {
+  attnscope::testing::TempDir dir;
+  const std::string baseline = dir.file("naive.npy");
+  const std::string windows = "--ctx 48 --stride 17 --json ";
+  REQUIRE(run_perplexity(windows + "--attn naive --save-logits " + baseline).exit_code == 0);
+  attnscope::NpyReader saved(baseline);
+  CHECK(saved.cols() == 512);
+
+  const Result self = run_perplexity(windows + "--attn naive --kl-divergence " + baseline);
+  REQUIRE(self.exit_code == 0);
+  const nlohmann::json same = nlohmann::json::parse(self.out)["kl_divergence"];
+  CHECK(same["tokens"] == saved.rows());
+  CHECK(same["mean_kl"] == 0.0);
+  CHECK(same["max_kl"] == 0.0);
+  CHECK(same["top1_agreement_percent"] == 100.0);
+  CHECK(same["max_abs_logit_diff"] == 0.0);
+
+  for (const char* attention : {"inplace", "math", "fused", "flash"}) {
+    CAPTURE(attention);
+    const Result r =
+        run_perplexity(windows + "--attn " + attention + " --kl-divergence " + baseline);
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json kl = nlohmann::json::parse(r.out)["kl_divergence"];
+    const double diff = kl["max_abs_logit_diff"].get<double>();
+    MESSAGE(std::string(attention) << ": max |logit diff| " << diff << ", max KL " << kl["max_kl"]);
+    CHECK(diff < 1e-3);
+    CHECK(kl["max_kl"].get<double>() <= diff * diff / 2 + 1e-12);
+    CHECK(kl["mean_kl"].get<double>() <= kl["max_kl"].get<double>());
+    CHECK(kl["top1_agreement_percent"] == 100.0);
+  }
+}
+
+TEST_CASE("perplexity refuses bad input with one line") {
+  attnscope::testing::TempDir dir;
+  const std::string empty = dir.file("empty.txt"), short_text = dir.file("short.txt");
+  attnscope::testing::write_file(empty, "");
+  attnscope::testing::write_file(short_text, "a");
+  const std::string model = "perplexity --model " + fixture("tiny-a") + " --tokenizer " +
+                            perplexity_fixture() + " --threads 1 --file ";
+  check_one_line_error(run(model + empty), 1, "empty text file");
+  check_one_line_error(run(model + short_text), 1, "too short");
+  check_one_line_error(run(model + dir.file("missing.txt")), 1, "cannot be read");
+  const std::string text = perplexity_fixture() + "/text.txt";
+  check_one_line_error(run(model + text + " --ctx 65"), 1, "context length of 64");
+  check_one_line_error(run(model + text + " --ctx 16 --stride 17"), 1, "exceeds --ctx 16");
+  check_one_line_error(run(model + text + " --ctx -1"), 2, "--ctx");
+  check_one_line_error(run("perplexity --model " + fixture("tiny-a") + " --file " + text), 1,
+                       "--tokenizer");
+
+  const std::string baseline = dir.file("base.npy");
+  REQUIRE(run(model + text + " --ctx 32 --stride 8 --save-logits " + baseline).exit_code == 0);
+  check_one_line_error(run(model + text + " --ctx 32 --stride 16 --kl-divergence " + baseline), 1,
+                       "--stride 8");
+  attnscope::testing::write_file(dir.file("other.txt"), "Another text, of other tokens.");
+  check_one_line_error(
+      run(model + dir.file("other.txt") + " --ctx 32 --stride 8 --kl-divergence " + baseline), 1,
+      "another text");
+  check_one_line_error(run(model + text + " --kl-divergence " + dir.file("none.npy")), 1,
+                       "cannot be read");
+  check_one_line_error(run(model + text + " --save-logits a --kl-divergence b"), 2, "excludes");
 }

@@ -417,3 +417,17 @@ TEST_CASE("load names the missing or invalid file and says what is wrong") {
     CHECK(Tokenizer::load(dir.path()).encode("aaa") == Ids{'a', 'a', 'a'});
   }
 }
+
+TEST_CASE("a small learned vocabulary encodes as Hugging Face's GPT2Tokenizer does") {
+  // tests/fixtures/hf/perplexity: 256 bytes + 255 merges learned from text.txt, and the ids
+  // Hugging Face gave text.txt (tools/fixtures/make_hf_fixtures.py).
+  const std::string dir = attnscope::testing::test_fixtures() + "/hf/perplexity";
+  const Tokenizer tokenizer = Tokenizer::load(dir);
+  std::ifstream reference_file(dir + "/reference.json");
+  const nlohmann::json reference = nlohmann::json::parse(reference_file);
+  std::ifstream text_file(dir + "/text.txt", std::ios::binary);
+  const std::string text(std::istreambuf_iterator<char>(text_file), {});
+  CHECK(tokenizer.vocab_size() == 512);
+  CHECK(tokenizer.eot_id() == 511);
+  CHECK(tokenizer.encode(text) == reference["token_ids"].get<Ids>());
+}

@@ -1,19 +1,25 @@
 // `attnscope generate`: prefill a prompt, then decode token by token with the KV cache,
-// streaming text to stdout and timings to stderr (or one JSON object with --json).
+// streaming text to stdout and timings to stderr (or one JSON object with --json, with each
+// token's log-probabilities under --top-logprobs K). --logits-out FILE saves the f32 logits each
+// generated token was chosen from as a .npy array [tokens, vocab].
 #include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
 
 #include "ops/sample.h"
 #include "runtime/error.h"
+#include "runtime/npy.h"
 #include "runtime/sampler.h"
 #include "runtime/transfer.h"
 #include "tools/attnscope/commands.h"
 #include "tools/attnscope/elapsed.h"
 #include "tools/attnscope/flags.h"
 #include "tools/attnscope/model_loading.h"
+#include "tools/attnscope/token_log_probs.h"
 #include "tools/attnscope/utf8_stream.h"
 
 namespace attnscope::cli {
@@ -32,6 +38,8 @@ struct GenerateFlags {
   bool no_cuda_graphs = false;
   bool ignore_eos = false;
   bool json = false;
+  std::int64_t top_logprobs = -1;  // -1: no log-probabilities in the JSON
+  std::string logits_out;          // empty: no .npy file
 };
 
 int run_generate(const GenerateFlags& flags) {
@@ -90,10 +98,28 @@ int run_generate(const GenerateFlags& flags) {
   // The next token from logits [1, 1, V], chosen on ctx's device: on a GPU only the chosen id
   // crosses to the host (which also waits for the step to finish).
   std::uint64_t draws = 0;
+  // With --top-logprobs or --logits-out the whole row of logits also crosses, once per token
+  // (inside the timed steps, so decode tokens/s include it).
+  std::optional<NpyWriter> logits_file;
+  if (!flags.logits_out.empty()) logits_file.emplace(flags.logits_out, config.vocab_size);
+  nlohmann::json log_probs = nlohmann::json::array();
   auto next_token = [&](const Tensor& logits) -> std::int32_t {
     Tensor id = Tensor::empty({1}, DType::I32, ctx.allocator());
     ops::sample_tokens(ctx, logits.reshape({1, config.vocab_size}), flags.sampling, draws++, id);
-    return to_host(ctx, id).data<std::int32_t>()[0];
+    const std::int32_t chosen = to_host(ctx, id).data<std::int32_t>()[0];
+    // False only for the prefill's pick under -n 0, which is never emitted.
+    const bool kept = static_cast<std::int64_t>(generated.size()) < flags.max_new_tokens;
+    if (kept && (logits_file || flags.top_logprobs >= 0)) {
+      const Tensor host = to_host(ctx, logits);
+      const std::span<const float> row(host.data<float>(),
+                                       static_cast<std::size_t>(config.vocab_size));
+      if (logits_file) logits_file->append_row(row);
+      if (flags.top_logprobs >= 0) {
+        log_probs.push_back(
+            token_log_probs(row, chosen, flags.top_logprobs, tokenizer ? &*tokenizer : nullptr));
+      }
+    }
+    return chosen;
   };
 
   if (stream_text) std::cout << tokenizer->decode(prompt) << std::flush;
@@ -118,6 +144,7 @@ int run_generate(const GenerateFlags& flags) {
     ++decode_steps;
   }
   if (!flags.json) std::cout << stream.flush() << "\n" << std::flush;
+  if (logits_file) logits_file->finish();
 
   const double prefill_rate = static_cast<double>(prompt_length) / prefill_seconds;
   const double decode_rate =
@@ -152,6 +179,7 @@ int run_generate(const GenerateFlags& flags) {
       // Invalid UTF-8 (a token cut mid-character) becomes U+FFFD rather than failing the dump.
       out["text"] = tokenizer->decode(generated);
     }
+    if (flags.top_logprobs >= 0) out["logprobs"] = {{"content", log_probs}};
     std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   }
   return 0;
@@ -194,7 +222,17 @@ Subcommand add_generate(CLI::App& app) {
                 "graph");
   sub->add_flag("--ignore-eos", flags->ignore_eos,
                 "Keep generating after <|endoftext|> (for benchmarks)");
-  sub->add_flag("--json", flags->json, "Print one JSON object with ids, text and timings");
+  CLI::Option* json =
+      sub->add_flag("--json", flags->json, "Print one JSON object with ids, text and timings");
+  sub->add_option("--top-logprobs", flags->top_logprobs,
+                  "With --json: each generated token's log-probability and the K most probable "
+                  "tokens at its step (logprobs.content[i] = {id, token, bytes, logprob, "
+                  "top_logprobs}; K = 0: the chosen token's only)")
+      ->needs(json)
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1000}));
+  sub->add_option("--logits-out", flags->logits_out,
+                  "Save the f32 logits each generated token was chosen from as a .npy array "
+                  "[tokens, vocab] (numpy.load reads it)");
   return {sub, [flags] { return run_generate(*flags); }};
 }
 

@@ -1,0 +1,126 @@
+// The .npy writer and reader (runtime/npy.h).
+#include "runtime/npy.h"
+
+#include <bit>
+#include <cstring>
+#include <filesystem>
+#include <string_view>
+
+#include "runtime/error.h"
+
+namespace attnscope {
+
+namespace {
+
+constexpr std::string_view kMagic = "\x93NUMPY";
+constexpr std::size_t kPreamble = 10;      // magic, version, HEADER_LEN
+constexpr std::size_t kHeaderTotal = 128;  // preamble + header: a multiple of 64
+
+static_assert(std::endian::native == std::endian::little,
+              "the .npy files hold little-endian f32 ('<f4') written as raw bytes");
+
+// The preamble and padded header for a [rows, cols] array: exactly kHeaderTotal bytes.
+std::string npy_header(std::int64_t rows, std::int64_t cols) {
+  std::string dict = npy_header_dict(rows, cols);
+  const std::size_t header_len = kHeaderTotal - kPreamble;
+  dict.resize(header_len - 1, ' ');
+  dict += '\n';
+  std::string out(kMagic);
+  out += '\x01';
+  out += '\x00';
+  out += static_cast<char>(header_len & 0xff);
+  out += static_cast<char>(header_len >> 8);
+  return out + dict;
+}
+
+// The text after `key` in the header dict, up to (not including) the first of `ends`.
+std::string dict_value(const std::string& dict, const std::string& key, const std::string& ends,
+                       const std::string& path) {
+  const std::size_t at = dict.find("'" + key + "':");
+  check(at != std::string::npos, path, "not a .npy header: no '" + key + "' key");
+  std::size_t begin = at + key.size() + 3;
+  while (begin < dict.size() && dict[begin] == ' ') ++begin;
+  const std::size_t end = dict.find_first_of(ends, begin);
+  check(end != std::string::npos, path, "not a .npy header: bad '" + key + "' value");
+  return dict.substr(begin, end - begin);
+}
+
+std::int64_t parse_dimension(const std::string& text, const std::string& path) {
+  std::size_t used = 0;
+  long long value = -1;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  check(used > 0 && value >= 0, path, "not a .npy header: bad shape");
+  return value;
+}
+
+}  // namespace
+
+std::string npy_header_dict(std::int64_t rows, std::int64_t cols) {
+  return "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", " +
+         std::to_string(cols) + "), }";
+}
+
+NpyWriter::NpyWriter(const std::string& path, std::int64_t cols)
+    : path_(path), out_(path, std::ios::binary | std::ios::trunc), cols_(cols) {
+  check(out_.good(), path, "cannot be written");
+  check(cols > 0, path, "rows must hold at least one value");
+  out_ << npy_header(0, cols);  // rewritten by finish() with the final row count
+}
+
+void NpyWriter::append_row(std::span<const float> row) {
+  check(static_cast<std::int64_t>(row.size()) == cols_, path_,
+        "a row of " + std::to_string(row.size()) + " values, expected " + std::to_string(cols_));
+  out_.write(reinterpret_cast<const char*>(row.data()),
+             static_cast<std::streamsize>(row.size_bytes()));
+  check(out_.good(), path_, "write failed");
+  ++rows_;
+}
+
+void NpyWriter::finish() {
+  out_.seekp(0);
+  out_ << npy_header(rows_, cols_);
+  out_.close();
+  check(!out_.fail(), path_, "write failed");
+}
+
+NpyReader::NpyReader(const std::string& path) : path_(path), in_(path, std::ios::binary) {
+  check(in_.good(), path, "cannot be read");
+  char preamble[kPreamble] = {};
+  in_.read(preamble, kPreamble);
+  check(in_.good() && std::string_view(preamble, kMagic.size()) == kMagic, path,
+        "not a .npy file (no \\x93NUMPY magic)");
+  check(preamble[6] == 1 && preamble[7] == 0, path, "only .npy version 1.0 is read");
+  const std::size_t header_len = static_cast<unsigned char>(preamble[8]) |
+                                 static_cast<std::size_t>(static_cast<unsigned char>(preamble[9]))
+                                     << 8;
+  std::string dict(header_len, '\0');
+  in_.read(dict.data(), static_cast<std::streamsize>(header_len));
+  check(in_.good(), path, "truncated .npy header");
+  check(dict_value(dict, "descr", ",}", path) == "'<f4'", path,
+        "the array must be little-endian float32 ('<f4')");
+  check(dict_value(dict, "fortran_order", ",}", path) == "False", path,
+        "the array must be in C order (fortran_order False)");
+  const std::string shape = dict_value(dict, "shape", ")", path);
+  const std::size_t comma = shape.find(',');
+  check(shape.starts_with("(") && comma != std::string::npos, path,
+        "the array must be 2-D, shape (rows, cols)");
+  rows_ = parse_dimension(shape.substr(1, comma - 1), path);
+  cols_ = parse_dimension(shape.substr(comma + 1), path);
+  const auto data_bytes = static_cast<std::uintmax_t>(rows_ * cols_) * sizeof(float);
+  check(std::filesystem::file_size(path) == kPreamble + header_len + data_bytes, path,
+        "the file size does not match the shape in its header");
+}
+
+void NpyReader::read_row(std::span<float> row) {
+  check(rows_read_ < rows_, path_, "read past the last row");
+  check(static_cast<std::int64_t>(row.size()) == cols_, path_, "row length mismatch");
+  in_.read(reinterpret_cast<char*>(row.data()), static_cast<std::streamsize>(row.size_bytes()));
+  check(in_.good(), path_, "truncated data");
+  ++rows_read_;
+}
+
+}  // namespace attnscope
