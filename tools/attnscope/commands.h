@@ -20,5 +20,6 @@ Subcommand add_bench(CLI::App& app);
 Subcommand add_bench_attention(CLI::App& app);
 Subcommand add_profile(CLI::App& app);
 Subcommand add_compare(CLI::App& app);
+Subcommand add_study(CLI::App& app);
 
 }  // namespace attnscope::cli
