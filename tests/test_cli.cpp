@@ -108,7 +108,7 @@ TEST_CASE("usage errors exit with 2 and one line") {
 
 TEST_CASE("--help works on every command") {
   for (const char* command : {"", "generate", "tokenize", "detokenize", "inspect", "bench",
-                              "bench-attention", "profile", "compare"}) {
+                              "bench-attention", "profile", "compare", "study"}) {
     const Result r = run(std::string(command) + " --help");
     CAPTURE(command);
     CHECK(r.exit_code == 0);
@@ -421,10 +421,19 @@ TEST_CASE("bench --op attention and --op membw") {
   CHECK(naive["samples_ms"].size() == 2);
   CHECK(naive["peak_temporary_bytes"] == 4 * 1 * 2 * 16 * 16 * 4);
   CHECK(naive["steps_observed"] == naive["steps_predicted"]);
+  // mean +- stddev, and the median inside its interval, which lies within the samples' range.
+  const double low = naive["time_ms_median_low"], high = naive["time_ms_median_high"];
+  const auto samples = naive["samples_ms"].get<std::vector<double>>();
+  CHECK(low <= naive["time_ms_median"].get<double>());
+  CHECK(high >= naive["time_ms_median"].get<double>());
+  CHECK(low >= *std::min_element(samples.begin(), samples.end()));
+  CHECK(high <= *std::max_element(samples.begin(), samples.end()));
+  CHECK(naive.contains("time_ms_stddev"));
 
   const Result membw = run("bench --op membw --membw-mib 4 -r 2 -o csv");
   REQUIRE(membw.exit_code == 0);
-  CHECK(membw.out.starts_with("test,threads,gb_per_s_median"));
+  CHECK(membw.out.starts_with(
+      "test,threads,gb_per_s_median,gb_per_s_median_low,gb_per_s_median_high,gb_per_s_mean"));
 }
 
 TEST_CASE("bench rejects bad values, other devices and dtypes, and depths past the context") {
@@ -532,7 +541,32 @@ TEST_CASE("compare writes a report whose numbers recompute from its JSON") {
     CHECK(c["step_mismatches"].empty());
     CHECK(c["prefill_temporary_bytes"] == c["prefill_temporary_bytes_expected"]);
   }
+  // Every median and ratio carries an interval around it; every comparison's verdict follows
+  // the finding rule, and only "faster" comparisons become "beats" findings.
+  for (const auto& c : report["cases"]) {
+    CHECK(c["repetitions"] == 2);
+    CHECK(c["prefill_ms_interval"][0].get<double>() <= c["prefill_ms_median"].get<double>());
+    CHECK(c["prefill_ms_interval"][1].get<double>() >= c["prefill_ms_median"].get<double>());
+    CHECK(c["decode_speedup_vs_naive_interval"][0].get<double>() <=
+          c["decode_speedup_vs_naive"].get<double>());
+  }
+  CHECK(report["comparisons"].size() == 2 * 2 * 10);
+  int wins = 0;
+  for (const auto& pair : report["comparisons"]) {
+    const double low = pair["interval"][0], high = pair["interval"][1];
+    const std::string expected = low > 1 ? "faster" : high < 1 ? "slower" : "indistinguishable";
+    CHECK(pair["verdict"] == expected);
+    wins += pair["verdict"] == "faster";
+  }
+  int beats = 0;
+  for (const auto& finding : report["findings"]) {
+    beats += finding.get<std::string>().find(" beats ") != std::string::npos;
+  }
+  CHECK(beats == wins);
+  CHECK(report["setup"]["rounds"] == 2);
+  CHECK(report["conditions"]["load_average_during"].size() == 2);
   const std::string markdown = read_all(out + "/report.md");
+  CHECK(markdown.find("Conditions: Load average") != std::string::npos);
   CHECK(markdown.find("## Prompt length 9") != std::string::npos);
   CHECK(markdown.find("Every profiled attention call ran exactly the steps") != std::string::npos);
   CHECK(read_all(out + "/prefill_ms_p4.svg").starts_with("<svg"));
@@ -698,4 +732,64 @@ TEST_CASE("perplexity refuses bad input with one line") {
   check_one_line_error(run(model + text + " --kl-divergence " + dir.file("none.npy")), 1,
                        "cannot be read");
   check_one_line_error(run(model + text + " --save-logits a --kl-divergence b"), 2, "excludes");
+
+TEST_CASE("study predicts, observes and sets the study's numbers beside them") {
+  attnscope::testing::TempDir dir;
+  const std::string out = dir.file("study");
+  const Result r =
+      run("study --batch 1 --heads 2 --seq-len 32 --head-dim 8 --reps 3 --threads 1 "
+          "--out " +
+          out);
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto report = nlohmann::json::parse(read_all(out + "/report.json"));
+  REQUIRE(report["backends"].size() == 5);
+  for (const auto& b : report["backends"]) {
+    CAPTURE(b["backend"]);
+    const auto& o = b["observation"];
+    CHECK(o["steps_observed"][0] == b["prediction"]["steps"]);
+    CHECK(o["temporary_bytes"] == b["prediction"]["temporary_bytes"]);
+    CHECK(o["repetitions"] == 3);
+    CHECK(o["interval_ms"][0].get<double>() <= o["median_ms"].get<double>());
+    CHECK(read_all(out + "/" + o["trace"].get<std::string>()).find("traceEvents") !=
+          std::string::npos);
+  }
+  CHECK(report["backends"][1]["observation"]["x_inplace"] == 1.0);  // inplace is the baseline
+  CHECK(report["backends"][2]["published_a100"]["kernels"] == 20);  // SDPA math
+  CHECK(report["comparisons"].size() == 10);
+  for (const auto& pair : report["comparisons"]) {
+    const double low = pair["interval"][0], high = pair["interval"][1];
+    CHECK(pair["verdict"] == (low > 1 ? "faster" : high < 1 ? "slower" : "indistinguishable"));
+  }
+  // Prediction, then observation, then the published numbers: the study's order.
+  const std::string md = read_all(out + "/report.md");
+  const auto prediction = md.find("## 1. The prediction"), observation = md.find("## 2. The obs");
+  const auto published = md.find("## 3. The study's A100 numbers");
+  CHECK(prediction < observation);
+  CHECK(observation < published);
+  CHECK(published != std::string::npos);
+  CHECK(md.find("The study's math / inplace = 3.7x on the A100") != std::string::npos);
+  CHECK(read_all(out + "/time.svg").starts_with("<svg"));
+  check_one_line_error(run("study --out x --seq-len 0"), 2, "--seq-len");
+  check_one_line_error(run("study --seq-len 8"), 2, "--out");
+  check_one_line_error(run("study --out x --attn fastest"), 2, "--attn");
+}
+
+TEST_CASE("compare adds rounds within its budget until the intervals are narrow enough") {
+  attnscope::testing::TempDir dir;
+  const std::string out = dir.file("report");
+  // A target no timing can reach: rounds go on to --max-reps (the tiny model's rounds take
+  // milliseconds, far inside the budget).
+  const Result r =
+      run("compare --model synthetic:tiny --prompt-lens 4 --gen 2 --attn naive,flash --reps 2 "
+          "--budget-s 60 --target-percent 0.1 --max-reps 4 --threads 1 --out " +
+          out);
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto report = nlohmann::json::parse(read_all(out + "/report.json"));
+  CHECK(report["setup"]["rounds"] == 4);
+  for (const auto& c : report["cases"]) CHECK(c["prefill_ms"].size() == 4);
+  check_one_line_error(run("compare --model synthetic:tiny --out x --reps 1"), 2, "--reps");
+  check_one_line_error(run("compare --model synthetic:tiny --out x --budget-s -1"), 2,
+                       "--budget-s");
 }

@@ -41,6 +41,15 @@ namespace attnscope::cli {
 
 namespace {
 
+// STEM_mean, STEM_stddev, STEM_median and the median's 95% interval STEM_median_low/high.
+void add_stats(nlohmann::json& row, const std::string& stem, const TimingStats& stats) {
+  row[stem + "_mean"] = stats.mean;
+  row[stem + "_stddev"] = stats.stddev;
+  row[stem + "_median"] = stats.median;
+  row[stem + "_median_low"] = stats.median_low;
+  row[stem + "_median_high"] = stats.median_high;
+}
+
 using nlohmann::json;
 
 struct BenchFlags {
@@ -204,17 +213,17 @@ json model_row(const ModelTest& test, const ModelSamples& samples, std::int64_t 
               {"depth", test.depth},
               {"samples_s", samples.seconds},
               {"samples_tokens_per_s", tokens_per_s},
-              {"tokens_per_s_mean", rate.mean},
-              {"tokens_per_s_stddev", rate.stddev},
               {"ttft_ms_mean", nullptr},
               {"ttft_ms_stddev", nullptr},
+              {"ttft_ms_median", nullptr},
+              {"ttft_ms_median_low", nullptr},
+              {"ttft_ms_median_high", nullptr},
               {"samples_ttft_ms", json::array()},
               {"peak_bytes", samples.peak_bytes},
               {"weights_gb_per_s_mean", nullptr}};
+  add_stats(row, "tokens_per_s", rate);
   if (!test.is_prefill()) {
-    const TimingStats ttft = summarize(samples.ttft_ms);
-    row["ttft_ms_mean"] = ttft.mean;
-    row["ttft_ms_stddev"] = ttft.stddev;
+    add_stats(row, "ttft_ms", summarize(samples.ttft_ms));
     row["samples_ttft_ms"] = samples.ttft_ms;
     // Every weight is read once per step.
     const double bytes_per_step =
@@ -313,10 +322,8 @@ json run_attention_grid(const BenchFlags& flags, int& threads) {
             rows.push_back(row);
             continue;
           }
+          add_stats(row, "time_ms", r.stats);
           row.update({{"samples_ms", r.times_ms},
-                      {"time_ms_mean", r.stats.mean},
-                      {"time_ms_stddev", r.stats.stddev},
-                      {"time_ms_median", r.stats.median},
                       {"gflops", shape.useful_flops() / (r.stats.median * 1e-3) / 1e9},
                       {"peak_temporary_bytes", r.peak_temporary_bytes},
                       {"predicted_temporary_bytes", r.predicted.temporary_bytes},
@@ -355,17 +362,15 @@ json run_membw(const BenchFlags& flags, int& threads) {
     checksum += total;
     if (pass >= flags.warmup) gb_per_s.push_back(4.0 * static_cast<double>(count) / seconds / 1e9);
   }
-  const TimingStats stats = summarize(gb_per_s);
-  return json::array({{{"op", "membw"},
-                       {"implementation", "attnscope"},
-                       {"test", "sum " + std::to_string(flags.membw_mib) + " MiB"},
-                       {"threads", threads},
-                       {"buffer_bytes", 4 * count},
-                       {"samples_gb_per_s", gb_per_s},
-                       {"gb_per_s_median", stats.median},
-                       {"gb_per_s_mean", stats.mean},
-                       {"gb_per_s_stddev", stats.stddev},
-                       {"checksum", checksum}}});
+  json row = {{"op", "membw"},
+              {"implementation", "attnscope"},
+              {"test", "sum " + std::to_string(flags.membw_mib) + " MiB"},
+              {"threads", threads},
+              {"buffer_bytes", 4 * count},
+              {"samples_gb_per_s", gb_per_s},
+              {"checksum", checksum}};
+  add_stats(row, "gb_per_s", summarize(gb_per_s));
+  return json::array({row});
 }
 
 int run_bench(const BenchFlags& flags) {

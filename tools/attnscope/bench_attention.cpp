@@ -29,6 +29,7 @@
 #include "tools/attnscope/elapsed.h"
 #include "tools/attnscope/flags.h"
 #include "tools/attnscope/machine_info.h"
+#include "tools/attnscope/statistics.h"
 
 namespace attnscope::cli {
 
@@ -219,7 +220,10 @@ TimingStats summarize(std::vector<double> values) {
   const std::size_t n = values.size();
   TimingStats stats;
   if (n == 0) return stats;
-  stats.median = n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+  const Estimate median = median_estimate(values, 0.95);
+  stats.median = median.value;
+  stats.median_low = median.interval.low;
+  stats.median_high = median.interval.high;
   stats.min = values.front();
   stats.max = values.back();
   double sum = 0;

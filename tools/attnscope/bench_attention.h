@@ -47,9 +47,11 @@ struct AttentionCase {
 
 struct TimingStats {
   double median = 0, min = 0, max = 0, mean = 0, stddev = 0;
+  double median_low = 0, median_high = 0;  // the median's 95% bootstrap interval
 };
 
-// Median, extremes, mean and sample standard deviation (n - 1; zero for a single value).
+// Median with its 95% percentile-bootstrap interval (statistics.h), extremes, mean and sample
+// standard deviation (n - 1; zero for a single value).
 TimingStats summarize(std::vector<double> values);
 
 struct BackendResult {

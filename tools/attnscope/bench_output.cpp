@@ -42,6 +42,20 @@ std::string plus_minus(const json& row, const std::string& stem, int decimals) {
          with_decimals(row[stem + "_stddev"].get<double>(), decimals);
 }
 
+// "12.30 [11.90, 12.80]": the median and its 95% interval (STEM_median_low/high).
+std::string median_interval(const json& row, const std::string& stem, int decimals) {
+  if (row.value(stem + "_median", json()).is_null()) return "-";
+  return with_decimals(row[stem + "_median"].get<double>(), decimals) + " [" +
+         with_decimals(row[stem + "_median_low"].get<double>(), decimals) + ", " +
+         with_decimals(row[stem + "_median_high"].get<double>(), decimals) + "]";
+}
+
+// The median column; its interval's two columns (CSV only) follow it.
+Column median_column(const std::string& stem, const std::string& header, int decimals) {
+  return {stem + "_median", header,
+          [stem, decimals](const json& r) { return median_interval(r, stem, decimals); }};
+}
+
 Column text_column(const std::string& key, const std::string& header) {
   return {key, header, [key](const json& row) { return plain(row.value(key, json())); }};
 }
@@ -57,8 +71,14 @@ std::vector<Column> columns_for(const std::string& op) {
             {"tokens_per_s_mean", "tokens/s",
              [](const json& r) { return plus_minus(r, "tokens_per_s", 2); }},
             {"tokens_per_s_stddev", "", nullptr},
+            median_column("tokens_per_s", "median tokens/s [95% CI]", 2),
+            {"tokens_per_s_median_low", "", nullptr},
+            {"tokens_per_s_median_high", "", nullptr},
             {"ttft_ms_mean", "TTFT ms", [](const json& r) { return plus_minus(r, "ttft_ms", 2); }},
             {"ttft_ms_stddev", "", nullptr},
+            median_column("ttft_ms", "median TTFT ms [95% CI]", 2),
+            {"ttft_ms_median_low", "", nullptr},
+            {"ttft_ms_median_high", "", nullptr},
             {"peak_bytes", "peak memory",
              [](const json& r) { return binary_bytes(r["peak_bytes"].get<double>()); }},
             {"weights_gb_per_s_mean", "weights GB/s", [](const json& r) {
@@ -86,7 +106,9 @@ std::vector<Column> columns_for(const std::string& op) {
                                           : plus_minus(r, "time_ms", 3);
              }},
             {"time_ms_stddev", "", nullptr},
-            {"time_ms_median", "median ms", number("time_ms_median", 3)},
+            median_column("time_ms", "median ms [95% CI]", 3),
+            {"time_ms_median_low", "", nullptr},
+            {"time_ms_median_high", "", nullptr},
             {"gflops", "GFLOP/s", number("gflops", 1)},
             {"steps_observed", "kernels/call",
              [](const json& r) {
@@ -104,8 +126,9 @@ std::vector<Column> columns_for(const std::string& op) {
   }
   return {text_column("test", "test"),
           text_column("threads", "threads"),
-          {"gb_per_s_median", "median GB/s",
-           [](const json& r) { return with_decimals(r["gb_per_s_median"].get<double>(), 1); }},
+          median_column("gb_per_s", "median GB/s [95% CI]", 1),
+          {"gb_per_s_median_low", "", nullptr},
+          {"gb_per_s_median_high", "", nullptr},
           {"gb_per_s_mean", "GB/s", [](const json& r) { return plus_minus(r, "gb_per_s", 1); }},
           {"gb_per_s_stddev", "", nullptr}};
 }
@@ -123,7 +146,9 @@ void print_markdown(const json& report) {
   std::cout << "attnscope bench --op " << report["op"].get<std::string>() << ": "
             << machine["cpu"].get<std::string>() << ", " << machine["threads"] << " threads, "
             << report["repetitions"] << " repetitions after " << report["warmup"]
-            << " warm-up, revision " << report["attnscope_revision"].get<std::string>() << "\n\n"
+            << " warm-up (± is the standard deviation, brackets the median's 95% bootstrap "
+               "interval), revision "
+            << report["attnscope_revision"].get<std::string>() << "\n\n"
             << header << "\n"
             << rule << "\n";
   for (const json& row : report["results"]) {

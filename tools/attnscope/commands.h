@@ -21,5 +21,6 @@ Subcommand add_bench_attention(CLI::App& app);
 Subcommand add_profile(CLI::App& app);
 Subcommand add_compare(CLI::App& app);
 Subcommand add_perplexity(CLI::App& app);
+Subcommand add_study(CLI::App& app);
 
 }  // namespace attnscope::cli

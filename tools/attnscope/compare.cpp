@@ -3,10 +3,16 @@
 // are computed from the measurements (see compare_report.h). With --diff A.json B.json it sets
 // two saved profile summaries side by side instead (see compare_diff.h).
 //
-// Cost: backends x prompt lengths x --reps runs of one prefill and --gen decode steps, on one
+// Repetitions: rounds, each running every (prompt length, backend) case once, the backends
+// interleaved (and the order rotated each round) so that drifts of the machine hit them alike;
+// how many rounds is repetition_plan.h's rule. Load average and CPU clock are sampled before,
+// between rounds and after (machine_info.h).
+//
+// Cost: backends x prompt lengths x rounds runs of one prefill and --gen decode steps, on one
 // model loaded once. --device cuda runs them on the GPU (steps timed to the end of their kernels,
 // attention shares from device time; see profile_run.h), in --dtype.
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -18,10 +24,13 @@
 #include "tools/attnscope/commands.h"
 #include "tools/attnscope/compare_diff.h"
 #include "tools/attnscope/compare_report.h"
+#include "tools/attnscope/elapsed.h"
 #include "tools/attnscope/flags.h"
 #include "tools/attnscope/machine_info.h"
 #include "tools/attnscope/model_loading.h"
 #include "tools/attnscope/profile_run.h"
+#include "tools/attnscope/repetition_plan.h"
+#include "tools/attnscope/statistics.h"
 
 namespace attnscope::cli {
 
@@ -32,16 +41,19 @@ struct CompareFlags {
   std::vector<std::string> backends = ops::attention::backend_names();
   std::vector<std::int64_t> prompt_lens = {128, 512};
   std::int64_t gen = 16;
-  int reps = 3;
+  RepetitionPlan plan;
   DeviceOptions device;
   std::uint64_t seed = 0;
   std::string out_dir;
   std::vector<std::string> diff;
 };
 
-// Adds one run's steps to the case.
-void add_run(const ProfiledRun& run, CaseResult& result, bool first_run) {
+// Adds one run (one repetition) to the case: its prefill time, the medians of its unprofiled
+// and profiled decode steps, its profiling overhead, and what the profiler saw.
+void add_run(const ProfiledRun& run, CaseResult& result) {
+  const bool first_run = result.prefill_ms.empty();
   bool first_decode = first_run;
+  std::vector<double> unprofiled, profiled;
   for (const StepRecord& step : run.steps) {
     if (step.phase == "prefill") {
       result.prefill_ms.push_back(step.wall_ms);
@@ -54,10 +66,10 @@ void add_run(const ProfiledRun& run, CaseResult& result, bool first_run) {
       result.prefill_temporary_bytes_expected = step.expected.temporary_bytes;
       result.prefill_peak_bytes = std::max(result.prefill_peak_bytes, step.peak_bytes);
     } else if (!step.profiled) {
-      result.decode_ms.push_back(step.wall_ms);
+      unprofiled.push_back(step.wall_ms);
       continue;
     } else {
-      result.decode_profiled_ms.push_back(step.wall_ms);
+      profiled.push_back(step.wall_ms);
       result.decode_attention_ms += step.attention_ms;
       result.decode_forward_ms += step.forward_ms;
       auto widen = [&](int& low, int& high, int value) {
@@ -84,6 +96,10 @@ void add_run(const ProfiledRun& run, CaseResult& result, bool first_run) {
                                        " steps, cost model " + std::to_string(step.expected.steps));
     }
   }
+  const double decode = median(unprofiled), decode_profiled = median(profiled);
+  result.decode_ms.push_back(decode);
+  result.decode_profiled_ms.push_back(decode_profiled);
+  result.overhead_percent.push_back(100.0 * (decode_profiled - decode) / decode);
 }
 
 void write_file(const std::filesystem::path& path, const std::string& text) {
@@ -109,22 +125,37 @@ int run_compare(const CompareFlags& flags) {
   std::vector<CaseResult> cases;
   for (std::int64_t prompt_len : flags.prompt_lens) {
     for (const std::string& name : flags.backends) {
-      model.set_attention(name);
       CaseResult result;
-      result.backend = std::string(model.attention().name());
+      result.backend = std::string(ops::attention::find_backend(name).name());
       result.prompt_len = prompt_len;
-      for (int rep = 0; rep < flags.reps; ++rep) {
-        std::cerr << "compare: " << result.backend << ", prompt " << prompt_len << ", run "
-                  << rep + 1 << "/" << flags.reps << "\n";
-        ModelRunOptions options;
-        options.prompt_len = prompt_len;
-        options.gen = flags.gen;
-        options.seed = flags.seed + static_cast<std::uint64_t>(rep);
-        add_run(profile_model(ctx, model, options), result, rep == 0);
-      }
       cases.push_back(std::move(result));
     }
   }
+  RunConditions conditions;
+  conditions.start(ctx.threads());
+  const auto start = std::chrono::steady_clock::now();
+  int rounds = 0;
+  auto widest_percent = [&] { return 100.0 * widest_deciding_width(cases); };
+  while (flags.plan.another_round(rounds, seconds_since(start), widest_percent)) {
+    const std::size_t backends = flags.backends.size();
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      // Within each prompt length the backends' order rotates by one every round.
+      const std::size_t base = i / backends * backends;
+      CaseResult& result =
+          cases[base + (i % backends + static_cast<std::size_t>(rounds)) % backends];
+      std::cerr << "compare: round " << rounds + 1 << ", " << result.backend << ", prompt "
+                << result.prompt_len << "\n";
+      model.set_attention(result.backend);
+      ModelRunOptions options;
+      options.prompt_len = result.prompt_len;
+      options.gen = flags.gen;
+      options.seed = flags.seed + static_cast<std::uint64_t>(rounds);
+      add_run(profile_model(ctx, model, options), result);
+    }
+    ++rounds;
+    conditions.sample();
+  }
+  conditions.finish();
   CompareSetup setup;
   setup.model = flags.model;
   setup.cpu = cpu_model();
@@ -132,7 +163,10 @@ int run_compare(const CompareFlags& flags) {
   if (ctx.device() == Device::CUDA) setup.device = ctx.describe();
   setup.dtype = flags.device.dtype;
   setup.gen = flags.gen;
-  setup.reps = flags.reps;
+  setup.plan = flags.plan;
+  setup.rounds = rounds;
+  setup.elapsed_s = seconds_since(start);
+  setup.conditions = conditions.to_json();
   const nlohmann::json report = build_report(setup, cases);
   const fs::path dir(flags.out_dir);
   write_file(dir / "report.json", report.dump(2) + "\n");
@@ -174,9 +208,7 @@ Subcommand add_compare(CLI::App& app) {
   sub->add_option("--gen", flags->gen, "Decode steps after each prefill (at least 2)")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 20));
-  sub->add_option("--reps", flags->reps, "Runs per backend and prompt length")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
+  add_repetition_flags(*sub, flags->plan, "runs every backend at every prompt length once");
   add_device_flags(*sub, flags->device);
   sub->add_option("--seed", flags->seed, "Seed of the random prompt ids")->capture_default_str();
   CLI::Option* out = sub->add_option("--out", flags->out_dir,

@@ -7,7 +7,9 @@
 #include <sstream>
 
 #include "profiler/summary.h"
-#include "tools/attnscope/profile_run.h"
+#include "tools/attnscope/finding_rule.h"
+#include "tools/attnscope/report_json.h"
+#include "tools/attnscope/statistics.h"
 #include "tools/attnscope/svg_chart.h"
 
 namespace attnscope::cli {
@@ -15,12 +17,6 @@ namespace attnscope::cli {
 namespace {
 
 using nlohmann::json;
-
-std::string fixed(double value, int decimals) {
-  std::ostringstream text;
-  text << std::fixed << std::setprecision(decimals) << value;
-  return text.str();
-}
 
 std::string percent(double share) { return fixed(100.0 * share, 1) + "%"; }
 
@@ -50,55 +46,123 @@ std::vector<std::int64_t> prompt_lengths(const json& report) {
   return lengths;
 }
 
-// Sentences about one phase ("prefill" or "decode") at one prompt length.
-void phase_findings(const std::vector<json>& cases, std::int64_t prompt_len,
-                    const std::string& phase, std::vector<std::string>& findings) {
-  const std::string key = phase == "prefill" ? "prefill_ms_median" : "decode_ms_per_token_median";
-  const std::string unit = phase == "prefill" ? " ms" : " ms/token";
-  const std::string where = phase + " at prompt length " + std::to_string(prompt_len);
-  auto by_time = [&](const json& a, const json& b) { return a[key] < b[key]; };
-  const json& fastest = *std::min_element(cases.begin(), cases.end(), by_time);
-  const json& slowest = *std::max_element(cases.begin(), cases.end(), by_time);
-  std::string sentence = "Fastest " + where + ": " + fastest["backend"].get<std::string>() + " (" +
-                         fixed(fastest[key], 3) + unit;
-  const json& speedup = fastest[phase + "_speedup_vs_naive"];
-  if (!speedup.is_null()) sentence += ", " + fixed(speedup, 2) + "x naive";
-  sentence += "); slowest: " + slowest["backend"].get<std::string>() + " (" +
-              fixed(slowest[key], 3) + unit + ", " +
-              fixed(slowest[key].get<double>() / fastest[key].get<double>(), 2) + "x the fastest).";
-  findings.push_back(sentence);
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    for (std::size_t j = i + 1; j < cases.size(); ++j) {
-      const double simple = cases[i][key], elaborate = cases[j][key];
-      if (simple >= elaborate) continue;
-      findings.push_back("Simpler " + cases[i]["backend"].get<std::string>() +
-                         " beats more elaborate " + cases[j]["backend"].get<std::string>() +
-                         " at " + where + ": " + fixed(simple, 3) + " vs " + fixed(elaborate, 3) +
-                         unit + " (" + fixed(elaborate / simple, 2) + "x).");
-    }
+const char* const kPhases[] = {"prefill", "decode"};
+
+std::string median_key(const std::string& phase) {
+  return phase == "prefill" ? "prefill_ms_median" : "decode_ms_per_token_median";
+}
+
+const std::vector<double>& samples_of(const CaseResult& c, const std::string& phase) {
+  return phase == "prefill" ? c.prefill_ms : c.decode_ms;
+}
+
+// Every pair (i < j, registry order) of the cases of one prompt length, per phase: the ratio
+// time(j) / time(i) at `confidence`. Calls `visit(phase, pair)`.
+template <class Visit>
+void for_each_pair(const std::vector<const CaseResult*>& cases, double confidence, Visit visit) {
+  for (const char* phase : kPhases) {
+    std::vector<std::vector<double>> cells;
+    for (const CaseResult* c : cases) cells.push_back(samples_of(*c, phase));
+    for (const PairRatio& pair : pairwise_ratios(cells, confidence))
+      visit(std::string(phase), pair);
   }
 }
 
-void length_findings(const std::vector<json>& cases, std::int64_t prompt_len,
+std::map<std::int64_t, std::vector<const CaseResult*>> by_prompt_length(
+    const std::vector<CaseResult>& cases) {
+  std::map<std::int64_t, std::vector<const CaseResult*>> out;
+  for (const CaseResult& c : cases) out[c.prompt_len].push_back(&c);
+  return out;
+}
+
+// The number of decisions the findings make: the pairs, plus the pooled overhead.
+int decision_count(const std::vector<CaseResult>& cases) {
+  int count = 1;
+  for (const auto& [prompt_len, group] : by_prompt_length(cases)) {
+    const int n = static_cast<int>(group.size());
+    count += 2 * n * (n - 1) / 2;
+  }
+  return count;
+}
+
+std::string repetitions_text(const json& report) {
+  return std::to_string(report["setup"]["rounds"].get<int>()) + " repetitions";
+}
+
+// The comparisons of one phase at one prompt length, as stored in the report.
+std::vector<json> comparisons_at(const json& report, std::int64_t prompt_len,
+                                 const std::string& phase) {
+  std::vector<json> out;
+  for (const json& c : report["comparisons"]) {
+    if (c["prompt_len"] == prompt_len && c["phase"] == phase) out.push_back(c);
+  }
+  return out;
+}
+
+// Sentences about one phase ("prefill" or "decode") at one prompt length, decided by the
+// comparisons' intervals (finding_rule.h).
+void phase_findings(const json& report, const std::vector<json>& cases, std::int64_t prompt_len,
+                    const std::string& phase, std::vector<std::string>& findings) {
+  const std::string key = median_key(phase);
+  const std::string unit = phase == "prefill" ? " ms" : " ms/token";
+  const std::string where = phase + " at prompt length " + std::to_string(prompt_len);
+  const std::vector<json> pairs = comparisons_at(report, prompt_len, phase);
+  auto by_time = [&](const json& a, const json& b) { return a[key] < b[key]; };
+  const std::string leader =
+      (*std::min_element(cases.begin(), cases.end(), by_time))["backend"].get<std::string>();
+  // The leader against every other backend: the ones it does not beat tie with it.
+  std::vector<std::string> tied = {leader};
+  double tie_spread = 0, lead = -1;
+  for (const json& pair : pairs) {
+    const std::string first = pair["first"], second = pair["second"];
+    if (first != leader && second != leader) continue;
+    const std::string other = first == leader ? second : first;
+    const bool leader_wins = pair["verdict"] == (first == leader ? "faster" : "slower");
+    if (leader_wins) {
+      const double low = first == leader ? pair["interval"][0].get<double>()
+                                         : 1.0 / pair["interval"][1].get<double>();
+      lead = lead < 0 ? low : std::min(lead, low);
+    } else {
+      tied.push_back(other);
+      tie_spread = std::max(tie_spread, pair["could_differ_percent"].get<double>());
+    }
+  }
+  if (tied.size() == 1) {
+    findings.push_back("Fastest " + where + ": " + leader + ", faster than every other backend " +
+                       "(by at least " + fixed(100.0 * (lead - 1.0), 1) + "% at " +
+                       repetitions_text(report) + ").");
+  } else {
+    std::string names;
+    for (std::size_t i = 0; i < tied.size(); ++i) {
+      names += (i == 0 ? "" : i + 1 == tied.size() ? " and " : ", ") + tied[i];
+    }
+    findings.push_back("Fastest " + where + ": no single backend; " + names +
+                       " are indistinguishable at " + repetitions_text(report) +
+                       " (could differ by up to " + fixed(tie_spread, 1) + "%).");
+  }
+  for (const json& pair : pairs) {
+    if (pair["verdict"] != "faster") continue;
+    const std::string first = pair["first"], second = pair["second"];
+    auto median_of_backend = [&](const std::string& name) {
+      for (const json& c : cases) {
+        if (c["backend"] == name) return c[key].get<double>();
+      }
+      return 0.0;
+    };
+    findings.push_back("Simpler " + first + " beats more elaborate " + second + " at " + where +
+                       ": " + fixed(median_of_backend(first), 3) + " vs " +
+                       fixed(median_of_backend(second), 3) + unit + ", " + fixed(pair["ratio"], 2) +
+                       "x " + interval_text(pair["interval"], 2) + ".");
+  }
+}
+
+void length_findings(const json& report, const std::vector<json>& cases, std::int64_t prompt_len,
                      std::vector<std::string>& findings) {
-  phase_findings(cases, prompt_len, "prefill", findings);
-  phase_findings(cases, prompt_len, "decode", findings);
+  phase_findings(report, cases, prompt_len, "prefill", findings);
+  phase_findings(report, cases, prompt_len, "decode", findings);
   auto by = [](const char* key) {
     return [key](const json& a, const json& b) { return a[key] < b[key]; };
   };
-  const auto [low_share, high_share] =
-      std::minmax_element(cases.begin(), cases.end(), by("prefill_attention_share"));
-  const auto [low_decode, high_decode] =
-      std::minmax_element(cases.begin(), cases.end(), by("decode_attention_share"));
-  findings.push_back("Attention's share of a step at prompt length " + std::to_string(prompt_len) +
-                     ": prefill from " + percent((*low_share)["prefill_attention_share"]) + " (" +
-                     (*low_share)["backend"].get<std::string>() + ") to " +
-                     percent((*high_share)["prefill_attention_share"]) + " (" +
-                     (*high_share)["backend"].get<std::string>() + "), decode from " +
-                     percent((*low_decode)["decode_attention_share"]) + " (" +
-                     (*low_decode)["backend"].get<std::string>() + ") to " +
-                     percent((*high_decode)["decode_attention_share"]) + " (" +
-                     (*high_decode)["backend"].get<std::string>() + ").");
   const auto [small, large] =
       std::minmax_element(cases.begin(), cases.end(), by("prefill_temporary_bytes"));
   findings.push_back("Largest attention temporaries in a prefill of " + std::to_string(prompt_len) +
@@ -110,7 +174,9 @@ void length_findings(const std::vector<json>& cases, std::int64_t prompt_len,
 
 std::vector<std::string> findings_of(const json& report) {
   std::vector<std::string> findings;
-  for (std::int64_t p : prompt_lengths(report)) length_findings(cases_at(report, p), p, findings);
+  for (std::int64_t p : prompt_lengths(report)) {
+    length_findings(report, cases_at(report, p), p, findings);
+  }
   int mismatches = 0, temporary_mismatches = 0;
   for (const json& c : report["cases"]) {
     mismatches += static_cast<int>(c["step_mismatches"].size());
@@ -130,13 +196,30 @@ std::vector<std::string> findings_of(const json& report) {
                                " cases measured temporaries that differ from the cost model "
                                "(see the tables).");
   const json& overhead = report["overhead"];
-  findings.push_back("Profiling added a median of " + fixed(overhead["median_percent"], 2) +
-                     "% to a decode step (from " + fixed(overhead["min_percent"], 2) + "% to " +
-                     fixed(overhead["max_percent"], 2) + "% across cases).");
+  const Interval interval = {overhead["interval"][0], overhead["interval"][1]};
+  const std::string range = interval_text(overhead["interval"], 2);
+  const std::string runs = std::to_string(overhead["runs"].get<int>()) + " runs";
+  findings.push_back(excludes_zero(interval)
+                         ? "Profiling added " + fixed(overhead["median_percent"], 2) + "% " +
+                               range + " to a decode step (median over " + runs + " of every case)."
+                         : "Profiling's cost on a decode step is indistinguishable from zero at " +
+                               runs + " (median " + fixed(overhead["median_percent"], 2) +
+                               "%, somewhere in " + range + "%).");
   return findings;
 }
 
 }  // namespace
+
+double widest_deciding_width(const std::vector<CaseResult>& cases) {
+  const double level = per_interval_confidence(kReportConfidence, decision_count(cases));
+  double widest = 0;
+  for (const auto& [prompt_len, group] : by_prompt_length(cases)) {
+    for_each_pair(group, level, [&](const std::string&, const PairRatio& pair) {
+      widest = std::max(widest, pair.ratio.relative_width());
+    });
+  }
+  return widest;
+}
 
 json build_report(const CompareSetup& setup, const std::vector<CaseResult>& cases) {
   std::map<std::int64_t, const CaseResult*> naive_at;
@@ -146,27 +229,39 @@ json build_report(const CompareSetup& setup, const std::vector<CaseResult>& case
   json out_cases = json::array();
   std::vector<double> overheads;
   for (const CaseResult& c : cases) {
-    const double prefill = median(c.prefill_ms), decode = median(c.decode_ms);
-    const double decode_profiled = median(c.decode_profiled_ms);
-    const double overhead = 100.0 * (decode_profiled - decode) / decode;
-    overheads.push_back(overhead);
+    const Estimate prefill = median_estimate(c.prefill_ms, kReportConfidence);
+    const Estimate decode = median_estimate(c.decode_ms, kReportConfidence);
+    const Estimate overhead = median_estimate(c.overhead_percent, kReportConfidence);
+    overheads.insert(overheads.end(), c.overhead_percent.begin(), c.overhead_percent.end());
     json speedup_prefill = nullptr, speedup_decode = nullptr;
+    json speedup_prefill_interval = nullptr, speedup_decode_interval = nullptr;
     if (const auto naive = naive_at.find(c.prompt_len); naive != naive_at.end()) {
-      speedup_prefill = median(naive->second->prefill_ms) / prefill;
-      speedup_decode = median(naive->second->decode_ms) / decode;
+      const Estimate p = ratio_estimate(naive->second->prefill_ms, c.prefill_ms, kReportConfidence);
+      const Estimate d = ratio_estimate(naive->second->decode_ms, c.decode_ms, kReportConfidence);
+      speedup_prefill = p.value;
+      speedup_prefill_interval = interval_json(p.interval);
+      speedup_decode = d.value;
+      speedup_decode_interval = interval_json(d.interval);
     }
     out_cases.push_back({
         {"backend", c.backend},
         {"prompt_len", c.prompt_len},
+        {"repetitions", c.prefill_ms.size()},
         {"prefill_ms", c.prefill_ms},
-        {"prefill_ms_median", prefill},
+        {"prefill_ms_median", prefill.value},
+        {"prefill_ms_interval", interval_json(prefill.interval)},
         {"decode_ms", c.decode_ms},
-        {"decode_ms_per_token_median", decode},
+        {"decode_ms_per_token_median", decode.value},
+        {"decode_ms_per_token_interval", interval_json(decode.interval)},
         {"decode_profiled_ms", c.decode_profiled_ms},
-        {"decode_profiled_ms_median", decode_profiled},
-        {"decode_overhead_percent", overhead},
+        {"decode_profiled_ms_median", median(c.decode_profiled_ms)},
+        {"decode_overhead_percent_runs", c.overhead_percent},
+        {"decode_overhead_percent", overhead.value},
+        {"decode_overhead_percent_interval", interval_json(overhead.interval)},
         {"prefill_speedup_vs_naive", speedup_prefill},
+        {"prefill_speedup_vs_naive_interval", speedup_prefill_interval},
         {"decode_speedup_vs_naive", speedup_decode},
+        {"decode_speedup_vs_naive_interval", speedup_decode_interval},
         {"prefill_attention_share", c.prefill_attention_ms / c.prefill_forward_ms},
         {"decode_attention_share", c.decode_attention_ms / c.decode_forward_ms},
         {"prefill_steps_observed", {c.prefill_steps_observed_min, c.prefill_steps_observed_max}},
@@ -181,9 +276,24 @@ json build_report(const CompareSetup& setup, const std::vector<CaseResult>& case
         {"prefill_peak_memory_bytes", c.prefill_peak_bytes},
     });
   }
+  const int decisions = decision_count(cases);
+  const double level = per_interval_confidence(kReportConfidence, decisions);
+  json comparisons = json::array();
+  for (const auto& [prompt_len, group] : by_prompt_length(cases)) {
+    for_each_pair(group, level,
+                  [&, p = prompt_len, &g = group](const std::string& phase, const PairRatio& pair) {
+                    json entry = comparison_json(pair.ratio);
+                    entry.update({{"prompt_len", p},
+                                  {"phase", phase},
+                                  {"first", g[pair.first]->backend},
+                                  {"second", g[pair.second]->backend}});
+                    comparisons.push_back(entry);
+                  });
+  }
+  const Estimate pooled = median_estimate(overheads, level);
   json report = {
       {"format", "attnscope-compare"},
-      {"version", 1},
+      {"version", 2},
       {"setup",
        {{"model", setup.model},
         {"cpu", setup.cpu},
@@ -191,13 +301,25 @@ json build_report(const CompareSetup& setup, const std::vector<CaseResult>& case
         {"device", setup.device.empty() ? nlohmann::json() : nlohmann::json(setup.device)},
         {"dtype", setup.dtype},
         {"decode_steps", setup.gen},
-        {"repetitions", setup.reps}}},
+        {"rounds", setup.rounds},
+        {"elapsed_s", setup.elapsed_s}}},
+      {"conditions", setup.conditions},
+      {"statistics",
+       {{"method", "percentile bootstrap over repetitions"},
+        {"resamples", kResamples},
+        {"table_confidence", kReportConfidence},
+        {"family_confidence", kReportConfidence},
+        {"decisions", decisions},
+        {"per_decision_confidence", level},
+        {"widest_deciding_width_percent", 100.0 * widest_deciding_width(cases)}}},
       {"cases", out_cases},
+      {"comparisons", comparisons},
       {"overhead",
-       {{"median_percent", median(overheads)},
-        {"min_percent", *std::min_element(overheads.begin(), overheads.end())},
-        {"max_percent", *std::max_element(overheads.begin(), overheads.end())}}},
+       {{"median_percent", pooled.value},
+        {"interval", interval_json(pooled.interval)},
+        {"runs", overheads.size()}}},
   };
+  report["setup"].update(setup.plan.to_json());
   report["findings"] = findings_of(report);
   return report;
 }
@@ -213,29 +335,51 @@ std::string report_markdown(const json& report) {
   } else {
     md << "CPU " << setup["cpu"].get<std::string>() << ", " << setup["threads"] << " threads; ";
   }
-  md << setup["repetitions"] << " repetitions of a prefill then " << setup["decode_steps"]
-     << " decode steps per backend and prompt length. Decode steps alternate profiled and "
-        "unprofiled (P U U P); decode ms/token is the median of the unprofiled ones, prefill "
-        "ms the median of the profiled prefills. Sizes in binary units (KiB, MiB).\n\n";
+  md << setup["rounds"] << " repetitions (rounds) of a prefill then " << setup["decode_steps"]
+     << " decode steps per backend and prompt length, the backends interleaved within each round";
+  if (setup["budget_s"].get<double>() > 0) {
+    md << "; repeated from " << setup["min_repetitions"] << " until every deciding interval was "
+       << "narrower than " << fixed(setup["target_percent"], 1) << "% or the "
+       << fixed(setup["budget_s"], 0) << " s budget ran out (widest "
+       << fixed(report["statistics"]["widest_deciding_width_percent"], 1) << "% after "
+       << fixed(setup["elapsed_s"], 0) << " s)";
+  }
+  md << ". Decode steps alternate profiled and unprofiled (P U U P); a repetition's decode "
+        "ms/token is the median of its unprofiled steps, its prefill ms the profiled prefill. "
+        "Brackets are 95% percentile-bootstrap intervals over the repetitions; findings use "
+        "intervals that hold together at 95% over the report's "
+     << report["statistics"]["decisions"]
+     << " comparisons (Bonferroni), and call a backend faster only when its interval excludes "
+        "1.0. Sizes in binary units (KiB, MiB).\n\n";
+  if (report.contains("conditions") && report["conditions"].is_object()) {
+    const json& conditions = report["conditions"];
+    md << "Conditions: " << conditions.value("description", std::string()) << "\n\n";
+    if (conditions["warning"].is_string()) {
+      md << "**Warning:** " << conditions["warning"].get<std::string>() << ".\n\n";
+    }
+  }
   md << "## Findings\n\n";
   for (const json& finding : report["findings"]) md << "- " << finding.get<std::string>() << "\n";
   for (std::int64_t p : prompt_lengths(report)) {
     md << "\n## Prompt length " << p << "\n\n"
-       << "| backend | prefill ms | vs naive | decode ms/token | vs naive | attention share "
-          "prefill / decode | steps per layer prefill / decode (cost model) | temporaries "
+       << "| backend | reps | prefill ms | vs naive | decode ms/token | vs naive | attention "
+          "share prefill / decode | steps per layer prefill / decode (cost model) | temporaries "
           "prefill (cost model) | temporaries decode (cost model) | peak memory prefill | "
           "profiler overhead decode |\n"
-       << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+       << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for (const json& c : cases_at(report, p)) {
-      auto speedup = [](const json& value) {
-        return value.is_null() ? std::string("-") : fixed(value, 2) + "x";
+      auto speedup = [](const json& value, const json& interval) {
+        return value.is_null() ? std::string("-")
+                               : fixed(value, 2) + "x " + interval_text(interval, 2);
       };
-      md << "| " << c["backend"].get<std::string>() << " | " << fixed(c["prefill_ms_median"], 3)
-         << " | " << speedup(c["prefill_speedup_vs_naive"]) << " | "
-         << fixed(c["decode_ms_per_token_median"], 3) << " | "
-         << speedup(c["decode_speedup_vs_naive"]) << " | " << percent(c["prefill_attention_share"])
-         << " / " << percent(c["decode_attention_share"]) << " | "
-         << range(c["prefill_steps_observed"][0], c["prefill_steps_observed"][1]) << " / "
+      md << "| " << c["backend"].get<std::string>() << " | " << c["repetitions"] << " | "
+         << fixed(c["prefill_ms_median"], 1) << " " << interval_text(c["prefill_ms_interval"], 1)
+         << " | " << speedup(c["prefill_speedup_vs_naive"], c["prefill_speedup_vs_naive_interval"])
+         << " | " << fixed(c["decode_ms_per_token_median"], 2) << " "
+         << interval_text(c["decode_ms_per_token_interval"], 2) << " | "
+         << speedup(c["decode_speedup_vs_naive"], c["decode_speedup_vs_naive_interval"]) << " | "
+         << percent(c["prefill_attention_share"]) << " / " << percent(c["decode_attention_share"])
+         << " | " << range(c["prefill_steps_observed"][0], c["prefill_steps_observed"][1]) << " / "
          << range(c["decode_steps_observed"][0], c["decode_steps_observed"][1]) << " ("
          << c["prefill_steps_expected"].get<int>() << " / "
          << range(c["decode_steps_expected"][0], c["decode_steps_expected"][1]) << ") | "
@@ -244,7 +388,8 @@ std::string report_markdown(const json& report) {
          << bytes_text(c["decode_temporary_bytes"]) << " ("
          << bytes_text(c["decode_temporary_bytes_expected"]) << ") | "
          << bytes_text(c["prefill_peak_memory_bytes"]) << " | "
-         << fixed(c["decode_overhead_percent"], 2) << "% |\n";
+         << fixed(c["decode_overhead_percent"], 2) << "% "
+         << interval_text(c["decode_overhead_percent_interval"], 2) << " |\n";
     }
     md << "\n![prefill](prefill_ms_p" << p << ".svg) ![decode](decode_ms_p" << p << ".svg)\n";
   }

@@ -3,9 +3,18 @@
 //
 // report.json is the source of truth: the Markdown and the charts are rendered from it, so
 // every number in them can be recomputed from the JSON (speedup = naive's median / the
-// backend's median, per phase and prompt length). "Simpler" and "more elaborate" follow the
-// registry's order (naive, inplace, math, fused, flash): each pair where an earlier backend is
-// faster than a later one is stated.
+// backend's median, per phase and prompt length). Each repetition is one sample: its prefill
+// time, the median of its unprofiled decode steps, and its profiling overhead (median profiled
+// over median unprofiled decode step, minus 1), so runs, not steps, are what the intervals
+// count (steps of one run share its conditions and are not independent).
+//
+// The noise rule (tools/attnscope/statistics.h, finding_rule.h): every median and ratio carries
+// a percentile-bootstrap interval. The tables show 95% intervals. The findings are decided by
+// the comparisons: every pair of backends per phase and prompt length, plus the pooled profiling
+// overhead, with Bonferroni-adjusted intervals so that all of them hold together at 95%; a
+// backend "beats" another only when that interval excludes 1.0, otherwise the finding says the
+// two are indistinguishable and by how much they could differ. "Simpler" and "more elaborate"
+// follow the registry's order (naive, inplace, math, fused, flash).
 //
 // On a GPU the steps are timed to the end of their kernels, and attention shares are device
 // times (the kernels inside the attention scopes over those inside the forward step).
@@ -16,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/attnscope/repetition_plan.h"
+
 namespace attnscope::cli {
 
 // One backend at one prompt length, over all repetitions.
@@ -23,8 +34,9 @@ struct CaseResult {
   std::string backend;
   std::int64_t prompt_len = 0;
   std::vector<double> prefill_ms;          // one per repetition (profiled prefill, wall clock)
-  std::vector<double> decode_ms;           // every unprofiled decode step
-  std::vector<double> decode_profiled_ms;  // every profiled decode step
+  std::vector<double> decode_ms;           // per repetition, the median unprofiled decode step
+  std::vector<double> decode_profiled_ms;  // per repetition, the median profiled decode step
+  std::vector<double> overhead_percent;    // per repetition, profiled over unprofiled - 1
   double prefill_attention_ms = 0, prefill_forward_ms = 0;  // summed over profiled prefills
   double decode_attention_ms = 0, decode_forward_ms = 0;    // summed over profiled decodes
   int prefill_steps_observed_min = 0, prefill_steps_observed_max = 0, prefill_steps_expected = 0;
@@ -43,8 +55,19 @@ struct CompareSetup {
   std::string device;  // "" on the CPU, else Context::describe() ("cuda: NVIDIA H200, ...")
   std::string dtype = "f32";
   std::int64_t gen = 0;
-  int reps = 0;
+  RepetitionPlan plan;
+  int rounds = 0;  // rounds run (each gives every case one repetition)
+  double elapsed_s = 0;
+  nlohmann::json conditions;  // RunConditions::to_json()
 };
+
+// The confidence of the tables' intervals, and of all the findings' comparisons together.
+inline constexpr double kReportConfidence = 0.95;
+
+// The widest deciding interval (relative to its ratio, (high - low) / ratio) over the pairs of
+// backends at each phase and prompt length, at the findings' adjusted confidence: the adaptive
+// loop of `compare` stops once it is below the target. Needs at least 2 repetitions per case.
+double widest_deciding_width(const std::vector<CaseResult>& cases);
 
 nlohmann::json build_report(const CompareSetup& setup, const std::vector<CaseResult>& cases);
 std::string report_markdown(const nlohmann::json& report);

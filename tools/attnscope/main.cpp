@@ -20,7 +20,8 @@ int main(int argc, char** argv) {
   const std::vector<cli::Subcommand> subcommands = {
       cli::add_generate(app), cli::add_tokenize(app), cli::add_detokenize(app),
       cli::add_inspect(app),  cli::add_bench(app),    cli::add_bench_attention(app),
-      cli::add_profile(app),  cli::add_compare(app),  cli::add_perplexity(app)};
+      cli::add_profile(app),  cli::add_compare(app),  cli::add_perplexity(app),
+      cli::add_study(app)};
 
   try {
     app.parse(argc, argv);

@@ -11,6 +11,7 @@
 #include "runtime/error.h"
 #include "runtime/transfer.h"
 #include "tools/attnscope/elapsed.h"
+#include "tools/attnscope/statistics.h"
 
 namespace attnscope::cli {
 
@@ -198,27 +199,33 @@ ProfiledRun profile_model(Context& ctx, const gpt2::Model& model, const ModelRun
   return run;
 }
 
-ProfiledRun profile_attention_op(Context& ctx, const attention::Backend& backend,
-                                 const AttentionRunOptions& options) {
-  const AttentionShape& shape = options.shape;
+attention::Call random_attention_call(Context& ctx, const AttentionShape& shape, DType dtype,
+                                      std::uint64_t seed) {
   // Inputs are drawn in f32 on the host, converted to the dtype there and copied to the device
   // (on the CPU they are made in ctx's allocator directly, as the measured run's own).
   Allocator& staging = ctx.device() == Device::CPU ? ctx.allocator() : ctx.host_allocator();
-  std::mt19937_64 rng(options.seed);
+  std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   auto random = [&](const Shape& dims) {
     Tensor t = Tensor::empty(dims, DType::F32, staging);
     for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = normal(rng);
-    return to_device(ctx, options.dtype == DType::F32 ? t : t.to_dtype(options.dtype, staging));
+    return to_device(ctx, dtype == DType::F32 ? t : t.to_dtype(dtype, staging));
   };
   const Shape dims = {shape.batch, shape.heads, shape.seq_len, shape.head_dim};
   attention::Call call;
   call.q = random(dims);
   call.k = random(dims);
   call.v = random(dims);
-  call.out = Tensor::empty(dims, options.dtype, ctx.allocator());
+  call.out = Tensor::empty(dims, dtype, ctx.allocator());
   call.kv_len = shape.seq_len;
   call.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
+  return call;
+}
+
+ProfiledRun profile_attention_op(Context& ctx, const attention::Backend& backend,
+                                 const AttentionRunOptions& options) {
+  const AttentionShape& shape = options.shape;
+  const attention::Call call = random_attention_call(ctx, shape, options.dtype, options.seed);
 
   ProfiledRun run;
   attach_device(ctx, run, options.gpu_timing);
@@ -243,13 +250,6 @@ ProfiledRun profile_attention_op(Context& ctx, const attention::Backend& backend
     run.steps.push_back(step);
   }
   return run;
-}
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 std::optional<Overhead> measure_overhead(const std::vector<StepRecord>& steps,

@@ -89,6 +89,11 @@ struct AttentionRunOptions {
   profiler::GpuTiming gpu_timing = profiler::GpuTiming::Cupti;  // GPU runs only
 };
 
+// Causal prefill attention's call on Normal(0, 1) inputs of `shape` (q, k, v and out on ctx's
+// device, in `dtype`), drawn from `seed`.
+ops::attention::Call random_attention_call(Context& ctx, const AttentionShape& shape, DType dtype,
+                                           std::uint64_t seed);
+
 // Causal prefill attention on random inputs (on ctx's device, in options.dtype): one
 // unprofiled warm-up call, then `reps` calls alternating profiled and unprofiled as decode
 // steps do.
@@ -104,7 +109,5 @@ struct Overhead {
 // nullopt when the phase has no profiled or no unprofiled step.
 std::optional<Overhead> measure_overhead(const std::vector<StepRecord>& steps,
                                          const std::string& phase);
-
-double median(std::vector<double> values);
 
 }  // namespace attnscope::cli

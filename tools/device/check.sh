@@ -9,7 +9,8 @@
 #   stage2  measures: the attention benchmark at the study's shape (B=8 H=16 T=1024 D=64, causal,
 #           bf16) for every backend beside PyTorch's SDPA, pp512/tg128 and decode with CUDA graphs
 #           on and off beside PyTorch's GPT-2, the CUPTI profile, the CUPTI-vs-CUDA-event fidelity
-#           table, the compare report, then compute-sanitizer: memcheck on the attention kernels
+#           table, the compare report, `attnscope study` (the seed study's table in one command),
+#           then compute-sanitizer: memcheck on the attention kernels
 #           and racecheck with the time left. It reuses stage 1's build when the sources match.
 #
 # How to call it (device time is 15 minutes per session, machine start included):
@@ -37,8 +38,9 @@
 #   summary.txt after the first run.
 #   stage1 (300 s): env 15, configure 30, build 150, ctest_gpu 75, generate 30
 #   stage2 (360 s): env 15, configure 30 and build 150 (seconds when stage 1's build is reused),
-#           bench_attention 45, torch_attention 60, bench_model 75, profile 75, memcheck 90
-#           (required: its budget is always set aside), racecheck 60 (with the time left)
+#           bench_attention 45, torch_attention 60, bench_model 75, profile 75, study 30,
+#           memcheck 90 (required: its budget is always set aside), racecheck 60 (with the time
+#           left)
 #
 # What comes back in $OUT (the tool returns at most 8 files; this writes 3):
 #   summary.txt       one line per step, appended as the step ends; the verdict last
@@ -47,7 +49,8 @@
 #                     logs (ctest_gpu.log as printed, ctest_gpu_full.log every test's output), and
 #                     stage1: generate.jsonl; stage2: attention.jsonl and model.jsonl (benchmark
 #                     rows, attnscope and PyTorch), profile/ (GPU trace, summary JSON, fidelity
-#                     table, the compare report with its SVG charts), sanitizer.log, racecheck.log.
+#                     table, the compare report with its SVG charts), study/ (the study's report,
+#                     chart and one trace per backend), sanitizer.log, racecheck.log.
 #                     Packed again after every step and at exit (an EXIT trap), so a timeout or an
 #                     interrupted step still returns what was gathered.
 #
@@ -83,13 +86,13 @@ esac
 
 # --- the steps, their budgets (seconds, see the header) and their kinds -----------------------
 stage1_steps=(env configure build ctest_gpu generate)
-stage2_steps=(env configure build bench_attention torch_attention bench_model profile memcheck
-              racecheck)
+stage2_steps=(env configure build bench_attention torch_attention bench_model profile study
+              memcheck racecheck)
 declare -A budget=([env]=15 [configure]=30 [build]=150 [ctest_gpu]=75 [generate]=30
                    [bench_attention]=45 [torch_attention]=60 [bench_model]=75 [profile]=75
-                   [memcheck]=90 [racecheck]=60)
+                   [study]=30 [memcheck]=90 [racecheck]=60)
 # Informational steps never fail the check (they still must not be skipped on a GPU machine).
-informational=" bench_attention torch_attention bench_model profile racecheck "
+informational=" bench_attention torch_attention bench_model profile study racecheck "
 if [[ $STAGE == stage1 ]]; then
   steps=("${stage1_steps[@]}")
   CHECK_BUDGET_S=${CHECK_BUDGET_S:-300}
@@ -386,6 +389,21 @@ step_profile() {
   lb "$bin" compare --model synthetic:gpt2 --device cuda --dtype bf16 --prompt-lens 128,512 \
     --gen 8 --reps 3 --out "$dir/compare" || rc=3
   head -n 40 "$dir/compare/report.md" 2>/dev/null
+  return $rc
+}
+
+# --- study: the seed study's experiment on the GPU -------------------------------------------
+# `attnscope study` at the study's shape (B=8 H=16 T=1024 D=64, causal) in bf16: every backend's
+# prediction, the kernels CUPTI saw, timings with intervals (at least 5 rounds, more within 15 s
+# until the deciding intervals are under 5%), the A100 numbers beside them, a trace per backend;
+# all under study/ in the archive.
+step_study() {
+  has_gpu || { echo "SKIPPED: no GPU"; return 2; }
+  built || { echo "SKIPPED: no build"; return 2; }
+  local dir=$STAGE_DIR/study rc=0
+  lb "$BUILD_DIR/tools/attnscope" study --device cuda --dtype bf16 --reps 5 --budget-s 15 \
+    --out "$dir" >/dev/null || rc=3
+  sed -n '/## 2. The observation/,/## 4./p' "$dir/report.md" 2>/dev/null
   return $rc
 }
 
