@@ -732,6 +732,7 @@ TEST_CASE("perplexity refuses bad input with one line") {
   check_one_line_error(run(model + text + " --kl-divergence " + dir.file("none.npy")), 1,
                        "cannot be read");
   check_one_line_error(run(model + text + " --save-logits a --kl-divergence b"), 2, "excludes");
+}
 
 TEST_CASE("study predicts, observes and sets the study's numbers beside them") {
   attnscope::testing::TempDir dir;
