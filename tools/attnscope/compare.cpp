@@ -28,6 +28,7 @@
 #include "tools/attnscope/flags.h"
 #include "tools/attnscope/machine_info.h"
 #include "tools/attnscope/model_loading.h"
+#include "tools/attnscope/output_files.h"
 #include "tools/attnscope/profile_run.h"
 #include "tools/attnscope/repetition_plan.h"
 #include "tools/attnscope/statistics.h"
@@ -102,12 +103,6 @@ void add_run(const ProfiledRun& run, CaseResult& result) {
   result.overhead_percent.push_back(100.0 * (decode_profiled - decode) / decode);
 }
 
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path);
-  check(out.good(), path.string(), "cannot open for writing");
-  out << text;
-}
-
 int run_compare(const CompareFlags& flags) {
   if (!flags.diff.empty()) {
     std::cout << diff_profiles(flags.diff[0], flags.diff[1]);
@@ -169,10 +164,10 @@ int run_compare(const CompareFlags& flags) {
   setup.conditions = conditions.to_json();
   const nlohmann::json report = build_report(setup, cases);
   const fs::path dir(flags.out_dir);
-  write_file(dir / "report.json", report.dump(2) + "\n");
+  write_text_file(dir / "report.json", report.dump(2) + "\n");
   const std::string markdown = report_markdown(report);
-  write_file(dir / "report.md", markdown);
-  for (const auto& [file, svg] : report_charts(report)) write_file(dir / file, svg);
+  write_text_file(dir / "report.md", markdown);
+  for (const auto& [file, svg] : report_charts(report)) write_text_file(dir / file, svg);
   std::cout << markdown;
   return 0;
 }

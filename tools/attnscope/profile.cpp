@@ -26,6 +26,7 @@
 #include "tools/attnscope/flags.h"
 #include "tools/attnscope/machine_info.h"
 #include "tools/attnscope/model_loading.h"
+#include "tools/attnscope/output_files.h"
 #include "tools/attnscope/profile_run.h"
 
 namespace attnscope::cli {
@@ -52,12 +53,6 @@ struct ProfileFlags {
 };
 
 constexpr std::size_t kKernelRowsShown = 25;
-
-std::ofstream open_output(const std::string& path) {
-  std::ofstream out(path);
-  check(out.good(), path, "cannot open for writing");
-  return out;
-}
 
 // What the run measured beyond the table: overhead and steps against the cost model.
 nlohmann::json run_facts(const ProfiledRun& run, const std::string& phase_for_overhead) {

@@ -33,6 +33,7 @@
 #include "tools/attnscope/elapsed.h"
 #include "tools/attnscope/flags.h"
 #include "tools/attnscope/machine_info.h"
+#include "tools/attnscope/output_files.h"
 #include "tools/attnscope/profile_run.h"
 #include "tools/attnscope/repetition_plan.h"
 #include "tools/attnscope/study_report.h"
@@ -51,12 +52,6 @@ struct StudyFlags {
   std::uint64_t seed = 0;
   std::string out_dir;
 };
-
-void write_text(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path);
-  check(out.good(), path.string(), "cannot open for writing");
-  out << text;
-}
 
 // The profiled call of one backend: what its steps, temporaries and kernels were, and its trace.
 void observe(Context& ctx, const attention::Backend& backend, const StudyFlags& flags,
@@ -79,8 +74,7 @@ void observe(Context& ctx, const attention::Backend& backend, const StudyFlags& 
     }
   }
   result.trace_file = "trace-" + result.backend + ".json";
-  std::ofstream out(std::filesystem::path(flags.out_dir) / result.trace_file);
-  check(out.good(), result.trace_file, "cannot open for writing");
+  std::ofstream out = open_output(std::filesystem::path(flags.out_dir) / result.trace_file);
   profiler::write_chrome_trace(trace, "attnscope study attention." + result.backend, out);
 }
 
@@ -168,11 +162,11 @@ int run_study(const StudyFlags& flags) {
 
   const nlohmann::json report = build_study_report(setup, results);
   const fs::path dir(flags.out_dir);
-  write_text(dir / "report.json", report.dump(2) + "\n");
+  write_text_file(dir / "report.json", report.dump(2) + "\n");
   const std::string markdown = study_markdown(report);
-  write_text(dir / "report.md", markdown);
+  write_text_file(dir / "report.md", markdown);
   const auto [chart_file, chart] = study_chart(report);
-  write_text(dir / chart_file, chart);
+  write_text_file(dir / chart_file, chart);
   std::cout << markdown;
   return 0;
 }
