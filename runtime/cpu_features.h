@@ -1,0 +1,39 @@
+// Which SIMD instruction sets this CPU offers, and which kernel level the CPU ops use.
+//
+// The CPU kernels that read 16-bit and 8-bit weights come in three levels, chosen at run time:
+//   portable: plain C++ that every x86-64 and Arm compiler builds (the compiler may vectorize it);
+//   avx2:     AVX2 + FMA + F16C (x86-64 since ~2013: Haswell, Zen 1);
+//   avx512:   AVX-512 F + BW + VL (Skylake-SP, Ice Lake, Zen 4).
+// Why run-time dispatch rather than build-time selection: one binary built on one x86-64 machine
+// runs on another (a CI runner, a laptop, a GPU host), and the tests can run every level this CPU
+// has, not just the best one, by capping the level (ATTNSCOPE_CPU_LEVEL=portable|avx2|avx512, or
+// set_cpu_level_cap in a test).
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace attnscope {
+
+struct CpuFeatures {
+  bool avx2 = false, fma = false, f16c = false;
+  bool avx512f = false, avx512bw = false, avx512vl = false;
+  bool avx512_bf16 = false, avx512_vnni = false;  // reported, not used: see cpu_level()
+};
+
+// What CPUID reports, read once.
+const CpuFeatures& cpu_features();
+
+enum class CpuLevel { Portable, Avx2, Avx512 };
+
+std::string_view cpu_level_name(CpuLevel level);  // "portable", "avx2", "avx512"
+std::optional<CpuLevel> parse_cpu_level(std::string_view name);
+
+// The best level this CPU supports, no higher than the cap: set_cpu_level_cap, else the
+// ATTNSCOPE_CPU_LEVEL environment variable (an unknown value is an Error), else no cap.
+CpuLevel cpu_level();
+
+// Caps cpu_level() (std::nullopt removes the cap). For tests and benchmarks that compare levels.
+void set_cpu_level_cap(std::optional<CpuLevel> cap);
+
+}  // namespace attnscope
