@@ -6,22 +6,43 @@
 
 #include "runtime/error.h"
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
+
 namespace attnscope {
 
 namespace {
 
+// CPUID and XGETBV read directly (not __builtin_cpu_supports, whose feature names differ between
+// GCC and Clang versions). A vector extension counts only when the OS saves its registers.
 CpuFeatures read_cpu_features() {
   CpuFeatures f;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  __builtin_cpu_init();
-  f.avx2 = __builtin_cpu_supports("avx2");
-  f.fma = __builtin_cpu_supports("fma");
-  f.f16c = __builtin_cpu_supports("f16c");
-  f.avx512f = __builtin_cpu_supports("avx512f");
-  f.avx512bw = __builtin_cpu_supports("avx512bw");
-  f.avx512vl = __builtin_cpu_supports("avx512vl");
-  f.avx512_bf16 = __builtin_cpu_supports("avx512bf16");
-  f.avx512_vnni = __builtin_cpu_supports("avx512vnni");
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_max(0, nullptr) < 7 || !__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return f;
+  const auto bit = [](unsigned reg, int n) { return ((reg >> n) & 1u) != 0; };
+  if (!bit(ecx, 27) || !bit(ecx, 28)) return f;  // OSXSAVE and AVX
+  unsigned xcr0_low = 0, xcr0_high = 0;
+  __asm__ volatile("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+  const bool os_saves_avx = (xcr0_low & 0x6u) == 0x6u;       // XMM and YMM state
+  const bool os_saves_avx512 = (xcr0_low & 0xE6u) == 0xE6u;  // plus opmask and ZMM state
+  if (!os_saves_avx) return f;
+  f.fma = bit(ecx, 12);
+  f.f16c = bit(ecx, 29);
+  __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx);
+  const unsigned leaf7_subleaves = eax;
+  f.avx2 = bit(ebx, 5);
+  if (os_saves_avx512) {
+    f.avx512f = bit(ebx, 16);
+    f.avx512bw = bit(ebx, 30);
+    f.avx512vl = bit(ebx, 31);
+    f.avx512_vnni = bit(ecx, 11);
+    if (leaf7_subleaves >= 1) {
+      __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx);
+      f.avx512_bf16 = bit(eax, 5);
+    }
+  }
 #endif
   return f;
 }

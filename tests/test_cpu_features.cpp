@@ -3,6 +3,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
 
 #include "runtime/cpu_features.h"
 
@@ -29,6 +33,32 @@ TEST_CASE("cpu_level follows CPUID and its cap") {
   CHECK(cpu_level() == std::min(best, CpuLevel::Avx2));
   set_cpu_level_cap(std::nullopt);
   CHECK(cpu_level() == best);
+}
+
+// The kernel's own flags (/proc/cpuinfo on Linux) are the independent reference for CPUID.
+TEST_CASE("cpu_features agrees with /proc/cpuinfo") {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  std::set<std::string> flags;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    for (std::string word; words >> word;) flags.insert(word);
+    break;
+  }
+  if (flags.empty()) {
+    MESSAGE("SKIPPED: no /proc/cpuinfo flags on this system");
+    return;
+  }
+  const CpuFeatures& f = cpu_features();
+  CHECK(f.avx2 == flags.count("avx2"));
+  CHECK(f.fma == flags.count("fma"));
+  CHECK(f.f16c == flags.count("f16c"));
+  CHECK(f.avx512f == flags.count("avx512f"));
+  CHECK(f.avx512bw == flags.count("avx512bw"));
+  CHECK(f.avx512vl == flags.count("avx512vl"));
+  CHECK(f.avx512_bf16 == flags.count("avx512_bf16"));
+  CHECK(f.avx512_vnni == flags.count("avx512_vnni"));
 }
 
 }  // namespace attnscope
