@@ -1,6 +1,7 @@
 // The registry behind --attn (registry.h).
 #include "ops/attention/registry.h"
 
+#include <algorithm>
 #include <array>
 
 #include "runtime/error.h"
@@ -32,6 +33,23 @@ const Backend& find_backend(std::string_view name) {
   }
   throw Error("--attn", "unknown attention backend '" + std::string(name) +
                             "' (valid: " + backend_list() + ")");
+}
+
+std::vector<const Backend*> resolve_backends(const std::vector<std::string>& requested) {
+  std::vector<const Backend*> backends;
+  auto add = [&](const Backend& backend) {
+    if (std::find(backends.begin(), backends.end(), &backend) == backends.end()) {
+      backends.push_back(&backend);
+    }
+  };
+  for (const std::string& name : requested) {
+    if (name == "all") {
+      for (const Backend* backend : registered_backends()) add(*backend);
+    } else {
+      add(find_backend(name));
+    }
+  }
+  return backends;
 }
 
 std::vector<std::string> backend_names() {

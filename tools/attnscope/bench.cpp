@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "ops/attention/registry.h"
 #include "ops/sample.h"
 #include "runtime/error.h"
 #include "runtime/transfer.h"
@@ -105,9 +106,9 @@ struct ModelSamples {
 std::vector<ModelTest> model_grid(const BenchFlags& flags, const std::string& model,
                                   const std::string& device, const std::string& dtype) {
   std::vector<ModelTest> tests;
-  for (const std::string& backend : flags.backends) {
+  for (const ops::attention::Backend* backend : ops::attention::resolve_backends(flags.backends)) {
     for (std::int64_t batch : flags.batches) {
-      const ModelTest base{model, backend, device, dtype, batch};
+      const ModelTest base{model, std::string(backend->name()), device, dtype, batch};
       for (std::int64_t prompt_len : flags.prompt_lens) {
         if (prompt_len == 0) continue;
         ModelTest test = base;

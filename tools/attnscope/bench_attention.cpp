@@ -37,26 +37,6 @@ namespace attention = ops::attention;
 
 namespace {
 
-// "all" expands to every registered backend in registry order; names and aliases resolve to the
-// backend they name, each listed once.
-std::vector<const attention::Backend*> resolve_backends(const std::vector<std::string>& requested) {
-  std::vector<const attention::Backend*> backends;
-  auto add = [&](const std::string& name) {
-    const attention::Backend* backend = &attention::find_backend(name);
-    if (std::find(backends.begin(), backends.end(), backend) == backends.end()) {
-      backends.push_back(backend);
-    }
-  };
-  for (const std::string& name : requested) {
-    if (name == "all") {
-      for (const std::string& registered : attention::backend_names()) add(registered);
-    } else {
-      add(name);
-    }
-  }
-  return backends;
-}
-
 // Normal(0, 1) values of the given dtype (drawn in f32, then converted).
 Tensor random_tensor(const Shape& shape, DType dtype, std::mt19937_64& rng, Allocator& allocator) {
   Tensor values = Tensor::empty(shape, DType::F32, allocator);
@@ -296,7 +276,8 @@ AttentionReport measure_attention(const AttentionBenchFlags& flags, const std::s
   shape.kv_len = flags.seq_len;
   shape.head_dim = flags.head_dim;
   shape.dtype = parse_dtype(flags.dtype);
-  const std::vector<const attention::Backend*> backends = resolve_backends(flags.backends);
+  const std::vector<const attention::Backend*> backends =
+      attention::resolve_backends(flags.backends);
 
   Context ctx(flags.device == "cuda" ? Device::CUDA : Device::CPU, flags.threads);
   report.threads = ctx.threads();

@@ -117,11 +117,13 @@ int run_compare(const CompareFlags& flags) {
   const std::unique_ptr<Context> context = make_context(flags.device);
   Context& ctx = *context;
   gpt2::Model model = load_model(flags.model, ctx, parse_dtype(flags.device.dtype));
+  const std::vector<const ops::attention::Backend*> backends =
+      ops::attention::resolve_backends(flags.backends);
   std::vector<CaseResult> cases;
   for (std::int64_t prompt_len : flags.prompt_lens) {
-    for (const std::string& name : flags.backends) {
+    for (const ops::attention::Backend* backend : backends) {
       CaseResult result;
-      result.backend = std::string(ops::attention::find_backend(name).name());
+      result.backend = std::string(backend->name());
       result.prompt_len = prompt_len;
       cases.push_back(std::move(result));
     }
@@ -132,12 +134,11 @@ int run_compare(const CompareFlags& flags) {
   int rounds = 0;
   auto widest_percent = [&] { return 100.0 * widest_deciding_width(cases); };
   while (flags.plan.another_round(rounds, seconds_since(start), widest_percent)) {
-    const std::size_t backends = flags.backends.size();
+    const std::size_t count = backends.size();
     for (std::size_t i = 0; i < cases.size(); ++i) {
       // Within each prompt length the backends' order rotates by one every round.
-      const std::size_t base = i / backends * backends;
-      CaseResult& result =
-          cases[base + (i % backends + static_cast<std::size_t>(rounds)) % backends];
+      const std::size_t base = i / count * count;
+      CaseResult& result = cases[base + (i % count + static_cast<std::size_t>(rounds)) % count];
       std::cerr << "compare: round " << rounds + 1 << ", " << result.backend << ", prompt "
                 << result.prompt_len << "\n";
       model.set_attention(result.backend);

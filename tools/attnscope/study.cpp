@@ -90,16 +90,8 @@ int run_study(const StudyFlags& flags) {
 
   std::vector<StudyBackend> results;
   std::vector<const attention::Backend*> backends;
-  std::vector<std::string> names;
-  for (const std::string& name : flags.backends) {
-    const std::vector<std::string> all = attention::backend_names();
-    if (name == "all")
-      names.insert(names.end(), all.begin(), all.end());
-    else
-      names.push_back(name);
-  }
-  for (const std::string& name : names) {
-    const attention::Backend& backend = attention::find_backend(name);
+  for (const attention::Backend* named : attention::resolve_backends(flags.backends)) {
+    const attention::Backend& backend = *named;
     StudyBackend result;
     result.backend = std::string(backend.name());
     std::cerr << "study: profiling " << result.backend << "\n";

@@ -2,8 +2,10 @@
 """PyTorch peer of `attnscope bench`: the same tests through Hugging Face's GPT-2, same JSON.
 
 --op model: GPT2LMHeadModel built from GPT2Config() (the 124M shape) with seeded random weights,
-attn_implementation "eager" and "sdpa", f32 (f16/bf16 on CUDA), torch.inference_mode(). A prefill test ppN is one
-forward pass over batch x N random ids; a decode test tgN @ dD fills the cache with D random ids
+attn_implementation "eager" and "sdpa", f32 (f16/bf16 too; on the CPU as in attnscope), torch.inference_mode().
+A prefill test ppN is one forward pass over batch x N random ids that asks transformers for the
+last position's logits only (logits_to_keep=1), which is the work attnscope's prefill does: the LM
+head over all N positions would add ~20% to GPT-2's prefill FLOPs. A decode test tgN @ dD fills the cache with D random ids
 per row (use_cache=True), then takes N greedy steps of one token per row, feeding
 past_key_values back by hand (not generate()). Timed like attnscope: warm-up runs of every test,
 then repetitions going round the whole grid; tokens/s = batch x tokens / time of the timed phase,
@@ -20,6 +22,7 @@ Cost: model weights (~0.5 GB in f32) plus the cache and activations of the large
 """
 import argparse
 import datetime
+import inspect
 import json
 import platform
 import statistics
@@ -76,6 +79,17 @@ def test_name(prompt_len, gen, depth):
     return f"tg{gen}" + (f" @ d{depth}" if depth else "")
 
 
+def last_logits_only(model):
+    """The keyword that makes transformers compute the LM head for the last position only:
+    logits_to_keep (transformers >= 4.45) or num_logits_to_keep (4.43-4.44)."""
+    parameters = inspect.signature(model.forward).parameters
+    for name in ("logits_to_keep", "num_logits_to_keep"):
+        if name in parameters:
+            return {name: 1}
+    sys.exit("torch_bench: error: this transformers cannot compute last-position logits only "
+             "(no logits_to_keep); the prefill tests would do more work than attnscope's")
+
+
 def run_model_test(model, test, device, vocab, samples):
     batch, prompt_len, gen, depth = test["batch"], test["prompt_len"], test["gen"], test["depth"]
     generator = torch.Generator().manual_seed(prompt_len * 7919 + depth)
@@ -84,7 +98,7 @@ def run_model_test(model, test, device, vocab, samples):
         ids = torch.randint(0, vocab, (batch, prompt_len), generator=generator).to(device)
         synchronize(device)
         start = time.perf_counter()
-        model(input_ids=ids, use_cache=True)
+        model(input_ids=ids, use_cache=True, **last_logits_only(model))
         synchronize(device)
         samples["seconds"].append(time.perf_counter() - start)
     else:
@@ -94,7 +108,7 @@ def run_model_test(model, test, device, vocab, samples):
         synchronize(device)
         start = time.perf_counter()
         if depth:
-            out = model(input_ids=context, use_cache=True)
+            out = model(input_ids=context, use_cache=True, **last_logits_only(model))
             past = out.past_key_values
             next_ids = out.logits[:, -1].argmax(-1, keepdim=True)
         synchronize(device)
@@ -163,6 +177,7 @@ def model_rows(args, threads):
                 "ttft_ms_mean": ttft_mean if decode else None,
                 "ttft_ms_stddev": ttft_stddev if decode else None,
                 "samples_ttft_ms": sample["ttft_ms"], "peak_bytes": sample["peak_bytes"],
+                "logits": "last position" if test["prompt_len"] else "one position per step",
                 "weights_gb_per_s_mean":
                     rate_mean / test["batch"] * DTYPE_BYTES[args.dtype] * parameters / 1e9
                     if decode else None,
@@ -250,8 +265,6 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", help="write the JSON here (default: stdout)")
     args = parser.parse_args()
-    if args.op == "model" and args.dtype != "f32" and args.device != "cuda":
-        parser.error("--dtype: f16/bf16 models run on --device cuda only (as in attnscope)")
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("torch_bench: error: --device cuda: no CUDA device is available")
     if args.threads > 0:
