@@ -20,8 +20,11 @@
 #include "ops/heads.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
+#include "ops/rms_norm.h"
+#include "ops/rotary_embedding.h"
 #include "ops/sample.h"
 #include "ops/softmax.h"
+#include "ops/swiglu.h"
 #include "reference_ops.h"
 #include "runtime/context.h"
 #include "runtime/cuda/device.h"
@@ -683,6 +686,148 @@ TEST_CASE("cuda sampling frequencies follow the distribution, and a seed reprodu
 }
 
 // ---------------------------------------------------------------------------------------------
+// The Llama family's ops
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+// Unit roundoff of a storage dtype: the largest relative error of one rounding to it.
+double unit_roundoff(DType dtype) {
+  switch (dtype) {
+    case DType::F16:
+      return 0x1p-11;
+    case DType::BF16:
+      return 0x1p-8;
+    default:
+      return 0x1p-24;
+  }
+}
+
+// rms_norm and swiglu round an intermediate (the normalised value, the silu) to the storage
+// dtype, as transformers does, and then the result: against the cpu's f32 op on the same
+// rounded inputs that is 2 r + r^2 relative, plus 1e-5 for f32's differences in the order of
+// operations (the gpu's f32 sums of up to 5000 squares: ~40u ~ 2.4e-6).
+double two_roundings(DType dtype) {
+  const double r = unit_roundoff(dtype);
+  return 2 * r + r * r + 1e-5;
+}
+
+}  // namespace
+
+TEST_CASE("cuda rms_norm matches the cpu op on ordinary, huge and tiny rows, also in place") {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
+    MESSAGE("SKIPPED: " << why);
+    return;
+  }
+  Context gpu(Device::CUDA, 1);
+  Context cpu(2);
+  std::mt19937 rng(31);
+  for (DType dtype : kFloatTypes) {
+    // f16 tops out at 65504: its "huge" rows are 1e3, the others' 1e15 (squares 1e30, still
+    // summable in f32).
+    const float huge = dtype == DType::F16 ? 1e3f : 1e15f;
+    for (float scale : {1.0f, huge, 1e-3f, 1e-20f}) {
+      for (std::int64_t width : {64, 576, 2048, 5000}) {
+        const std::int64_t rows = 3;
+        const Tensor x =
+            rounded(cpu, random_tensor({rows, width}, rng, cpu.allocator(), scale), dtype);
+        const Tensor weight = rounded(cpu, random_tensor({width}, rng, cpu.allocator()), dtype);
+        Tensor expected = Tensor::empty({rows, width}, DType::F32, cpu.allocator());
+        ops::rms_norm(cpu, x, weight, 1e-6f, expected);
+
+        const Tensor device_weight = upload(gpu, weight, dtype);
+        Tensor out = poisoned(gpu, {rows, width}, dtype);
+        ops::rms_norm(gpu, upload(gpu, x, dtype), device_weight, 1e-6f, out);
+        Tensor in_place = upload(gpu, x, dtype);
+        ops::rms_norm(gpu, in_place, device_weight, 1e-6f, in_place);
+        CAPTURE(dtype_name(dtype));
+        CAPTURE(scale);
+        CAPTURE(width);
+        // Relative everywhere (the tiny rows' outputs are ~1e-17), except in f16, whose
+        // subnormals (below 6.1e-5) are coarser: there outputs below 1e-3 are compared
+        // absolutely, to 1e-3 times the bound (> f16's largest subnormal rounding, 3e-8).
+        const double floor = dtype == DType::F16 ? 1e-3 : 1e-30;
+        const auto reference = testing::to_double(expected);
+        CHECK(worst_error(download(gpu, out), reference, floor) <= two_roundings(dtype));
+        CHECK(worst_error(download(gpu, in_place), reference, floor) <= two_roundings(dtype));
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda swiglu matches the cpu op, large negative gates included") {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
+    MESSAGE("SKIPPED: " << why);
+    return;
+  }
+  Context gpu(Device::CUDA, 1);
+  Context cpu(2);
+  std::mt19937 rng(32);
+  // Saturated gates on both sides (-6e4 is near f16's largest finite value).
+  const float gates[] = {0.0f, -20.0f, -88.5f, -100.0f, -1e3f, -6e4f, 20.0f, 100.0f};
+  for (DType dtype : kFloatTypes) {
+    for (std::int64_t half : {64, 1000, 1536}) {
+      for (std::int64_t rows : {1, 5}) {
+        Tensor gate_up = random_tensor({rows, 2 * half}, rng, cpu.allocator(), 4.0f);
+        std::copy(std::begin(gates), std::end(gates), gate_up.data<float>());
+        gate_up = rounded(cpu, gate_up, dtype);
+        Tensor expected = Tensor::empty({rows, half}, DType::F32, cpu.allocator());
+        ops::swiglu(cpu, gate_up, expected);
+        Tensor out = poisoned(gpu, {rows, half}, dtype);
+        ops::swiglu(gpu, upload(gpu, gate_up, dtype), out);
+        CAPTURE(dtype_name(dtype));
+        CAPTURE(half);
+        CAPTURE(rows);
+        CHECK(worst_error(download(gpu, out), testing::to_double(expected), 1.0) <=
+              two_roundings(dtype));
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda rotary_embedding_ matches the cpu op on grouped heads at cache offsets") {
+  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
+    MESSAGE("SKIPPED: " << why);
+    return;
+  }
+  Context gpu(Device::CUDA, 1);
+  Context cpu(2);
+  std::mt19937 rng(33);
+  struct Case {
+    std::int64_t batch, q_heads, kv_heads, tokens, capacity, start, head_dim;
+  };
+  const ops::Llama3RopeScaling llama3{32.0, 1.0, 4.0, 8192};
+  for (const Case& c : {Case{1, 4, 4, 7, 8, 0, 64}, Case{2, 8, 2, 3, 40, 17, 128},
+                        Case{1, 9, 3, 1, 300, 299, 64}, Case{2, 6, 1, 33, 100, 50, 128}}) {
+    const std::vector<float> inv = ops::rotary_inverse_frequencies(c.head_dim, 500000.0, llama3);
+    const ops::RotaryTable table = ops::rotary_table(inv, c.capacity, cpu.allocator());
+    const ops::RotaryTable device_table{to_device(gpu, table.cos), to_device(gpu, table.sin)};
+    for (DType dtype : kFloatTypes) {
+      Tensor q = rounded(
+          cpu, random_tensor({c.batch, c.q_heads, c.tokens, c.head_dim}, rng, cpu.allocator()),
+          dtype);
+      Tensor k = rounded(
+          cpu, random_tensor({c.batch, c.kv_heads, c.capacity, c.head_dim}, rng, cpu.allocator()),
+          dtype);
+      Tensor device_q = upload(gpu, q, dtype);
+      Tensor device_k = upload(gpu, k, dtype);
+      ops::rotary_embedding_(cpu, q, k, table, c.start);
+      ops::rotary_embedding_(gpu, device_q, device_k, device_table, c.start);
+      CAPTURE(dtype_name(dtype));
+      CAPTURE(c.q_heads);
+      CAPTURE(c.kv_heads);
+      CAPTURE(c.start);
+      // Both compute a c -/+ b s in f32 (each within 2u (|a| + |b|) of exact, |a|, |b| < 6
+      // here: < 1.5e-6 apart, under the 1e-5); the gpu then rounds once to its dtype.
+      // Cache rows outside the append are untouched on both: equal.
+      const double bound = unit_roundoff(dtype) + 1e-5;
+      CHECK(worst_error(download(gpu, device_q), testing::to_double(q), 1.0) <= bound);
+      CHECK(worst_error(download(gpu, device_k), testing::to_double(k), 1.0) <= bound);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Argument checks
 // ---------------------------------------------------------------------------------------------
 
@@ -698,6 +843,15 @@ TEST_CASE("ops refuse tensors spread over two devices") {
   CHECK_THROWS_WITH_AS(ops::activation(gpu, Activation::GeluTanh, host, device),
                        doctest::Contains("one device"), Error);
   CHECK_THROWS_WITH_AS(ops::linear(gpu, device, host, Tensor(), device),
+                       doctest::Contains("one device"), Error);
+  Tensor host_weight = Tensor::zeros({3}, DType::F32, cpu.allocator());
+  CHECK_THROWS_WITH_AS(ops::rms_norm(gpu, device, host_weight, 1e-6f, device),
+                       doctest::Contains("one device"), Error);
+  Tensor device_q = zeros_on(gpu, {1, 2, 1, 4}, DType::F32);
+  Tensor device_k = zeros_on(gpu, {1, 1, 4, 4}, DType::F32);
+  const ops::RotaryTable host_table =
+      ops::rotary_table(ops::rotary_inverse_frequencies(4, 10000.0, {}), 4, cpu.allocator());
+  CHECK_THROWS_WITH_AS(ops::rotary_embedding_(gpu, device_q, device_k, host_table, 0),
                        doctest::Contains("one device"), Error);
   Tensor ids = Tensor::empty({2}, DType::I32, cpu.allocator());
   CHECK_THROWS_WITH_AS(ops::sample_tokens(gpu, device, SamplingOptions{}, 0, ids),

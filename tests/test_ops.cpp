@@ -13,8 +13,11 @@
 #include "ops/heads.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
+#include "ops/rms_norm.h"
+#include "ops/rotary_embedding.h"
 #include "ops/sample.h"
 #include "ops/softmax.h"
+#include "ops/swiglu.h"
 #include "profiler/cpu_tracer.h"
 #include "reference_ops.h"
 #include "runtime/error.h"
@@ -242,6 +245,370 @@ TEST_CASE("split_qkv and merge_heads move rows between layouts") {
       }
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Llama family's ops: rms_norm, rotary_embedding_, swiglu. Error bounds below come from the
+// f32 rounding model: every f32 operation returns the exact result times (1 + d), |d| <= u.
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr double kUnitRoundoff = 0x1p-24;  // u of f32, round to nearest
+
+}  // namespace
+
+TEST_CASE("rms_norm matches the float64 definition on normal, huge and tiny rows, in place") {
+  Context ctx(2);
+  std::mt19937 rng(21);
+  const std::int64_t width = 256;
+  const float eps = 1e-6f;
+  // Row scales: ordinary; huge (x^2 ~ 1e30, summed in double); comparable to eps (mean
+  // square ~1e-6); tiny (mean square ~1e-40, far below eps: out ~ x / sqrt(eps)).
+  const float scales[] = {1.0f, 1e15f, 1e-3f, 1e-20f};
+  Tensor x = Tensor::empty({4, width}, DType::F32, ctx.allocator());
+  for (int r = 0; r < 4; ++r) {
+    const Tensor row = random_tensor({width}, rng, ctx.allocator(), scales[r]);
+    std::copy_n(row.data<float>(), width, x.data<float>() + r * width);
+  }
+  const Tensor weight = random_tensor({width}, rng, ctx.allocator());
+  std::vector<double> expected;
+  for (int r = 0; r < 4; ++r) {
+    const float* row = x.data<float>() + r * width;
+    double squares = 0;
+    for (std::int64_t c = 0; c < width; ++c) squares += double(row[c]) * row[c];
+    const double rms = std::sqrt(squares / width + double(eps));
+    for (std::int64_t c = 0; c < width; ++c)
+      expected.push_back(row[c] / rms * weight.data<float>()[c]);
+  }
+  // The op: 1 / rms in double rounded to f32 (u), x * that (u), times the weight (u): 3u + 3u^2
+  // relative per element. The double sums of 256 squares, here and in the op (256 * 2^-53,
+  // halved by the square root), add < 1e-13. The floor (far below every |expected|, the
+  // smallest being ~1e-19) keeps the check relative.
+  const double bound = 3 * kUnitRoundoff * (1 + kUnitRoundoff) + 1e-13;
+  Tensor out = Tensor::empty(x.shape(), DType::F32, ctx.allocator());
+  ops::rms_norm(ctx, x, weight, eps, out);
+  CHECK(max_relative_error(out, expected, 1e-30) <= bound);
+  ops::rms_norm(ctx, x, weight, eps, x);
+  CHECK(max_relative_error(x, expected, 1e-30) <= bound);
+}
+
+TEST_CASE("swiglu is silu(gate) * up on stacked halves, large negative gates giving -0") {
+  Context ctx(2);
+  std::mt19937 rng(22);
+  const std::int64_t half = 200;
+  Tensor gate_up = random_tensor({2, 3, 2 * half}, rng, ctx.allocator(), 4.0f);
+  // Gates past sigmoid's saturation on both sides, around exp's overflow at -88.7 and the
+  // subnormal sigmoids just above it; row 0's gate half.
+  const float gates[] = {0.0f,  -20.0f, -87.5f, -88.5f, -88.8f, -100.0f,
+                         -1e3f, -1e30f, 20.0f,  100.0f, 1e3f,   1e30f};
+  std::copy(std::begin(gates), std::end(gates), gate_up.data<float>());
+  std::vector<double> expected;
+  for (std::int64_t r = 0; r < 6; ++r) {
+    const float* row = gate_up.data<float>() + r * 2 * half;
+    for (std::int64_t j = 0; j < half; ++j) {
+      const double g = row[j];
+      expected.push_back(g / (1 + std::exp(-g)) * row[half + j]);
+    }
+  }
+  Tensor out = Tensor::empty({2, 3, half}, DType::F32, ctx.allocator());
+  ops::swiglu(ctx, gate_up, out);
+  // f32: expf within 1 ulp (2u), 1 + e (u, and e's error shrinks by e / (1 + e)), 1 / that (u),
+  // g times the sigmoid (u), times up (u): 6u to first order, relative, no cancellation. Below
+  // the floor 1e-25 the check is absolute (1e-25 * bound): there the sigmoid is subnormal or,
+  // past -88.7, 0 where the true |silu| is below 3e-37.
+  const double bound = 6 * kUnitRoundoff * (1 + 1e-5);
+  CHECK(max_relative_error(out, expected, 1e-25) <= bound);
+  for (int j : {5, 6, 7}) {  // -100, -1000, -1e30: exactly -0, not NaN
+    CHECK(out.data<float>()[j] == 0.0f);
+    CHECK(std::signbit(out.data<float>()[j]) != std::signbit(gate_up.data<float>()[half + j]));
+  }
+  CHECK(out.data<float>()[11] == 1e30f * gate_up.data<float>()[half + 11]);  // sigmoid 1
+}
+
+TEST_CASE("rotary inverse frequencies match theta^(-2i/D) and the llama3 rescaling in float64") {
+  // Default: theta^(2i/D) rounded to f32 (u; 2i/D is exact in f32 for D a power of two, the
+  // double pow adds ~1e-16), then 1 / that in f32 (u): relative 2u + 2u^2.
+  for (std::int64_t head_dim : {64, 128}) {
+    for (double theta : {10000.0, 500000.0}) {
+      const std::vector<float> inv = ops::rotary_inverse_frequencies(head_dim, theta, {});
+      REQUIRE(inv.size() == static_cast<std::size_t>(head_dim / 2));
+      for (std::int64_t i = 0; i < head_dim / 2; ++i) {
+        const double reference = std::pow(theta, -2.0 * double(i) / double(head_dim));
+        CAPTURE(i);
+        CHECK(std::fabs(inv[i] - reference) <=
+              (2 * kUnitRoundoff * (1 + kUnitRoundoff) + 1e-15) * reference);
+      }
+    }
+  }
+
+  // llama3 (Llama 3.2's and Llama 3.1's values), against the formula in float64:
+  //   wavelen = 2 pi / inv;  kept if wavelen < old / high;  inv / factor if wavelen > old / low;
+  //   else s = (old / wavelen - low) / (high - low), inv ((1 - s) / factor + s).
+  // Bound, relative: inv is off by 2u, wavelen by 4u, old / wavelen (= r, in [low, high]) by
+  // 5u; r - low is then off by 5u high + u (high - low) absolute, so s by
+  // ds = 5u high / (high - low) + 3u. The result inv ((1 - s) / factor + s) is >= inv / factor,
+  // so ds moves it by at most ds (factor - 1) relative; its own five roundings and inv's error
+  // add 7u (both terms positive, no cancellation). The same bound holds where f32 and float64
+  // disagree on the band at a boundary: the rescaling is continuous there.
+  struct Case {
+    std::int64_t head_dim;
+    ops::Llama3RopeScaling scaling;
+  };
+  for (const Case& c : {Case{64, {32.0, 1.0, 4.0, 8192}}, Case{128, {8.0, 1.0, 4.0, 8192}}}) {
+    const ops::Llama3RopeScaling& s = c.scaling;
+    const double theta = 500000.0;
+    const std::vector<float> inv = ops::rotary_inverse_frequencies(c.head_dim, theta, s);
+    const double ds =
+        5 * kUnitRoundoff * s.high_freq_factor / (s.high_freq_factor - s.low_freq_factor) +
+        3 * kUnitRoundoff;
+    const double bound = ds * (s.factor - 1) + 7 * kUnitRoundoff + 1e-14;
+    const double old_context = double(s.original_max_position_embeddings);
+    int kept = 0, divided = 0, smoothed = 0;
+    for (std::int64_t i = 0; i < c.head_dim / 2; ++i) {
+      const double base = std::pow(theta, -2.0 * double(i) / double(c.head_dim));
+      const double wavelen = 2 * M_PI / base;
+      double reference = base;
+      if (wavelen < old_context / s.high_freq_factor) {
+        ++kept;
+      } else if (wavelen > old_context / s.low_freq_factor) {
+        reference = base / s.factor;
+        ++divided;
+      } else {
+        const double smooth =
+            (old_context / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+        reference = base * ((1 - smooth) / s.factor + smooth);
+        ++smoothed;
+      }
+      CAPTURE(c.head_dim);
+      CAPTURE(i);
+      CHECK(std::fabs(inv[i] - reference) <= bound * reference);
+    }
+    // All three bands are exercised.
+    CHECK(kept > 0);
+    CHECK(divided > 0);
+    CHECK(smoothed > 0);
+  }
+}
+
+TEST_CASE("the rotary table holds cos and sin of pos * inv_freq to the f32 angle's precision") {
+  CpuAllocator allocator;
+  const std::int64_t head_dim = 64, positions = 300;
+  const double theta = 10000.0;
+  const std::vector<float> inv = ops::rotary_inverse_frequencies(head_dim, theta, {});
+  const ops::RotaryTable table = ops::rotary_table(inv, positions, allocator);
+  REQUIRE(table.cos.shape() == Shape{positions, head_dim / 2});
+  REQUIRE(table.sin.shape() == Shape{positions, head_dim / 2});
+  // The angle float(pos) * inv_f32 is off from pos * inv by 3u relative (inv 2u, the product
+  // u); cos and sin move by at most that (slope <= 1); the table's own rounding adds u.
+  double worst_ratio = 0;
+  for (std::int64_t pos = 0; pos < positions; ++pos) {
+    for (std::int64_t i = 0; i < head_dim / 2; ++i) {
+      const double angle = double(pos) * std::pow(theta, -2.0 * double(i) / double(head_dim));
+      const double bound = 3 * kUnitRoundoff * (1 + kUnitRoundoff) * angle + kUnitRoundoff;
+      const double cos_error =
+          std::fabs(table.cos.data<float>()[pos * head_dim / 2 + i] - std::cos(angle));
+      const double sin_error =
+          std::fabs(table.sin.data<float>()[pos * head_dim / 2 + i] - std::sin(angle));
+      worst_ratio = std::max({worst_ratio, cos_error / bound, sin_error / bound});
+    }
+  }
+  CHECK(worst_ratio <= 1.0);
+}
+
+namespace {
+
+// x [B, H, rows, D] after rotating rows first_row .. first_row + T - 1 (row first_row + t at
+// position start + t) with the table's values, in float64; the other rows unchanged.
+std::vector<double> reference_rotation(const Tensor& x, const ops::RotaryTable& table,
+                                       std::int64_t first_row, std::int64_t tokens,
+                                       std::int64_t start) {
+  std::vector<double> out = testing::to_double(x);
+  const std::int64_t heads_total = x.dim(0) * x.dim(1), rows = x.dim(2), d = x.dim(3);
+  const std::int64_t half = d / 2;
+  for (std::int64_t head = 0; head < heads_total; ++head) {
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      double* row = out.data() + (head * rows + first_row + t) * d;
+      for (std::int64_t i = 0; i < half; ++i) {
+        const double c = table.cos.data<float>()[(start + t) * half + i];
+        const double s = table.sin.data<float>()[(start + t) * half + i];
+        const double first = row[i], second = row[i + half];
+        row[i] = first * c - second * s;
+        row[i + half] = second * c + first * s;
+      }
+    }
+  }
+  return out;
+}
+
+// Largest |actual - expected| / bound over the elements, with the bound of f32's
+// a * c -/+ b * s: 2u (|a c| + |b s|) <= 2u (|a| + |b|), with or without a fused multiply-add.
+// Elements outside the rotated rows must be equal (their bound is 0).
+double worst_rotation_error(const Tensor& before, const Tensor& after,
+                            const std::vector<double>& expected, std::int64_t first_row,
+                            std::int64_t tokens) {
+  const std::int64_t rows = before.dim(2), d = before.dim(3), half = d / 2;
+  double worst = 0;
+  for (std::int64_t i = 0; i < before.numel(); ++i) {
+    const std::int64_t row = (i / d) % rows;
+    const std::int64_t column = i % d;
+    const double error = std::fabs(after.data<float>()[i] - expected[i]);
+    if (row < first_row || row >= first_row + tokens) {
+      if (error != 0) return INFINITY;
+      continue;
+    }
+    const std::int64_t pair_start = i - column + column % half;
+    const double bound = 2 * kUnitRoundoff *
+                         (std::fabs(before.data<float>()[pair_start]) +
+                          std::fabs(before.data<float>()[pair_start + half]));
+    worst = std::max(worst, error / bound);
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("rotary_embedding_ rotates Q and the new cache rows at offset positions, any group") {
+  Context ctx(2);
+  std::mt19937 rng(23);
+  struct Case {
+    std::int64_t batch, q_heads, kv_heads, tokens, capacity, start, head_dim;
+  };
+  for (const Case& c : {Case{1, 4, 4, 5, 8, 0, 64},       // prefill from an empty cache, MHA
+                        Case{2, 8, 2, 3, 40, 17, 128},    // a chunk at an offset, group 4
+                        Case{1, 9, 3, 1, 300, 299, 64},   // decode into the last row, group 3
+                        Case{2, 6, 1, 2, 12, 7, 128}}) {  // multi-query
+    const std::vector<float> inv = ops::rotary_inverse_frequencies(c.head_dim, 500000.0, {});
+    const ops::RotaryTable table = ops::rotary_table(inv, c.capacity, ctx.allocator());
+    const Tensor q_before =
+        random_tensor({c.batch, c.q_heads, c.tokens, c.head_dim}, rng, ctx.allocator());
+    const Tensor k_before =
+        random_tensor({c.batch, c.kv_heads, c.capacity, c.head_dim}, rng, ctx.allocator());
+    Tensor q = q_before.to_dtype(DType::F32, ctx.allocator());
+    Tensor k = k_before.to_dtype(DType::F32, ctx.allocator());
+    ops::rotary_embedding_(ctx, q, k, table, c.start);
+    CAPTURE(c.q_heads);
+    CAPTURE(c.kv_heads);
+    CAPTURE(c.start);
+    CHECK(worst_rotation_error(q_before, q,
+                               reference_rotation(q_before, table, 0, c.tokens, c.start), 0,
+                               c.tokens) <= 1.0);
+    CHECK(worst_rotation_error(k_before, k,
+                               reference_rotation(k_before, table, c.start, c.tokens, c.start),
+                               c.start, c.tokens) <= 1.0);
+  }
+}
+
+TEST_CASE("rotary embedding makes q . k a function of the distance between positions") {
+  // <R(m) q, R(n) k> = <R(m - n) q, k> with exact angles: checked against that float64 value
+  // at (7, 3) and at (57, 53), and at (3, 7), whose distance has the other sign.
+  Context ctx(1);
+  std::mt19937 rng(24);
+  const std::int64_t d = 64, half = d / 2;
+  const double theta = 10000.0;
+  const ops::RotaryTable table =
+      ops::rotary_table(ops::rotary_inverse_frequencies(d, theta, {}), 64, ctx.allocator());
+  const Tensor q0 = random_tensor({1, 1, 1, d}, rng, ctx.allocator());
+  const Tensor k0 = random_tensor({1, 1, 1, d}, rng, ctx.allocator());
+  const float* q = q0.data<float>();
+  const float* k = k0.data<float>();
+  auto frequency = [&](std::int64_t i) { return std::pow(theta, -2.0 * double(i) / double(d)); };
+  auto rotated = [&](const Tensor& x, std::int64_t position) {
+    Tensor row = x.to_dtype(DType::F32, ctx.allocator());
+    Tensor unused_cache = Tensor::zeros({1, 1, 64, d}, DType::F32, ctx.allocator());
+    ops::rotary_embedding_(ctx, row, unused_cache, table, position);
+    return row;
+  };
+  auto exact_dot = [&](std::int64_t distance) {  // <R(distance) q, k> in float64
+    double dot = 0;
+    for (std::int64_t i = 0; i < half; ++i) {
+      const double c = std::cos(double(distance) * frequency(i));
+      const double s = std::sin(double(distance) * frequency(i));
+      dot += (q[i] * c - q[i + half] * s) * k[i] + (q[i + half] * c + q[i] * s) * k[i + half];
+    }
+    return dot;
+  };
+  // Each rotated element of pair i at position p is off from the exact rotation by at most
+  // (|x_i| + |x_{i+D/2}|) (2u + e_i(p)): 2u from the rotation's f32 arithmetic, e_i(p) =
+  // 3u p inv_i + u from the table (see the table's test). Summed into the dot product against
+  // the other vector's pair (|y_i| + |y_{i+D/2}| bounds each of its rotated elements), for q
+  // and for k, plus second-order terms (1e-6 relative covers them).
+  auto bound = [&](std::int64_t m, std::int64_t n) {
+    double total = 0;
+    for (std::int64_t i = 0; i < half; ++i) {
+      const double q_pair = std::fabs(q[i]) + std::fabs(q[i + half]);
+      const double k_pair = std::fabs(k[i]) + std::fabs(k[i + half]);
+      const double q_error =
+          2 * kUnitRoundoff + 3 * kUnitRoundoff * m * frequency(i) + kUnitRoundoff;
+      const double k_error =
+          2 * kUnitRoundoff + 3 * kUnitRoundoff * n * frequency(i) + kUnitRoundoff;
+      total += 2 * (q_pair * q_error * k_pair + q_pair * k_pair * k_error);
+    }
+    return total * (1 + 1e-6);
+  };
+  auto dot = [&](std::int64_t m, std::int64_t n) {
+    const Tensor qm = rotated(q0, m);
+    const Tensor kn = rotated(k0, n);
+    double sum = 0;
+    for (std::int64_t i = 0; i < d; ++i) sum += double(qm.data<float>()[i]) * kn.data<float>()[i];
+    return sum;
+  };
+  CHECK(std::fabs(dot(7, 3) - exact_dot(4)) <= bound(7, 3));
+  CHECK(std::fabs(dot(57, 53) - exact_dot(4)) <= bound(57, 53));
+  CHECK(std::fabs(dot(3, 7) - exact_dot(-4)) <= bound(3, 7));
+  CHECK(std::fabs(exact_dot(4) - exact_dot(-4)) > 100 * bound(57, 53));  // the sign of m - n counts
+}
+
+TEST_CASE("the Llama ops refuse bad shapes, dtypes and positions with one clear error") {
+  Context ctx(1);
+  Tensor x = Tensor::zeros({2, 8}, DType::F32, ctx.allocator());
+  Tensor half_x = Tensor::zeros({2, 8}, DType::F16, ctx.allocator());
+  Tensor weight = Tensor::zeros({8}, DType::F32, ctx.allocator());
+  Tensor short_weight = Tensor::zeros({7}, DType::F32, ctx.allocator());
+  CHECK_THROWS_WITH_AS(ops::rms_norm(ctx, x, short_weight, 1e-6f, x),
+                       doctest::Contains("weight: expected shape [8]"), Error);
+  CHECK_THROWS_WITH_AS(ops::rms_norm(ctx, half_x, weight, 1e-6f, half_x),
+                       doctest::Contains("must be f32"), Error);
+  CHECK_THROWS_WITH_AS(ops::rms_norm(ctx, x, weight, -1.0f, x), doctest::Contains("eps"), Error);
+
+  Tensor odd = Tensor::zeros({2, 7}, DType::F32, ctx.allocator());
+  Tensor four = Tensor::zeros({2, 4}, DType::F32, ctx.allocator());
+  CHECK_THROWS_WITH_AS(ops::swiglu(ctx, odd, four), doctest::Contains("must be even"), Error);
+  CHECK_THROWS_WITH_AS(ops::swiglu(ctx, x, x), doctest::Contains("out: expected shape [2, 4]"),
+                       Error);
+
+  CHECK_THROWS_WITH_AS(ops::rotary_inverse_frequencies(63, 10000.0, {}), doctest::Contains("even"),
+                       Error);
+  CHECK_THROWS_WITH_AS(ops::rotary_inverse_frequencies(64, 0.0, {}),
+                       doctest::Contains("rope_theta"), Error);
+  CHECK_THROWS_WITH_AS(
+      ops::rotary_inverse_frequencies(64, 10000.0, ops::Llama3RopeScaling{8.0, 4.0, 1.0, 8192}),
+      doctest::Contains("high_freq_factor > low_freq_factor"), Error);
+  const std::vector<float> inv = ops::rotary_inverse_frequencies(8, 10000.0, {});
+  CHECK_THROWS_WITH_AS(ops::rotary_table(inv, 0, ctx.allocator()), doctest::Contains("positions"),
+                       Error);
+  const ops::RotaryTable table = ops::rotary_table(inv, 6, ctx.allocator());
+  Tensor q = Tensor::zeros({1, 4, 2, 8}, DType::F32, ctx.allocator());
+  Tensor k = Tensor::zeros({1, 2, 10, 8}, DType::F32, ctx.allocator());
+  CHECK_THROWS_WITH_AS(ops::rotary_embedding_(ctx, q, k, table, 9),
+                       doctest::Contains("overflows a cache of 10"), Error);
+  CHECK_THROWS_WITH_AS(ops::rotary_embedding_(ctx, q, k, table, 5),
+                       doctest::Contains("past the table's 6 positions"), Error);
+  Tensor wide_k = Tensor::zeros({1, 2, 10, 16}, DType::F32, ctx.allocator());
+  CHECK_THROWS_WITH_AS(ops::rotary_embedding_(ctx, q, wide_k, table, 0),
+                       doctest::Contains("k_cache: expected shape"), Error);
+  Tensor other_batch_k = Tensor::zeros({2, 2, 10, 8}, DType::F32, ctx.allocator());
+  CHECK_THROWS_AS(ops::rotary_embedding_(ctx, q, other_batch_k, table, 0), Error);
+  Tensor half_k = Tensor::zeros({1, 2, 10, 8}, DType::F16, ctx.allocator());
+  CHECK_THROWS_WITH_AS(ops::rotary_embedding_(ctx, q, half_k, table, 0),
+                       doctest::Contains("k_cache must be f32"), Error);
+  Tensor odd_q = Tensor::zeros({1, 4, 2, 7}, DType::F32, ctx.allocator());
+  Tensor odd_k = Tensor::zeros({1, 2, 10, 7}, DType::F32, ctx.allocator());
+  CHECK_THROWS_WITH_AS(ops::rotary_embedding_(ctx, odd_q, odd_k, table, 0),
+                       doctest::Contains("even"), Error);
+  Tensor three_d = Tensor::zeros({4, 2, 8}, DType::F32, ctx.allocator());
+  CHECK_THROWS_WITH_AS(ops::rotary_embedding_(ctx, three_d, k, table, 0), doctest::Contains("4-D"),
+                       Error);
 }
 
 TEST_CASE("ops refuse mismatched shapes and dtypes") {

@@ -1,0 +1,254 @@
+// Reader for a Hugging Face Llama config.json (models/llama/config.h says what is read and
+// refused). The JSON is parsed by runtime/strict_json (NUL bytes and duplicate keys refused);
+// then each key is read with its JSON type checked and each value bounded.
+//
+// Cost: one parse of a small file; nothing here is on a hot path.
+#include "models/llama/config.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "runtime/error.h"
+#include "runtime/strict_json.h"
+
+namespace attnscope::llama {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr std::int64_t kMaxVocabSize = std::int64_t{1} << 24;
+constexpr std::int64_t kMaxPositions = std::int64_t{1} << 24;  // exact as f32 rope positions
+constexpr std::int64_t kMaxHiddenSize = std::int64_t{1} << 16;
+constexpr std::int64_t kMaxIntermediateSize = std::int64_t{1} << 18;
+constexpr std::int64_t kMaxLayers = 1024;
+constexpr std::int64_t kMaxHeads = 1024;
+constexpr std::int64_t kMaxHeadDim = 1024;
+constexpr std::uintmax_t kMaxConfigFileBytes = std::uintmax_t{16} << 20;
+
+// How a wrongly typed value is named in a message: "12.5", "a string", "null".
+std::string describe(const json& value) {
+  if (value.is_number() || value.is_boolean() || value.is_null()) return value.dump();
+  if (value.is_string()) return "a string";
+  if (value.is_array()) return "an array";
+  return "an object";
+}
+
+std::string format_double(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+// The value at `key` unless it is absent or null.
+const json* present(const json& object, const char* key) {
+  const auto found = object.find(key);
+  return found == object.end() || found->is_null() ? nullptr : &*found;
+}
+
+std::int64_t as_integer(const json& value, const std::string& key, const std::string& label) {
+  check(value.is_number_integer(), label, key + " must be an integer, found " + describe(value));
+  check(!value.is_number_unsigned() ||
+            value.get<std::uint64_t>() <=
+                static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
+        label, key + " = " + value.dump() + " is too large");
+  return value.get<std::int64_t>();
+}
+
+std::optional<std::int64_t> optional_integer(const json& object, const char* key,
+                                             const std::string& label) {
+  const json* value = present(object, key);
+  if (value == nullptr) return std::nullopt;
+  return as_integer(*value, key, label);
+}
+
+std::int64_t required_integer(const json& object, const char* key, const std::string& label) {
+  const std::optional<std::int64_t> value = optional_integer(object, key, label);
+  check(value.has_value(), label, std::string("missing required key ") + key);
+  return *value;
+}
+
+std::optional<double> optional_number(const json& object, const char* key,
+                                      const std::string& label) {
+  const json* value = present(object, key);
+  if (value == nullptr) return std::nullopt;
+  check(value->is_number(), label,
+        std::string(key) + " must be a number, found " + describe(*value));
+  return value->get<double>();
+}
+
+std::optional<bool> optional_bool(const json& object, const char* key, const std::string& label) {
+  const json* value = present(object, key);
+  if (value == nullptr) return std::nullopt;
+  check(value->is_boolean(), label,
+        std::string(key) + " must be true or false, found " + describe(*value));
+  return value->get<bool>();
+}
+
+std::optional<std::string> optional_string(const json& object, const char* key,
+                                           const std::string& label) {
+  const json* value = present(object, key);
+  if (value == nullptr) return std::nullopt;
+  check(value->is_string(), label,
+        std::string(key) + " must be a string, found " + describe(*value));
+  return value->get<std::string>();
+}
+
+void check_range(std::int64_t value, std::int64_t low, std::int64_t high, const char* key,
+                 const std::string& label) {
+  check(low <= value && value <= high, label,
+        std::string(key) + " = " + std::to_string(value) + " is outside [" + std::to_string(low) +
+            ", " + std::to_string(high) + "]");
+}
+
+// rope_scaling: none for absent, null or rope_type "default"; the llama3 values for "llama3"
+// (its older key "type" is read too, as transformers does); any other type refused.
+std::optional<ops::Llama3RopeScaling> read_rope_scaling(const json& root,
+                                                        const std::string& label) {
+  const json* scaling = present(root, "rope_scaling");
+  if (scaling == nullptr) return std::nullopt;
+  check(scaling->is_object(), label,
+        "rope_scaling must be an object or null, found " + describe(*scaling));
+  std::optional<std::string> type = optional_string(*scaling, "rope_type", label);
+  if (!type) type = optional_string(*scaling, "type", label);
+  check(type.has_value(), label, "rope_scaling has no rope_type");
+  if (*type == "default") return std::nullopt;
+  check(*type == "llama3", label,
+        "rope_scaling type " + single_quoted(*type) + " is not supported (only 'llama3', or none)");
+  ops::Llama3RopeScaling llama3;
+  for (const auto& [key, destination] :
+       {std::pair{"factor", &llama3.factor}, std::pair{"low_freq_factor", &llama3.low_freq_factor},
+        std::pair{"high_freq_factor", &llama3.high_freq_factor}}) {
+    const std::optional<double> value = optional_number(*scaling, key, label);
+    check(value.has_value(), label, std::string("rope_scaling (llama3) is missing ") + key);
+    *destination = *value;
+  }
+  llama3.original_max_position_embeddings =
+      required_integer(*scaling, "original_max_position_embeddings", label);
+  check(llama3.factor >= 1.0 && std::isfinite(llama3.factor), label,
+        "rope_scaling factor = " + format_double(llama3.factor) + " must be finite and >= 1");
+  check(llama3.low_freq_factor > 0.0 && llama3.high_freq_factor > llama3.low_freq_factor &&
+            std::isfinite(llama3.high_freq_factor),
+        label,
+        "rope_scaling needs 0 < low_freq_factor < high_freq_factor, got " +
+            format_double(llama3.low_freq_factor) + " and " +
+            format_double(llama3.high_freq_factor));
+  check_range(llama3.original_max_position_embeddings, 1, kMaxPositions,
+              "rope_scaling original_max_position_embeddings", label);
+  return llama3;
+}
+
+// eos_token_id: one integer or a list of them (null: none).
+std::vector<std::int64_t> read_eos_token_ids(const json& root, const LlamaConfig& defaults,
+                                             const std::string& label) {
+  const auto found = root.find("eos_token_id");
+  if (found == root.end()) return defaults.eos_token_ids;
+  if (found->is_null()) return {};
+  if (!found->is_array()) return {as_integer(*found, "eos_token_id", label)};
+  std::vector<std::int64_t> ids;
+  for (const json& id : *found) ids.push_back(as_integer(id, "eos_token_id", label));
+  return ids;
+}
+
+void validate(const LlamaConfig& config, const std::string& label) {
+  check_range(config.vocab_size, 1, kMaxVocabSize, "vocab_size", label);
+  check_range(config.hidden_size, 1, kMaxHiddenSize, "hidden_size", label);
+  check_range(config.intermediate_size, 1, kMaxIntermediateSize, "intermediate_size", label);
+  check_range(config.num_hidden_layers, 1, kMaxLayers, "num_hidden_layers", label);
+  check_range(config.num_attention_heads, 1, kMaxHeads, "num_attention_heads", label);
+  check_range(config.num_key_value_heads, 1, config.num_attention_heads, "num_key_value_heads",
+              label);
+  check(config.num_attention_heads % config.num_key_value_heads == 0, label,
+        "num_attention_heads = " + std::to_string(config.num_attention_heads) +
+            " is not a multiple of num_key_value_heads = " +
+            std::to_string(config.num_key_value_heads));
+  check_range(config.head_dim, 2, kMaxHeadDim, "head_dim", label);
+  check(config.head_dim % 2 == 0, label,
+        "head_dim = " + std::to_string(config.head_dim) + " must be even (rotary pairs)");
+  check(std::isfinite(config.rms_norm_eps) && config.rms_norm_eps > 0 && config.rms_norm_eps < 1,
+        label, "rms_norm_eps = " + format_double(config.rms_norm_eps) + " must be in (0, 1)");
+  check(std::isfinite(config.rope_theta) && config.rope_theta > 1, label,
+        "rope_theta = " + format_double(config.rope_theta) + " must be finite and > 1");
+  check_range(config.max_position_embeddings, 1, kMaxPositions, "max_position_embeddings", label);
+  for (std::int64_t id : config.eos_token_ids) {
+    check_range(id, 0, config.vocab_size - 1, "eos_token_id", label);
+  }
+  if (config.bos_token_id)
+    check_range(*config.bos_token_id, 0, config.vocab_size - 1, "bos_token_id", label);
+}
+
+}  // namespace
+
+LlamaConfig parse_llama_config(std::string_view json_text, const std::string& label) {
+  const json root = parse_json_refusing_duplicates(json_text, label, "config.json");
+  check(root.is_object(), label, "not a JSON object");
+
+  if (const std::optional<std::string> type = optional_string(root, "model_type", label)) {
+    check(*type == "llama", label,
+          "model_type " + single_quoted(*type) + " is not supported here (only 'llama')");
+  }
+  if (const std::optional<std::string> act = optional_string(root, "hidden_act", label)) {
+    check(
+        *act == "silu", label,
+        "hidden_act " + single_quoted(*act) + " is not supported (Llama's MLP is SwiGLU: 'silu')");
+  }
+  for (const char* key : {"attention_bias", "mlp_bias"}) {
+    check(!optional_bool(root, key, label).value_or(false), label,
+          std::string(key) + " = true is not supported (Llama's projections have no bias)");
+  }
+  if (present(root, "sliding_window") != nullptr) {
+    check(optional_bool(root, "use_sliding_window", label) == false, label,
+          "sliding_window attention is not supported (set use_sliding_window false or "
+          "sliding_window null)");
+  }
+
+  LlamaConfig config;
+  config.vocab_size = required_integer(root, "vocab_size", label);
+  config.hidden_size = required_integer(root, "hidden_size", label);
+  config.intermediate_size = required_integer(root, "intermediate_size", label);
+  config.num_hidden_layers = required_integer(root, "num_hidden_layers", label);
+  config.num_attention_heads = required_integer(root, "num_attention_heads", label);
+  check_range(config.num_attention_heads, 1, kMaxHeads, "num_attention_heads", label);
+  config.num_key_value_heads =
+      optional_integer(root, "num_key_value_heads", label).value_or(config.num_attention_heads);
+  config.head_dim = optional_integer(root, "head_dim", label)
+                        .value_or(config.hidden_size / config.num_attention_heads);
+  config.rms_norm_eps = optional_number(root, "rms_norm_eps", label).value_or(config.rms_norm_eps);
+  config.rope_theta = optional_number(root, "rope_theta", label).value_or(config.rope_theta);
+  config.rope_scaling = read_rope_scaling(root, label);
+  config.max_position_embeddings = optional_integer(root, "max_position_embeddings", label)
+                                       .value_or(config.max_position_embeddings);
+  config.tie_word_embeddings =
+      optional_bool(root, "tie_word_embeddings", label).value_or(config.tie_word_embeddings);
+  const auto bos = root.find("bos_token_id");
+  if (bos != root.end()) {
+    config.bos_token_id =
+        bos->is_null() ? std::nullopt : std::optional(as_integer(*bos, "bos_token_id", label));
+  }
+  config.eos_token_ids = read_eos_token_ids(root, config, label);
+  validate(config, label);
+  return config;
+}
+
+LlamaConfig read_llama_config(const std::string& path) {
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  check(status.type() != std::filesystem::file_type::not_found, path, "no such file");
+  check(!error, path, error.message());
+  check(std::filesystem::is_regular_file(status), path, "not a regular file");
+  const std::uintmax_t size = std::filesystem::file_size(path, error);
+  check(!error, path, "cannot read the file size: " + error.message());
+  check(size <= kMaxConfigFileBytes, path,
+        "file is " + std::to_string(size) + " bytes; a config.json is far smaller than 16 MiB");
+  std::ifstream file(path, std::ios::binary);
+  check(file.is_open(), path, "cannot open the file");
+  std::string text(size, '\0');
+  file.read(text.data(), static_cast<std::streamsize>(size));
+  check(static_cast<std::uintmax_t>(file.gcount()) == size, path, "cannot read the file");
+  return parse_llama_config(text, path);
+}
+
+}  // namespace attnscope::llama

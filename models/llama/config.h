@@ -1,0 +1,53 @@
+// Llama-family model configuration, read from a Hugging Face `config.json` of a
+// LlamaForCausalLM checkpoint (Llama 2 / 3.x, SmolLM2, TinyLlama).
+//
+// Read: vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads
+// (required); num_key_value_heads (default: num_attention_heads), head_dim (default:
+// hidden_size / num_attention_heads), rms_norm_eps (1e-6), rope_theta (10000), rope_scaling
+// (absent, null or rope_type "default": none; "llama3" with its four values),
+// max_position_embeddings (2048), tie_word_embeddings (false), bos_token_id (1) and
+// eos_token_id (2; an integer or a list of integers, as Llama 3.1 Instruct has). The defaults
+// are transformers' LlamaConfig's.
+// Refused with one line each: a model_type other than "llama", hidden_act other than "silu",
+// any other rope_scaling type (linear, dynamic, yarn, longrope, ...), attention_bias or
+// mlp_bias true, and a sliding window in use (sliding_window set unless use_sliding_window is
+// false). Every integer must be a JSON integer, every number a number, and each value within
+// sane bounds before anything is sized from it; keys attnscope does not use are ignored.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ops/rotary_embedding.h"
+
+namespace attnscope::llama {
+
+struct LlamaConfig {
+  std::int64_t vocab_size = 0;
+  std::int64_t hidden_size = 0;
+  std::int64_t intermediate_size = 0;
+  std::int64_t num_hidden_layers = 0;
+  std::int64_t num_attention_heads = 0;
+  std::int64_t num_key_value_heads = 0;
+  std::int64_t head_dim = 0;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  std::optional<ops::Llama3RopeScaling> rope_scaling;  // rope_type "llama3", else none
+  std::int64_t max_position_embeddings = 2048;
+  bool tie_word_embeddings = false;
+  std::optional<std::int64_t> bos_token_id = 1;  // null in some configs
+  std::vector<std::int64_t> eos_token_ids = {2};
+
+  // Query heads per key/value head (1: multi-head attention).
+  std::int64_t group_size() const { return num_attention_heads / num_key_value_heads; }
+};
+
+// Parses config.json text (duplicate keys refused); `label` names the source in errors.
+LlamaConfig parse_llama_config(std::string_view json_text, const std::string& label);
+// Reads and parses a config.json file.
+LlamaConfig read_llama_config(const std::string& path);
+
+}  // namespace attnscope::llama

@@ -1,0 +1,128 @@
+// ops::rotary_embedding_: checks, then the cpu loop or the cuda kernel (ops/dispatch.h explains
+// the pattern); and the host-side inverse frequencies and cos / sin table it reads.
+#include "ops/rotary_embedding.h"
+
+#include <cmath>
+#include <numbers>
+#include <string>
+
+#include "ops/check.h"
+#include "ops/dispatch.h"
+#include "profiler/scope.h"
+
+namespace attnscope::ops {
+
+namespace {
+
+// Positions are f32 in the angle product (as in transformers): exact up to 2^24.
+constexpr std::int64_t kMaxPositions = std::int64_t{1} << 24;
+
+// transformers' _compute_llama3_parameters on f32 values, operation by operation. The python
+// scalars it combines before touching the tensor (old / low, high - low) are doubles, rounded
+// to f32 where they meet the tensor.
+float llama3_rescaled(float inv_freq, const Llama3RopeScaling& scaling) {
+  const auto factor = static_cast<float>(scaling.factor);
+  const auto low_freq_factor = static_cast<float>(scaling.low_freq_factor);
+  const auto old_context = static_cast<float>(scaling.original_max_position_embeddings);
+  const auto low_freq_wavelen = static_cast<float>(
+      static_cast<double>(scaling.original_max_position_embeddings) / scaling.low_freq_factor);
+  const auto high_freq_wavelen = static_cast<float>(
+      static_cast<double>(scaling.original_max_position_embeddings) / scaling.high_freq_factor);
+  const auto factor_gap = static_cast<float>(scaling.high_freq_factor - scaling.low_freq_factor);
+
+  const float wavelen = static_cast<float>(2.0 * std::numbers::pi) / inv_freq;
+  if (wavelen < high_freq_wavelen) return inv_freq;          // high frequencies: kept
+  if (wavelen > low_freq_wavelen) return inv_freq / factor;  // low frequencies: slowed down
+  const float smooth = (old_context / wavelen - low_freq_factor) / factor_gap;
+  return (1.0f - smooth) * inv_freq / factor + smooth * inv_freq;
+}
+
+}  // namespace
+
+std::vector<float> rotary_inverse_frequencies(std::int64_t head_dim, double theta,
+                                              const std::optional<Llama3RopeScaling>& scaling) {
+  check(head_dim > 0 && head_dim % 2 == 0, "rotary_embedding", [&] {
+    return "head_dim must be positive and even (pairs of halves), got " + std::to_string(head_dim);
+  });
+  check(theta > 0.0 && std::isfinite(theta), "rotary_embedding",
+        [&] { return "rope_theta must be a positive number, got " + std::to_string(theta); });
+  if (scaling) {
+    check(scaling->factor > 0.0 && scaling->original_max_position_embeddings > 0 &&
+              scaling->low_freq_factor > 0.0 &&
+              scaling->high_freq_factor > scaling->low_freq_factor,
+          "rotary_embedding",
+          "llama3 rope_scaling needs factor > 0, original_max_position_embeddings > 0 and "
+          "high_freq_factor > low_freq_factor > 0");
+  }
+  const auto base = static_cast<float>(theta);
+  std::vector<float> inverse_frequencies(static_cast<std::size_t>(head_dim / 2));
+  for (std::int64_t i = 0; i < head_dim / 2; ++i) {
+    const float exponent = static_cast<float>(2 * i) / static_cast<float>(head_dim);
+    const auto power = static_cast<float>(std::pow(double{base}, double{exponent}));
+    const float inv_freq = 1.0f / power;
+    inverse_frequencies[static_cast<std::size_t>(i)] =
+        scaling ? llama3_rescaled(inv_freq, *scaling) : inv_freq;
+  }
+  return inverse_frequencies;
+}
+
+RotaryTable rotary_table(const std::vector<float>& inverse_frequencies, std::int64_t positions,
+                         Allocator& allocator) {
+  check(0 < positions && positions <= kMaxPositions, "rotary_embedding", [&] {
+    return "a table of " + std::to_string(positions) + " positions is outside 1.." +
+           std::to_string(kMaxPositions) + " (positions are exact in f32 only up to 2^24)";
+  });
+  const auto half = static_cast<std::int64_t>(inverse_frequencies.size());
+  RotaryTable table{Tensor::empty({positions, half}, DType::F32, allocator),
+                    Tensor::empty({positions, half}, DType::F32, allocator)};
+  float* cos = table.cos.data<float>();
+  float* sin = table.sin.data<float>();
+  for (std::int64_t pos = 0; pos < positions; ++pos) {
+    for (std::int64_t i = 0; i < half; ++i) {
+      const float angle =
+          static_cast<float>(pos) * inverse_frequencies[static_cast<std::size_t>(i)];
+      cos[pos * half + i] = static_cast<float>(std::cos(double{angle}));
+      sin[pos * half + i] = static_cast<float>(std::sin(double{angle}));
+    }
+  }
+  return table;
+}
+
+void rotary_embedding_(Context& ctx, Tensor& q, Tensor& k_cache, const RotaryTable& table,
+                       std::int64_t start) {
+  profiler::Scope scope(ctx, "rotary_embedding");
+  const char* op = "rotary_embedding";
+  const Device device = common_device(
+      op, {{q, "q"}, {k_cache, "k_cache"}, {table.cos, "table.cos"}, {table.sin, "table.sin"}});
+  require_float(q, device, op, "q");
+  require_dtype(k_cache, q.dtype(), op, "k_cache");
+  require_dtype(table.cos, DType::F32, op, "table.cos");
+  require_dtype(table.sin, DType::F32, op, "table.sin");
+  check(q.rank() == 4 && k_cache.rank() == 4, op,
+        "q [B, Hq, T, D] and k_cache [B, Hkv, S, D] must be 4-D");
+  const std::int64_t batch = q.dim(0);
+  const std::int64_t tokens = q.dim(2);
+  const std::int64_t head_dim = q.dim(3);
+  check(head_dim % 2 == 0, op,
+        [&] { return "head_dim must be even (pairs of halves), got " + std::to_string(head_dim); });
+  const std::int64_t capacity = k_cache.dim(2);
+  require_shape(k_cache, {batch, k_cache.dim(1), capacity, head_dim}, op, "k_cache");
+  check(table.cos.rank() == 2, op, "table.cos must be [positions, D/2]");
+  require_shape(table.cos, {table.cos.dim(0), head_dim / 2}, op, "table.cos");
+  require_shape(table.sin, table.cos.shape(), op, "table.sin");
+  check(0 <= start && start + tokens <= capacity, op, [&] {
+    return "rotating " + std::to_string(tokens) + " tokens at " + std::to_string(start) +
+           " overflows a cache of " + std::to_string(capacity);
+  });
+  check(start + tokens <= table.cos.dim(0), op, [&] {
+    return "positions up to " + std::to_string(start + tokens - 1) + " are past the table's " +
+           std::to_string(table.cos.dim(0)) + " positions";
+  });
+  if (device == Device::CUDA) {
+    if constexpr (kCudaBuild) cuda::rotary_embedding_(ctx, q, k_cache, table, start);
+    return;
+  }
+  cpu::rotary_embedding_(ctx, q, k_cache, table, start);
+}
+
+}  // namespace attnscope::ops

@@ -1,0 +1,250 @@
+// Tests of the Llama config.json reader: SmolLM2's and Llama 3.2's configs (as transformers
+// writes them) parse to their hyperparameters, defaults apply where keys are optional, and
+// unsupported or broken values are refused with a one-line Error naming the key.
+// Cost: milliseconds.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+
+#include "models/llama/config.h"
+#include "runtime/error.h"
+
+namespace attnscope {
+namespace {
+
+const std::string kLabel = "config.json";
+
+// SmolLM2-135M's config.json (GQA 9 / 3, tied embeddings, no rope_scaling).
+const char* const kSmolLm2Json = R"({
+  "architectures": ["LlamaForCausalLM"],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 0,
+  "eos_token_id": 0,
+  "hidden_act": "silu",
+  "hidden_size": 576,
+  "initializer_range": 0.041666666666666664,
+  "intermediate_size": 1536,
+  "is_llama_config": true,
+  "max_position_embeddings": 8192,
+  "model_type": "llama",
+  "num_attention_heads": 9,
+  "num_hidden_layers": 30,
+  "num_key_value_heads": 3,
+  "pretraining_tp": 1,
+  "rms_norm_eps": 1e-05,
+  "rope_interleaved": false,
+  "rope_scaling": null,
+  "rope_theta": 100000,
+  "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.42.3",
+  "use_cache": true,
+  "vocab_size": 49152
+})";
+
+// Llama 3.2 1B's config.json (llama3 rope scaling, explicit head_dim, GQA 32 / 8).
+const char* const kLlama32Json = R"({
+  "architectures": ["LlamaForCausalLM"],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 128000,
+  "eos_token_id": 128001,
+  "head_dim": 64,
+  "hidden_act": "silu",
+  "hidden_size": 2048,
+  "initializer_range": 0.02,
+  "intermediate_size": 8192,
+  "max_position_embeddings": 131072,
+  "mlp_bias": false,
+  "model_type": "llama",
+  "num_attention_heads": 32,
+  "num_hidden_layers": 16,
+  "num_key_value_heads": 8,
+  "pretraining_tp": 1,
+  "rms_norm_eps": 1e-05,
+  "rope_scaling": {
+    "factor": 32.0,
+    "high_freq_factor": 4.0,
+    "low_freq_factor": 1.0,
+    "original_max_position_embeddings": 8192,
+    "rope_type": "llama3"
+  },
+  "rope_theta": 500000.0,
+  "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16",
+  "use_cache": true,
+  "vocab_size": 128256
+})";
+
+// A config as key -> raw JSON value, to build variants of a small valid one.
+class ConfigText {
+ public:
+  ConfigText& set(const std::string& key, const std::string& raw_json_value) {
+    fields_[key] = raw_json_value;
+    return *this;
+  }
+  ConfigText& erase(const std::string& key) {
+    fields_.erase(key);
+    return *this;
+  }
+  std::string json() const {
+    std::string text = "{";
+    for (const auto& [key, value] : fields_) {
+      if (text.size() > 1) text += ", ";
+      text += "\"" + key + "\": " + value;
+    }
+    return text + "}";
+  }
+
+ private:
+  std::map<std::string, std::string> fields_ = {
+      {"vocab_size", "100"},      {"hidden_size", "32"},        {"intermediate_size", "64"},
+      {"num_hidden_layers", "2"}, {"num_attention_heads", "4"}, {"num_key_value_heads", "2"},
+      {"model_type", "\"llama\""}};
+};
+
+// The message of the Error thrown by parsing, or a note that none was thrown.
+std::string failure(const ConfigText& config) {
+  try {
+    llama::parse_llama_config(config.json(), kLabel);
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "(parsed without error)";
+}
+
+const char* const kLlama3Scaling =
+    R"({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192})";
+
+}  // namespace
+
+TEST_CASE("llama config: SmolLM2-135M's config.json") {
+  const llama::LlamaConfig config = llama::parse_llama_config(kSmolLm2Json, kLabel);
+  CHECK(config.vocab_size == 49152);
+  CHECK(config.hidden_size == 576);
+  CHECK(config.intermediate_size == 1536);
+  CHECK(config.num_hidden_layers == 30);
+  CHECK(config.num_attention_heads == 9);
+  CHECK(config.num_key_value_heads == 3);
+  CHECK(config.group_size() == 3);
+  CHECK(config.head_dim == 64);
+  CHECK(config.rms_norm_eps == 1e-5);
+  CHECK(config.rope_theta == 100000.0);
+  CHECK_FALSE(config.rope_scaling.has_value());
+  CHECK(config.max_position_embeddings == 8192);
+  CHECK(config.tie_word_embeddings);
+  CHECK(config.bos_token_id == 0);
+  CHECK(config.eos_token_ids == std::vector<std::int64_t>{0});
+}
+
+TEST_CASE("llama config: Llama 3.2 1B's config.json with llama3 rope scaling") {
+  const llama::LlamaConfig config = llama::parse_llama_config(kLlama32Json, kLabel);
+  CHECK(config.head_dim == 64);
+  CHECK(config.group_size() == 4);
+  CHECK(config.rope_theta == 500000.0);
+  REQUIRE(config.rope_scaling.has_value());
+  CHECK(config.rope_scaling->factor == 32.0);
+  CHECK(config.rope_scaling->low_freq_factor == 1.0);
+  CHECK(config.rope_scaling->high_freq_factor == 4.0);
+  CHECK(config.rope_scaling->original_max_position_embeddings == 8192);
+  CHECK(config.max_position_embeddings == 131072);
+  CHECK(config.bos_token_id == 128000);
+  CHECK(config.eos_token_ids == std::vector<std::int64_t>{128001});
+}
+
+TEST_CASE("llama config: defaults, eos lists, the older 'type' key and rope_type default") {
+  const llama::LlamaConfig config =
+      llama::parse_llama_config(ConfigText().erase("num_key_value_heads").json(), kLabel);
+  CHECK(config.num_key_value_heads == 4);  // multi-head attention
+  CHECK(config.head_dim == 8);             // 32 / 4
+  CHECK(config.rms_norm_eps == 1e-6);
+  CHECK(config.rope_theta == 10000.0);
+  CHECK(config.max_position_embeddings == 2048);
+  CHECK_FALSE(config.tie_word_embeddings);
+  CHECK(config.bos_token_id == 1);
+  CHECK(config.eos_token_ids == std::vector<std::int64_t>{2});
+
+  const llama::LlamaConfig listed = llama::parse_llama_config(
+      ConfigText().set("eos_token_id", "[7, 8, 9]").set("bos_token_id", "null").json(), kLabel);
+  CHECK(listed.eos_token_ids == std::vector<std::int64_t>{7, 8, 9});
+  CHECK_FALSE(listed.bos_token_id.has_value());
+
+  const llama::LlamaConfig old_key = llama::parse_llama_config(
+      ConfigText()
+          .set("rope_scaling", R"({"type": "llama3", "factor": 8, "low_freq_factor": 1,
+                                   "high_freq_factor": 4, "original_max_position_embeddings": 64})")
+          .json(),
+      kLabel);
+  REQUIRE(old_key.rope_scaling.has_value());
+  CHECK(old_key.rope_scaling->original_max_position_embeddings == 64);
+  CHECK_FALSE(llama::parse_llama_config(
+                  ConfigText().set("rope_scaling", R"({"rope_type": "default"})").json(), kLabel)
+                  .rope_scaling.has_value());
+  CHECK(llama::parse_llama_config(ConfigText().set("rope_scaling", kLlama3Scaling).json(), kLabel)
+            .rope_scaling.has_value());
+  // A sliding window that is switched off is no sliding window.
+  CHECK_NOTHROW(llama::parse_llama_config(
+      ConfigText().set("sliding_window", "4096").set("use_sliding_window", "false").json(),
+      kLabel));
+}
+
+TEST_CASE("llama config: unsupported features are refused with one clear line") {
+  CHECK(failure(ConfigText().set("rope_scaling", R"({"rope_type": "yarn", "factor": 4.0})")) ==
+        "config.json: rope_scaling type 'yarn' is not supported (only 'llama3', or none)");
+  CHECK(failure(ConfigText().set("rope_scaling", R"({"type": "linear", "factor": 2.0})")) ==
+        "config.json: rope_scaling type 'linear' is not supported (only 'llama3', or none)");
+  CHECK(failure(ConfigText().set("attention_bias", "true")) ==
+        "config.json: attention_bias = true is not supported (Llama's projections have no bias)");
+  CHECK(failure(ConfigText().set("mlp_bias", "true")) ==
+        "config.json: mlp_bias = true is not supported (Llama's projections have no bias)");
+  CHECK(failure(ConfigText().set("sliding_window", "4096")).find("sliding_window") !=
+        std::string::npos);
+  CHECK(failure(ConfigText().set("model_type", "\"qwen2\"")) ==
+        "config.json: model_type 'qwen2' is not supported here (only 'llama')");
+  CHECK(failure(ConfigText().set("hidden_act", "\"gelu\"")).find("hidden_act 'gelu'") !=
+        std::string::npos);
+}
+
+TEST_CASE("llama config: missing, mistyped and out-of-range values are refused") {
+  CHECK(failure(ConfigText().erase("hidden_size")) ==
+        "config.json: missing required key hidden_size");
+  CHECK(failure(ConfigText().set("num_hidden_layers", "2.5")) ==
+        "config.json: num_hidden_layers must be an integer, found 2.5");
+  CHECK(failure(ConfigText().set("rms_norm_eps", "\"1e-5\"")) ==
+        "config.json: rms_norm_eps must be a number, found a string");
+  CHECK(failure(ConfigText().set("tie_word_embeddings", "1")) ==
+        "config.json: tie_word_embeddings must be true or false, found 1");
+  CHECK(failure(ConfigText().set("num_key_value_heads", "3")) ==
+        "config.json: num_attention_heads = 4 is not a multiple of num_key_value_heads = 3");
+  CHECK(failure(ConfigText().set("num_key_value_heads", "8")) ==
+        "config.json: num_key_value_heads = 8 is outside [1, 4]");
+  CHECK(failure(ConfigText().set("head_dim", "7")) ==
+        "config.json: head_dim = 7 must be even (rotary pairs)");
+  CHECK(failure(ConfigText().set("num_attention_heads", "0")) ==
+        "config.json: num_attention_heads = 0 is outside [1, 1024]");
+  CHECK(failure(ConfigText().set("eos_token_id", "[1, 100]")) ==
+        "config.json: eos_token_id = 100 is outside [0, 99]");
+  CHECK(failure(ConfigText().set("rms_norm_eps", "0")) ==
+        "config.json: rms_norm_eps = 0 must be in (0, 1)");
+  CHECK(failure(ConfigText().set("rope_scaling", R"({"rope_type": "llama3", "factor": 8.0})")) ==
+        "config.json: rope_scaling (llama3) is missing low_freq_factor");
+  CHECK(failure(ConfigText().set("rope_scaling",
+                                 R"({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0,
+                "high_freq_factor": 1.0, "original_max_position_embeddings": 8192})")) ==
+        "config.json: rope_scaling needs 0 < low_freq_factor < high_freq_factor, got 4 and 1");
+  CHECK(failure(ConfigText().set("rope_scaling", "3")) ==
+        "config.json: rope_scaling must be an object or null, found 3");
+  CHECK(failure(ConfigText().set("vocab_size", "100, \"vocab_size\": 200"))
+            .find("duplicate key 'vocab_size'") != std::string::npos);
+  CHECK(failure(ConfigText().set("vocab_size", "[")).find("not valid JSON") != std::string::npos);
+}
+
+TEST_CASE("llama config: read from a file, and a missing file named") {
+  CHECK_THROWS_WITH_AS(llama::read_llama_config("/nonexistent/config.json"),
+                       doctest::Contains("no such file"), Error);
+}
+
+}  // namespace attnscope
