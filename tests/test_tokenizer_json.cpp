@@ -369,3 +369,26 @@ TEST_CASE("a Split with a String pattern isolates the literal") {
   CHECK(loaded.encode("aaa.aa", false) == Ids{256, 'a', '.', 256});
   CHECK(loaded.encode("aaab", false) == Ids{257, 'b'});
 }
+
+TEST_CASE("ignore_merges: a piece in the vocabulary is one token; add_prefix_space") {
+  // The ids tokenizers 0.23.3 gives these files. " ab" is in the vocabulary, with no merges
+  // that would make it.
+  Json tokenizer = small_tokenizer();
+  tokenizer["model"]["ignore_merges"] = true;
+  tokenizer["model"]["vocab"]["\u0120ab"] = 258;
+  {
+    const ScratchDir dir;
+    dir.write(tokenizer);
+    const TokenizerJson loaded = TokenizerJson::load(dir.path());
+    CHECK(loaded.encode("x ab", false) == Ids{'x', 258});
+    CHECK(loaded.encode("x abab", false) == Ids{'x', ' ', 'a', 'b', 'a', 'b'});
+    CHECK(loaded.encode("aaaa", false) == Ids{257, 'a'});
+  }
+  tokenizer["pre_tokenizer"]["add_prefix_space"] = true;
+  const ScratchDir dir;
+  dir.write(tokenizer);
+  const TokenizerJson loaded = TokenizerJson::load(dir.path());
+  CHECK(loaded.encode("ab", false) == Ids{258});
+  CHECK(loaded.encode(" ab", false) == Ids{258});
+  CHECK(loaded.encode("ab cd", false) == Ids{258, ' ', 'c', 'd'});
+}
