@@ -19,7 +19,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -39,6 +38,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using tokenizer::ByteAlphabet;
+using tokenizer::hex_byte;
 using tokenizer::json_literal;
 
 constexpr std::string_view kEndOfText = "<|endoftext|>";
@@ -51,12 +51,6 @@ struct FileNames {
 };
 constexpr std::array<FileNames, 2> kFileNames{
     {{"vocab.json", "merges.txt"}, {"encoder.json", "vocab.bpe"}}};
-
-std::string hex_byte(int byte) {
-  std::array<char, 8> text{};
-  std::snprintf(text.data(), text.size(), "0x%02X", static_cast<unsigned>(byte));
-  return text.data();
-}
 
 bool is_file(const fs::path& path) {
   std::error_code error;

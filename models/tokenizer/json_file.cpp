@@ -1,5 +1,7 @@
 #include "models/tokenizer/json_file.h"
 
+#include <array>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -32,6 +34,12 @@ std::string json_literal(std::string_view text) {
   std::string shown(text.substr(0, kShown));
   if (text.size() > kShown) shown += "...";
   return nlohmann::json(shown).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string hex_byte(int byte) {
+  std::array<char, 8> text{};
+  std::snprintf(text.data(), text.size(), "0x%02X", static_cast<unsigned>(byte));
+  return text.data();
 }
 
 }  // namespace attnscope::tokenizer

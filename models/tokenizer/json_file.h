@@ -1,4 +1,4 @@
-// Reading the JSON files of tokenizers, and quoting their text in one-line messages.
+// Reading the JSON files of tokenizers, and quoting their text and bytes in one-line messages.
 #pragma once
 
 #include <filesystem>
@@ -16,5 +16,8 @@ nlohmann::json read_json_file(const std::filesystem::path& path);
 
 // `text` as a JSON string literal, cut after 60 bytes: safe to put in a one-line message.
 std::string json_literal(std::string_view text);
+
+// "0x7A": a byte as messages name it.
+std::string hex_byte(int byte);
 
 }  // namespace attnscope::tokenizer

@@ -1,7 +1,6 @@
 #include "models/tokenizer/tokenizer_json.h"
 
 #include <array>
-#include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -23,12 +22,6 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
 constexpr std::string_view kFileName = "tokenizer.json";
-
-std::string hex_byte(int byte) {
-  std::array<char, 8> text{};
-  std::snprintf(text.data(), text.size(), "0x%02X", static_cast<unsigned>(byte));
-  return text.data();
-}
 
 // spec[key] as a bool: `absent` when missing or null; throws unless it is a bool.
 bool flag(const Json& spec, const char* key, bool absent, const std::string& where,
