@@ -1,5 +1,7 @@
 #include "models/tokenizer/pre_tokenizer.h"
 
+#include <cctype>
+
 #include "models/tokenizer/json_file.h"
 #include "runtime/error.h"
 
