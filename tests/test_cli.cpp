@@ -239,6 +239,20 @@ TEST_CASE("tokenize and detokenize use OpenAI's GPT-2 vocabulary") {
   CHECK(nlohmann::json::parse(text.out)["prompt_ids"] == nlohmann::json::array({464, 2068}));
 }
 
+TEST_CASE("tokenize and detokenize read a tokenizer.json (Llama 3 style)") {
+  // The ids transformers gives (tools/fixtures/make_tokenizer_json_cases.py's llama3 tokenizer).
+  const std::string dir = attnscope::testing::test_fixtures() + "/tokenizer_json/llama3";
+  const Result plain = run("tokenize --tokenizer " + dir + " --text 'Hello, world!'");
+  CHECK(plain.exit_code == 0);
+  CHECK(plain.out == "[44,73,80,334,16,288,281,80,72,5]\n");
+  const Result with_bos = run("tokenize --add-special-tokens --tokenizer " + dir +
+                              "/tokenizer.json --text 'Hello, world!'");
+  CHECK(with_bos.out == "[0,44,73,80,334,16,288,281,80,72,5]\n");
+  const Result decoded = run("detokenize --tokenizer " + dir + " 0,44,73,80,334");
+  CHECK(decoded.out == "<|begin_of_text|>Hello\n");
+  check_one_line_error(run("detokenize --tokenizer " + dir + " 703"), 1, "703");
+}
+
 // The backends `bench-attention --attn all` must cover: the names its usage error lists as valid
 // ("valid: all, naive, ..., eager (= naive)"), aliases left out.
 static std::vector<std::string> registered_backend_names() {

@@ -1,0 +1,23 @@
+// Reading the JSON files of tokenizers, and quoting their text and bytes in one-line messages.
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+namespace attnscope::tokenizer {
+
+// The bytes of a file. Throws Error naming the file when it cannot be read.
+std::string read_file(const std::filesystem::path& path);
+
+// The parsed JSON of a file. Throws Error naming the file, with the parser's message.
+nlohmann::json read_json_file(const std::filesystem::path& path);
+
+// `text` as a JSON string literal, cut after 60 bytes: safe to put in a one-line message.
+std::string json_literal(std::string_view text);
+
+// "0x7A": a byte as messages name it.
+std::string hex_byte(int byte);
+
+}  // namespace attnscope::tokenizer

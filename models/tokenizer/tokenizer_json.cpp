@@ -1,0 +1,343 @@
+#include "models/tokenizer/tokenizer_json.h"
+
+#include <array>
+#include <filesystem>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+#include <utility>
+
+#include "models/tokenizer/added_tokens.h"
+#include "models/tokenizer/byte_alphabet.h"
+#include "models/tokenizer/byte_pair_encoder.h"
+#include "models/tokenizer/json_file.h"
+#include "models/tokenizer/pre_tokenizer.h"
+#include "models/tokenizer/utf8.h"
+#include "runtime/error.h"
+
+namespace attnscope::tokenizer {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+constexpr std::string_view kFileName = "tokenizer.json";
+
+// spec[key] as a bool: `absent` when missing or null; throws unless it is a bool.
+bool flag(const Json& spec, const char* key, bool absent, const std::string& where,
+          std::string_view part) {
+  if (!spec.contains(key) || spec[key].is_null()) return absent;
+  check(spec[key].is_boolean(), where,
+        std::string(part) + ": \"" + key + "\" is not true or false");
+  return spec[key].get<bool>();
+}
+
+// The type of a component ("model", "decoder", ...), or "" when it is null.
+std::string type_of(const Json& spec, std::string_view part, const std::string& where) {
+  if (spec.is_null()) return "";
+  check(spec.is_object() && spec.contains("type") && spec["type"].is_string(), where,
+        std::string(part) + ": expected an object with a \"type\"");
+  return spec["type"].get<std::string>();
+}
+
+std::int32_t token_id_of(const Json& value, const std::string& where, const std::string& what) {
+  check(value.is_number_unsigned() &&
+            value.get<std::uint64_t>() <
+                static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max()),
+        where, what + ": id " + value.dump() + " is not an integer in [0, 2^31 - 1)");
+  return static_cast<std::int32_t>(value.get<std::uint64_t>());
+}
+
+// The checks of the BPE model that do not concern its vocabulary.
+void check_bpe_options(const Json& model, const std::string& where) {
+  const std::string type = type_of(model, "model", where);
+  check(type == "BPE", where,
+        "model " + json_literal(type) + " is not supported (only byte-level BPE)");
+  check(!model.contains("dropout") || model["dropout"].is_null(), where,
+        "model BPE: dropout is not supported (encoding would be random)");
+  check(!flag(model, "byte_fallback", false, where, "model BPE"), where,
+        "model BPE: byte_fallback true is not supported (only byte-level BPE)");
+  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+    const bool none = !model.contains(key) || model[key].is_null() ||
+                      (model[key].is_string() && model[key].get<std::string>().empty());
+    check(none, where, std::string("model BPE: ") + key + " is not supported");
+  }
+  check(model.contains("vocab") && model["vocab"].is_object(), where,
+        "model BPE: expected \"vocab\", an object mapping each token to its id");
+  check(model.contains("merges") && model["merges"].is_array(), where,
+        "model BPE: expected \"merges\", a list");
+}
+
+// One entry of "merges": "left right" or ["left", "right"].
+std::pair<std::string, std::string> merge_pair(const Json& entry, std::size_t index,
+                                               const std::string& where) {
+  const std::string what = "model BPE: merge " + std::to_string(index);
+  if (entry.is_array() && entry.size() == 2 && entry[0].is_string() && entry[1].is_string()) {
+    return {entry[0].get<std::string>(), entry[1].get<std::string>()};
+  }
+  check(entry.is_string(), where, what + ": expected \"left right\" or [left, right]");
+  const std::string line = entry.get<std::string>();
+  const std::size_t space = line.find(' ');
+  const bool two_tokens = space != std::string::npos && space > 0 && space + 1 < line.size() &&
+                          line.find(' ', space + 1) == std::string::npos;
+  check(two_tokens, where,
+        what + ": expected two tokens separated by one space, found " + json_literal(line));
+  return {line.substr(0, space), line.substr(space + 1)};
+}
+
+}  // namespace
+
+struct TokenizerJson::Impl {
+  explicit Impl(const fs::path& file);
+
+  void encode_text(std::string_view text, std::vector<std::int32_t>& ids) const;
+  void read_post_processor(const Json& spec);
+
+  std::string where;
+  std::vector<std::string> token_bytes;                         // id -> bytes
+  std::vector<bool> has_token;                                  // id -> whether some token has it
+  std::unordered_map<std::string, std::int32_t> id_of_content;  // as the file writes tokens
+  std::unordered_map<std::string, std::int32_t> id_of_piece;    // ignore_merges: bytes -> id
+  bool ignore_merges = false;
+  std::array<std::int32_t, 256> byte_token{};
+  std::unique_ptr<BytePairEncoder> byte_pair_encoder;
+  std::unique_ptr<AddedTokenMatcher> unnormalized_tokens;  // matched first, in the raw text
+  std::unique_ptr<AddedTokenMatcher> normalized_tokens;    // then in the text between
+  std::unique_ptr<PreTokenizer> pre_tokenizer;
+  std::vector<std::int32_t> prefix;  // the post-processor's tokens before the text's
+  std::vector<std::int32_t> suffix;  // and after
+};
+
+TokenizerJson::Impl::Impl(const fs::path& file) : where(file.string()) {
+  const Json json = read_json_file(file);
+  check(json.is_object(), where, "expected a JSON object");
+
+  const std::string normalizer = type_of(json.value("normalizer", Json()), "normalizer", where);
+  check(normalizer.empty(), where,
+        "normalizer " + json_literal(normalizer) +
+            " is not supported: attnscope implements no Unicode normalization (only null)");
+  check(json.value("truncation", Json()).is_null(), where,
+        "truncation is not supported (only null)");
+
+  // The vocabulary, then the added tokens, which may reuse a vocabulary id or add new ones.
+  const Json& model = json.value("model", Json());
+  check_bpe_options(model, where);
+  ignore_merges = flag(model, "ignore_merges", false, where, "model BPE");
+  std::vector<std::pair<std::int32_t, std::string>> tokens;  // id, content
+  for (const auto& entry : model["vocab"].items()) {
+    tokens.emplace_back(token_id_of(entry.value(), where, "token " + json_literal(entry.key())),
+                        entry.key());
+  }
+  struct Added {
+    AddedToken token;
+    bool normalized;
+  };
+  std::vector<Added> added;
+  const Json& added_tokens = json.value("added_tokens", Json::array());
+  check(added_tokens.is_array(), where, "added_tokens: expected a list");
+  for (const Json& entry : added_tokens) {
+    check(entry.is_object() && entry.contains("content") && entry["content"].is_string() &&
+              !entry["content"].get<std::string>().empty() && entry.contains("id"),
+          where, "added_tokens: expected objects with an \"id\" and a non-empty \"content\"");
+    const std::string content = entry["content"].get<std::string>();
+    const std::string what = "added token " + json_literal(content);
+    AddedToken token{token_id_of(entry["id"], where, what), content,
+                     flag(entry, "single_word", false, where, what),
+                     flag(entry, "lstrip", false, where, what),
+                     flag(entry, "rstrip", false, where, what)};
+    added.push_back({token, flag(entry, "normalized", true, where, what)});
+  }
+
+  std::size_t size = 0;
+  for (const auto& [id, content] : tokens) size = std::max<std::size_t>(size, id + 1);
+  for (const Added& entry : added) size = std::max<std::size_t>(size, entry.token.id + 1);
+  token_bytes.resize(size);
+  has_token.resize(size, false);
+  std::vector<std::string> content_of_id(size);
+  for (const auto& [id, content] : tokens) {
+    check(!has_token[id], where,
+          "token " + json_literal(content) + ": id " + std::to_string(id) +
+              " is used by another token too");
+    has_token[id] = true;
+    content_of_id[id] = content;
+    id_of_content.emplace(content, id);
+    if (std::optional<std::string> bytes = ByteAlphabet::bytes_of_token(content)) {
+      id_of_piece.emplace(*bytes, id);
+    }
+  }
+  // An added token overrides the vocabulary's entry of its id, as the library's decoding does.
+  std::vector<AddedToken> unnormalized;
+  std::vector<AddedToken> normalized;
+  for (Added& entry : added) {
+    has_token[entry.token.id] = true;
+    content_of_id[entry.token.id] = entry.token.content;
+    id_of_content[entry.token.content] = entry.token.id;
+    (entry.normalized ? normalized : unnormalized).push_back(std::move(entry.token));
+  }
+  unnormalized_tokens = std::make_unique<AddedTokenMatcher>(std::move(unnormalized));
+  normalized_tokens = std::make_unique<AddedTokenMatcher>(std::move(normalized));
+  for (std::size_t id = 0; id < size; ++id) {
+    std::optional<std::string> bytes = ByteAlphabet::bytes_of_token(content_of_id[id]);
+    token_bytes[id] = bytes ? std::move(*bytes) : content_of_id[id];
+  }
+
+  for (int byte = 0; byte < 256; ++byte) {
+    const std::string& token = ByteAlphabet::character_of_byte(static_cast<unsigned char>(byte));
+    const auto found = id_of_content.find(token);
+    check(found != id_of_content.end(), where,
+          "model BPE: no token for byte " + hex_byte(byte) + " (" + json_literal(token) +
+              "): not a byte-level vocabulary");
+    byte_token[byte] = found->second;
+  }
+  MergeTable merges;
+  const Json& merge_list = model["merges"];
+  for (std::size_t rank = 0; rank < merge_list.size(); ++rank) {
+    const auto [left, right] = merge_pair(merge_list[rank], rank, where);
+    const std::string what = "model BPE: merge " + std::to_string(rank) + ": ";
+    const auto id_of = [&](const std::string& token) {
+      const auto found = id_of_content.find(token);
+      check(found != id_of_content.end(), where,
+            what + json_literal(token) + " is not in the vocabulary");
+      return found->second;
+    };
+    const std::int32_t left_id = id_of(left);
+    const std::int32_t right_id = id_of(right);
+    const Merge merge{static_cast<std::int32_t>(rank), id_of(left + right)};
+    check(merges.emplace(pair_key(left_id, right_id), merge).second, where,
+          what + "duplicate merge " + json_literal(left + " " + right));
+  }
+  byte_pair_encoder =
+      std::make_unique<BytePairEncoder>(byte_token, std::move(merges), MergeOrder::best_pair_first);
+
+  pre_tokenizer = std::make_unique<PreTokenizer>(json.value("pre_tokenizer", Json()), where);
+  read_post_processor(json.value("post_processor", Json()));
+  const std::string decoder = type_of(json.value("decoder", Json()), "decoder", where);
+  check(decoder == "ByteLevel", where,
+        "decoder " + json_literal(decoder) + " is not supported (only ByteLevel)");
+}
+
+void TokenizerJson::Impl::read_post_processor(const Json& spec) {
+  const std::string type = type_of(spec, "post_processor", where);
+  if (type.empty() || type == "ByteLevel") return;  // ByteLevel adjusts offsets only
+  if (type == "Sequence") {
+    const Json& processors = spec.value("processors", Json());
+    check(processors.is_array(), where, "post_processor Sequence: expected \"processors\"");
+    for (const Json& processor : processors) read_post_processor(processor);
+    return;
+  }
+  check(type == "TemplateProcessing", where,
+        "post_processor " + json_literal(type) +
+            " is not supported (only TemplateProcessing, ByteLevel and Sequence)");
+  const std::string what = "post_processor TemplateProcessing: ";
+  const Json& single = spec.value("single", Json());
+  const Json& special_tokens = spec.value("special_tokens", Json::object());
+  check(single.is_array(), where, what + "expected a \"single\" template");
+  bool text_seen = false;
+  for (const Json& item : single) {
+    if (item.contains("Sequence")) {
+      check(!text_seen, where, what + "the text appears twice in the single template");
+      text_seen = true;
+      continue;
+    }
+    check(item.contains("SpecialToken") && item["SpecialToken"].contains("id"), where,
+          what + "expected SpecialToken or Sequence items, found " + item.dump());
+    const Json& name = item["SpecialToken"]["id"];
+    check(name.is_string() && special_tokens.contains(name.get<std::string>()), where,
+          what + "special token " + name.dump() + " is not in \"special_tokens\"");
+    const Json& token_ids = special_tokens[name.get<std::string>()].value("ids", Json());
+    check(token_ids.is_array(), where, what + name.dump() + " has no \"ids\"");
+    for (const Json& id_value : token_ids) {
+      const std::int32_t id = token_id_of(id_value, where, what + name.dump());
+      check(static_cast<std::size_t>(id) < has_token.size() && has_token[id], where,
+            what + name.dump() + ": id " + std::to_string(id) + " names no token");
+      (text_seen ? suffix : prefix).push_back(id);
+    }
+  }
+  check(text_seen, where, what + "the single template has no Sequence (the text)");
+}
+
+void TokenizerJson::Impl::encode_text(std::string_view text, std::vector<std::int32_t>& ids) const {
+  for (const Utf8Run& run : utf8_runs(text)) {
+    if (!run.valid) {
+      ids.push_back(byte_token[static_cast<unsigned char>(run.text[0])]);
+      continue;
+    }
+    for (const std::string& piece : pre_tokenizer->split(run.text)) {
+      if (ignore_merges) {
+        if (const auto whole = id_of_piece.find(piece); whole != id_of_piece.end()) {
+          ids.push_back(whole->second);
+          continue;
+        }
+      }
+      byte_pair_encoder->encode(piece, ids);
+    }
+  }
+}
+
+TokenizerJson::TokenizerJson(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TokenizerJson::TokenizerJson(TokenizerJson&&) noexcept = default;
+TokenizerJson& TokenizerJson::operator=(TokenizerJson&&) noexcept = default;
+TokenizerJson::~TokenizerJson() = default;
+
+TokenizerJson TokenizerJson::load(const std::string& path) {
+  std::error_code error;
+  const fs::path file = fs::is_directory(path, error) ? fs::path(path) / kFileName : fs::path(path);
+  check(fs::is_regular_file(file, error), file.string(), "missing (expected a tokenizer.json)");
+  return TokenizerJson(std::make_unique<Impl>(file));
+}
+
+bool TokenizerJson::present_in(const std::string& dir) {
+  std::error_code error;
+  return fs::is_regular_file(fs::path(dir) / kFileName, error);
+}
+
+std::vector<std::int32_t> TokenizerJson::encode(std::string_view text,
+                                                bool add_special_tokens) const {
+  std::vector<std::int32_t> ids;
+  if (add_special_tokens) ids = impl_->prefix;
+  std::vector<Segment> segments;
+  std::vector<Segment> inner;
+  impl_->unnormalized_tokens->split(text, segments);
+  for (const Segment& segment : segments) {
+    if (segment.token_id >= 0) {
+      ids.push_back(segment.token_id);
+      continue;
+    }
+    inner.clear();
+    impl_->normalized_tokens->split(segment.text, inner);
+    for (const Segment& part : inner) {
+      if (part.token_id >= 0) {
+        ids.push_back(part.token_id);
+      } else {
+        impl_->encode_text(part.text, ids);
+      }
+    }
+  }
+  if (add_special_tokens) ids.insert(ids.end(), impl_->suffix.begin(), impl_->suffix.end());
+  return ids;
+}
+
+std::string TokenizerJson::decode(std::span<const std::int32_t> ids) const {
+  std::string text;
+  for (const std::int32_t id : ids) text += token_bytes(id);
+  return text;
+}
+
+const std::string& TokenizerJson::token_bytes(std::int32_t id) const {
+  const std::size_t size = impl_->token_bytes.size();
+  if (id < 0 || static_cast<std::size_t>(id) >= size || !impl_->has_token[id]) {
+    throw Error(impl_->where, "token id " + std::to_string(id) +
+                                  " names no token (ids are in [0, " + std::to_string(size) + "))");
+  }
+  return impl_->token_bytes[id];
+}
+
+std::optional<std::int32_t> TokenizerJson::token_id(std::string_view content) const {
+  const auto found = impl_->id_of_content.find(std::string(content));
+  if (found == impl_->id_of_content.end()) return std::nullopt;
+  return found->second;
+}
+
+std::size_t TokenizerJson::vocab_size() const { return impl_->token_bytes.size(); }
+
+}  // namespace attnscope::tokenizer

@@ -1,0 +1,394 @@
+// Tests of the tokenizer.json (Hugging Face) byte-level BPE tokenizer.
+//
+// Exact ids against transformers: tests/fixtures/tokenizer_json/<style>/ holds a small tokenizer
+// of each style (GPT-2, SmolLM2, Llama 3, Qwen2 without NFC) trained and saved by the
+// `tokenizers` library and transformers, and the ids and decoded text transformers gave varied
+// texts (tools/fixtures/make_tokenizer_json_cases.py). Round trips of seeded random text and
+// bytes; the merge order, the older merges format and the refusals on files written to a
+// scratch directory.
+#include <doctest/doctest.h>
+#include <stdlib.h>
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fixture_paths.h"
+#include "models/tokenizer/byte_alphabet.h"
+#include "models/tokenizer/tokenizer_json.h"
+#include "models/tokenizer/utf8.h"
+#include "runtime/error.h"
+
+namespace {
+
+using attnscope::Error;
+using attnscope::tokenizer::TokenizerJson;
+using Ids = std::vector<std::int32_t>;
+using Json = nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr std::array<const char*, 4> kStyles{"gpt2", "smollm2", "llama3", "qwen2"};
+
+std::string style_dir(const std::string& style) {
+  return attnscope::testing::test_fixtures() + "/tokenizer_json/" + style;
+}
+
+Json read_json(const std::string& path) {
+  std::ifstream file(path);
+  REQUIRE_MESSAGE(file.is_open(), "cannot open " << path);
+  return Json::parse(file);
+}
+
+struct Case {
+  std::string text;
+  Ids ids;
+  Ids ids_with_special;
+  std::string decoded;
+};
+
+std::vector<Case> read_cases(const std::string& style) {
+  const std::string path = style_dir(style) + "/cases.jsonl";
+  std::ifstream file(path);
+  REQUIRE_MESSAGE(file.is_open(), "cannot open " << path);
+  std::vector<Case> cases;
+  for (std::string line; std::getline(file, line);) {
+    if (line.empty()) continue;
+    const Json entry = Json::parse(line);
+    cases.push_back({entry.at("text").get<std::string>(), entry.at("ids").get<Ids>(),
+                     entry.at("ids_with_special").get<Ids>(),
+                     entry.at("decoded").get<std::string>()});
+  }
+  return cases;
+}
+
+// A scratch directory, removed with its files at the end of the test.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string pattern = (fs::temp_directory_path() / "attnscope-tokenizer-json-XXXXXX").string();
+    REQUIRE(mkdtemp(pattern.data()) != nullptr);
+    path_ = pattern;
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+
+  void write(const Json& tokenizer) const {
+    std::ofstream(path_ / "tokenizer.json", std::ios::binary) << tokenizer.dump();
+  }
+  std::string path() const { return path_.string(); }
+
+ private:
+  fs::path path_;
+};
+
+// A minimal byte-level BPE tokenizer.json: byte b has id b, then "aa" 256, "aaa" 257; the merges
+// "aa a" before "a a" (an order no training makes, where the merge orders differ).
+Json small_tokenizer() {
+  Json vocab = Json::object();
+  for (int byte = 0; byte < 256; ++byte) {
+    vocab[attnscope::tokenizer::ByteAlphabet::character_of_byte(static_cast<unsigned char>(byte))] =
+        byte;
+  }
+  vocab["aa"] = 256;
+  vocab["aaa"] = 257;
+  const Json byte_level = {{"type", "ByteLevel"},
+                           {"add_prefix_space", false},
+                           {"trim_offsets", true},
+                           {"use_regex", true}};
+  return {{"version", "1.0"},
+          {"truncation", nullptr},
+          {"padding", nullptr},
+          {"added_tokens", Json::array()},
+          {"normalizer", nullptr},
+          {"pre_tokenizer", byte_level},
+          {"post_processor", nullptr},
+          {"decoder", byte_level},
+          {"model",
+           {{"type", "BPE"},
+            {"dropout", nullptr},
+            {"unk_token", nullptr},
+            {"continuing_subword_prefix", nullptr},
+            {"end_of_word_suffix", nullptr},
+            {"fuse_unk", false},
+            {"byte_fallback", false},
+            {"ignore_merges", false},
+            {"vocab", vocab},
+            {"merges", Json::array({Json::array({"aa", "a"}), Json::array({"a", "a"})})}}}};
+}
+
+// The message of the Error that loading `tokenizer` throws, or "no error".
+std::string load_error(const Json& tokenizer) {
+  const ScratchDir dir;
+  dir.write(tokenizer);
+  try {
+    TokenizerJson::load(dir.path());
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+bool contains(const std::string& message, const std::string& part) {
+  return message.find(part) != std::string::npos;
+}
+
+// Random text from code point ranges picked uniformly (ASCII, whitespace, Latin, combining marks,
+// Arabic, CJK, emoji, private use, the astral planes), sometimes one of `specials`.
+std::string random_text(std::mt19937& rng, std::size_t length,
+                        const std::vector<std::string>& specials) {
+  constexpr std::array<std::pair<char32_t, char32_t>, 9> kRanges{{{0x20, 0x7E},
+                                                                  {0x09, 0x0D},
+                                                                  {0xA0, 0x24F},
+                                                                  {0x300, 0x36F},
+                                                                  {0x600, 0x6FF},
+                                                                  {0x4E00, 0x9FFF},
+                                                                  {0x1F300, 0x1F9FF},
+                                                                  {0xE000, 0xFFFF},
+                                                                  {0x10000, 0x10FFFF}}};
+  std::uniform_int_distribution<std::size_t> pick_range(0, kRanges.size());
+  std::string text;
+  for (std::size_t i = 0; i < length; ++i) {
+    const std::size_t range = pick_range(rng);
+    if (range == kRanges.size()) {
+      text += specials[rng() % specials.size()];
+      continue;
+    }
+    char32_t value =
+        std::uniform_int_distribution<char32_t>(kRanges[range].first, kRanges[range].second)(rng);
+    if (value >= 0xD800 && value <= 0xDFFF) value = 'x';
+    text += attnscope::tokenizer::encode_utf8(value);
+  }
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("the ids and decoded text of transformers, for each style of tokenizer.json") {
+  for (const char* style : kStyles) {
+    CAPTURE(style);
+    const TokenizerJson tokenizer = TokenizerJson::load(style_dir(style));
+    const std::vector<Case> cases = read_cases(style);
+    REQUIRE(cases.size() > 300);
+    for (const Case& reference : cases) {
+      CAPTURE(reference.text);
+      CHECK(tokenizer.encode(reference.text, false) == reference.ids);
+      CHECK(tokenizer.encode(reference.text, true) == reference.ids_with_special);
+      CHECK(tokenizer.decode(reference.ids) == reference.decoded);
+    }
+  }
+}
+
+TEST_CASE("Llama 3 style: <|begin_of_text|> only with add_special_tokens, ignore_merges") {
+  const TokenizerJson tokenizer = TokenizerJson::load(style_dir("llama3") + "/tokenizer.json");
+  const std::optional<std::int32_t> bos = tokenizer.token_id("<|begin_of_text|>");
+  REQUIRE(bos.has_value());
+  const Ids plain = tokenizer.encode("Hello", false);
+  Ids with_bos{*bos};
+  with_bos.insert(with_bos.end(), plain.begin(), plain.end());
+  CHECK(tokenizer.encode("Hello", true) == with_bos);
+  CHECK(tokenizer.encode("", true) == Ids{*bos});
+  CHECK(tokenizer.encode("", false).empty());
+  CHECK(tokenizer.vocab_size() == 703);  // 700 trained (5 special) + 3 added
+  CHECK(tokenizer.token_bytes(*tokenizer.token_id("<mask>")) == "<mask>");
+  CHECK(tokenizer.token_bytes(*tokenizer.token_id(" spaced ")) == " spaced ");
+  // No post-processor tokens in the other styles.
+  const TokenizerJson smollm2 = TokenizerJson::load(style_dir("smollm2"));
+  CHECK(smollm2.encode("Hello", true) == smollm2.encode("Hello", false));
+}
+
+TEST_CASE("merges written as \"left right\" strings load as the [left, right] pairs do") {
+  Json tokenizer = read_json(style_dir("llama3") + "/tokenizer.json");
+  REQUIRE(tokenizer["model"]["merges"][0].is_array());
+  for (Json& merge : tokenizer["model"]["merges"]) {
+    merge = merge[0].get<std::string>() + " " + merge[1].get<std::string>();
+  }
+  const ScratchDir dir;
+  dir.write(tokenizer);
+  const TokenizerJson strings = TokenizerJson::load(dir.path());
+  const TokenizerJson pairs = TokenizerJson::load(style_dir("llama3"));
+  for (const Case& reference : read_cases("llama3")) {
+    CAPTURE(reference.text);
+    CHECK(strings.encode(reference.text, false) == pairs.encode(reference.text, false));
+  }
+}
+
+TEST_CASE("BPE merges the best pair first, pairs just made included, as `tokenizers` does") {
+  const ScratchDir dir;
+  dir.write(small_tokenizer());
+  const TokenizerJson tokenizer = TokenizerJson::load(dir.path());
+  // The ids tokenizers 0.23.3 gives (GPT-2's rounds would give "aaaa" as {256, 256}).
+  CHECK(tokenizer.encode("aaaa", false) == Ids{257, 'a'});
+  CHECK(tokenizer.encode("aaa", false) == Ids{257});
+  CHECK(tokenizer.encode("aaaaa", false) == Ids{257, 256});
+}
+
+TEST_CASE("decode(encode(text)) == text for random text and random bytes") {
+  std::mt19937 rng(20261130);
+  std::uniform_int_distribution<std::size_t> pick_length(0, 60);
+  for (const char* style : {"gpt2", "smollm2", "qwen2"}) {
+    CAPTURE(style);
+    const TokenizerJson tokenizer = TokenizerJson::load(style_dir(style));
+    for (int i = 0; i < 500; ++i) {
+      const std::string text = random_text(rng, pick_length(rng), {"<|endoftext|>", "<|im_end|>"});
+      CAPTURE(text);
+      CHECK(tokenizer.decode(tokenizer.encode(text, false)) == text);
+    }
+    // Bytes that are not valid UTF-8 become their own byte tokens.
+    for (int i = 0; i < 500; ++i) {
+      std::string bytes;
+      for (std::size_t n = pick_length(rng); n > 0; --n) bytes += static_cast<char>(rng() % 256);
+      CAPTURE(bytes);
+      CHECK(tokenizer.decode(tokenizer.encode(bytes, false)) == bytes);
+    }
+  }
+}
+
+TEST_CASE("decode and token_bytes refuse ids that name no token") {
+  const ScratchDir dir;
+  dir.write(small_tokenizer());
+  const TokenizerJson tokenizer = TokenizerJson::load(dir.path());
+  CHECK(tokenizer.vocab_size() == 258);
+  CHECK(tokenizer.decode(Ids{256, ' ', 257}) == "aa aaa");
+  CHECK_THROWS_AS(tokenizer.decode(Ids{258}), Error);
+  CHECK_THROWS_AS(tokenizer.token_bytes(-1), Error);
+  CHECK(tokenizer.token_id("aa") == 256);
+  CHECK_FALSE(tokenizer.token_id("zzz").has_value());
+}
+
+TEST_CASE("load refuses what it does not support, in one line naming it") {
+  Json tokenizer = small_tokenizer();
+  CHECK(load_error(tokenizer) == "no error");
+  SUBCASE("the file") {
+    const ScratchDir empty;
+    CHECK_FALSE(TokenizerJson::present_in(empty.path()));
+    CHECK_THROWS_WITH_AS(TokenizerJson::load(empty.path()),
+                         doctest::Contains("missing (expected a tokenizer.json)"), Error);
+    std::ofstream(fs::path(empty.path()) / "tokenizer.json") << "{\"model\": ";
+    CHECK(TokenizerJson::present_in(empty.path()));
+    CHECK_THROWS_WITH_AS(TokenizerJson::load(empty.path()),
+                         doctest::Contains("tokenizer.json: invalid JSON"), Error);
+  }
+  SUBCASE("the normalizer") {
+    tokenizer["normalizer"] = {{"type", "NFC"}};
+    CHECK(contains(load_error(tokenizer),
+                   "normalizer \"NFC\" is not supported: attnscope "
+                   "implements no Unicode normalization"));
+  }
+  SUBCASE("the model") {
+    Json model = tokenizer;
+    model["model"]["type"] = "WordPiece";
+    CHECK(contains(load_error(model), "model \"WordPiece\" is not supported"));
+    model["model"]["type"] = "Unigram";
+    CHECK(contains(load_error(model), "model \"Unigram\" is not supported"));
+    model = tokenizer;
+    model["model"]["byte_fallback"] = true;
+    CHECK(contains(load_error(model), "byte_fallback true is not supported"));
+    model = tokenizer;
+    model["model"]["dropout"] = 0.1;
+    CHECK(contains(load_error(model), "dropout is not supported"));
+    model = tokenizer;
+    model["model"]["continuing_subword_prefix"] = "##";
+    CHECK(contains(load_error(model), "continuing_subword_prefix is not supported"));
+    model = tokenizer;
+    model["model"]["vocab"].erase("a");
+    CHECK(contains(load_error(model), "no token for byte 0x61"));
+    model = tokenizer;
+    model["model"]["merges"].push_back("a  a");
+    CHECK(contains(load_error(model), "merge 2: expected two tokens separated by one space"));
+    model = tokenizer;
+    model["model"]["merges"].push_back(Json::array({"a", "b"}));
+    CHECK(contains(load_error(model), "merge 2: \"ab\" is not in the vocabulary"));
+    model = tokenizer;
+    model["model"]["merges"].push_back("a a");
+    CHECK(contains(load_error(model), "merge 2: duplicate merge \"a a\""));
+    model = tokenizer;
+    model["model"]["vocab"]["b"] = 97;
+    CHECK(contains(load_error(model), "id 97 is used by another token too"));
+  }
+  SUBCASE("the pre-tokenizer") {
+    Json pre = tokenizer;
+    pre["pre_tokenizer"] = nullptr;
+    CHECK(contains(load_error(pre), "pre_tokenizer is null"));
+    pre["pre_tokenizer"] = {{"type", "Whitespace"}};
+    CHECK(contains(load_error(pre), "the last pre-tokenizer is Whitespace, not ByteLevel"));
+    pre["pre_tokenizer"] = {
+        {"type", "Sequence"},
+        {"pretokenizers", Json::array({{{"type", "Whitespace"}}, tokenizer["pre_tokenizer"]})}};
+    CHECK(contains(load_error(pre), "pre_tokenizer Whitespace is not supported"));
+    const Json split = {{"type", "Split"},
+                        {"pattern", {{"Regex", "\\s+"}}},
+                        {"behavior", "Removed"},
+                        {"invert", false}};
+    pre["pre_tokenizer"] = {{"type", "Sequence"},
+                            {"pretokenizers", Json::array({split, tokenizer["pre_tokenizer"]})}};
+    CHECK(contains(load_error(pre), "behavior \"Removed\" is not supported (only Isolated)"));
+    pre["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Isolated";
+    pre["pre_tokenizer"]["pretokenizers"][0]["invert"] = true;
+    CHECK(contains(load_error(pre), "invert true is not supported"));
+    pre["pre_tokenizer"]["pretokenizers"][0]["invert"] = false;
+    pre["pre_tokenizer"]["pretokenizers"][0]["pattern"] = {{"Regex", "(unclosed"}};
+    CHECK(contains(load_error(pre), "cannot compile the split regex"));
+    pre["pre_tokenizer"]["pretokenizers"] = Json::array({tokenizer["pre_tokenizer"], split});
+    CHECK(contains(load_error(pre), "ByteLevel must be the last pre-tokenizer"));
+  }
+  SUBCASE("the post-processor and the decoder") {
+    Json other = tokenizer;
+    other["post_processor"] = {{"type", "RobertaProcessing"}};
+    CHECK(contains(load_error(other), "post_processor \"RobertaProcessing\" is not supported"));
+    other = tokenizer;
+    other["decoder"] = {{"type", "WordPiece"}};
+    CHECK(contains(load_error(other), "decoder \"WordPiece\" is not supported"));
+    other["decoder"] = nullptr;
+    CHECK(contains(load_error(other), "decoder \"\" is not supported"));
+  }
+}
+
+TEST_CASE("a Split with a String pattern isolates the literal") {
+  Json tokenizer = small_tokenizer();
+  const Json split = {{"type", "Split"},
+                      {"pattern", {{"String", "a."}}},
+                      {"behavior", "Isolated"},
+                      {"invert", false}};
+  Json byte_level = tokenizer["pre_tokenizer"];
+  byte_level["use_regex"] = false;
+  tokenizer["pre_tokenizer"] = {{"type", "Sequence"},
+                                {"pretokenizers", Json::array({split, byte_level})}};
+  const ScratchDir dir;
+  dir.write(tokenizer);
+  const TokenizerJson loaded = TokenizerJson::load(dir.path());
+  // "aaa.aa" -> "aa", "a.", "aa": the literal "a." (not the regex a.) is cut out.
+  CHECK(loaded.encode("aaa.aa", false) == Ids{256, 'a', '.', 256});
+  CHECK(loaded.encode("aaab", false) == Ids{257, 'b'});
+}
+
+TEST_CASE("ignore_merges: a piece in the vocabulary is one token; add_prefix_space") {
+  // The ids tokenizers 0.23.3 gives these files. " ab" is in the vocabulary, with no merges
+  // that would make it.
+  Json tokenizer = small_tokenizer();
+  tokenizer["model"]["ignore_merges"] = true;
+  tokenizer["model"]["vocab"]["\u0120ab"] = 258;
+  {
+    const ScratchDir dir;
+    dir.write(tokenizer);
+    const TokenizerJson loaded = TokenizerJson::load(dir.path());
+    CHECK(loaded.encode("x ab", false) == Ids{'x', 258});
+    CHECK(loaded.encode("x abab", false) == Ids{'x', ' ', 'a', 'b', 'a', 'b'});
+    CHECK(loaded.encode("aaaa", false) == Ids{257, 'a'});
+  }
+  tokenizer["pre_tokenizer"]["add_prefix_space"] = true;
+  const ScratchDir dir;
+  dir.write(tokenizer);
+  const TokenizerJson loaded = TokenizerJson::load(dir.path());
+  CHECK(loaded.encode("ab", false) == Ids{258});
+  CHECK(loaded.encode(" ab", false) == Ids{258});
+  CHECK(loaded.encode("ab cd", false) == Ids{258, ' ', 'c', 'd'});
+}
