@@ -538,10 +538,12 @@ TEST_CASE("rotary embedding makes q . k a function of the distance between posit
     for (std::int64_t i = 0; i < half; ++i) {
       const double q_pair = std::fabs(q[i]) + std::fabs(q[i + half]);
       const double k_pair = std::fabs(k[i]) + std::fabs(k[i + half]);
-      const double q_error =
-          2 * kUnitRoundoff + 3 * kUnitRoundoff * static_cast<double>(m) * frequency(i) + kUnitRoundoff;
-      const double k_error =
-          2 * kUnitRoundoff + 3 * kUnitRoundoff * static_cast<double>(n) * frequency(i) + kUnitRoundoff;
+      const double q_error = 2 * kUnitRoundoff +
+                             3 * kUnitRoundoff * static_cast<double>(m) * frequency(i) +
+                             kUnitRoundoff;
+      const double k_error = 2 * kUnitRoundoff +
+                             3 * kUnitRoundoff * static_cast<double>(n) * frequency(i) +
+                             kUnitRoundoff;
       total += 2 * (q_pair * q_error * k_pair + q_pair * k_pair * k_error);
     }
     return total * (1 + 1e-6);
