@@ -221,9 +221,10 @@ TEST_CASE("--dtype bf16 and f16 on the cpu narrow the weights, and generate --js
 }
 
 TEST_CASE("inspect --dtype reports the bytes of the weights at that dtype") {
-  const nlohmann::json f32 = nlohmann::json::parse(run("inspect -m synthetic:tiny --json").out);
+  const nlohmann::json f32 =
+      nlohmann::json::parse(run("inspect --model synthetic:tiny --json").out);
   const nlohmann::json bf16 =
-      nlohmann::json::parse(run("inspect -m synthetic:tiny --json --dtype bf16").out);
+      nlohmann::json::parse(run("inspect --model synthetic:tiny --json --dtype bf16").out);
   CHECK(f32["dtype"] == "f32");
   CHECK(bf16["dtype"] == "bf16");
   CHECK(bf16["activation_dtype"] == "f32");
