@@ -50,12 +50,14 @@ inline Device common_device(const char* op, std::initializer_list<NamedTensor> a
   return device;
 }
 
-// Throws unless `t` holds a floating-point dtype the ops take on `device`: f32 on the cpu (the
-// CPU kernels are f32-only); f32, f16 or bf16 on cuda (stored narrow, computed in f32).
+// Throws unless `t` holds a floating-point dtype the ops take on `device` for activations: f32 on
+// the cpu (the CPU kernels compute on f32 activations; only weights may be narrower, see
+// require_weight); f32, f16 or bf16 on cuda (stored narrow, computed in f32).
 inline void require_float(const Tensor& t, Device device, const char* op, const char* arg) {
   if (device == Device::CPU) {
     check(t.dtype() == DType::F32, op, [&] {
-      return std::string(arg) + " must be f32 on the cpu (f16 and bf16 run on cuda), got " +
+      return std::string(arg) +
+             " must be f32 on the cpu (f16 and bf16 activations run on cuda), got " +
              std::string(dtype_name(t.dtype()));
     });
     return;
@@ -69,6 +71,33 @@ inline void require_dtype(const Tensor& t, DType dtype, const char* op, const ch
   check(t.dtype() == dtype, op, [&] {
     return std::string(arg) + " must be " + std::string(dtype_name(dtype)) + ", got " +
            std::string(dtype_name(t.dtype()));
+  });
+}
+
+// Throws unless the matrix `weight` has a dtype that ops::linear and ops::embedding read beside
+// activations of dtype `activation` on `device`. On the cpu the activations are f32 and a weight
+// may be stored narrower, in any of cpu_weight_dtypes (widened to f32 as it is read), so that
+// memory-bound decode reads fewer bytes; on cuda weights and activations share one dtype.
+// A new cpu weight format is one more entry here and one more kernel in ops/cpu/.
+inline constexpr DType cpu_weight_dtypes[] = {DType::F32, DType::BF16, DType::F16};
+
+inline void require_weight(const Tensor& weight, Device device, DType activation, const char* op,
+                           const char* arg) {
+  if (device == Device::CUDA) {
+    require_dtype(weight, activation, op, arg);
+    return;
+  }
+  bool known = false;
+  for (DType dtype : cpu_weight_dtypes) known |= weight.dtype() == dtype;
+  check(known, op, [&] {
+    std::string message = std::string(arg) + " must be one of";
+    for (DType dtype : cpu_weight_dtypes) {
+      message += ' ';
+      message += dtype_name(dtype);
+    }
+    message += " on the cpu, got ";
+    message += dtype_name(weight.dtype());
+    return message;
   });
 }
 

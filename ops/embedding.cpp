@@ -13,12 +13,13 @@ namespace attnscope::ops {
 
 namespace {
 
-// Checks shared by both overloads: 2-D tables of one width and dtype, out [rows, width].
+// Checks shared by both overloads: 2-D tables of one width, out [rows, width] in the position
+// table's dtype; the token table in that dtype too, or on the cpu in any weight dtype.
 void check_tables(Device device, const Tensor& token_table, const Tensor& position_table,
                   std::int64_t rows, const Tensor& out) {
-  require_float(token_table, device, "embedding", "token_table");
-  require_dtype(position_table, token_table.dtype(), "embedding", "position_table");
-  require_dtype(out, token_table.dtype(), "embedding", "out");
+  require_float(position_table, device, "embedding", "position_table");
+  require_weight(token_table, device, position_table.dtype(), "embedding", "token_table");
+  require_dtype(out, position_table.dtype(), "embedding", "out");
   check(token_table.rank() == 2 && position_table.rank() == 2, "embedding", "tables must be 2-D");
   check(position_table.dim(1) == token_table.dim(1), "embedding", "tables differ in width");
   require_shape(out, {rows, token_table.dim(1)}, "embedding", "out");

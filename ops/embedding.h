@@ -3,7 +3,9 @@
 //   out[n, :] = token_table[token_ids[n], :] + position_table[positions[n], :]
 //
 // Shapes: token_table [V, C], position_table [P, C], token_ids and positions [N], out [N, C];
-// tables and out share one dtype (f32 on the cpu; f32, f16 or bf16 on cuda, added in f32).
+// on cuda tables and out share one dtype (f32, f16 or bf16, added in f32); on the cpu the
+// position table and out are f32 and the token table is f32, bf16 or f16 (the LM head's weight
+// dtype, since GPT-2 ties the two; its rows are widened as they are read).
 // Cost: reads 2 N C elements (random rows) and writes N C, one launch on a GPU.
 //
 // Ids and positions are checked against V and P. On the cpu an out-of-range id is an Error,

@@ -1,5 +1,5 @@
-// ops::linear and ops::linear_residual: checks, then the cpu GEMV/GEMM or cublasLt
-// (ops/dispatch.h explains the pattern).
+// ops::linear and ops::linear_residual: checks, then the cpu GEMV/GEMM (for f32 or 16-bit
+// weights) or cublasLt (ops/dispatch.h explains the pattern).
 #include "ops/linear.h"
 
 #include <string>
@@ -17,7 +17,7 @@ Device check_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, c
   const Device device = common_device("linear", {{x, "x"}, {weight, "weight"}, {out, "out"}});
   if (bias.defined()) common_device("linear", {{x, "x"}, {bias, "bias"}});
   require_float(x, device, "linear", "x");
-  require_dtype(weight, x.dtype(), "linear", "weight");
+  require_weight(weight, device, x.dtype(), "linear", "weight");
   if (bias.defined()) require_dtype(bias, x.dtype(), "linear", "bias");
   check(x.rank() == 2 && weight.rank() == 2, "linear", "x and weight must be 2-D");
   const std::int64_t rows = x.dim(0);
@@ -35,7 +35,11 @@ void run_linear(Context& ctx, Device device, const Tensor& x, const Tensor& weig
     if constexpr (kCudaBuild) cuda::linear(ctx, x, weight, bias, out, accumulate);
     return;
   }
-  cpu::linear(ctx, x, weight, bias, out, accumulate);
+  if (weight.dtype() == DType::F32) {
+    cpu::linear(ctx, x, weight, bias, out, accumulate);
+  } else {
+    cpu::linear_16bit(ctx, x, weight, bias, out, accumulate);
+  }
 }
 
 }  // namespace
@@ -43,7 +47,7 @@ void run_linear(Context& ctx, Device device, const Tensor& x, const Tensor& weig
 void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out) {
   profiler::Scope scope(ctx, "linear");
   const Device device = check_linear(x, weight, bias, out);
-  // out in x's dtype, or f32 from narrow inputs (logits); the cpu has f32 only.
+  // out in x's dtype, or f32 from narrow inputs (logits); cpu activations are f32 only.
   check(out.dtype() == x.dtype() || out.dtype() == DType::F32, "linear", [&] {
     return "out must be " + std::string(dtype_name(x.dtype())) + " or f32, got " +
            std::string(dtype_name(out.dtype()));

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -85,10 +86,9 @@ void check_cuda_refused_or_runs(const Result& r) {
 
 }  // namespace
 
-TEST_CASE("--device cuda is refused with one line when no GPU can be used; --dtype needs it") {
+TEST_CASE("--device cuda is refused with one line when no GPU can be used; bad flags too") {
   const std::string tiny = "generate --model synthetic:tiny --prompt-ids 1,2 -n 2";
   check_cuda_refused_or_runs(run(tiny + " --device cuda"));
-  check_one_line_error(run(tiny + " --dtype bf16"), 1, "needs --device cuda");
   check_one_line_error(run(tiny + " --device tpu"), 2, "--device");
   check_one_line_error(run(tiny + " --dtype f64"), 2, "--dtype");
 }
@@ -203,6 +203,39 @@ TEST_CASE("an empty prompt starts from <|endoftext|>; sampling is reproducible b
   CHECK(json_a["prompt_ids"] == nlohmann::json::array({511}));  // tiny-a's eos_token_id
   CHECK(json_a["generated_ids"] == nlohmann::json::parse(b.out)["generated_ids"]);
   CHECK(json_a["generated_ids"] != nlohmann::json::parse(c.out)["generated_ids"]);
+}
+
+TEST_CASE("--dtype bf16 and f16 on the cpu narrow the weights, and generate --json says so") {
+  for (const char* dtype : {"bf16", "f16"}) {
+    CAPTURE(dtype);
+    const Result r = run("generate --model synthetic:tiny --prompt-ids 1,2 -n 3 --json --dtype " +
+                         std::string(dtype));
+    CAPTURE(r.err);
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json out = nlohmann::json::parse(r.out);
+    CHECK(out["dtype"] == dtype);
+    CHECK(out["activation_dtype"] == "f32");
+    CHECK(out["generated_ids"].size() == 3);
+    CHECK(r.err.find(std::string(dtype) + " weights, f32 activations") != std::string::npos);
+  }
+}
+
+TEST_CASE("inspect --dtype reports the bytes of the weights at that dtype") {
+  const nlohmann::json f32 =
+      nlohmann::json::parse(run("inspect --model synthetic:tiny --json").out);
+  const nlohmann::json bf16 =
+      nlohmann::json::parse(run("inspect --model synthetic:tiny --json --dtype bf16").out);
+  CHECK(f32["dtype"] == "f32");
+  CHECK(bf16["dtype"] == "bf16");
+  CHECK(bf16["activation_dtype"] == "f32");
+  const auto parameters = f32["parameters"].get<std::uint64_t>();
+  CHECK(f32["weight_bytes"].get<std::uint64_t>() == 4 * parameters);
+  // synthetic:tiny: GPT-2's vocabulary (50257) x width 64 tied embedding, 2 layers of 4 linear
+  // matrices (64x192, 64x64, 64x256, 256x64) in 2 bytes; everything else (wpe 128x64, biases,
+  // layer norms) in 4.
+  const std::uint64_t matrices = 50257 * 64 + 2 * (64 * 192 + 64 * 64 + 64 * 256 + 256 * 64);
+  CHECK(bf16["weight_bytes"].get<std::uint64_t>() == 4 * parameters - 2 * matrices);
+  CHECK(bf16["resident_bytes"].get<std::uint64_t>() < f32["resident_bytes"].get<std::uint64_t>());
 }
 
 TEST_CASE("inspect reports config, parameters and the stored tensors") {
@@ -393,6 +426,21 @@ TEST_CASE("bench --output json has one row per combination and keeps every repet
   CHECK(combinations.count("flash 2 tg4 @ d3") == 1);
 }
 
+TEST_CASE("bench --dtype f32,bf16,f16 on the cpu: one row per dtype, weight bytes to match") {
+  const Result r = run(kTinyModelBench + " --dtype f32,bf16,f16 --output json");
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  REQUIRE(report["results"].size() == 6);  // 3 dtypes x (pp8, tg4)
+  std::map<std::string, std::uint64_t> weight_bytes;
+  for (const nlohmann::json& row : report["results"]) {
+    weight_bytes[row["dtype"].get<std::string>()] = row["weight_bytes"].get<std::uint64_t>();
+  }
+  REQUIRE(weight_bytes.size() == 3);
+  CHECK(weight_bytes["bf16"] == weight_bytes["f16"]);
+  CHECK(weight_bytes["bf16"] < weight_bytes["f32"]);
+}
+
 TEST_CASE("bench --output md, csv and jsonl print one row per test") {
   const Result md = run(kTinyModelBench);
   CAPTURE(md.err);
@@ -457,7 +505,6 @@ TEST_CASE("bench rejects bad values, other devices and dtypes, and depths past t
   check_one_line_error(run("bench -r 0"), 2, "--repetitions");
   check_one_line_error(run("bench --op sing"), 2, "--op");
   check_cuda_refused_or_runs(run(kTinyModelBench + " --device cuda"));
-  check_one_line_error(run("bench --dtype bf16"), 1, "needs --device cuda");
   check_one_line_error(run(kTinyModelBench + " -d 2000"), 1, "context length of 128");
   check_one_line_error(run(kTinyModelBench + " -p 129"), 1, "context length of 128");
 }

@@ -95,6 +95,103 @@ TEST_CASE("greedy continuations equal Hugging Face's for every backend") {
   }
 }
 
+namespace {
+
+// Every logit of a prefill over the fixture's input ids, as float64 [B * T * V].
+std::vector<double> all_logits(Context& ctx, const gpt2::Model& model,
+                               const nlohmann::json& reference) {
+  const auto ids = reference["input_ids"].get<std::vector<std::vector<std::int32_t>>>();
+  std::vector<std::int32_t> flat;
+  for (const auto& row : ids) flat.insert(flat.end(), row.begin(), row.end());
+  const auto batch = static_cast<std::int64_t>(ids.size());
+  KVCache cache = model.new_cache(ctx, batch, static_cast<std::int64_t>(ids[0].size()));
+  const Tensor logits = model.forward(ctx, flat, batch, cache, true);
+  return {logits.data<float>(), logits.data<float>() + logits.numel()};
+}
+
+std::vector<double> reference_logits(const nlohmann::json& reference) {
+  std::vector<double> out;
+  for (const auto& sequence : reference["logits"]) {
+    for (const auto& position : sequence) {
+      for (const auto& value : position) out.push_back(value.get<double>());
+    }
+  }
+  return out;
+}
+
+double max_abs_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("16-bit weights on the cpu: checkpoints stored in bf16/f16 match transformers exactly") {
+  // tiny-a-bf16 and tiny-a-f16 hold weights already rounded to their dtype, and transformers
+  // computed their logits in f32 from them. Loading them at that --dtype narrows nothing (every
+  // stored value is representable), so attnscope's 16-bit kernels compute the same f32 math:
+  // only the order of f32 additions differs, as in the f32 parity test (same 1e-4 bound).
+  for (const auto& [name, dtype] :
+       {std::pair{"tiny-a-bf16", DType::BF16}, std::pair{"tiny-a-f16", DType::F16}}) {
+    CAPTURE(name);
+    const nlohmann::json reference = read_hf_reference(name);
+    Context ctx(2);
+    const gpt2::Model model = gpt2::Model::open(hf_fixture_dir(name), ctx, 0, dtype);
+    REQUIRE(model.weights().layers[0].mlp_up_weight.dtype() == dtype);
+    const std::vector<double> actual = all_logits(ctx, model, reference);
+    const std::vector<double> expected = reference_logits(reference);
+    double worst = 0.0;
+    for (std::size_t i = 0; i < actual.size(); ++i) {
+      worst = std::max(worst,
+                       std::fabs(actual[i] - expected[i]) / std::max(std::fabs(expected[i]), 1.0));
+    }
+    CHECK(worst < 1e-4);
+    const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
+    const auto tokens = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
+    CHECK(greedy(ctx, model, prompt, static_cast<int>(tokens.size())) == tokens);
+  }
+}
+
+TEST_CASE("16-bit weights on the cpu: an f32 checkpoint narrowed at load stays near its logits") {
+  // The bound. tiny-a-bf16 / tiny-a-f16 are tiny-a with every parameter rounded to the dtype,
+  // and their references are transformers' f32 logits of those rounded weights, so
+  //   D = max |logits(tiny-a-X) - logits(tiny-a)|
+  // is the logit change transformers itself measures for rounding this model's weights to X.
+  // attnscope narrows a subset of those parameters (the matrices; biases, layer norms and the
+  // position embedding stay f32), each with the same relative error (<= 2^-8 bf16, 2^-11 f16).
+  // To first order a logit moves by a sum of per-weight contributions, and a subset of the terms
+  // can exceed the whole sum only through cancellation among the rest; we allow twice D for it,
+  // plus the 1e-4 relative f32 parity slack (logits here are below 10 in magnitude: 1e-3).
+  // Greedy tokens must then equal transformers' f32 ones when every step's top-1 margin
+  // (greedy_min_margin) exceeds 2 x bound: no logit can then overtake the top one.
+  const nlohmann::json f32_reference = read_hf_reference("tiny-a");
+  const std::vector<double> f32_logits = reference_logits(f32_reference);
+  for (const auto& [rounded, dtype] :
+       {std::pair{"tiny-a-bf16", DType::BF16}, std::pair{"tiny-a-f16", DType::F16}}) {
+    CAPTURE(dtype_name(dtype));
+    const double transformers_change =
+        max_abs_difference(reference_logits(read_hf_reference(rounded)), f32_logits);
+    const double bound = 2.0 * transformers_change + 1e-3;
+    Context ctx(2);
+    const gpt2::Model model = gpt2::Model::open(hf_fixture_dir("tiny-a"), ctx, 0, dtype);
+    const double change = max_abs_difference(all_logits(ctx, model, f32_reference), f32_logits);
+    MESSAGE(dtype_name(dtype) << " weights: max |logit change| " << change << " (transformers, "
+                              << "every weight rounded: " << transformers_change << ")");
+    CHECK(change > 0.0);  // the weights really were narrowed
+    CHECK(change <= bound);
+    const double margin = f32_reference["greedy_min_margin"].get<double>();
+    if (margin <= 2.0 * bound) {
+      MESSAGE("greedy margin " << margin << " <= 2 x bound " << bound << ": tokens not compared");
+      continue;
+    }
+    const auto prompt = f32_reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
+    const auto tokens = f32_reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
+    CHECK(greedy(ctx, model, prompt, static_cast<int>(tokens.size())) == tokens);
+  }
+}
+
 TEST_CASE("decoding token by token gives the logits of one prefill; batch rows are independent") {
   Context ctx(2);
   const gpt2::Model model = gpt2::Model::open("synthetic:tiny", ctx, 3);

@@ -21,7 +21,7 @@ Model Model::open(const std::string& spec, Context& ctx, std::uint64_t synthetic
   Checkpoint checkpoint = load_checkpoint(spec, ctx, synthetic_seed, dtype);
   Model model;
   model.source_ = spec;
-  model.dtype_ = dtype;
+  model.dtypes_ = checkpoint.dtypes;
   model.config_ = checkpoint.config;
   model.weights_ = std::move(checkpoint.weights);
   model.stored_ = std::move(checkpoint.stored);
@@ -31,6 +31,22 @@ Model Model::open(const std::string& spec, Context& ctx, std::uint64_t synthetic
 
 std::int64_t Model::parameter_count() const { return count_parameters(config_); }
 
+std::string Model::dtype_summary() const {
+  const std::string weights(dtype_name(dtypes_.weights));
+  if (dtypes_.weights == dtypes_.activations) return weights;
+  return weights + " weights, " + std::string(dtype_name(dtypes_.activations)) + " activations";
+}
+
+std::uint64_t Model::weight_bytes() const {
+  Weights handles = weights_;  // tensor_slots wants a mutable Weights; Tensors copy as handles
+  std::uint64_t bytes = 0;
+  for (const TensorSlot& slot : tensor_slots(config_, handles)) bytes += slot.destination->nbytes();
+  if (weights_.lm_head.raw_data() != weights_.token_embedding.raw_data()) {
+    bytes += weights_.lm_head.nbytes();
+  }
+  return bytes;
+}
+
 void Model::set_attention(std::string_view name) {
   attention_ = &ops::attention::find_backend(name);
 }
@@ -39,8 +55,8 @@ KVCache Model::new_cache(Context& ctx, std::int64_t batch, std::int64_t capacity
   check(capacity >= 1 && capacity <= config_.context_length, "kv cache",
         "capacity " + std::to_string(capacity) + " must be in [1, context length " +
             std::to_string(config_.context_length) + "]");
-  return KVCache(config_.n_layers, batch, config_.n_kv_heads, capacity, config_.head_dim(), dtype_,
-                 ctx.allocator());
+  return KVCache(config_.n_layers, batch, config_.n_kv_heads, capacity, config_.head_dim(),
+                 dtypes_.activations, ctx.allocator());
 }
 
 Tensor Model::forward(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t batch,
@@ -79,7 +95,7 @@ Tensor Model::run_step(Context& ctx, const StepInputs& inputs, std::int64_t batc
                        std::int64_t length, KVCache& cache, bool all_positions) const {
   const std::int64_t width = config_.d_model;
   Allocator& allocator = ctx.allocator();
-  Tensor hidden = Tensor::empty({batch * length, width}, dtype_, allocator);
+  Tensor hidden = Tensor::empty({batch * length, width}, dtypes_.activations, allocator);
   if (inputs.device_ids.defined()) {
     ops::embedding(ctx, weights_.token_embedding, weights_.position_embedding, inputs.device_ids,
                    inputs.device_positions, hidden);
@@ -99,13 +115,13 @@ Tensor Model::run_step(Context& ctx, const StepInputs& inputs, std::int64_t batc
   const std::int64_t rows = all_positions ? length : 1;
   Tensor last = hidden;
   if (!all_positions && length > 1) {
-    last = Tensor::empty({batch, width}, dtype_, allocator);
+    last = Tensor::empty({batch, width}, dtypes_.activations, allocator);
     for (std::int64_t b = 0; b < batch; ++b) {
       Tensor row = last.slice_rows(b, b + 1);
       copy_into(ctx, hidden.slice_rows((b + 1) * length - 1, (b + 1) * length), row);
     }
   }
-  Tensor normed = Tensor::empty(last.shape(), dtype_, allocator);
+  Tensor normed = Tensor::empty(last.shape(), dtypes_.activations, allocator);
   ops::layer_norm(ctx, last, weights_.ln_f_weight, weights_.ln_f_bias,
                   static_cast<float>(config_.layer_norm_epsilon), normed);
   Tensor logits = Tensor::empty({batch * rows, config_.vocab_size}, DType::F32, allocator);
@@ -123,27 +139,27 @@ void Model::attention_block(Context& ctx, const LayerWeights& layer, std::int64_
   const std::int64_t rows = batch * tokens;
   Allocator& allocator = ctx.allocator();
 
-  Tensor normed = Tensor::empty({rows, width}, dtype_, allocator);
+  Tensor normed = Tensor::empty({rows, width}, dtypes_.activations, allocator);
   ops::layer_norm(ctx, hidden, layer.ln_1_weight, layer.ln_1_bias,
                   static_cast<float>(config_.layer_norm_epsilon), normed);
-  Tensor qkv = Tensor::empty({rows, 3 * width}, dtype_, allocator);
+  Tensor qkv = Tensor::empty({rows, 3 * width}, dtypes_.activations, allocator);
   ops::linear(ctx, normed, layer.attn_qkv_weight, layer.attn_qkv_bias, qkv);
 
   ops::attention::Call call;
-  call.q = Tensor::empty({batch, heads, tokens, head_dim}, dtype_, allocator);
+  call.q = Tensor::empty({batch, heads, tokens, head_dim}, dtypes_.activations, allocator);
   call.k = cache.keys(layer_index);
   call.v = cache.values(layer_index);
   call.kv_len = cache.length() + tokens;
   call.scale = config_.attention_scale(layer_index);
   ops::split_qkv(ctx, qkv.reshape({batch, tokens, 3 * width}), call.q, call.k, call.v,
                  cache.length());
-  call.out = Tensor::empty(call.q.shape(), dtype_, allocator);
+  call.out = Tensor::empty(call.q.shape(), dtypes_.activations, allocator);
   attention_->forward(ctx, call);
 
   // [B, H, T, D] -> [B, T, H D]; with one token per row the two layouts are the same bytes.
   Tensor merged = call.out.reshape({batch, tokens, width});
   if (tokens > 1) {
-    merged = Tensor::empty({batch, tokens, width}, dtype_, allocator);
+    merged = Tensor::empty({batch, tokens, width}, dtypes_.activations, allocator);
     ops::merge_heads(ctx, call.out, merged);
   }
   // The residual connection is the projection's own: hidden += merged W_o^T + b_o.
@@ -155,10 +171,10 @@ void Model::mlp_block(Context& ctx, const LayerWeights& layer, Tensor& hidden) c
   profiler::Scope scope(ctx, "mlp_block", "block");
   const std::int64_t rows = hidden.dim(0);
   Allocator& allocator = ctx.allocator();
-  Tensor normed = Tensor::empty(hidden.shape(), dtype_, allocator);
+  Tensor normed = Tensor::empty(hidden.shape(), dtypes_.activations, allocator);
   ops::layer_norm(ctx, hidden, layer.ln_2_weight, layer.ln_2_bias,
                   static_cast<float>(config_.layer_norm_epsilon), normed);
-  Tensor up = Tensor::empty({rows, config_.d_ff}, dtype_, allocator);
+  Tensor up = Tensor::empty({rows, config_.d_ff}, dtypes_.activations, allocator);
   ops::linear(ctx, normed, layer.mlp_up_weight, layer.mlp_up_bias, up);
   ops::activation(ctx, config_.mlp_activation(), up, up);
   ops::linear_residual(ctx, up, layer.mlp_down_weight, layer.mlp_down_bias, hidden);

@@ -39,8 +39,16 @@ class Model {
                     DType dtype = DType::F32);
 
   const ModelConfig& config() const { return config_; }
-  // The storage dtype of weights, activations and the KV cache (logits are always f32).
-  DType dtype() const { return dtype_; }
+  // The storage dtype of the matrices (linear weights and the tied embedding / LM head): the
+  // --dtype asked for, on any device.
+  DType weight_dtype() const { return dtypes_.weights; }
+  // The storage dtype of activations, the other parameters and the KV cache: the weight dtype on
+  // cuda, f32 on the cpu (ModelDTypes in models/gpt2/weights.h). Logits are always f32.
+  DType activation_dtype() const { return dtypes_.activations; }
+  // "bf16" when weights and activations share a dtype, else "bf16 weights, f32 activations".
+  std::string dtype_summary() const;
+  // Bytes of all parameters as stored (the tied LM head counted once): what a decode step reads.
+  std::uint64_t weight_bytes() const;
   const std::string& source() const { return source_; }
   const Weights& weights() const { return weights_; }
   // The tensors as stored in the checkpoint (for `inspect`).
@@ -76,7 +84,7 @@ class Model {
                   KVCache& cache, bool all_positions) const;
 
   ModelConfig config_;
-  DType dtype_ = DType::F32;
+  ModelDTypes dtypes_;
   std::string source_;
   Weights weights_;
   std::vector<StoredTensor> stored_;

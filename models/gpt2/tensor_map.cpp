@@ -7,7 +7,7 @@ std::vector<TensorSlot> tensor_slots(const ModelConfig& config, Weights& weights
   const std::int64_t f = config.d_ff;
   std::vector<TensorSlot> slots;
   slots.push_back(
-      {"wte.weight", {config.vocab_size, c}, false, Init::Normal, &weights.token_embedding});
+      {"wte.weight", {config.vocab_size, c}, false, Init::Normal, &weights.token_embedding, true});
   slots.push_back(
       {"wpe.weight", {config.context_length, c}, false, Init::Normal, &weights.position_embedding});
   weights.layers.resize(static_cast<std::size_t>(config.n_layers));
@@ -16,17 +16,18 @@ std::vector<TensorSlot> tensor_slots(const ModelConfig& config, Weights& weights
     const std::string p = "h." + std::to_string(i) + ".";
     slots.push_back({p + "ln_1.weight", {c}, false, Init::Ones, &l.ln_1_weight});
     slots.push_back({p + "ln_1.bias", {c}, false, Init::Zeros, &l.ln_1_bias});
-    slots.push_back({p + "attn.c_attn.weight", {c, 3 * c}, true, Init::Normal, &l.attn_qkv_weight});
+    slots.push_back(
+        {p + "attn.c_attn.weight", {c, 3 * c}, true, Init::Normal, &l.attn_qkv_weight, true});
     slots.push_back({p + "attn.c_attn.bias", {3 * c}, false, Init::Zeros, &l.attn_qkv_bias});
     slots.push_back(
-        {p + "attn.c_proj.weight", {c, c}, true, Init::ScaledNormal, &l.attn_out_weight});
+        {p + "attn.c_proj.weight", {c, c}, true, Init::ScaledNormal, &l.attn_out_weight, true});
     slots.push_back({p + "attn.c_proj.bias", {c}, false, Init::Zeros, &l.attn_out_bias});
     slots.push_back({p + "ln_2.weight", {c}, false, Init::Ones, &l.ln_2_weight});
     slots.push_back({p + "ln_2.bias", {c}, false, Init::Zeros, &l.ln_2_bias});
-    slots.push_back({p + "mlp.c_fc.weight", {c, f}, true, Init::Normal, &l.mlp_up_weight});
+    slots.push_back({p + "mlp.c_fc.weight", {c, f}, true, Init::Normal, &l.mlp_up_weight, true});
     slots.push_back({p + "mlp.c_fc.bias", {f}, false, Init::Zeros, &l.mlp_up_bias});
     slots.push_back(
-        {p + "mlp.c_proj.weight", {f, c}, true, Init::ScaledNormal, &l.mlp_down_weight});
+        {p + "mlp.c_proj.weight", {f, c}, true, Init::ScaledNormal, &l.mlp_down_weight, true});
     slots.push_back({p + "mlp.c_proj.bias", {c}, false, Init::Zeros, &l.mlp_down_bias});
   }
   slots.push_back({"ln_f.weight", {c}, false, Init::Ones, &weights.ln_f_weight});

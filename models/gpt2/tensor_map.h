@@ -20,6 +20,9 @@ struct TensorSlot {
   bool transpose = false;
   Init init = Init::Zeros;
   Tensor* destination = nullptr;
+  // A matrix read by ops::linear (or the token embedding, which is also the tied LM head): stored
+  // in the model's weight dtype (ModelDTypes::weights); every other tensor in its activation dtype.
+  bool matrix = false;
 };
 
 // Every tensor of `config`, in checkpoint order, each pointing at its field of `weights`

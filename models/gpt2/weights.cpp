@@ -3,8 +3,9 @@
 // weights on the device.
 //
 // Cost of reading: one pass over the file's bytes (memory-mapped, so the OS pages them in), writing
-// an f32 copy in attnscope's layout: 4 bytes per parameter of resident memory whatever the stored
-// dtype.
+// an f32 copy in attnscope's layout, then (for a 16-bit --dtype) a narrow copy of each matrix that
+// replaces its f32 one: peak memory is the f32 model plus one matrix; resident memory is 2 bytes
+// per matrix parameter and 4 per other parameter.
 #include "models/gpt2/weights.h"
 
 #include <filesystem>
@@ -68,31 +69,40 @@ std::filesystem::path find_checkpoint(const std::filesystem::path& spec) {
   throw Error(spec.string(), "no model.safetensors (or model.safetensors.index.json) here");
 }
 
-// Converts every weight to `dtype` on the host, then copies it to ctx's device. The tied LM head
-// stays the token embedding (one copy on the device, not two).
-void place_weights(const ModelConfig& config, Weights& weights, Context& ctx, DType dtype) {
+// Converts every tensor to its dtype in `dtypes` (matrices to the weight dtype, the rest to the
+// activation dtype) on the host, then copies it to ctx's device. The tied LM head stays the token
+// embedding (one copy, not two). Each f32 original is freed as soon as its copy replaces it.
+void place_weights(const ModelConfig& config, Weights& weights, Context& ctx, ModelDTypes dtypes) {
   const bool tied = weights.lm_head.raw_data() == weights.token_embedding.raw_data();
-  auto place = [&](Tensor& t) {
-    const Tensor converted = t.dtype() == dtype ? t : t.to_dtype(dtype, ctx.host_allocator());
-    t = to_device(ctx, converted);
+  Allocator& staging = ctx.device() == Device::CPU ? ctx.allocator() : ctx.host_allocator();
+  auto place = [&](Tensor& t, DType dtype) {
+    const Tensor converted = t.dtype() == dtype ? t : t.to_dtype(dtype, staging);
+    t = ctx.device() == Device::CPU ? converted : to_device(ctx, converted);
   };
-  for (const TensorSlot& slot : tensor_slots(config, weights)) place(*slot.destination);
+  for (const TensorSlot& slot : tensor_slots(config, weights)) {
+    place(*slot.destination, slot.matrix ? dtypes.weights : dtypes.activations);
+  }
   if (tied) {
     weights.lm_head = weights.token_embedding;
   } else {
-    place(weights.lm_head);
+    place(weights.lm_head, dtypes.weights);
   }
   ctx.synchronize();
 }
 
 }  // namespace
 
+ModelDTypes model_dtypes(Device device, DType requested) {
+  check(requested != DType::I32, "--dtype", "i32 is not a model dtype");
+  if (device == Device::CUDA) return {requested, requested};
+  return {DType::F32, requested};
+}
+
 Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t synthetic_seed,
                            DType dtype) {
-  check(dtype != DType::I32, "--dtype", "i32 is not a model dtype");
-  check(ctx.device() == Device::CUDA || dtype == DType::F32, "--dtype",
-        std::string(dtype_name(dtype)) + " needs --device cuda (the CPU path computes in f32)");
+  const ModelDTypes dtypes = model_dtypes(ctx.device(), dtype);
   Checkpoint checkpoint;
+  checkpoint.dtypes = dtypes;
   // Weights are read in f32 on the host (straight into their final place on the CPU).
   Allocator& staging = ctx.device() == Device::CPU ? ctx.allocator() : ctx.host_allocator();
   if (spec.starts_with(kSyntheticPrefix)) {
@@ -110,8 +120,8 @@ Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t 
       checkpoint.stored.push_back({e.name, e.dtype, e.shape, e.end - e.begin});
     }
   }
-  if (ctx.device() != Device::CPU || dtype != DType::F32) {
-    place_weights(checkpoint.config, checkpoint.weights, ctx, dtype);
+  if (ctx.device() != Device::CPU || dtypes.weights != DType::F32) {
+    place_weights(checkpoint.config, checkpoint.weights, ctx, dtypes);
   }
   return checkpoint;
 }

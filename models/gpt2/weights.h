@@ -4,7 +4,8 @@
 // Hugging Face stores GPT-2's projections as Conv1D weights of shape [in, out]; attnscope keeps
 // every projection as [out, in] (one row per output feature, torch.nn.Linear's layout), because
 // then the tied LM head is simply the token embedding [V, C], and a decode step streams each
-// weight row contiguously. Loading transposes once and widens f16/bf16 to f32.
+// weight row contiguously. Loading transposes once and widens f16/bf16 to f32, then narrows to
+// the model's dtypes (ModelDTypes below).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,18 @@ struct Weights {
   Tensor lm_head;                 // [V, C]: wte itself when tied (always, in GPT-2)
 };
 
+// The dtypes a model is stored and computed in, from the one --dtype a user asks for.
+//  - cuda: weights, activations and the KV cache are all stored in it (math accumulates in f32).
+//  - cpu: it is the storage dtype of the matrices only (the linear weights and the token
+//    embedding, which GPT-2 ties to the LM head): they are what a decode step reads, so 16 bits
+//    halve its memory traffic. Activations, biases, layer norms, the position embedding, the KV
+//    cache and the logits stay f32, because the cpu kernels compute on f32 activations.
+struct ModelDTypes {
+  DType activations = DType::F32;
+  DType weights = DType::F32;
+};
+ModelDTypes model_dtypes(Device device, DType requested);
+
 // One tensor as the checkpoint stores it, for `attnscope inspect`.
 struct StoredTensor {
   std::string name;
@@ -48,6 +61,7 @@ struct StoredTensor {
 // and the tensors as the checkpoint stores them.
 struct Checkpoint {
   ModelConfig config;
+  ModelDTypes dtypes;  // what the weights were converted to
   Weights weights;
   std::vector<StoredTensor> stored;
 };
@@ -56,8 +70,9 @@ struct Checkpoint {
 // config.json and model.safetensors, or a sharded model.safetensors.index.json with its shards
 // (or that .safetensors or .index.json file itself). A directory with only
 // pytorch_model.bin is refused with instructions to convert it. The weights are read in f32 on
-// the host, then converted to `dtype` and copied to ctx's device (f16/bf16 only on a GPU: the CPU
-// ops compute in f32); the tied LM head stays one tensor. Throws Error on any problem.
+// the host, then converted to model_dtypes(ctx.device(), dtype) (matrices to its weight dtype,
+// the rest to its activation dtype) and copied to ctx's device; the tied LM head stays one
+// tensor. Throws Error on any problem.
 Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t synthetic_seed,
                            DType dtype);
 

@@ -1,5 +1,8 @@
-// ops::embedding on the cpu (arguments, ids and positions checked by ops/embedding.cpp).
+// ops::embedding on the cpu (arguments, ids and positions checked by ops/embedding.cpp). The token
+// row is widened to f32 (exactly) from the table's dtype, then the position row is added.
 #include "ops/embedding.h"
+
+#include "runtime/dtype.h"
 
 namespace attnscope::ops::cpu {
 
@@ -12,16 +15,18 @@ void embedding(Context& ctx, const Tensor& token_table, const Tensor& position_t
                Tensor& out) {
   const std::int64_t width = token_table.dim(1);
   const auto n = static_cast<std::int64_t>(token_ids.size());
-  const float* tokens = token_table.data<float>();
+  const auto* tokens = static_cast<const char*>(token_table.raw_data());
+  const std::size_t token_row_bytes = dtype_size(token_table.dtype()) * width;
   const float* pos_rows = position_table.data<float>();
   float* y = out.data<float>();
 #pragma omp parallel for num_threads(ctx.threads()) \
     schedule(static) if (n * width >= kMinParallelElements)
   for (std::int64_t i = 0; i < n; ++i) {
-    const float* t = tokens + token_ids[i] * width;
     const float* p = pos_rows + positions[i] * width;
     float* row = y + i * width;
-    for (std::int64_t c = 0; c < width; ++c) row[c] = t[c] + p[c];
+    convert_elements(tokens + token_ids[i] * token_row_bytes, token_table.dtype(), row, DType::F32,
+                     static_cast<std::size_t>(width));
+    for (std::int64_t c = 0; c < width; ++c) row[c] += p[c];
   }
 }
 

@@ -9,7 +9,9 @@
 // A decode test tgN @ dD first fills the cache with D random ids per row (untimed for tokens/s),
 // then takes N greedy steps of one token per row: tokens/s = batch N / time of the N steps; time
 // to first token (TTFT) = the fill plus the first step. Weight GB/s = parameter bytes read per
-// step x steps / time (each f32 weight is read once per step, the tied embedding as LM head).
+// step x steps / time (each parameter is read once per step at its stored dtype, the tied
+// embedding as LM head; on the cpu --dtype bf16|f16 narrows the matrices only, see
+// gpt2::ModelDTypes).
 // Peak memory is the allocator's peak during the test: weights, KV cache and activations.
 // The report (provenance, machine, one row per test) goes to stdout in the --output format
 // (tools/attnscope/bench_output.h). Cost: the tests themselves; each model is loaded once, for
@@ -193,7 +195,7 @@ void run_model_test(Context& ctx, gpt2::Model& model, gpt2::StepRunner& runner,
   samples.peak_bytes = std::max(samples.peak_bytes, ctx.allocator().peak_bytes());
 }
 
-json model_row(const ModelTest& test, const ModelSamples& samples, std::int64_t parameters,
+json model_row(const ModelTest& test, const ModelSamples& samples, std::uint64_t weight_bytes,
                int threads) {
   const double tokens =
       static_cast<double>(test.batch * (test.is_prefill() ? test.prompt_len : test.gen));
@@ -206,6 +208,7 @@ json model_row(const ModelTest& test, const ModelSamples& samples, std::int64_t 
               {"backend", test.backend},
               {"device", test.device},
               {"dtype", test.dtype},
+              {"weight_bytes", weight_bytes},
               {"threads", threads},
               {"batch", test.batch},
               {"test", test.name()},
@@ -226,11 +229,9 @@ json model_row(const ModelTest& test, const ModelSamples& samples, std::int64_t 
   if (!test.is_prefill()) {
     add_stats(row, "ttft_ms", summarize(samples.ttft_ms));
     row["samples_ttft_ms"] = samples.ttft_ms;
-    // Every weight is read once per step.
-    const double bytes_per_step =
-        static_cast<double>(dtype_size(parse_dtype(test.dtype))) * static_cast<double>(parameters);
+    // Every weight is read once per step, at the dtype it is stored in.
     row["weights_gb_per_s_mean"] =
-        rate.mean / static_cast<double>(test.batch) * bytes_per_step / 1e9;
+        rate.mean / static_cast<double>(test.batch) * static_cast<double>(weight_bytes) / 1e9;
   }
   return row;
 }
@@ -261,7 +262,7 @@ json run_model_tests(const BenchFlags& flags, Context& ctx, const std::string& s
   }
   json rows = json::array();
   for (std::size_t i = 0; i < tests.size(); ++i) {
-    rows.push_back(model_row(tests[i], samples[i], model.parameter_count(), ctx.threads()));
+    rows.push_back(model_row(tests[i], samples[i], model.weight_bytes(), ctx.threads()));
   }
   return rows;
 }
@@ -427,7 +428,8 @@ Subcommand add_bench(CLI::App& app) {
       ->default_str("cpu")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   sub->add_option("--dtype", flags->dtypes,
-                  "Comma list: f32, f16, bf16 (storage; f16/bf16 models need --device cuda)")
+                  "Comma list: f32, f16, bf16 (storage: on the cpu of the weight matrices, "
+                  "activations stay f32; on cuda of weights and activations)")
       ->delimiter(',')
       ->default_str("f32")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));

@@ -22,13 +22,12 @@ void add_threads_flag(CLI::App& app, int& threads);
 // Where and in what the model computes.
 struct DeviceOptions {
   std::string device = "cpu";  // cpu | cuda
-  std::string dtype = "f32";   // f32 | f16 | bf16 (storage; math accumulates in f32)
+  std::string dtype = "f32";   // f32 | f16 | bf16 (storage, gpt2::ModelDTypes; math in f32)
   int threads = 0;             // CPU threads (0 = every hardware thread)
 };
 // --device, --dtype and --threads.
 void add_device_flags(CLI::App& app, DeviceOptions& options);
-// The context for `options`; throws Error with one line when the device cannot be used, or when
-// a 16-bit dtype is asked of the CPU (its ops compute in f32 only).
+// The context for `options`; throws Error with one line when the device cannot be used.
 std::unique_ptr<Context> make_context(const DeviceOptions& options);
 
 // Parses ids given as "1,2,3", "1 2 3" or several arguments; throws Error on anything else.

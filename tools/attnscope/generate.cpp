@@ -151,7 +151,7 @@ int run_generate(const GenerateFlags& flags) {
       decode_steps ? static_cast<double>(decode_steps) / decode_seconds : 0.0;
   const bool graphs = ctx.device() == Device::CUDA && runner.cuda_graphs();
   std::cerr << "attnscope: attention " << model.attention().name() << ", " << ctx.describe() << ", "
-            << dtype_name(model.dtype()) << (graphs ? ", cuda graphs" : "") << " | prefill "
+            << model.dtype_summary() << (graphs ? ", cuda graphs" : "") << " | prefill "
             << prompt_length << " tokens, " << prefill_rate << " tokens/s | decode " << decode_steps
             << " tokens, " << decode_rate << " tokens/s\n";
   if (flags.json) {
@@ -160,7 +160,8 @@ int run_generate(const GenerateFlags& flags) {
         {"attention", model.attention().name()},
         {"threads", ctx.threads()},
         {"device", ctx.describe()},
-        {"dtype", dtype_name(model.dtype())},
+        {"dtype", dtype_name(model.weight_dtype())},
+        {"activation_dtype", dtype_name(model.activation_dtype())},
         {"cuda_graphs", graphs},
         {"cuda_graph_instantiations", runner.graph_counts().instantiations},
         {"cuda_graph_updates", runner.graph_counts().updates},

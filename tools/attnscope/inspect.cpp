@@ -1,4 +1,5 @@
-// `attnscope inspect`: a model's config, parameter count and tensors.
+// `attnscope inspect`: a model's config, parameter count and tensors, and the bytes its weights
+// take when loaded on the cpu at --dtype (bf16/f16 narrow the matrices, gpt2::ModelDTypes).
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@ namespace {
 
 struct InspectFlags {
   std::string model;
+  std::string dtype = "f32";
   bool json = false;
 };
 
@@ -33,7 +35,7 @@ nlohmann::json config_json(const ModelConfig& c) {
 
 int run_inspect(const InspectFlags& flags) {
   Context ctx;
-  const gpt2::Model model = load_model(flags.model, ctx);
+  const gpt2::Model model = load_model(flags.model, ctx, parse_dtype(flags.dtype));
   std::uint64_t stored_bytes = 0;
   for (const gpt2::StoredTensor& t : model.stored_tensors()) stored_bytes += t.bytes;
   const nlohmann::json config = config_json(model.config());
@@ -47,6 +49,9 @@ int run_inspect(const InspectFlags& flags) {
                                 {"config", config},
                                 {"parameters", model.parameter_count()},
                                 {"stored_bytes", stored_bytes},
+                                {"dtype", dtype_name(model.weight_dtype())},
+                                {"activation_dtype", dtype_name(model.activation_dtype())},
+                                {"weight_bytes", model.weight_bytes()},
                                 {"resident_bytes", ctx.allocator().current_bytes()},
                                 {"tensors", tensors}}
                      .dump(2)
@@ -60,7 +65,9 @@ int run_inspect(const InspectFlags& flags) {
   std::cout << "parameters  " << model.parameter_count() << "\n"
             << "stored      " << stored_bytes << " bytes in " << model.stored_tensors().size()
             << " tensors\n"
-            << "resident    " << ctx.allocator().current_bytes() << " bytes (f32)\n\n";
+            << "weights     " << model.weight_bytes() << " bytes (" << model.dtype_summary()
+            << ")\n"
+            << "resident    " << ctx.allocator().current_bytes() << " bytes\n\n";
   for (const gpt2::StoredTensor& t : model.stored_tensors()) {
     std::cout << std::left << std::setw(40) << t.name << std::setw(6) << t.dtype << std::setw(20)
               << shape_string(t.shape) << t.bytes << "\n";
@@ -75,6 +82,11 @@ Subcommand add_inspect(CLI::App& app) {
   CLI::App* sub =
       app.add_subcommand("inspect", "Show a model's config, parameter count and tensors");
   add_model_flag(*sub, flags->model);
+  sub->add_option("--dtype", flags->dtype,
+                  "Storage dtype of the weight matrices on the cpu (the weights line shows their "
+                  "bytes): f32, f16, bf16")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
   sub->add_flag("--json", flags->json, "Print one JSON object");
   return {sub, [flags] { return run_inspect(*flags); }};
 }

@@ -150,7 +150,7 @@ int run_perplexity(const PerplexityFlags& flags) {
   const double rate = static_cast<double>(evaluated) / seconds;
 
   std::cerr << "attnscope: attention " << model.attention().name() << ", " << ctx.describe() << ", "
-            << dtype_name(model.dtype()) << " | " << evaluated << " tokens evaluated in " << seconds
+            << model.dtype_summary() << " | " << evaluated << " tokens evaluated in " << seconds
             << " s, " << rate << " tokens/s\n";
   if (flags.json) {
     nlohmann::json out = {
@@ -159,7 +159,8 @@ int run_perplexity(const PerplexityFlags& flags) {
         {"attention", model.attention().name()},
         {"threads", ctx.threads()},
         {"device", ctx.describe()},
-        {"dtype", dtype_name(model.dtype())},
+        {"dtype", dtype_name(model.weight_dtype())},
+        {"activation_dtype", dtype_name(model.activation_dtype())},
         {"tokens", token_count},
         {"ctx", window_length},
         {"stride", stride},

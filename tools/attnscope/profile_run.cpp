@@ -153,9 +153,8 @@ ProfiledRun profile_model(Context& ctx, const gpt2::Model& model, const ModelRun
 
   const std::int64_t heads = config.n_heads, kv_heads = config.n_kv_heads;
   const std::int64_t head_dim = config.head_dim();
-  const DType dtype = model.weights().token_embedding.dtype();
-  const double weight_bytes =
-      static_cast<double>(dtype_size(dtype)) * static_cast<double>(model.parameter_count());
+  const DType dtype = model.activation_dtype();  // of q, k, v: attention's bytes
+  const auto weight_bytes = static_cast<double>(model.weight_bytes());
   const double projection_flops_per_token =
       2.0 * static_cast<double>(config.n_layers) *
       static_cast<double>(4 * config.d_model * config.d_model + 2 * config.d_model * config.d_ff);

@@ -1,0 +1,307 @@
+// ops::linear on the cpu with 16-bit weights (bf16 or f16; arguments checked by ops/linear.cpp):
+// out = x W^T + b with x, b and out in f32, W [M, K] stored in 16 bits and widened to f32 on the
+// fly. Widening is exact (dtype.h), so the only rounding is f32 accumulation, as with f32 weights.
+//
+// Why 16-bit weights: batch-1 decode reads every weight once per token and is bound by memory
+// bandwidth, so halving the bytes read nearly halves the time of a decode step.
+//  - Decode (N < 16 rows): each thread streams its block of weight rows once; every 16-bit row is
+//    widened in registers and multiplied into up to 4 input rows at a time (so a row is loaded
+//    from memory once per step and from L1 ceil(N / 4) times). Cost: 2 M K bytes read, 2 N M K
+//    FLOPs. bf16 widens by zero-extending each 16-bit word to 32 bits and shifting it left by 16
+//    (bf16 is the top half of an f32); f16 by the F16C conversion (vcvtph2ps).
+//  - Prefill (N >= 16): FLOP-bound, so each thread widens a panel of its weight rows into an f32
+//    buffer and hands it to Eigen's blocked GEMM, as ops/cpu/linear.cpp does with f32 weights.
+//    Widening costs M K reads of 2 bytes and writes of 4 (to a buffer sized to stay in L2): small
+//    against the GEMM's 2 N M K FLOPs at N = 512.
+// Kernels at three levels (runtime/cpu_features.h explains why the level is chosen at run time):
+// avx512 (16 lanes, masked tails), avx2 (8 lanes, F16C, FMA) and portable (dtype.h's conversions
+// in plain loops). The x86 functions carry their instruction sets as target attributes so that a
+// build without -march=native, or for another architecture, still compiles the portable path.
+#include <Eigen/Core>
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "ops/cpu/eigen_maps.h"
+#include "ops/cpu/output_blocks.h"
+#include "ops/linear.h"
+#include "runtime/cpu_features.h"
+#include "runtime/dtype.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace attnscope::ops::cpu {
+
+namespace {
+
+// A decode kernel computes sums[r] = sum_k widen(w[k]) x[r * ldx + k] for r < rows (1..4): one
+// weight row against up to four input rows. A widen kernel writes n widened weights to dst.
+using DotRowsKernel = void (*)(const std::uint16_t* w, const float* x, std::int64_t ldx, int rows,
+                               std::int64_t k, float* sums);
+using WidenKernel = void (*)(const std::uint16_t* w, std::int64_t n, float* dst);
+
+constexpr int kMaxDotRows = 4;
+
+// ---- portable ----
+
+template <bool kBf16>
+float widen_one(std::uint16_t bits) {
+  return kBf16 ? bf16_to_f32(bits) : f16_to_f32(bits);
+}
+
+template <bool kBf16>
+void dot_rows_portable(const std::uint16_t* w, const float* x, std::int64_t ldx, int rows,
+                       std::int64_t k, float* sums) {
+  for (int r = 0; r < rows; ++r) sums[r] = 0.0f;
+  for (std::int64_t i = 0; i < k; ++i) {
+    const float weight = widen_one<kBf16>(w[i]);
+    for (int r = 0; r < rows; ++r) sums[r] += weight * x[r * ldx + i];
+  }
+}
+
+template <bool kBf16>
+void widen_portable(const std::uint16_t* w, std::int64_t n, float* dst) {
+  convert_elements(w, kBf16 ? DType::BF16 : DType::F16, dst, DType::F32,
+                   static_cast<std::size_t>(n));
+}
+
+#if defined(__x86_64__)
+
+// ---- avx2: 8 lanes ----
+
+template <bool kBf16>
+__attribute__((target("avx2,fma,f16c"))) __m256 widen8(const std::uint16_t* w) {
+  const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w));
+  if constexpr (kBf16) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+  } else {
+    return _mm256_cvtph_ps(bits);
+  }
+}
+
+__attribute__((target("avx2,fma"))) float sum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Two accumulators per input row (16 weights a round) hide the FMA latency; the last k % 8
+// weights go through the scalar loop.
+template <bool kBf16, int kRows>
+__attribute__((target("avx2,fma,f16c"))) void dot_rows_avx2_fixed(const std::uint16_t* w,
+                                                                  const float* x, std::int64_t ldx,
+                                                                  std::int64_t k, float* sums) {
+  __m256 acc[kRows][2];
+  for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  std::int64_t i = 0;
+  for (; i + 16 <= k; i += 16) {
+    const __m256 w0 = widen8<kBf16>(w + i);
+    const __m256 w1 = widen8<kBf16>(w + i + 8);
+    for (int r = 0; r < kRows; ++r) {
+      acc[r][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + r * ldx + i), acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + r * ldx + i + 8), acc[r][1]);
+    }
+  }
+  for (; i + 8 <= k; i += 8) {
+    const __m256 w0 = widen8<kBf16>(w + i);
+    for (int r = 0; r < kRows; ++r) {
+      acc[r][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + r * ldx + i), acc[r][0]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) sums[r] = sum8(_mm256_add_ps(acc[r][0], acc[r][1]));
+  for (; i < k; ++i) {
+    const float weight = widen_one<kBf16>(w[i]);
+    for (int r = 0; r < kRows; ++r) sums[r] += weight * x[r * ldx + i];
+  }
+}
+
+template <bool kBf16>
+void dot_rows_avx2(const std::uint16_t* w, const float* x, std::int64_t ldx, int rows,
+                   std::int64_t k, float* sums) {
+  switch (rows) {
+    case 1:
+      return dot_rows_avx2_fixed<kBf16, 1>(w, x, ldx, k, sums);
+    case 2:
+      return dot_rows_avx2_fixed<kBf16, 2>(w, x, ldx, k, sums);
+    case 3:
+      return dot_rows_avx2_fixed<kBf16, 3>(w, x, ldx, k, sums);
+    default:
+      return dot_rows_avx2_fixed<kBf16, 4>(w, x, ldx, k, sums);
+  }
+}
+
+template <bool kBf16>
+__attribute__((target("avx2,fma,f16c"))) void widen_avx2(const std::uint16_t* w, std::int64_t n,
+                                                         float* dst) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, widen8<kBf16>(w + i));
+  for (; i < n; ++i) dst[i] = widen_one<kBf16>(w[i]);
+}
+
+// ---- avx512: 16 lanes, the tail by masked loads ----
+
+template <bool kBf16>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) __m512 widen16(
+    const std::uint16_t* w, __mmask16 lanes) {
+  const __m256i bits = _mm256_maskz_loadu_epi16(lanes, w);
+  if constexpr (kBf16) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+  } else {
+    return _mm512_cvtph_ps(bits);
+  }
+}
+
+// The sum of 16 lanes: stored once, the two halves added as 8-lane vectors, then sum8's tree.
+// (Not the 512-bit reduction or extraction intrinsics: GCC 12 warns about an uninitialised
+// operand inside each of them.) A serial loop over the 16 lanes would cost about as much as
+// the dot product of a 768-wide row itself.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) float sum16(__m512 v) {
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, v);
+  return sum8(_mm256_add_ps(_mm256_load_ps(lanes), _mm256_load_ps(lanes + 8)));
+}
+
+template <bool kBf16, int kRows>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void dot_rows_avx512_fixed(
+    const std::uint16_t* w, const float* x, std::int64_t ldx, std::int64_t k, float* sums) {
+  constexpr __mmask16 kAll = 0xFFFF;
+  __m512 acc[kRows][2];
+  for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  std::int64_t i = 0;
+  for (; i + 32 <= k; i += 32) {
+    const __m512 w0 = widen16<kBf16>(w + i, kAll);
+    const __m512 w1 = widen16<kBf16>(w + i + 16, kAll);
+    for (int r = 0; r < kRows; ++r) {
+      acc[r][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + r * ldx + i), acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + r * ldx + i + 16), acc[r][1]);
+    }
+  }
+  for (; i < k; i += 16) {
+    const auto lanes = static_cast<__mmask16>(k - i >= 16 ? kAll : (1u << (k - i)) - 1u);
+    const __m512 w0 = widen16<kBf16>(w + i, lanes);  // masked-off lanes are 0
+    for (int r = 0; r < kRows; ++r) {
+      acc[r][0] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(lanes, x + r * ldx + i), acc[r][0]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) sums[r] = sum16(_mm512_add_ps(acc[r][0], acc[r][1]));
+}
+
+template <bool kBf16>
+void dot_rows_avx512(const std::uint16_t* w, const float* x, std::int64_t ldx, int rows,
+                     std::int64_t k, float* sums) {
+  switch (rows) {
+    case 1:
+      return dot_rows_avx512_fixed<kBf16, 1>(w, x, ldx, k, sums);
+    case 2:
+      return dot_rows_avx512_fixed<kBf16, 2>(w, x, ldx, k, sums);
+    case 3:
+      return dot_rows_avx512_fixed<kBf16, 3>(w, x, ldx, k, sums);
+    default:
+      return dot_rows_avx512_fixed<kBf16, 4>(w, x, ldx, k, sums);
+  }
+}
+
+template <bool kBf16>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void widen_avx512(
+    const std::uint16_t* w, std::int64_t n, float* dst) {
+  for (std::int64_t i = 0; i < n; i += 16) {
+    const auto lanes = static_cast<__mmask16>(n - i >= 16 ? 0xFFFF : (1u << (n - i)) - 1u);
+    _mm512_mask_storeu_ps(dst + i, lanes, widen16<kBf16>(w + i, lanes));
+  }
+}
+
+#endif  // __x86_64__
+
+struct Kernels {
+  DotRowsKernel dot_rows;
+  WidenKernel widen;
+};
+
+template <bool kBf16>
+Kernels kernels_for(CpuLevel level) {
+#if defined(__x86_64__)
+  if (level == CpuLevel::Avx512) return {dot_rows_avx512<kBf16>, widen_avx512<kBf16>};
+  if (level == CpuLevel::Avx2) return {dot_rows_avx2<kBf16>, widen_avx2<kBf16>};
+#endif
+  (void)level;
+  return {dot_rows_portable<kBf16>, widen_portable<kBf16>};
+}
+
+// The kernels for `weight_dtype` at this CPU's level (cpu_level(), which a test may cap).
+Kernels select_kernels(DType weight_dtype) {
+  const CpuLevel level = cpu_level();
+  return weight_dtype == DType::BF16 ? kernels_for<true>(level) : kernels_for<false>(level);
+}
+
+void matrix_vector_rows(const Context& ctx, const Kernels& kernels, const float* x,
+                        const std::uint16_t* w, const float* b, float* y, std::int64_t rows,
+                        std::int64_t in, std::int64_t outputs, bool accumulate) {
+  for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
+    float sums[kMaxDotRows];
+    for (std::int64_t o = first; o < first + width; ++o) {
+      for (std::int64_t r0 = 0; r0 < rows; r0 += kMaxDotRows) {
+        const int count = static_cast<int>(std::min<std::int64_t>(kMaxDotRows, rows - r0));
+        kernels.dot_rows(w + o * in, x + r0 * in, in, count, in, sums);
+        for (int r = 0; r < count; ++r) {
+          float& out = y[(r0 + r) * outputs + o];
+          const float value = sums[r] + (b ? b[o] : 0.0f);
+          out = accumulate ? out + value : value;
+        }
+      }
+    }
+  });
+}
+
+// Widened f32 weight rows per panel: about this many bytes, so that a panel stays in L2 while
+// Eigen packs it, but never fewer than kMinPanelRows rows, because every panel makes Eigen pack
+// the N x K input again.
+constexpr std::int64_t kPanelBytes = 1 << 20;
+constexpr std::int64_t kMinPanelRows = 64;
+
+void gemm_rows(const Context& ctx, const Kernels& kernels, const float* x, const std::uint16_t* w,
+               const float* b, float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
+               bool accumulate) {
+  const ConstMatrixMap input(x, rows, in);
+  const std::int64_t panel_rows =
+      std::max(kMinPanelRows, kPanelBytes / (in * static_cast<std::int64_t>(sizeof(float))));
+  for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
+    std::vector<float> panel(static_cast<std::size_t>(std::min(panel_rows, width) * in));
+    for (std::int64_t p = first; p < first + width; p += panel_rows) {
+      const std::int64_t count = std::min(panel_rows, first + width - p);
+      kernels.widen(w + p * in, count * in, panel.data());
+      const ConstMatrixMap weight(panel.data(), count, in);
+      Eigen::Map<RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>> result(
+          y + p, rows, count, Eigen::OuterStride<>(outputs));
+      if (accumulate) {
+        result.noalias() += input * weight.transpose();
+      } else {
+        result.noalias() = input * weight.transpose();
+      }
+      if (b) result.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(b + p, count);
+    }
+  });
+}
+
+}  // namespace
+
+void linear_16bit(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                  Tensor& out, bool accumulate) {
+  const std::int64_t rows = x.dim(0);
+  const std::int64_t in = x.dim(1);
+  const std::int64_t outputs = weight.dim(0);
+  const Kernels kernels = select_kernels(weight.dtype());
+  const auto* w = static_cast<const std::uint16_t*>(weight.raw_data());
+  const float* b = bias.defined() ? bias.data<float>() : nullptr;
+  if (rows < kGemmMinRows) {
+    matrix_vector_rows(ctx, kernels, x.data<float>(), w, b, out.data<float>(), rows, in, outputs,
+                       accumulate);
+  } else {
+    gemm_rows(ctx, kernels, x.data<float>(), w, b, out.data<float>(), rows, in, outputs,
+              accumulate);
+  }
+}
+
+}  // namespace attnscope::ops::cpu

@@ -1,0 +1,193 @@
+// ops::linear on the cpu with bf16 and f16 weights (ops/cpu/linear_16bit.cpp), at every kernel
+// level this CPU has, against float64 references with bounds from the rounding model.
+//
+// Rounding model (Higham, Accuracy and Stability of Numerical Algorithms, 3.1): with unit
+// roundoff u = 2^-24 for f32 and gamma_n = n u / (1 - n u), a sum of n terms computed in f32 in
+// any order (with or without FMA) is within gamma_n sum |term| of the exact sum. One output is
+// y0 (accumulate) + b + sum_k x_k w_k: K products and at most two more additions, so
+//   |y - exact| <= gamma_{K+2} (sum_k |x_k w_k| + |b| + |y0|).
+// Widening a 16-bit weight is exact, so against the rounded weights w~ that is the whole bound.
+// Against the original f32 weights w, storing w~ = w (1 + d) + e adds sum_k |x_k| (u_w |w_k| + e)
+// with u_w = 2^-8 (bf16 keeps 8 significant bits) or 2^-11 (f16: 11), and e the absolute error of
+// f16's subnormals, 2^-25 (half their spacing; bf16 has f32's range and no such term).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "ops/embedding.h"
+#include "ops/linear.h"
+#include "reference_ops.h"
+#include "runtime/cpu_features.h"
+#include "runtime/error.h"
+
+using namespace attnscope;
+using testing::random_tensor;
+
+namespace {
+
+double gamma(std::int64_t n) {
+  const double u = std::ldexp(1.0, -24);
+  return static_cast<double>(n) * u / (1.0 - static_cast<double>(n) * u);
+}
+
+struct Case {
+  std::int64_t rows, in, outputs;
+};
+
+// Runs one linear (or linear_residual) with 16-bit weights and checks every output against both
+// references. `weight` is the f32 original; the kernel sees it rounded to `dtype`.
+void check_linear_16bit(Context& ctx, const Case& c, DType dtype, bool with_bias, bool accumulate,
+                        std::mt19937& rng) {
+  CAPTURE(c.rows);
+  CAPTURE(c.in);
+  CAPTURE(c.outputs);
+  CAPTURE(with_bias);
+  CAPTURE(accumulate);
+  const Tensor x = random_tensor({c.rows, c.in}, rng, ctx.allocator());
+  const Tensor weight = random_tensor({c.outputs, c.in}, rng, ctx.allocator());
+  const Tensor bias = with_bias ? random_tensor({c.outputs}, rng, ctx.allocator()) : Tensor();
+  const Tensor narrow = weight.to_dtype(dtype, ctx.allocator());
+  const Tensor rounded = narrow.to_dtype(DType::F32, ctx.allocator());
+  Tensor y = random_tensor({c.rows, c.outputs}, rng, ctx.allocator());
+  const std::vector<double> y0 = testing::to_double(y);
+
+  if (accumulate) {
+    ops::linear_residual(ctx, x, narrow, bias, y);
+  } else {
+    ops::linear(ctx, x, narrow, bias, y);
+  }
+
+  const double unit = dtype == DType::BF16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+  const double subnormal = dtype == DType::F16 ? std::ldexp(1.0, -25) : 0.0;
+  const float* xs = x.data<float>();
+  const float* w = weight.data<float>();
+  const float* w_rounded = rounded.data<float>();
+  int failures = 0;
+  for (std::int64_t r = 0; r < c.rows; ++r) {
+    for (std::int64_t o = 0; o < c.outputs; ++o) {
+      const std::size_t i = static_cast<std::size_t>(r * c.outputs + o);
+      double base = with_bias ? bias.data<float>()[o] : 0.0;
+      double magnitude = std::fabs(base);
+      if (accumulate) {
+        base += y0[i];
+        magnitude += std::fabs(y0[i]);
+      }
+      double exact_rounded = base, exact_original = base, storage_error = 0.0;
+      for (std::int64_t k = 0; k < c.in; ++k) {
+        const double xk = xs[r * c.in + k];
+        exact_rounded += xk * w_rounded[o * c.in + k];
+        exact_original += xk * w[o * c.in + k];
+        magnitude += std::fabs(xk * w_rounded[o * c.in + k]);
+        storage_error += std::fabs(xk) * (unit * std::fabs(w[o * c.in + k]) + subnormal);
+      }
+      const double accumulation_bound = gamma(c.in + 2) * magnitude;
+      const double got = y.data<float>()[i];
+      const bool ok = std::fabs(got - exact_rounded) <= accumulation_bound &&
+                      std::fabs(got - exact_original) <= accumulation_bound + storage_error;
+      if (!ok && failures++ < 3) {
+        CAPTURE(r);
+        CAPTURE(o);
+        CHECK(std::fabs(got - exact_rounded) <= accumulation_bound);
+        CHECK(std::fabs(got - exact_original) <= accumulation_bound + storage_error);
+      }
+    }
+  }
+  CHECK(failures == 0);
+}
+
+// Runs `body` once per kernel level this CPU has, with cpu_level() capped at it.
+template <typename Body>
+void for_each_cpu_level(Body body) {
+  for (CpuLevel level : {CpuLevel::Portable, CpuLevel::Avx2, CpuLevel::Avx512}) {
+    set_cpu_level_cap(level);
+    if (cpu_level() != level) {
+      MESSAGE("this CPU has no " << cpu_level_name(level) << " kernels: level not tested");
+      continue;
+    }
+    CAPTURE(cpu_level_name(level));
+    body();
+  }
+  set_cpu_level_cap(std::nullopt);
+}
+
+}  // namespace
+
+TEST_CASE("linear with bf16 and f16 weights: decode rows 1..15 at every cpu level") {
+  Context ctx(2);
+  std::mt19937 rng(15);
+  for_each_cpu_level([&] {
+    for (DType dtype : {DType::BF16, DType::F16}) {
+      CAPTURE(dtype_name(dtype));
+      for (std::int64_t rows = 1; rows < 16; ++rows) {
+        // K 67: no multiple of 8, 16 or 32, so every kernel runs its tail; 130 outputs: two
+        // thread blocks, the second partial.
+        check_linear_16bit(ctx, {rows, 67, 130}, dtype, rows % 2 == 1, rows % 3 == 0, rng);
+      }
+      for (std::int64_t in : {1, 7, 16, 32, 33, 768}) {
+        for (bool accumulate : {false, true}) {
+          check_linear_16bit(ctx, {1, in, 70}, dtype, true, accumulate, rng);
+          check_linear_16bit(ctx, {5, in, 70}, dtype, false, accumulate, rng);
+        }
+      }
+    }
+  });
+}
+
+TEST_CASE("linear with bf16 and f16 weights: prefill rows >= 16 at every cpu level") {
+  Context ctx(2);
+  std::mt19937 rng(16);
+  for_each_cpu_level([&] {
+    for (DType dtype : {DType::BF16, DType::F16}) {
+      CAPTURE(dtype_name(dtype));
+      for (bool with_bias : {false, true}) {
+        for (bool accumulate : {false, true}) {
+          check_linear_16bit(ctx, {16, 67, 130}, dtype, with_bias, accumulate, rng);
+          check_linear_16bit(ctx, {33, 33, 45}, dtype, with_bias, accumulate, rng);
+        }
+      }
+      // 1000 x 4 bytes a row: a thread's 384 rows span two 1 MiB panels of widened weights.
+      check_linear_16bit(ctx, {17, 1000, 700}, dtype, true, true, rng);
+    }
+  });
+}
+
+TEST_CASE("embedding widens a bf16 or f16 token table exactly on the cpu") {
+  Context ctx(1);
+  std::mt19937 rng(17);
+  const Tensor tokens = random_tensor({10, 37}, rng, ctx.allocator());
+  const Tensor positions = random_tensor({6, 37}, rng, ctx.allocator());
+  const std::vector<std::int32_t> ids = {3, 9, 0};
+  const std::vector<std::int64_t> at = {5, 0, 2};
+  for (DType dtype : {DType::BF16, DType::F16}) {
+    const Tensor narrow = tokens.to_dtype(dtype, ctx.allocator());
+    const Tensor widened = narrow.to_dtype(DType::F32, ctx.allocator());
+    Tensor out = Tensor::empty({3, 37}, DType::F32, ctx.allocator());
+    ops::embedding(ctx, narrow, positions, ids, at, out);
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      for (std::int64_t c = 0; c < 37; ++c) {
+        // One f32 addition of two f32 values, as with an f32 table: bitwise equal.
+        CHECK(out.data<float>()[static_cast<std::int64_t>(i) * 37 + c] ==
+              widened.data<float>()[ids[i] * 37 + c] + positions.data<float>()[at[i] * 37 + c]);
+      }
+    }
+  }
+}
+
+TEST_CASE("16-bit weights on the cpu need f32 activations; other weight dtypes are refused") {
+  Context ctx(1);
+  const Tensor x = Tensor::zeros({2, 3}, DType::F32, ctx.allocator());
+  const Tensor x16 = Tensor::zeros({2, 3}, DType::BF16, ctx.allocator());
+  const Tensor w16 = Tensor::zeros({4, 3}, DType::BF16, ctx.allocator());
+  const Tensor w_ids = Tensor::zeros({4, 3}, DType::I32, ctx.allocator());
+  const Tensor b16 = Tensor::zeros({4}, DType::BF16, ctx.allocator());
+  Tensor y = Tensor::zeros({2, 4}, DType::F32, ctx.allocator());
+  CHECK_THROWS_WITH_AS(ops::linear(ctx, x16, w16, Tensor(), y), doctest::Contains("must be f32"),
+                       Error);
+  CHECK_THROWS_WITH_AS(ops::linear(ctx, x, w_ids, Tensor(), y),
+                       doctest::Contains("must be one of f32 bf16 f16"), Error);
+  CHECK_THROWS_WITH_AS(ops::linear(ctx, x, w16, b16, y), doctest::Contains("bias must be f32"),
+                       Error);
+}
