@@ -227,10 +227,10 @@ struct LinearCase {
 //  1. The same quantized operands (decode: dequantized weights times quantized activations;
 //     prefill: dequantized weights times the f32 activations), evaluated in float64. The kernel
 //     differs from it only by f32 rounding: every product passes through at most one rounding
-//     for the scale dw dx, one for its product, one per block or term added after it in its
-//     lane (at most K), 4 for the reduction of the lanes, and one each for the AVX-512 tail,
-//     the bias and the accumulation: |error| <= rounding_gamma(K + 10) * (sum of |terms| + |b| +
-//     |y0|).
+//     for the scale dw dx, one for its product, one per block (decode: at most K/32) or term
+//     (prefill: at most K) added after it, 4 for the reduction of the lanes, and one each for
+//     the AVX-512 tail, the bias and the accumulation: |error| <= rounding_gamma(path + 10)
+//     (sum of |terms| + |b| + |y0|), path = K/32 (decode) or K (prefill).
 //  2. The original f32 weights and activations: add the quantization errors,
 //     |x w - x^ w^| <= |x - x^| |w| + |x^| |w - w^|, with |w - w^| <= dw/2 and, in decode,
 //     |x - x^| <= dx/2 + |x| rounding_gamma(3) (the activation quantizer's bound above).
@@ -256,6 +256,7 @@ std::pair<double, double> check_linear(const LinearCase& c, std::mt19937& rng) {
     std::copy(scales.begin(), scales.end(), dx.begin());
   }
 
+  const std::int64_t path = decode ? c.in / 32 : c.in;
   std::vector<float> y = y0;
   ops::cpu::linear_q8_0(ctx, x.data(), wq.data(), c.bias ? b.data() : nullptr, y.data(), c.rows,
                         c.in, c.outputs, c.accumulate);
@@ -277,7 +278,7 @@ std::pair<double, double> check_linear(const LinearCase& c, std::mt19937& rng) {
             decode ? dx[xi / 32] / 2 + std::fabs(x[xi]) * rounding_gamma(3) : 0.0;
         quantization += x_error * std::fabs(w[wi]) + std::fabs(x_hat[xi]) * dw / 2;
       }
-      const double arithmetic = rounding_gamma(double(c.in + 10)) * magnitude;
+      const double arithmetic = rounding_gamma(double(path + 10)) * magnitude;
       const double actual = y[r * c.outputs + o];
       REQUIRE(std::fabs(actual - same) <= arithmetic);
       REQUIRE(std::fabs(actual - original) <= arithmetic + quantization);

@@ -30,35 +30,32 @@ constexpr std::int64_t kGemmMinRows = 16;
 // stay in this machine's 1 MB-per-core L2 or close to it.
 constexpr std::int64_t kPanelRows = 128;
 
-// The dot product of one q8_0 weight row (`blocks` blocks) with one quantized input row (bytes
-// qx, one scale per block in dx).
-using RowDot = float (*)(const BlockQ8_0* w, const std::int8_t* qx, const float* dx,
-                         std::int64_t blocks);
+// The dot products of one q8_0 weight row (`blocks` blocks) with kRows quantized input rows
+// (row r: bytes qx + r * blocks * 32, scales dx + r * blocks), into dots[0, kRows). Each weight
+// block is loaded (and its scale widened) once for all kRows rows.
+constexpr int kRowGroup = 4;  // input rows per call: 4 accumulators stay in registers
+using RowDots = void (*)(const BlockQ8_0* w, const std::int8_t* qx, const float* dx,
+                         std::int64_t blocks, float* dots);
 
-float row_dot_portable(const BlockQ8_0* w, const std::int8_t* qx, const float* dx,
-                       std::int64_t blocks) {
-  float sum = 0.0f;
+template <int kRows>
+void row_dots_portable(const BlockQ8_0* w, const std::int8_t* qx, const float* dx,
+                       std::int64_t blocks, float* dots) {
+  float sums[kRows] = {};
   for (std::int64_t b = 0; b < blocks; ++b) {
-    std::int32_t products = 0;
-    for (std::int64_t i = 0; i < kBlock; ++i) {
-      products += static_cast<std::int32_t>(w[b].q[i]) * qx[b * kBlock + i];
+    const float dw = f16_to_f32(w[b].scale);
+    for (int r = 0; r < kRows; ++r) {
+      const std::int8_t* inputs = qx + (r * blocks + b) * kBlock;
+      std::int32_t products = 0;
+      for (std::int64_t i = 0; i < kBlock; ++i) {
+        products += static_cast<std::int32_t>(w[b].q[i]) * inputs[i];
+      }
+      sums[r] += dw * dx[r * blocks + b] * static_cast<float>(products);
     }
-    sum += f16_to_f32(w[b].scale) * dx[b] * static_cast<float>(products);
   }
-  return sum;
+  for (int r = 0; r < kRows; ++r) dots[r] = sums[r];
 }
 
 #if defined(__x86_64__)
-
-// The 8 int32 sums of 4 adjacent products qw[i] qx[i] of one block (see the header for the sign
-// trick and why nothing saturates).
-__attribute__((target("avx2"))) inline __m256i block_products_avx2(const std::int8_t* qw,
-                                                                   const std::int8_t* qx) {
-  const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qw));
-  const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qx));
-  const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
-  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-}
 
 // The sum of the 8 lanes, in 3 rounds of pairwise additions.
 __attribute__((target("avx2"))) inline float horizontal_sum_avx2(__m256 v) {
@@ -67,62 +64,99 @@ __attribute__((target("avx2"))) inline float horizontal_sum_avx2(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_movehdup_ps(quarter)));
 }
 
-__attribute__((target("avx2,fma,f16c"))) float row_dot_avx2(const BlockQ8_0* w,
+// One block per step: |qw| once, then per row qx with qw's sign (vpsignb), the 32 products
+// summed by pairs (vpmaddubsw) and quads (vpmaddwd) into 8 int32, scaled by dw dx into 8 f32
+// lanes.
+template <int kRows>
+__attribute__((target("avx2,fma,f16c"))) void row_dots_avx2(const BlockQ8_0* w,
                                                             const std::int8_t* qx, const float* dx,
-                                                            std::int64_t blocks) {
-  __m256 sum = _mm256_setzero_ps();
+                                                            std::int64_t blocks, float* dots) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 sums[kRows];
+  for (int r = 0; r < kRows; ++r) sums[r] = _mm256_setzero_ps();
   for (std::int64_t b = 0; b < blocks; ++b) {
-    const __m256i products = block_products_avx2(w[b].q, qx + b * kBlock);
-    const __m256 scale = _mm256_set1_ps(_cvtsh_ss(w[b].scale) * dx[b]);
-    sum = _mm256_fmadd_ps(_mm256_cvtepi32_ps(products), scale, sum);
+    const __m256i weights = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].q));
+    const __m256i magnitudes = _mm256_sign_epi8(weights, weights);
+    const float dw = _cvtsh_ss(w[b].scale);
+    for (int r = 0; r < kRows; ++r) {
+      const __m256i inputs =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qx + (r * blocks + b) * kBlock));
+      const __m256i pairs = _mm256_maddubs_epi16(magnitudes, _mm256_sign_epi8(inputs, weights));
+      const __m256i quads = _mm256_madd_epi16(pairs, ones);
+      sums[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(quads), _mm256_set1_ps(dw * dx[r * blocks + b]),
+                                sums[r]);
+    }
   }
-  return horizontal_sum_avx2(sum);
+  for (int r = 0; r < kRows; ++r) dots[r] = horizontal_sum_avx2(sums[r]);
 }
 
-// Two blocks per 512-bit register. AVX-512 BW has no vpsignb: qw's sign goes onto qx by
+// Two blocks per step in one 512-bit register (lanes 0-7: block b, 8-15: block b + 1); an odd
+// last block goes through the avx2 kernel. AVX-512 BW has no vpsignb: qw's sign goes onto qx by
 // negating qx under the mask of qw's negative bytes.
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) float row_dot_avx512(
-    const BlockQ8_0* w, const std::int8_t* qx, const float* dx, std::int64_t blocks) {
-  __m512 sum = _mm512_setzero_ps();
+template <int kRows>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void row_dots_avx512(
+    const BlockQ8_0* w, const std::int8_t* qx, const float* dx, std::int64_t blocks, float* dots) {
   const __m512i ones = _mm512_set1_epi16(1);
+  __m512 sums[kRows];
+  for (int r = 0; r < kRows; ++r) sums[r] = _mm512_setzero_ps();
   std::int64_t b = 0;
   for (; b + 2 <= blocks; b += 2) {
     const __m512i weights = _mm512_inserti64x4(
         _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].q))),
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b + 1].q)), 1);
-    const __m512i inputs = _mm512_loadu_si512(qx + b * kBlock);
     const __mmask64 negative = _mm512_movepi8_mask(weights);
-    const __m512i signed_inputs =
-        _mm512_mask_sub_epi8(inputs, negative, _mm512_setzero_si512(), inputs);
-    const __m512i pairs = _mm512_maddubs_epi16(_mm512_abs_epi8(weights), signed_inputs);
-    const __m512i products = _mm512_madd_epi16(pairs, ones);  // lanes 0-7: block b, 8-15: b + 1
-    const __m512 scales =
-        _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(_cvtsh_ss(w[b].scale) * dx[b]),
-                             _mm512_set1_ps(_cvtsh_ss(w[b + 1].scale) * dx[b + 1]));
-    sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(products), scales, sum);
+    const __m512i magnitudes = _mm512_abs_epi8(weights);
+    const float dw0 = _cvtsh_ss(w[b].scale), dw1 = _cvtsh_ss(w[b + 1].scale);
+    for (int r = 0; r < kRows; ++r) {
+      const __m512i inputs = _mm512_loadu_si512(qx + (r * blocks + b) * kBlock);
+      const __m512i signed_inputs =
+          _mm512_mask_sub_epi8(inputs, negative, _mm512_setzero_si512(), inputs);
+      const __m512i quads =
+          _mm512_madd_epi16(_mm512_maddubs_epi16(magnitudes, signed_inputs), ones);
+      const float* scales = dx + r * blocks + b;
+      const __m512 both = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(dw0 * scales[0]),
+                                               _mm512_set1_ps(dw1 * scales[1]));
+      sums[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(quads), both, sums[r]);
+    }
   }
-  // The 16 lanes through memory (GCC 12's register folds warn inside its own headers).
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, sum);
-  float total =
-      horizontal_sum_avx2(_mm256_add_ps(_mm256_load_ps(lanes), _mm256_load_ps(lanes + 8)));
-  if (b < blocks) total += row_dot_avx2(w + b, qx + b * kBlock, dx + b, blocks - b);
-  return total;
+  float tail[kRows] = {};
+  if (b < blocks) {
+    // The last block of each row: rows of a one-block slice are still `blocks` blocks apart.
+    for (int r = 0; r < kRows; ++r) {
+      row_dots_avx2<1>(w + b, qx + (r * blocks + b) * kBlock, dx + r * blocks + b, 1, tail + r);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    // The 16 lanes through memory (GCC 12's register folds warn inside its own headers).
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, sums[r]);
+    dots[r] = horizontal_sum_avx2(_mm256_add_ps(_mm256_load_ps(lanes), _mm256_load_ps(lanes + 8))) +
+              tail[r];
+  }
 }
 
 #endif
 
-RowDot row_dot_for(CpuLevel level) {
+// The kernels of one level for 1 to kRowGroup input rows (index: rows - 1).
+struct LevelKernels {
+  RowDots for_rows[kRowGroup];
+};
+
+LevelKernels kernels_for(CpuLevel level) {
 #if defined(__x86_64__)
-  if (level == CpuLevel::Avx512) return row_dot_avx512;
-  if (level == CpuLevel::Avx2) return row_dot_avx2;
+  if (level == CpuLevel::Avx512) {
+    return {{row_dots_avx512<1>, row_dots_avx512<2>, row_dots_avx512<3>, row_dots_avx512<4>}};
+  }
+  if (level == CpuLevel::Avx2) {
+    return {{row_dots_avx2<1>, row_dots_avx2<2>, row_dots_avx2<3>, row_dots_avx2<4>}};
+  }
 #endif
   (void)level;
-  return row_dot_portable;
+  return {{row_dots_portable<1>, row_dots_portable<2>, row_dots_portable<3>, row_dots_portable<4>}};
 }
 
 // Decode: quantize the input rows once, then each thread streams its block of weight rows,
-// applying each row to every input row while it is in L1.
+// applying each row to every input row (in groups of kRowGroup) while it is in L1.
 void matrix_vector_rows(const Context& ctx, const float* x, const BlockQ8_0* w, const float* b,
                         float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
                         bool accumulate) {
@@ -130,14 +164,18 @@ void matrix_vector_rows(const Context& ctx, const float* x, const BlockQ8_0* w, 
   std::vector<std::int8_t> qx(static_cast<std::size_t>(rows * in));
   std::vector<float> dx(static_cast<std::size_t>(rows * blocks));
   quantize_activations_q8_0(x, qx.data(), dx.data(), rows * in);
-  const RowDot row_dot = row_dot_for(cpu_level());
+  const LevelKernels kernels = kernels_for(cpu_level());
   for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
+    float dots[kRowGroup];
     for (std::int64_t o = first; o < first + width; ++o) {
-      const BlockQ8_0* weight_row = w + o * blocks;
-      for (std::int64_t r = 0; r < rows; ++r) {
-        const float dot = row_dot(weight_row, qx.data() + r * in, dx.data() + r * blocks, blocks) +
-                          (b ? b[o] : 0.0f);
-        y[r * outputs + o] = accumulate ? y[r * outputs + o] + dot : dot;
+      for (std::int64_t r0 = 0; r0 < rows; r0 += kRowGroup) {
+        const std::int64_t count = std::min<std::int64_t>(kRowGroup, rows - r0);
+        kernels.for_rows[count - 1](w + o * blocks, qx.data() + r0 * in, dx.data() + r0 * blocks,
+                                    blocks, dots);
+        for (std::int64_t r = r0; r < r0 + count; ++r) {
+          const float dot = dots[r - r0] + (b ? b[o] : 0.0f);
+          y[r * outputs + o] = accumulate ? y[r * outputs + o] + dot : dot;
+        }
       }
     }
   });

@@ -23,9 +23,9 @@
 //
 // Error (derived in tests/test_q8_0.cpp): |x - dx qx| <= dx/2 + |x| gamma(3) for the
 // activations (u = 2^-24, gamma(n) = n u / (1 - n u)), |w - dw qw| <= dw/2 for the weights
-// (runtime/q8_0.h); the f32 arithmetic adds at most gamma(K + 10) times the sum of the
-// |products| of the quantized operands plus |b| and |y|. Prefill keeps x in f32: only the
-// weights' error remains.
+// (runtime/q8_0.h); the f32 arithmetic adds at most gamma(K/32 + 10) times the sum of the
+// |products| of the quantized operands plus |b| and |y| (gamma(K + 10) in prefill). Prefill keeps x
+// in f32: only the weights' error remains.
 #pragma once
 
 #include <cstdint>
