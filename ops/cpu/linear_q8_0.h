@@ -17,8 +17,8 @@
 // thread streams its block of weight rows once, each row applied to every input row while in L1;
 // quantizing x costs rows * in, nothing beside the outputs * in weights.
 //
-// Prefill (rows >= 16): each thread dequantizes panels of weight rows to f32 into a buffer of its
-// own and hands each panel to Eigen's GEMM: FLOP-bound like the f32 path; dequantizing adds
+// Prefill (rows >= 16): each thread dequantizes panels of 512 weight rows to f32 into a buffer of
+// its own and hands each panel to Eigen's GEMM: FLOP-bound like the f32 path; dequantizing adds
 // in * outputs conversions, 1/rows of the GEMM's multiply-adds.
 //
 // Error (derived in tests/test_q8_0.cpp): |x - dx qx| <= dx/2 + |x| gamma(3) for the
