@@ -11,11 +11,16 @@ namespace attnscope::ops {
 void cast(Context& ctx, const Tensor& x, Tensor& out) {
   profiler::Scope scope(ctx, "cast");
   const Device device = common_device("cast", {{x, "x"}, {out, "out"}});
-  // Every float dtype is allowed on both devices: converting between them is the op's job.
+  // Every float dtype is allowed on both devices: converting between them is the op's job. The
+  // cpu also quantizes f32 to q8_0 and back (runtime/q8_0.h).
   check(x.dtype() != DType::I32 && out.dtype() != DType::I32, "cast",
         "converts between f32, f16 and bf16, not i32");
   require_shape(out, x.shape(), "cast", "out");
   if (device == Device::CUDA) {
+    check(is_float_dtype(x.dtype()) && is_float_dtype(out.dtype()), "cast", [&] {
+      return "cannot convert " + std::string(dtype_name(x.dtype())) + " to " +
+             std::string(dtype_name(out.dtype())) + " on cuda (q8_0 runs on the cpu only)";
+    });
     if constexpr (kCudaBuild) cuda::cast(ctx, x, out);
     return;
   }

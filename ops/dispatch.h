@@ -62,8 +62,10 @@ inline void require_float(const Tensor& t, Device device, const char* op, const 
     });
     return;
   }
-  check(t.dtype() != DType::I32, op,
-        [&] { return std::string(arg) + " must be f32, f16 or bf16, got i32"; });
+  check(is_float_dtype(t.dtype()), op, [&] {
+    return std::string(arg) + " must be f32, f16 or bf16 on cuda, got " +
+           std::string(dtype_name(t.dtype()));
+  });
 }
 
 // Throws unless `t` has dtype `dtype`.

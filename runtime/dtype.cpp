@@ -5,10 +5,29 @@
 #include <string>
 
 #include "runtime/error.h"
+#include "runtime/q8_0.h"
 
 namespace attnscope {
 
-std::size_t dtype_size(DType t) { return t == DType::F32 || t == DType::I32 ? 4 : 2; }
+std::size_t dtype_size(DType t) {
+  check(t != DType::Q8_0, "dtype",
+        "q8_0 has no per-element size: its 32-value blocks take 34 bytes (use storage_bytes)");
+  return t == DType::F32 || t == DType::I32 ? 4 : 2;
+}
+
+std::int64_t block_elements(DType t) { return t == DType::Q8_0 ? kQ8_0BlockElements : 1; }
+
+std::size_t storage_bytes(DType t, std::int64_t elements) {
+  check(elements >= 0, "dtype", "negative element count " + std::to_string(elements));
+  if (t != DType::Q8_0) return static_cast<std::size_t>(elements) * dtype_size(t);
+  check(elements % kQ8_0BlockElements == 0, "dtype", [&] {
+    return "q8_0 stores whole blocks of " + std::to_string(kQ8_0BlockElements) + " values; " +
+           std::to_string(elements) + " is not a multiple";
+  });
+  return static_cast<std::size_t>(elements / kQ8_0BlockElements) * sizeof(BlockQ8_0);
+}
+
+bool is_float_dtype(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
 std::string_view dtype_name(DType t) {
   switch (t) {
@@ -20,6 +39,8 @@ std::string_view dtype_name(DType t) {
       return "bf16";
     case DType::I32:
       return "i32";
+    case DType::Q8_0:
+      return "q8_0";
   }
   return "?";
 }
@@ -28,7 +49,8 @@ DType parse_dtype(std::string_view name) {
   if (name == "f32" || name == "float32") return DType::F32;
   if (name == "f16" || name == "float16") return DType::F16;
   if (name == "bf16" || name == "bfloat16") return DType::BF16;
-  throw Error("dtype", "unknown dtype '" + std::string(name) + "' (valid: f32, f16, bf16)");
+  if (name == "q8_0") return DType::Q8_0;
+  throw Error("dtype", "unknown dtype '" + std::string(name) + "' (valid: f32, f16, bf16, q8_0)");
 }
 
 float f16_to_f32(std::uint16_t h) {
@@ -108,12 +130,24 @@ void store_from_f32(void* dst, DType to, std::size_t i, float value) {
 
 void convert_elements(const void* src, DType from, void* dst, DType to, std::size_t n) {
   if (from == to) {
-    if (n != 0) std::memmove(dst, src, n * dtype_size(from));
+    if (n != 0) std::memmove(dst, src, storage_bytes(from, static_cast<std::int64_t>(n)));
     return;
   }
-  check(from != DType::I32 && to != DType::I32, "dtype",
+  const bool q8_0_and_f32 =
+      (from == DType::Q8_0 && to == DType::F32) || (from == DType::F32 && to == DType::Q8_0);
+  check(q8_0_and_f32 || (is_float_dtype(from) && is_float_dtype(to)), "dtype",
         "cannot convert between " + std::string(dtype_name(from)) + " and " +
-            std::string(dtype_name(to)));
+            std::string(dtype_name(to)) + " (q8_0 converts only from and to f32)");
+  if (to == DType::Q8_0) {
+    quantize_q8_0(static_cast<const float*>(src), static_cast<BlockQ8_0*>(dst),
+                  static_cast<std::int64_t>(n));
+    return;
+  }
+  if (from == DType::Q8_0) {
+    dequantize_q8_0(static_cast<const BlockQ8_0*>(src), static_cast<float*>(dst),
+                    static_cast<std::int64_t>(n));
+    return;
+  }
   for (std::size_t i = 0; i < n; ++i) store_from_f32(dst, to, i, load_as_f32(src, from, i));
 }
 

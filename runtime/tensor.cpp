@@ -28,6 +28,20 @@ std::int64_t checked_numel(std::span<const std::int64_t> shape) {
   return n;
 }
 
+namespace {
+
+// Block-quantized dtypes need rows of whole blocks: the last dimension a multiple of the block.
+void check_whole_blocks(const Shape& shape, DType dtype) {
+  const std::int64_t block = block_elements(dtype);
+  if (block == 1) return;
+  check(!shape.empty() && shape.back() % block == 0, "tensor", [&] {
+    return std::string(dtype_name(dtype)) + " stores blocks of " + std::to_string(block) +
+           " values along the last dimension; shape " + shape_string(shape) + " does not";
+  });
+}
+
+}  // namespace
+
 Buffer::Buffer(Allocator& allocator, std::size_t bytes)
     : data_(allocator.allocate(bytes)),
       bytes_(bytes),
@@ -44,6 +58,7 @@ Buffer::~Buffer() {
 Tensor Tensor::empty(const Shape& shape, DType dtype, Allocator& allocator) {
   Tensor t;
   t.numel_ = checked_numel(shape);
+  check_whole_blocks(shape, dtype);
   if (static_cast<std::uint64_t>(t.numel_) > std::numeric_limits<std::size_t>::max() / 4) {
     throw Error("tensor", "shape " + shape_string(shape) + " is too large");
   }
@@ -64,6 +79,7 @@ Tensor Tensor::borrow(void* data, const Shape& shape, DType dtype, Device device
                       std::shared_ptr<const void> keep_alive) {
   Tensor t;
   t.numel_ = checked_numel(shape);
+  check_whole_blocks(shape, dtype);
   t.shape_ = shape;
   t.dtype_ = dtype;
   t.buffer_ = std::make_shared<Buffer>(data, t.nbytes(), device, std::move(keep_alive));
@@ -105,6 +121,7 @@ Tensor Tensor::reshape(const Shape& shape) const {
   const std::int64_t n = checked_numel(shape);
   check(n == numel_, "tensor",
         [&] { return "cannot reshape " + shape_string(shape_) + " to " + shape_string(shape); });
+  check_whole_blocks(shape, dtype_);
   Tensor t = *this;
   t.shape_ = shape;
   return t;
@@ -119,7 +136,8 @@ Tensor Tensor::slice_rows(std::int64_t begin, std::int64_t end) const {
   Tensor t = *this;
   t.shape_[0] = end - begin;
   t.numel_ = row_elements * (end - begin);
-  t.offset_ += static_cast<std::size_t>(begin * row_elements) * dtype_size(dtype_);
+  check_whole_blocks(t.shape_, dtype_);  // a rank-1 q8_0 tensor's rows are single values
+  t.offset_ += storage_bytes(dtype_, begin * row_elements);
   return t;
 }
 

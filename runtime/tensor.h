@@ -1,5 +1,8 @@
 // Tensor: a dtype, a device, a shape and contiguous row-major bytes.
 //
+// A block-quantized tensor (q8_0) stores its values in blocks of 32 that share a scale: its last
+// dimension must be a multiple of 32, so that every row (and every slice of rows) is whole blocks.
+//
 // The bytes live in a shared Buffer, so copying a Tensor is cheap and views (a reshape, or a
 // slice of rows along the first dimension) share storage with their parent. A Buffer either
 // owns its bytes (taken from an Allocator, which counts them) or borrows them from something
@@ -64,15 +67,17 @@ class Tensor {
   // Size of dimension i; negative i counts from the end.
   std::int64_t dim(int i) const;
   std::int64_t numel() const { return numel_; }
-  std::size_t nbytes() const { return static_cast<std::size_t>(numel_) * dtype_size(dtype_); }
+  std::size_t nbytes() const { return storage_bytes(dtype_, numel_); }
 
   void* raw_data() const { return static_cast<char*>(buffer_->data()) + offset_; }
   // Typed access; checks that the dtype is f32 (float), a 16-bit type (std::uint16_t) or i32
-  // (std::int32_t). On a CUDA tensor the pointer is a device address.
+  // (std::int32_t); q8_0 has none (raw_data() points at its blocks). On a CUDA tensor the
+  // pointer is a device address.
   template <typename T>
   T* data() const;
 
-  // Same bytes, another shape of the same element count.
+  // Same bytes, another shape of the same element count (for q8_0, a last dimension that is still
+  // whole blocks).
   Tensor reshape(const Shape& shape) const;
   // Rows [begin, end) of the first dimension, sharing storage.
   Tensor slice_rows(std::int64_t begin, std::int64_t end) const;

@@ -51,7 +51,9 @@ void validate_call(const Context& ctx, const Call& call, const char* backend,
            std::string(device_name(ctx.device()));
   });
   if (any_float_on_cpu || device == Device::CUDA) {
-    check(call.q.dtype() != DType::I32, backend, "q must be f32, f16 or bf16, got i32");
+    check(is_float_dtype(call.q.dtype()), backend, [&] {
+      return "q must be f32, f16 or bf16, got " + std::string(dtype_name(call.q.dtype()));
+    });
   } else {
     require_float(call.q, device, backend, "q");
   }

@@ -1,6 +1,6 @@
-// How the cpu linear kernels (ops/cpu/linear.cpp for f32 weights, ops/cpu/linear_16bit.cpp for
-// 16-bit ones) share out their work: the decode/prefill threshold and the split of the output
-// features into one contiguous block per thread.
+// How the cpu linear kernels (ops/cpu/linear.cpp for f32 weights, linear_16bit.cpp for 16-bit
+// ones, linear_q8_0.cpp for q8_0 blocks) share out their work: the decode/prefill threshold and
+// the split of the output features into one contiguous block per thread.
 #pragma once
 
 #include <algorithm>
@@ -16,7 +16,7 @@ namespace attnscope::ops::cpu {
 constexpr std::int64_t kGemmMinRows = 16;
 
 // Splits `outputs` into one block per thread, each a multiple of 64 so that no two threads write
-// one cache line; `task(first, width)` handles outputs [first, first + width).
+// one cache line; `task(first, width)` handles outputs [first, first + width). Must not throw.
 template <typename Task>
 void for_each_output_block(const Context& ctx, std::int64_t outputs, Task task) {
   const std::int64_t threads = ctx.threads();

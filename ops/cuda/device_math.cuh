@@ -101,6 +101,7 @@ void with_storage_type(DType dtype, const char* op, F&& f) {
       f(__nv_bfloat16{});
       return;
     case DType::I32:
+    case DType::Q8_0:  // block-quantized: cpu only (runtime/q8_0.h)
       break;
   }
   throw Error(op, "expected f32, f16 or bf16 storage, got " + std::string(dtype_name(dtype)));

@@ -1,0 +1,48 @@
+// A linear layer with q8_0 weights on the cpu: y[r, o] = sum_k x[r, k] W[o, k] + b[o], or with
+// `accumulate` y[r, o] += that. W [outputs, in] is stored as q8_0 blocks (runtime/q8_0.h), in/32
+// per row; x [rows, in], b [outputs] (or null) and y [rows, outputs] are f32.
+//
+// Decode (rows < 16), as llama.cpp computes it: each input row is quantized to 8 bits as well,
+// in blocks of 32 with an f32 scale (quantize_activations_q8_0), and every output is
+//   sum over blocks of (dw dx) * sum_i qw[i] qx[i],
+// the inner sum an exact integer (|sum| <= 32 * 127^2 < 2^24, exact as a float too), the scaling
+// and the sum over blocks in f32. The bytes multiply with vpmaddubsw, which takes one unsigned and
+// one signed operand: |qw| times qx with qw's sign moved onto qx, products of pairs summed to
+// int16 (at most 2 * 127 * 127 = 32258: no saturation, since q is never -128), then vpmaddwd
+// against ones sums pairs of those to int32. Three levels, chosen at run time by cpu_level()
+// (runtime/cpu_features.h): avx512 (AVX-512 BW, two blocks per instruction), avx2 (one block),
+// portable (plain loops). All three quantize x identically and differ only in the order of the
+// f32 sum over blocks.
+// Cost: reads 34 bytes per 32 weights once (3.8x fewer than f32), for all rows together: each
+// thread streams its block of weight rows once, each row applied to every input row while in L1;
+// quantizing x costs rows * in, nothing beside the outputs * in weights.
+//
+// Prefill (rows >= 16): each thread dequantizes panels of 512 weight rows to f32 into a buffer of
+// its own and hands each panel to Eigen's GEMM: FLOP-bound like the f32 path; dequantizing adds
+// in * outputs conversions, 1/rows of the GEMM's multiply-adds.
+//
+// Error (derived in tests/test_q8_0.cpp): |x - dx qx| <= dx/2 + |x| gamma(3) for the
+// activations (u = 2^-24, gamma(n) = n u / (1 - n u)), |w - dw qw| <= dw/2 for the weights
+// (runtime/q8_0.h); the f32 arithmetic adds at most gamma(K/32 + 10) times the sum of the
+// |products| of the quantized operands plus |b| and |y| (gamma(K + 10) in prefill). Prefill keeps x
+// in f32: only the weights' error remains.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/context.h"
+#include "runtime/q8_0.h"
+
+namespace attnscope::ops::cpu {
+
+// Throws Error when `in` is not a multiple of 32.
+void linear_q8_0(const Context& ctx, const float* x, const BlockQ8_0* w, const float* b, float* y,
+                 std::int64_t rows, std::int64_t in, std::int64_t outputs, bool accumulate);
+
+// The activation side of the decode product: n values (a multiple of 32, unchecked) into n bytes
+// `q` and n / 32 scales: dx = max|x| / 127, q = round(x * (127 / max|x|)), both in f32. A block
+// holding an infinity or a NaN gets scale NaN (its products become NaN); an all-zero block
+// scale 0.
+void quantize_activations_q8_0(const float* x, std::int8_t* q, float* scales, std::int64_t n);
+
+}  // namespace attnscope::ops::cpu
