@@ -11,7 +11,7 @@ namespace {
 
 // Every tensor on a CUDA device came from a CUDA context, which only a CUDA build can make, so
 // the CPU-only build never reaches the gpu:: calls below.
-gpu::DeviceState& require_cuda(Context& ctx) {
+[[maybe_unused]] gpu::DeviceState& require_cuda(Context& ctx) {
   check(ctx.cuda_state() != nullptr, "copy", "a cuda tensor needs a cuda context");
   return *ctx.cuda_state();
 }

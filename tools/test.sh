@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The test suite, as CI runs it: dependencies, a Release build with every doctest suite, the
-# same suites under AddressSanitizer + UndefinedBehaviorSanitizer, and a short libFuzzer run of
-# each harness (safetensors reader, config reader, tokenizer).
+# The test suite, as CI runs it: dependencies, a Release build with every doctest suite, then one
+# clang build with AddressSanitizer + UndefinedBehaviorSanitizer and libFuzzer instrumentation
+# that runs the same suites and a short libFuzzer run of each harness (safetensors reader, config
+# reader, tokenizer). One sanitizer build serves both to keep CI's compile time down.
 #
-#   tools/test.sh            everything (about 10-15 minutes on 2 cores)
+#   tools/test.sh            everything (about 20-25 minutes on 2 cores)
 #   tools/test.sh --quick    the Release build and its tests only
 #
-# Build folders: build/ (Release), build-asan/, build-fuzz/. FUZZ_SECONDS sets each fuzzer's run.
+# Build folders: build/ (Release), build-asan/ (clang, sanitizers, fuzzers). FUZZ_SECONDS sets
+# each fuzzer's run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,17 +24,14 @@ cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
 [[ $quick -eq 1 ]] && exit 0
 
-echo "== ASan + UBSan build and tests"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DATTNSCOPE_SANITIZE=ON \
-  -DATTNSCOPE_CUDA=OFF
+echo "== ASan + UBSan build (clang, with the libFuzzer harnesses) and tests"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNSCOPE_SANITIZE=ON \
+  -DATTNSCOPE_FUZZ=ON -DATTNSCOPE_CUDA=OFF -DCMAKE_CXX_COMPILER=clang++
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
 
 echo "== libFuzzer harnesses"
-cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNSCOPE_FUZZ=ON \
-  -DATTNSCOPE_CUDA=OFF -DBUILD_TESTING=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
-cmake --build build-fuzz -j "$jobs" --target fuzz_safetensors fuzz_config fuzz_tokenizer
 seconds=${FUZZ_SECONDS:-30}
 harnesses=(safetensors config)
 tokenizer_dir=${ATTNSCOPE_FIXTURES_DIR:-../shared/fixtures}/gpt2-tokenizer
@@ -45,8 +44,8 @@ for harness in "${harnesses[@]}"; do
   corpus=$(mktemp -d)
   cp tests/fuzz/corpus/"$harness"/* "$corpus"/
   echo "-- fuzz_$harness for ${seconds}s"
-  ATTNSCOPE_TOKENIZER_DIR="$tokenizer_dir" build-fuzz/tests/fuzz/fuzz_"$harness" \
-    -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix=build-fuzz/ "$corpus" \
+  ATTNSCOPE_TOKENIZER_DIR="$tokenizer_dir" build-asan/tests/fuzz/fuzz_"$harness" \
+    -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix=build-asan/ "$corpus" \
     2>&1 | tail -n 3
   rm -rf "$corpus"
 done

@@ -26,7 +26,7 @@ std::size_t last_code_point_start(std::string_view text) {
 
 struct CharacterClass::Compiled {
   struct CodeDeleter {
-    void operator()(pcre2_code* code) const { pcre2_code_free(code); }
+    void operator()(pcre2_code* compiled) const { pcre2_code_free(compiled); }
   };
   std::unique_ptr<pcre2_code, CodeDeleter> code;
 };
