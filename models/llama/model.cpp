@@ -15,6 +15,26 @@
 
 namespace attnscope::llama {
 
+namespace {
+
+ModelConfig summary_config(const LlamaConfig& llama) {
+  ModelConfig config;
+  config.model_type = "llama";
+  config.vocab_size = llama.vocab_size;
+  config.context_length = llama.max_position_embeddings;
+  config.d_model = llama.hidden_size;
+  config.n_layers = llama.num_hidden_layers;
+  config.n_heads = llama.num_attention_heads;
+  config.n_kv_heads = llama.num_key_value_heads;
+  config.d_ff = llama.intermediate_size;
+  config.layer_norm_epsilon = llama.rms_norm_eps;
+  config.activation = "silu";
+  config.eos_token_id = llama.eos_token_ids.empty() ? -1 : llama.eos_token_ids.front();
+  return config;
+}
+
+}  // namespace
+
 Model Model::open(const std::string& spec, Context& ctx, std::uint64_t synthetic_seed,
                   DType dtype) {
   Checkpoint checkpoint = load_checkpoint(spec, ctx, synthetic_seed, dtype);
@@ -33,6 +53,7 @@ Model Model::open(const std::string& spec, Context& ctx, std::uint64_t synthetic
     model.rotary_ = {to_device(ctx, model.rotary_.cos), to_device(ctx, model.rotary_.sin)};
     ctx.synchronize();
   }
+  model.summary_ = summary_config(model.config_);
   model.set_attention("naive");
   return model;
 }
@@ -61,12 +82,6 @@ KVCache Model::new_cache(Context& ctx, std::int64_t batch, std::int64_t capacity
             std::to_string(config_.max_position_embeddings) + "]");
   return KVCache(config_.num_hidden_layers, batch, config_.num_key_value_heads, capacity,
                  config_.head_dim, dtypes_.activations, ctx.allocator());
-}
-
-Tensor Model::forward(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t batch,
-                      KVCache& cache, bool all_positions) const {
-  gpt2::StepRunner eager(false);
-  return forward(ctx, tokens, batch, cache, eager, all_positions);
 }
 
 Tensor Model::forward(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t batch,

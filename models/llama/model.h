@@ -21,8 +21,8 @@
 // 3.2 1B). A decode step reads every weight once (0.54 GB in f32 for SmolLM2-135M), so batch-1
 // decode is bound by memory bandwidth and prefill by GEMM throughput.
 //
-// The model has the same interface as gpt2::Model (models/language_model.h) so that every
-// tool runs either family; the decode-step runner and its step inputs are GPT-2's.
+// The model implements LanguageModel (models/language_model.h), as gpt2::Model does, so that
+// every tool runs either family; the decode-step runner and its step inputs are GPT-2's.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "models/gpt2/step_runner.h"
+#include "models/language_model.h"
 #include "models/llama/weights.h"
 #include "ops/attention/registry.h"
 #include "ops/rotary_embedding.h"
@@ -40,7 +41,7 @@
 
 namespace attnscope::llama {
 
-class Model {
+class Model : public LanguageModel {
  public:
   // Loads `spec` (load_checkpoint in models/llama/weights.h) onto ctx's device in `dtype`.
   // Throws Error on any problem.
@@ -48,26 +49,29 @@ class Model {
                     DType dtype = DType::F32);
 
   const LlamaConfig& llama_config() const { return config_; }
-  DType weight_dtype() const { return dtypes_.weights; }
-  DType activation_dtype() const { return dtypes_.activations; }
+  // The summary the tools size things from: model_type "llama", context_length =
+  // max_position_embeddings, d_ff = intermediate_size, eos_token_id the first eos id (-1: none).
+  const ModelConfig& config() const override { return summary_; }
+  DType weight_dtype() const override { return dtypes_.weights; }
+  DType activation_dtype() const override { return dtypes_.activations; }
   // Bytes of all parameters as stored (a tied LM head counted once): what a decode step reads.
-  std::uint64_t weight_bytes() const;
-  const std::string& source() const { return source_; }
+  std::uint64_t weight_bytes() const override;
+  const std::string& source() const override { return source_; }
   const Weights& weights() const { return weights_; }
-  const std::vector<gpt2::StoredTensor>& stored_tensors() const { return stored_; }
-  std::int64_t parameter_count() const { return count_parameters(config_); }
+  const std::vector<gpt2::StoredTensor>& stored_tensors() const override { return stored_; }
+  std::int64_t parameter_count() const override { return count_parameters(config_); }
 
-  void set_attention(std::string_view name);
-  const ops::attention::Backend& attention() const { return *attention_; }
+  void set_attention(std::string_view name) override;
+  const ops::attention::Backend& attention() const override { return *attention_; }
 
   // A cache of Hkv heads for `batch` sequences of up to `capacity` tokens.
-  KVCache new_cache(Context& ctx, std::int64_t batch, std::int64_t capacity) const;
+  KVCache new_cache(Context& ctx, std::int64_t batch, std::int64_t capacity) const override;
 
   // As gpt2::Model::forward: logits f32 [batch, T, V] when all_positions, else [batch, 1, V].
+  using LanguageModel::forward;
   Tensor forward(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t batch,
-                 KVCache& cache, bool all_positions = false) const;
-  Tensor forward(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t batch,
-                 KVCache& cache, gpt2::StepRunner& runner, bool all_positions = false) const;
+                 KVCache& cache, gpt2::StepRunner& runner,
+                 bool all_positions = false) const override;
 
  private:
   void attention_block(Context& ctx, const LayerWeights& layer, std::int64_t layer_index,
@@ -78,6 +82,7 @@ class Model {
                   std::int64_t length, KVCache& cache, bool all_positions) const;
 
   LlamaConfig config_;
+  ModelConfig summary_;
   gpt2::ModelDTypes dtypes_;
   std::string source_;
   Weights weights_;

@@ -46,11 +46,13 @@ int run_generate(const GenerateFlags& flags) {
   validate_sampling(flags.sampling);
   const std::unique_ptr<Context> context = make_context(flags.device);
   Context& ctx = *context;
-  gpt2::Model model = load_model(flags.model, ctx, parse_dtype(flags.device.dtype));
+  const std::unique_ptr<LanguageModel> loaded =
+      load_model(flags.model, ctx, parse_dtype(flags.device.dtype));
+  LanguageModel& model = *loaded;
   model.set_attention(flags.attention);
   gpt2::StepRunner runner(!flags.no_cuda_graphs);
   const ModelConfig& config = model.config();
-  const std::optional<gpt2::Tokenizer> tokenizer = find_tokenizer(flags.tokenizer, flags.model);
+  const std::optional<TextTokenizer> tokenizer = find_tokenizer(flags.tokenizer, flags.model);
 
   std::vector<std::int32_t> prompt;
   if (!flags.prompt_ids.empty()) {

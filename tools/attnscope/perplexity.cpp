@@ -78,10 +78,12 @@ int run_perplexity(const PerplexityFlags& flags) {
   const std::string text = read_text(flags.file);
   const std::unique_ptr<Context> context = make_context(flags.device);
   Context& ctx = *context;
-  gpt2::Model model = load_model(flags.model, ctx, parse_dtype(flags.device.dtype));
+  const std::unique_ptr<LanguageModel> loaded =
+      load_model(flags.model, ctx, parse_dtype(flags.device.dtype));
+  LanguageModel& model = *loaded;
   model.set_attention(flags.attention);
   const ModelConfig& config = model.config();
-  const std::optional<gpt2::Tokenizer> tokenizer = find_tokenizer(flags.tokenizer, flags.model);
+  const std::optional<TextTokenizer> tokenizer = find_tokenizer(flags.tokenizer, flags.model);
   check(tokenizer.has_value(), "--file", "no tokenizer for this model: pass --tokenizer DIR");
 
   const std::int64_t window_length = flags.ctx ? flags.ctx : config.context_length;
