@@ -202,8 +202,8 @@ Subcommand add_perplexity(CLI::App& app) {
   add_model_flag(*sub, flags->model);
   sub->add_option("--file", flags->file, "The text file to score")->required();
   sub->add_option("--tokenizer", flags->tokenizer,
-                  "Directory with vocab.json + merges.txt (or encoder.json + vocab.bpe); "
-                  "default: the model directory's own");
+                  "Directory with vocab.json + merges.txt (or encoder.json + vocab.bpe), or "
+                  "with a tokenizer.json; default: the model directory's own");
   sub->add_option("--ctx", flags->ctx, "Tokens per window (0 = the model's context length)")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));
