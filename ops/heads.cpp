@@ -24,10 +24,14 @@ void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, 
   const std::int64_t heads = q_out.dim(1);
   const std::int64_t tokens = q_out.dim(2);
   const std::int64_t head_dim = q_out.dim(3);
+  const std::int64_t kv_heads = k_cache.dim(1);
   const std::int64_t capacity = k_cache.dim(2);
-  const std::int64_t width = heads * head_dim;
-  require_shape(qkv, {batch, tokens, 3 * width}, "split_qkv", "qkv");
-  require_shape(k_cache, {batch, heads, capacity, head_dim}, "split_qkv", "k_cache");
+  check(kv_heads >= 1 && heads % kv_heads == 0, "split_qkv", [&] {
+    return "the caches' " + std::to_string(kv_heads) + " heads must divide q_out's " +
+           std::to_string(heads);
+  });
+  require_shape(qkv, {batch, tokens, (heads + 2 * kv_heads) * head_dim}, "split_qkv", "qkv");
+  require_shape(k_cache, {batch, kv_heads, capacity, head_dim}, "split_qkv", "k_cache");
   require_shape(v_cache, k_cache.shape(), "split_qkv", "v_cache");
   check(0 <= start && start + tokens <= capacity, "split_qkv", [&] {
     return "appending " + std::to_string(tokens) + " tokens at " + std::to_string(start) +

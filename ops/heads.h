@@ -1,10 +1,14 @@
 // Moving between the model's token-major layout and attention's head-major layout.
 //
-// split_qkv: GPT-2's fused projection gives, for each token, [q | k | v], each of width H D.
-//   q_out[b, h, t, :]            = qkv[b, t, 0 C + h D : 0 C + (h + 1) D]
-//   k_cache[b, h, start + t, :]  = qkv[b, t, 1 C + h D : ...]
-//   v_cache[b, h, start + t, :]  = qkv[b, t, 2 C + h D : ...]
-// Shapes: qkv [B, T, 3 H D], q_out [B, H, T, D], caches [B, H, S, D] with start + T <= S.
+// split_qkv: the fused projection gives, for each token, [q | k | v]: Hq heads of queries, then
+// Hkv heads of keys and Hkv of values, each head D wide (GPT-2: Hkv = Hq; Llama's grouped-query
+// attention: Hkv divides Hq, and its separate q_proj, k_proj, v_proj weights are stacked at load
+// into one [(Hq + 2 Hkv) D, C] matrix, so the three projections are one GEMM and this one op).
+//   q_out[b, h, t, :]            = qkv[b, t, h D : (h + 1) D]                      h < Hq
+//   k_cache[b, g, start + t, :]  = qkv[b, t, Hq D + g D : ...]                     g < Hkv
+//   v_cache[b, g, start + t, :]  = qkv[b, t, (Hq + Hkv) D + g D : ...]
+// Shapes: qkv [B, T, (Hq + 2 Hkv) D], q_out [B, Hq, T, D], caches [B, Hkv, S, D] with
+// start + T <= S; Hq and Hkv are read from q_out and the caches.
 // This is the KV-cache append: the new keys and values land where later tokens will read them.
 //
 // merge_heads: out[b, t, h D : (h + 1) D] = x[b, h, t, :]; x [B, H, T, D], out [B, T, H D].

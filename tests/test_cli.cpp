@@ -855,3 +855,50 @@ TEST_CASE("compare adds rounds within its budget until the intervals are narrow 
   check_one_line_error(run("compare --model synthetic:tiny --out x --budget-s -1"), 2,
                        "--budget-s");
 }
+
+// ---- Llama models through the same tools ----
+
+TEST_CASE("generate runs a Llama checkpoint and reproduces transformers' greedy tokens") {
+  const std::string dir = attnscope::testing::test_fixtures() + "/hf-llama/gqa-tied-llama3";
+  std::ifstream in(dir + "/reference.json");
+  const nlohmann::json reference = nlohmann::json::parse(in);
+  const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<int>>();
+  const auto expected = reference["greedy"]["generated_ids"].get<std::vector<int>>();
+  for (const char* attention : {"naive", "flash"}) {
+    const Result r = run("generate --model " + dir + " --prompt-ids " + comma_separated(prompt) +
+                         " -n " + std::to_string(expected.size()) +
+                         " --ignore-eos --threads 2 --json --attn " + attention);
+    CAPTURE(attention);
+    CAPTURE(r.err);
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json out = nlohmann::json::parse(r.out);
+    CHECK(out["generated_ids"].get<std::vector<int>>() == expected);
+  }
+}
+
+TEST_CASE("generate, inspect and bench take synthetic:llama-tiny; a tokenizer.json encodes") {
+  const std::string tokenizer = attnscope::testing::test_fixtures() + "/tokenizer_json/llama3";
+  const Result r = run("generate --model synthetic:llama-tiny --tokenizer " + tokenizer +
+                       " --prompt 'Hello, world!' -n 3 --ignore-eos --json");
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json out = nlohmann::json::parse(r.out);
+  // transformers' ids with the post-processor's <|begin_of_text|> (id 0) in front.
+  CHECK(out["prompt_ids"].get<std::vector<int>>() ==
+        std::vector<int>{0, 44, 73, 80, 334, 16, 288, 281, 80, 72, 5});
+  CHECK(out["generated_ids"].size() == 3);
+
+  const Result inspected = run("inspect --model synthetic:llama-tiny --json");
+  REQUIRE(inspected.exit_code == 0);
+  const nlohmann::json info = nlohmann::json::parse(inspected.out);
+  CHECK(info["config"]["n_kv_heads"] == 2);
+  // embed 512x64 + head 512x64 + 2 layers x (2x64 norms + 64x128 qkv + 64x64 o + 3x64x128 mlp)
+  // + 64 final norm.
+  CHECK(info["parameters"] == 2 * 512 * 64 + 2 * (2 * 64 + 64 * 128 + 64 * 64 + 3 * 64 * 128) + 64);
+
+  const Result bench =
+      run("bench -m synthetic:llama-tiny -p 8 -n 4 -r 1 --warmup 0 --threads 1 --output json");
+  CAPTURE(bench.err);
+  REQUIRE(bench.exit_code == 0);
+  CHECK(nlohmann::json::parse(bench.out)["results"].size() == 2);
+}

@@ -340,7 +340,8 @@ TEST_CASE("cuda softmax and safe_softmax match the cpu ops on masked and fully m
 // Layouts
 // ---------------------------------------------------------------------------------------------
 
-TEST_CASE("cuda split_qkv appends to the cache at start > 0 and merge_heads inverts the layout") {
+TEST_CASE(
+    "cuda split_qkv (MHA and GQA) appends to the cache at start > 0; merge_heads inverts it") {
   if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
     MESSAGE("SKIPPED: " << why);
     return;
@@ -349,19 +350,23 @@ TEST_CASE("cuda split_qkv appends to the cache at start > 0 and merge_heads inve
   Context cpu(2);
   std::mt19937 rng(15);
   struct Case {
-    std::int64_t batch, tokens, heads, head_dim, capacity, start;
+    std::int64_t batch, tokens, heads, kv_heads, head_dim, capacity, start;
   };
+  // kv_heads < heads: grouped-query attention (group factors 2, 3 and 8).
   for (const Case& c :
-       {Case{2, 3, 4, 64, 9, 4}, Case{1, 1, 12, 64, 8, 7}, Case{3, 5, 2, 32, 5, 0}}) {
+       {Case{2, 3, 4, 4, 64, 9, 4}, Case{1, 1, 12, 12, 64, 8, 7}, Case{3, 5, 2, 2, 32, 5, 0},
+        Case{2, 3, 4, 2, 64, 9, 4}, Case{1, 1, 12, 4, 64, 8, 7}, Case{2, 4, 8, 1, 32, 6, 1}}) {
     for (DType dtype : kFloatTypes) {
       CAPTURE(dtype_name(dtype));
       CAPTURE(c.tokens);
       CAPTURE(c.start);
+      CAPTURE(c.kv_heads);
       const std::int64_t width = c.heads * c.head_dim;
+      const std::int64_t qkv_width = (c.heads + 2 * c.kv_heads) * c.head_dim;
       const Shape q_shape = {c.batch, c.heads, c.tokens, c.head_dim};
-      const Shape cache_shape = {c.batch, c.heads, c.capacity, c.head_dim};
+      const Shape cache_shape = {c.batch, c.kv_heads, c.capacity, c.head_dim};
       const Tensor qkv =
-          rounded(cpu, random_tensor({c.batch, c.tokens, 3 * width}, rng, cpu.allocator()), dtype);
+          rounded(cpu, random_tensor({c.batch, c.tokens, qkv_width}, rng, cpu.allocator()), dtype);
       // The cpu reference starts from NaN caches too: rows outside the append stay NaN.
       Tensor q = Tensor::empty(q_shape, DType::F32, cpu.allocator());
       Tensor k = Tensor::empty(cache_shape, DType::F32, cpu.allocator());

@@ -191,6 +191,27 @@ TEST_CASE("llama config: defaults, eos lists, the older 'type' key and rope_type
       kLabel));
 }
 
+TEST_CASE("llama config: transformers 5's rope_parameters (theta and scaling in one object)") {
+  const llama::LlamaConfig config = llama::parse_llama_config(
+      ConfigText()
+          .set("rope_parameters", R"({"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32,
+                                      "low_freq_factor": 1, "high_freq_factor": 4,
+                                      "original_max_position_embeddings": 8192})")
+          .json(),
+      kLabel);
+  CHECK(config.rope_theta == 500000.0);
+  REQUIRE(config.rope_scaling.has_value());
+  CHECK(config.rope_scaling->factor == 32.0);
+  const llama::LlamaConfig plain = llama::parse_llama_config(
+      ConfigText().set("rope_parameters", R"({"rope_type": "default", "rope_theta": 1e5})").json(),
+      kLabel);
+  CHECK(plain.rope_theta == 100000.0);
+  CHECK_FALSE(plain.rope_scaling.has_value());
+  CHECK(failure(ConfigText().set("rope_parameters", R"({"rope_type": "yarn", "factor": 4.0})")) ==
+        std::string(kLabel) +
+            ": rope_parameters type 'yarn' is not supported (only 'llama3', or none)");
+}
+
 TEST_CASE("llama config: unsupported features are refused with one clear line") {
   CHECK(failure(ConfigText().set("rope_scaling", R"({"rope_type": "yarn", "factor": 4.0})")) ==
         "config.json: rope_scaling type 'yarn' is not supported (only 'llama3', or none)");

@@ -209,32 +209,51 @@ TEST_CASE("embedding adds token and position rows and checks ids") {
 
 TEST_CASE("split_qkv and merge_heads move rows between layouts") {
   Context ctx(2);
-  const std::int64_t batch = 2, tokens = 3, heads = 2, d = 4, width = heads * d, capacity = 5;
-  Tensor qkv = Tensor::empty({batch, tokens, 3 * width}, DType::F32, ctx.allocator());
-  std::iota(qkv.data<float>(), qkv.data<float>() + qkv.numel(), 0.0f);
-  Tensor q = Tensor::empty({batch, heads, tokens, d}, DType::F32, ctx.allocator());
-  Tensor k = Tensor::zeros({batch, heads, capacity, d}, DType::F32, ctx.allocator());
-  Tensor v = Tensor::zeros({batch, heads, capacity, d}, DType::F32, ctx.allocator());
-  ops::split_qkv(ctx, qkv, q, k, v, 2);
-  auto at = [](const Tensor& t, std::int64_t i0, std::int64_t i1, std::int64_t i2,
-               std::int64_t i3) {
-    return t.data<float>()[((i0 * t.dim(1) + i1) * t.dim(2) + i2) * t.dim(3) + i3];
-  };
-  for (std::int64_t b = 0; b < batch; ++b) {
-    for (std::int64_t t = 0; t < tokens; ++t) {
-      for (std::int64_t h = 0; h < heads; ++h) {
+  const std::int64_t batch = 2, tokens = 3, heads = 4, d = 4, width = heads * d, capacity = 5;
+  // kv_heads = heads is GPT-2's multi-head attention; fewer is grouped-query attention.
+  for (const std::int64_t kv_heads : {4, 2, 1}) {
+    CAPTURE(kv_heads);
+    const std::int64_t kv_width = kv_heads * d;
+    Tensor qkv = Tensor::empty({batch, tokens, width + 2 * kv_width}, DType::F32, ctx.allocator());
+    std::iota(qkv.data<float>(), qkv.data<float>() + qkv.numel(), 0.0f);
+    Tensor q = Tensor::empty({batch, heads, tokens, d}, DType::F32, ctx.allocator());
+    Tensor k = Tensor::zeros({batch, kv_heads, capacity, d}, DType::F32, ctx.allocator());
+    Tensor v = Tensor::zeros({batch, kv_heads, capacity, d}, DType::F32, ctx.allocator());
+    ops::split_qkv(ctx, qkv, q, k, v, 2);
+    auto at = [](const Tensor& t, std::int64_t i0, std::int64_t i1, std::int64_t i2,
+                 std::int64_t i3) {
+      return t.data<float>()[((i0 * t.dim(1) + i1) * t.dim(2) + i2) * t.dim(3) + i3];
+    };
+    for (std::int64_t b = 0; b < batch; ++b) {
+      for (std::int64_t t = 0; t < tokens; ++t) {
+        const float row = static_cast<float>((b * tokens + t) * (width + 2 * kv_width));
         for (std::int64_t x = 0; x < d; ++x) {
-          const float base = static_cast<float>((b * tokens + t) * 3 * width + h * d + x);
-          CHECK(at(q, b, h, t, x) == base);
-          CHECK(at(k, b, h, 2 + t, x) == base + width);
-          CHECK(at(v, b, h, 2 + t, x) == base + 2 * width);
+          for (std::int64_t h = 0; h < heads; ++h) {
+            CHECK(at(q, b, h, t, x) == row + static_cast<float>(h * d + x));
+          }
+          for (std::int64_t g = 0; g < kv_heads; ++g) {
+            CHECK(at(k, b, g, 2 + t, x) == row + static_cast<float>(width + g * d + x));
+            CHECK(at(v, b, g, 2 + t, x) == row + static_cast<float>(width + kv_width + g * d + x));
+          }
         }
       }
     }
+    CHECK(at(k, 0, 0, 0, 0) == 0.0f);                              // rows before `start` untouched
+    CHECK_THROWS_AS(ops::split_qkv(ctx, qkv, q, k, v, 3), Error);  // 3 + 3 > capacity 5
   }
-  CHECK(at(k, 0, 0, 0, 0) == 0.0f);                              // rows before `start` untouched
-  CHECK_THROWS_AS(ops::split_qkv(ctx, qkv, q, k, v, 3), Error);  // 3 + 3 > capacity 5
+  // Cache heads that do not divide the query heads are refused.
+  Tensor q = Tensor::empty({batch, heads, tokens, d}, DType::F32, ctx.allocator());
+  Tensor odd_k = Tensor::zeros({batch, 3, capacity, d}, DType::F32, ctx.allocator());
+  Tensor odd_v = Tensor::zeros({batch, 3, capacity, d}, DType::F32, ctx.allocator());
+  Tensor odd_qkv = Tensor::zeros({batch, tokens, width + 6 * d}, DType::F32, ctx.allocator());
+  CHECK_THROWS_WITH_AS(ops::split_qkv(ctx, odd_qkv, q, odd_k, odd_v, 0),
+                       doctest::Contains("must divide"), Error);
 
+  Tensor qkv = Tensor::empty({batch, tokens, 3 * width}, DType::F32, ctx.allocator());
+  std::iota(qkv.data<float>(), qkv.data<float>() + qkv.numel(), 0.0f);
+  Tensor k = Tensor::zeros({batch, heads, capacity, d}, DType::F32, ctx.allocator());
+  Tensor v = Tensor::zeros({batch, heads, capacity, d}, DType::F32, ctx.allocator());
+  ops::split_qkv(ctx, qkv, q, k, v, 0);
   Tensor merged = Tensor::empty({batch, tokens, width}, DType::F32, ctx.allocator());
   ops::merge_heads(ctx, q, merged);
   for (std::int64_t b = 0; b < batch; ++b) {

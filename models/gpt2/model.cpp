@@ -31,12 +31,6 @@ Model Model::open(const std::string& spec, Context& ctx, std::uint64_t synthetic
 
 std::int64_t Model::parameter_count() const { return count_parameters(config_); }
 
-std::string Model::dtype_summary() const {
-  const std::string weights(dtype_name(dtypes_.weights));
-  if (dtypes_.weights == dtypes_.activations) return weights;
-  return weights + " weights, " + std::string(dtype_name(dtypes_.activations)) + " activations";
-}
-
 std::uint64_t Model::weight_bytes() const {
   Weights handles = weights_;  // tensor_slots wants a mutable Weights; Tensors copy as handles
   std::uint64_t bytes = 0;
@@ -57,12 +51,6 @@ KVCache Model::new_cache(Context& ctx, std::int64_t batch, std::int64_t capacity
             std::to_string(config_.context_length) + "]");
   return KVCache(config_.n_layers, batch, config_.n_kv_heads, capacity, config_.head_dim(),
                  dtypes_.activations, ctx.allocator());
-}
-
-Tensor Model::forward(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t batch,
-                      KVCache& cache, bool all_positions) const {
-  StepRunner eager(false);
-  return forward(ctx, tokens, batch, cache, eager, all_positions);
 }
 
 Tensor Model::forward(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t batch,

@@ -23,6 +23,7 @@
 
 #include "models/gpt2/step_runner.h"
 #include "models/gpt2/weights.h"
+#include "models/language_model.h"
 #include "ops/attention/registry.h"
 #include "runtime/config.h"
 #include "runtime/context.h"
@@ -30,7 +31,7 @@
 
 namespace attnscope::gpt2 {
 
-class Model {
+class Model : public LanguageModel {
  public:
   // Loads `spec` (see load_checkpoint in models/gpt2/weights.h: "synthetic:NAME" or a
   // directory with config.json and model.safetensors) onto ctx's device in `dtype`.
@@ -38,40 +39,38 @@ class Model {
   static Model open(const std::string& spec, Context& ctx, std::uint64_t synthetic_seed = 0,
                     DType dtype = DType::F32);
 
-  const ModelConfig& config() const { return config_; }
+  const ModelConfig& config() const override { return config_; }
   // The storage dtype of the matrices (linear weights and the tied embedding / LM head): the
   // --dtype asked for, on any device.
-  DType weight_dtype() const { return dtypes_.weights; }
+  DType weight_dtype() const override { return dtypes_.weights; }
   // The storage dtype of activations, the other parameters and the KV cache: the weight dtype on
   // cuda, f32 on the cpu (ModelDTypes in models/gpt2/weights.h). Logits are always f32.
-  DType activation_dtype() const { return dtypes_.activations; }
-  // "bf16" when weights and activations share a dtype, else "bf16 weights, f32 activations".
-  std::string dtype_summary() const;
+  DType activation_dtype() const override { return dtypes_.activations; }
   // Bytes of all parameters as stored (the tied LM head counted once): what a decode step reads.
-  std::uint64_t weight_bytes() const;
-  const std::string& source() const { return source_; }
+  std::uint64_t weight_bytes() const override;
+  const std::string& source() const override { return source_; }
   const Weights& weights() const { return weights_; }
   // The tensors as stored in the checkpoint (for `inspect`).
-  const std::vector<StoredTensor>& stored_tensors() const { return stored_; }
-  std::int64_t parameter_count() const;
+  const std::vector<StoredTensor>& stored_tensors() const override { return stored_; }
+  std::int64_t parameter_count() const override;
 
   // Chooses the attention backend by name (see ops/attention); throws Error for unknown names.
-  void set_attention(std::string_view name);
-  const ops::attention::Backend& attention() const { return *attention_; }
+  void set_attention(std::string_view name) override;
+  const ops::attention::Backend& attention() const override { return *attention_; }
 
   // A cache for `batch` sequences of up to `capacity` tokens (at most the context length).
-  KVCache new_cache(Context& ctx, std::int64_t batch, std::int64_t capacity) const;
+  KVCache new_cache(Context& ctx, std::int64_t batch, std::int64_t capacity) const override;
 
   // Runs `tokens` (batch rows of T = tokens.size() / batch ids, row-major) at the positions
   // following the cache's contents, and appends their keys and values to the cache.
   // Returns f32 logits [batch, T, V] when all_positions, else [batch, 1, V] for the last token,
-  // on ctx's device (use to_host() to read them on the host). Every kernel is launched eagerly.
-  // Throws Error for out-of-range ids or when the cache or the context would overflow.
+  // on ctx's device (use to_host() to read them on the host), launched by `runner`, which may
+  // replay a GPU decode step as one CUDA graph (LanguageModel's forward without a runner launches
+  // every kernel eagerly). Throws Error for out-of-range ids or when the cache or the context
+  // would overflow.
+  using LanguageModel::forward;
   Tensor forward(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t batch,
-                 KVCache& cache, bool all_positions = false) const;
-  // The same step launched by `runner`, which may replay a GPU decode step as one CUDA graph.
-  Tensor forward(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t batch,
-                 KVCache& cache, StepRunner& runner, bool all_positions = false) const;
+                 KVCache& cache, StepRunner& runner, bool all_positions = false) const override;
 
  private:
   void attention_block(Context& ctx, const LayerWeights& layer, std::int64_t layer_index,

@@ -104,40 +104,41 @@ void check_range(std::int64_t value, std::int64_t low, std::int64_t high, const 
             ", " + std::to_string(high) + "]");
 }
 
-// rope_scaling: none for absent, null or rope_type "default"; the llama3 values for "llama3"
-// (its older key "type" is read too, as transformers does); any other type refused.
-std::optional<ops::Llama3RopeScaling> read_rope_scaling(const json& root,
+// rope_scaling (or `key`): none for absent, null or rope_type "default"; the llama3 values for
+// "llama3" (its older key "type" is read too, as transformers does); any other type refused.
+std::optional<ops::Llama3RopeScaling> read_rope_scaling(const json& root, const char* key,
                                                         const std::string& label) {
-  const json* scaling = present(root, "rope_scaling");
+  const std::string name = key;
+  const json* scaling = present(root, key);
   if (scaling == nullptr) return std::nullopt;
   check(scaling->is_object(), label,
-        "rope_scaling must be an object or null, found " + describe(*scaling));
+        name + " must be an object or null, found " + describe(*scaling));
   std::optional<std::string> type = optional_string(*scaling, "rope_type", label);
   if (!type) type = optional_string(*scaling, "type", label);
-  check(type.has_value(), label, "rope_scaling has no rope_type");
+  check(type.has_value(), label, name + " has no rope_type");
   if (*type == "default") return std::nullopt;
   check(*type == "llama3", label,
-        "rope_scaling type " + single_quoted(*type) + " is not supported (only 'llama3', or none)");
+        name + " type " + single_quoted(*type) + " is not supported (only 'llama3', or none)");
   ops::Llama3RopeScaling llama3;
-  for (const auto& [key, destination] :
+  for (const auto& [value_key, destination] :
        {std::pair{"factor", &llama3.factor}, std::pair{"low_freq_factor", &llama3.low_freq_factor},
         std::pair{"high_freq_factor", &llama3.high_freq_factor}}) {
-    const std::optional<double> value = optional_number(*scaling, key, label);
-    check(value.has_value(), label, std::string("rope_scaling (llama3) is missing ") + key);
+    const std::optional<double> value = optional_number(*scaling, value_key, label);
+    check(value.has_value(), label, name + " (llama3) is missing " + value_key);
     *destination = *value;
   }
   llama3.original_max_position_embeddings =
       required_integer(*scaling, "original_max_position_embeddings", label);
   check(llama3.factor >= 1.0 && std::isfinite(llama3.factor), label,
-        "rope_scaling factor = " + format_double(llama3.factor) + " must be finite and >= 1");
+        name + " factor = " + format_double(llama3.factor) + " must be finite and >= 1");
   check(llama3.low_freq_factor > 0.0 && llama3.high_freq_factor > llama3.low_freq_factor &&
             std::isfinite(llama3.high_freq_factor),
         label,
-        "rope_scaling needs 0 < low_freq_factor < high_freq_factor, got " +
+        name + " needs 0 < low_freq_factor < high_freq_factor, got " +
             format_double(llama3.low_freq_factor) + " and " +
             format_double(llama3.high_freq_factor));
   check_range(llama3.original_max_position_embeddings, 1, kMaxPositions,
-              "rope_scaling original_max_position_embeddings", label);
+              (name + " original_max_position_embeddings").c_str(), label);
   return llama3;
 }
 
@@ -217,8 +218,17 @@ LlamaConfig parse_llama_config(std::string_view json_text, const std::string& la
   config.head_dim = optional_integer(root, "head_dim", label)
                         .value_or(config.hidden_size / config.num_attention_heads);
   config.rms_norm_eps = optional_number(root, "rms_norm_eps", label).value_or(config.rms_norm_eps);
-  config.rope_theta = optional_number(root, "rope_theta", label).value_or(config.rope_theta);
-  config.rope_scaling = read_rope_scaling(root, label);
+  // transformers >= 5 writes rope_parameters: rope_theta and the scaling in one object.
+  const json* rope_parameters = present(root, "rope_parameters");
+  const json& rope_root = rope_parameters != nullptr ? *rope_parameters : root;
+  if (rope_parameters != nullptr) {
+    check(rope_parameters->is_object(), label,
+          "rope_parameters must be an object or null, found " + describe(*rope_parameters));
+  }
+  config.rope_theta = optional_number(rope_root, "rope_theta", label).value_or(config.rope_theta);
+  config.rope_scaling = rope_parameters != nullptr
+                            ? read_rope_scaling(root, "rope_parameters", label)
+                            : read_rope_scaling(root, "rope_scaling", label);
   config.max_position_embeddings = optional_integer(root, "max_position_embeddings", label)
                                        .value_or(config.max_position_embeddings);
   config.tie_word_embeddings =

@@ -4,7 +4,8 @@
 // Read: vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads
 // (required); num_key_value_heads (default: num_attention_heads), head_dim (default:
 // hidden_size / num_attention_heads), rms_norm_eps (1e-6), rope_theta (10000), rope_scaling
-// (absent, null or rope_type "default": none; "llama3" with its four values),
+// (absent, null or rope_type "default": none; "llama3" with its four values; transformers >= 5
+// writes both as one rope_parameters object, which is read instead when present),
 // max_position_embeddings (2048), tie_word_embeddings (false), bos_token_id (1) and
 // eos_token_id (2; an integer or a list of integers, as Llama 3.1 Instruct has). The defaults
 // are transformers' LlamaConfig's.

@@ -15,22 +15,28 @@ void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, 
   const std::int64_t heads = q_out.dim(1);
   const std::int64_t tokens = q_out.dim(2);
   const std::int64_t head_dim = q_out.dim(3);
+  const std::int64_t kv_heads = k_cache.dim(1);
   const std::int64_t capacity = k_cache.dim(2);
-  const std::int64_t width = heads * head_dim;
+  const std::int64_t row_width = (heads + 2 * kv_heads) * head_dim;
   const float* src = qkv.data<float>();
   float* q = q_out.data<float>();
   float* k = k_cache.data<float>();
   float* v = v_cache.data<float>();
+  // Head h < Hq of a token row is a query; Hq <= h < Hq + Hkv a key, then Hkv values.
+  const std::int64_t row_heads = heads + 2 * kv_heads;
 #pragma omp parallel for collapse(2) num_threads(ctx.threads()) \
-    schedule(static) if (batch * tokens * 3 * width >= kMinParallelElements)
+    schedule(static) if (batch * tokens * row_width >= kMinParallelElements)
   for (std::int64_t b = 0; b < batch; ++b) {
-    for (std::int64_t h = 0; h < heads; ++h) {
+    for (std::int64_t h = 0; h < row_heads; ++h) {
       for (std::int64_t t = 0; t < tokens; ++t) {
-        const float* row = src + (b * tokens + t) * 3 * width + h * head_dim;
-        const std::int64_t cache_row = ((b * heads + h) * capacity + start + t) * head_dim;
-        std::copy_n(row, head_dim, q + ((b * heads + h) * tokens + t) * head_dim);
-        std::copy_n(row + width, head_dim, k + cache_row);
-        std::copy_n(row + 2 * width, head_dim, v + cache_row);
+        const float* from = src + (b * tokens + t) * row_width + h * head_dim;
+        if (h < heads) {
+          std::copy_n(from, head_dim, q + ((b * heads + h) * tokens + t) * head_dim);
+          continue;
+        }
+        const std::int64_t g = (h - heads) % kv_heads;
+        float* cache = h < heads + kv_heads ? k : v;
+        std::copy_n(from, head_dim, cache + ((b * kv_heads + g) * capacity + start + t) * head_dim);
       }
     }
   }

@@ -1,15 +1,16 @@
 // ops::split_qkv and ops::merge_heads on a GPU: pure copies between layouts, one thread per
 // element, 256 per block, one launch each.
 //
-// split_qkv (the KV-cache append): thread i takes element i of qkv [B, T, 3 C] (C = H D), so
-// reads are coalesced; it decodes i into (b, t, part, h, d) and writes
-//   part 0: q_out  [b, h, t, d]
-//   part 1: k_cache[b, h, start + t, d]
-//   part 2: v_cache[b, h, start + t, d]
-// Consecutive threads share (b, t, part, h) and differ in d, so writes are coalesced in runs of
+// split_qkv (the KV-cache append): thread i takes element i of qkv [B, T, (Hq + 2 Hkv) D], so
+// reads are coalesced; it decodes i into (b, t, head h of the row, d) and writes
+//   h < Hq:               q_out  [b, h, t, d]
+//   h - Hq < Hkv:         k_cache[b, h - Hq, start + t, d]
+//   else:                 v_cache[b, h - Hq - Hkv, start + t, d]
+// Consecutive threads share (b, t, h) and differ in d, so writes are coalesced in runs of
 // D elements. Cache rows outside start..start+T-1 are never touched.
 // merge_heads: thread i takes element i of out [B, T, H D] and reads x [b, h, t, d].
-// Cost: each element read and written once (split_qkv: 3 B T C elements; merge_heads: B T C).
+// Cost: each element read and written once (split_qkv: B T (Hq + 2 Hkv) D elements;
+// merge_heads: B T Hq D).
 // (In the model, an attention kernel that wrote [B, T, H, D] directly would make merge_heads
 // and its launch unnecessary.)
 #include "ops/cuda/device_math.cuh"
@@ -24,23 +25,23 @@ constexpr int kThreads = 256;
 
 template <typename T>
 __global__ void split_qkv_kernel(const T* qkv, T* q_out, T* k_cache, T* v_cache,
-                                 std::int64_t tokens, std::int64_t heads, std::int64_t head_dim,
-                                 std::int64_t capacity, std::int64_t start, std::int64_t total) {
+                                 std::int64_t tokens, std::int64_t heads, std::int64_t kv_heads,
+                                 std::int64_t head_dim, std::int64_t capacity, std::int64_t start,
+                                 std::int64_t total) {
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= total) return;
-  const std::int64_t width = heads * head_dim;
-  const std::int64_t token_row = i / (3 * width);  // b * tokens + t
-  const std::int64_t column = i % (3 * width);
-  const std::int64_t part = column / width;  // 0: q, 1: k, 2: v
-  const std::int64_t h = (column % width) / head_dim;
-  const std::int64_t d = column % head_dim;
+  const std::int64_t row_width = (heads + 2 * kv_heads) * head_dim;
+  const std::int64_t token_row = i / row_width;  // b * tokens + t
+  const std::int64_t h = (i % row_width) / head_dim;
+  const std::int64_t d = i % head_dim;
   const std::int64_t b = token_row / tokens;
   const std::int64_t t = token_row % tokens;
-  if (part == 0) {
+  if (h < heads) {
     q_out[((b * heads + h) * tokens + t) * head_dim + d] = qkv[i];
   } else {
-    T* cache = part == 1 ? k_cache : v_cache;
-    cache[((b * heads + h) * capacity + start + t) * head_dim + d] = qkv[i];
+    T* cache = h < heads + kv_heads ? k_cache : v_cache;
+    const std::int64_t g = (h - heads) % kv_heads;
+    cache[((b * kv_heads + g) * capacity + start + t) * head_dim + d] = qkv[i];
   }
 }
 
@@ -66,11 +67,10 @@ void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, 
   if (total == 0) return;
   with_storage_type(qkv.dtype(), "split_qkv", [&](auto tag) {
     using T = decltype(tag);
-    split_qkv_kernel<T><<<gpu::blocks_for(total, kThreads), kThreads, 0,
-                          gpu::stream_of(ctx)>>>(
+    split_qkv_kernel<T><<<gpu::blocks_for(total, kThreads), kThreads, 0, gpu::stream_of(ctx)>>>(
         static_cast<const T*>(qkv.raw_data()), static_cast<T*>(q_out.raw_data()),
         static_cast<T*>(k_cache.raw_data()), static_cast<T*>(v_cache.raw_data()), q_out.dim(2),
-        q_out.dim(1), q_out.dim(3), k_cache.dim(2), start, total);
+        q_out.dim(1), k_cache.dim(1), q_out.dim(3), k_cache.dim(2), start, total);
     gpu::check_launch("split_qkv_kernel");
   });
 }
@@ -80,10 +80,9 @@ void merge_heads(Context& ctx, const Tensor& x, Tensor& out) {
   if (total == 0) return;
   with_storage_type(x.dtype(), "merge_heads", [&](auto tag) {
     using T = decltype(tag);
-    merge_heads_kernel<T><<<gpu::blocks_for(total, kThreads), kThreads, 0,
-                            gpu::stream_of(ctx)>>>(static_cast<const T*>(x.raw_data()),
-                                                               static_cast<T*>(out.raw_data()),
-                                                               x.dim(1), x.dim(2), x.dim(3), total);
+    merge_heads_kernel<T><<<gpu::blocks_for(total, kThreads), kThreads, 0, gpu::stream_of(ctx)>>>(
+        static_cast<const T*>(x.raw_data()), static_cast<T*>(out.raw_data()), x.dim(1), x.dim(2),
+        x.dim(3), total);
     gpu::check_launch("merge_heads_kernel");
   });
 }

@@ -159,7 +159,7 @@ void greedy_next(Context& ctx, const Tensor& logits, std::vector<std::int32_t>& 
 }
 
 // Runs one test once and appends its timings to `samples`.
-void run_model_test(Context& ctx, gpt2::Model& model, gpt2::StepRunner& runner,
+void run_model_test(Context& ctx, LanguageModel& model, gpt2::StepRunner& runner,
                     const ModelTest& test, ModelSamples& samples) {
   const ModelConfig& config = model.config();
   model.set_attention(test.backend);
@@ -239,7 +239,8 @@ json model_row(const ModelTest& test, const ModelSamples& samples, std::uint64_t
 // The grid of tests of one model on one context: warm-up rounds, then timed rounds.
 json run_model_tests(const BenchFlags& flags, Context& ctx, const std::string& spec,
                      const std::string& device, const std::string& dtype) {
-  gpt2::Model model = load_model(spec, ctx, parse_dtype(dtype));
+  const std::unique_ptr<LanguageModel> loaded = load_model(spec, ctx, parse_dtype(dtype));
+  LanguageModel& model = *loaded;
   gpt2::StepRunner runner;  // GPU decode steps as CUDA graphs, kept across the model's tests
   const std::vector<ModelTest> tests = model_grid(flags, spec, device, dtype);
   check(!tests.empty(), "bench", "no tests: --prompt-len and --gen are all 0");

@@ -116,7 +116,9 @@ int run_compare(const CompareFlags& flags) {
 
   const std::unique_ptr<Context> context = make_context(flags.device);
   Context& ctx = *context;
-  gpt2::Model model = load_model(flags.model, ctx, parse_dtype(flags.device.dtype));
+  const std::unique_ptr<LanguageModel> loaded =
+      load_model(flags.model, ctx, parse_dtype(flags.device.dtype));
+  LanguageModel& model = *loaded;
   const std::vector<const ops::attention::Backend*> backends =
       ops::attention::resolve_backends(flags.backends);
   std::vector<CaseResult> cases;

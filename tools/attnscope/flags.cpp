@@ -11,8 +11,9 @@ namespace attnscope::cli {
 
 void add_model_flag(CLI::App& app, std::string& spec) {
   app.add_option("--model", spec,
-                 "A directory with config.json + model.safetensors (Hugging Face layout), or "
-                 "synthetic:NAME with NAME in gpt2, gpt2-medium, gpt2-large, gpt2-xl, tiny")
+                 "A directory with config.json + model.safetensors (Hugging Face layout: GPT-2 "
+                 "or Llama), or synthetic:NAME with NAME in gpt2, gpt2-medium, gpt2-large, "
+                 "gpt2-xl, tiny, smollm2-135m, llama-3.2-1b, llama-tiny")
       ->required();
 }
 

@@ -46,19 +46,21 @@ int run_generate(const GenerateFlags& flags) {
   validate_sampling(flags.sampling);
   const std::unique_ptr<Context> context = make_context(flags.device);
   Context& ctx = *context;
-  gpt2::Model model = load_model(flags.model, ctx, parse_dtype(flags.device.dtype));
+  const std::unique_ptr<LanguageModel> loaded =
+      load_model(flags.model, ctx, parse_dtype(flags.device.dtype));
+  LanguageModel& model = *loaded;
   model.set_attention(flags.attention);
   gpt2::StepRunner runner(!flags.no_cuda_graphs);
   const ModelConfig& config = model.config();
-  const std::optional<gpt2::Tokenizer> tokenizer = find_tokenizer(flags.tokenizer, flags.model);
+  const std::optional<TextTokenizer> tokenizer = find_tokenizer(flags.tokenizer, flags.model);
 
   std::vector<std::int32_t> prompt;
   if (!flags.prompt_ids.empty()) {
     prompt = parse_ids(flags.prompt_ids, "--prompt-ids");
   } else if (!flags.prompt.empty()) {
     check(tokenizer.has_value(), "--prompt",
-          "no tokenizer for this model: pass --tokenizer DIR (vocab.json + merges.txt) or use "
-          "--prompt-ids");
+          "no tokenizer for this model: pass --tokenizer DIR (vocab.json + merges.txt, or "
+          "tokenizer.json) or use --prompt-ids");
     prompt = tokenizer->encode(flags.prompt);
   }
   if (prompt.empty()) {
@@ -193,8 +195,8 @@ Subcommand add_generate(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("generate", "Generate text from a prompt");
   add_model_flag(*sub, flags->model);
   sub->add_option("--tokenizer", flags->tokenizer,
-                  "Directory with vocab.json + merges.txt (or encoder.json + vocab.bpe); "
-                  "default: the model directory's own");
+                  "Directory with vocab.json + merges.txt (or encoder.json + vocab.bpe), or "
+                  "with a tokenizer.json; default: the model directory's own");
   CLI::Option* prompt = sub->add_option("--prompt", flags->prompt, "Prompt text");
   sub->add_option("--prompt-ids", flags->prompt_ids, "Prompt as token ids, e.g. 464,2068")
       ->excludes(prompt);

@@ -35,7 +35,9 @@ nlohmann::json config_json(const ModelConfig& c) {
 
 int run_inspect(const InspectFlags& flags) {
   Context ctx;
-  const gpt2::Model model = load_model(flags.model, ctx, parse_dtype(flags.dtype));
+  const std::unique_ptr<LanguageModel> loaded =
+      load_model(flags.model, ctx, parse_dtype(flags.dtype));
+  const LanguageModel& model = *loaded;
   std::uint64_t stored_bytes = 0;
   for (const gpt2::StoredTensor& t : model.stored_tensors()) stored_bytes += t.bytes;
   const nlohmann::json config = config_json(model.config());

@@ -78,10 +78,12 @@ int run_perplexity(const PerplexityFlags& flags) {
   const std::string text = read_text(flags.file);
   const std::unique_ptr<Context> context = make_context(flags.device);
   Context& ctx = *context;
-  gpt2::Model model = load_model(flags.model, ctx, parse_dtype(flags.device.dtype));
+  const std::unique_ptr<LanguageModel> loaded =
+      load_model(flags.model, ctx, parse_dtype(flags.device.dtype));
+  LanguageModel& model = *loaded;
   model.set_attention(flags.attention);
   const ModelConfig& config = model.config();
-  const std::optional<gpt2::Tokenizer> tokenizer = find_tokenizer(flags.tokenizer, flags.model);
+  const std::optional<TextTokenizer> tokenizer = find_tokenizer(flags.tokenizer, flags.model);
   check(tokenizer.has_value(), "--file", "no tokenizer for this model: pass --tokenizer DIR");
 
   const std::int64_t window_length = flags.ctx ? flags.ctx : config.context_length;
@@ -200,8 +202,8 @@ Subcommand add_perplexity(CLI::App& app) {
   add_model_flag(*sub, flags->model);
   sub->add_option("--file", flags->file, "The text file to score")->required();
   sub->add_option("--tokenizer", flags->tokenizer,
-                  "Directory with vocab.json + merges.txt (or encoder.json + vocab.bpe); "
-                  "default: the model directory's own");
+                  "Directory with vocab.json + merges.txt (or encoder.json + vocab.bpe), or "
+                  "with a tokenizer.json; default: the model directory's own");
   sub->add_option("--ctx", flags->ctx, "Tokens per window (0 = the model's context length)")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));

@@ -155,7 +155,8 @@ int run_profile(const ProfileFlags& flags) {
     process_name = "attnscope attention." + std::string(backend.name());
     overhead_phase = "attention";
   } else {
-    gpt2::Model model = load_model(flags.model, *ctx, dtype);
+    const std::unique_ptr<LanguageModel> loaded = load_model(flags.model, *ctx, dtype);
+    LanguageModel& model = *loaded;
     model.set_attention(flags.attention);
     ModelRunOptions options;
     options.prompt_len = flags.prompt_len;

@@ -139,7 +139,8 @@ Capture parse_capture(const std::string& text) {
   throw Error("--steps", "unknown value '" + text + "' (valid: prefill, decode, all)");
 }
 
-ProfiledRun profile_model(Context& ctx, const gpt2::Model& model, const ModelRunOptions& options) {
+ProfiledRun profile_model(Context& ctx, const LanguageModel& model,
+                          const ModelRunOptions& options) {
   const ModelConfig& config = model.config();
   check(options.prompt_len >= 1, "--prompt-len", "must be at least 1");
   check(options.prompt_len + options.gen <= config.context_length, "--prompt-len",

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "models/gpt2/model.h"
+#include "models/language_model.h"
 #include "ops/attention/backend.h"
 #include "profiler/cpu_tracer.h"
 #include "profiler/device_recorder.h"
@@ -75,7 +75,7 @@ struct ModelRunOptions {
 
 // Prefill of prompt_len seeded random ids, then `gen` decode steps (random ids as well: the
 // cost of a step does not depend on which token it is). Throws Error past the context length.
-ProfiledRun profile_model(Context& ctx, const gpt2::Model& model, const ModelRunOptions& options);
+ProfiledRun profile_model(Context& ctx, const LanguageModel& model, const ModelRunOptions& options);
 
 struct AttentionShape {
   std::int64_t batch = 8, heads = 16, seq_len = 1024, head_dim = 64;

@@ -7,7 +7,7 @@ namespace attnscope::cli {
 
 namespace {
 
-nlohmann::json token_entry(std::int32_t id, double log_prob, const gpt2::Tokenizer* tokenizer) {
+nlohmann::json token_entry(std::int32_t id, double log_prob, const TextTokenizer* tokenizer) {
   nlohmann::json entry = {{"id", id}};
   if (tokenizer && static_cast<std::size_t>(id) < tokenizer->vocab_size()) {
     const std::string& bytes = tokenizer->token_bytes(id);
@@ -23,7 +23,7 @@ nlohmann::json token_entry(std::int32_t id, double log_prob, const gpt2::Tokeniz
 }  // namespace
 
 nlohmann::json token_log_probs(std::span<const float> logits, std::int32_t chosen, std::int64_t top,
-                               const gpt2::Tokenizer* tokenizer) {
+                               const TextTokenizer* tokenizer) {
   const std::vector<double> log_probs = log_softmax(logits);
   nlohmann::json entry =
       token_entry(chosen, log_probs[static_cast<std::size_t>(chosen)], tokenizer);

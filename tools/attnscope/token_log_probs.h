@@ -14,12 +14,12 @@
 #include <nlohmann/json.hpp>
 #include <span>
 
-#include "models/gpt2/tokenizer.h"
+#include "tools/attnscope/text_tokenizer.h"
 
 namespace attnscope::cli {
 
 // The entry for token `chosen`, picked from `logits` [V], with the `top` most probable tokens.
 nlohmann::json token_log_probs(std::span<const float> logits, std::int32_t chosen, std::int64_t top,
-                               const gpt2::Tokenizer* tokenizer);
+                               const TextTokenizer* tokenizer);
 
 }  // namespace attnscope::cli

@@ -243,7 +243,8 @@ step_build() {
   fi
   local targets=(attnscope)
   if grep -q '^CMAKE_CUDA_COMPILER:[A-Z]*=.' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null; then
-    targets+=(test_cuda_ops test_cuda_attention test_cuda_flash test_cuda_model test_cuda_profiler)
+    targets+=(test_cuda_ops test_cuda_attention test_cuda_flash test_cuda_model test_cuda_llama
+      test_cuda_profiler)
   fi
   local start=$SECONDS
   lb cmake --build "$BUILD_DIR" -j "$JOBS" --target "${targets[@]}" || return 1
@@ -350,6 +351,9 @@ step_bench_model() {
   local rc=0 attn rows=$STAGE_DIR/model.jsonl tmp=$STAGE_DIR/torch_model.json
   lb "$BUILD_DIR/tools/attnscope" bench --device cuda --dtype bf16 --attn all -p 512 -n 128 -r 3 \
     -o jsonl >>"$rows" || rc=3
+  # The Llama family's one decode benchmark: SmolLM2-135M (grouped-query attention, 9 / 3 heads).
+  lb "$BUILD_DIR/tools/attnscope" bench --model synthetic:smollm2-135m --device cuda --dtype bf16 \
+    --attn flash -p 512 -n 128 -r 3 -o jsonl >>"$rows" || rc=3
   # Decode tokens/s with CUDA graphs on (the default) and off, per backend.
   for attn in naive inplace math fused flash; do
     for graphs in "" --no-cuda-graphs; do

@@ -1,0 +1,268 @@
+// Loading a Llama model's weights (models/llama/weights.h): finding the checkpoint (or making
+// synthetic weights), reading Hugging Face's tensors into attnscope's stacked layout, and placing
+// them on the device.
+//
+// Cost of reading: one pass over the file's bytes (memory-mapped), writing an f32 copy in
+// attnscope's layout (the stacks are filled row block by row block, so no second copy), then for a
+// 16-bit --dtype or a GPU a converted copy of each tensor that replaces its f32 one.
+#include "models/llama/weights.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "runtime/error.h"
+#include "runtime/safetensors_index.h"
+#include "runtime/transfer.h"
+
+namespace attnscope::llama {
+
+namespace {
+
+constexpr std::string_view kSyntheticPrefix = "synthetic:";
+
+// One tensor of the checkpoint: its Hugging Face name, its shape there, where its rows go
+// (`destination`, from row `row_offset`), whether it is a matrix (stored in the weight dtype)
+// and how synthetic weights fill it.
+enum class Init { Random, ScaledRandom, Ones };
+struct TensorSlot {
+  std::string name;
+  Shape shape;
+  Tensor* destination = nullptr;
+  std::int64_t row_offset = 0;
+  bool matrix = false;
+  Init init = Init::Random;
+};
+
+// Every tensor of `config` in checkpoint order; allocates each destination in f32 (the stacks
+// once, for all their parts). The LM head is not among them (see lm_head_slot).
+std::vector<TensorSlot> tensor_slots(const LlamaConfig& config, Weights& weights,
+                                     Allocator* allocator) {
+  const std::int64_t c = config.hidden_size;
+  const std::int64_t f = config.intermediate_size;
+  const std::int64_t d = config.head_dim;
+  const std::int64_t q_rows = config.num_attention_heads * d;
+  const std::int64_t kv_rows = config.num_key_value_heads * d;
+  auto make = [&](Tensor& t, const Shape& shape) {
+    if (allocator != nullptr) t = Tensor::empty(shape, DType::F32, *allocator);
+  };
+  std::vector<TensorSlot> slots;
+  make(weights.token_embedding, {config.vocab_size, c});
+  slots.push_back(
+      {"model.embed_tokens.weight", {config.vocab_size, c}, &weights.token_embedding, 0, true});
+  weights.layers.resize(static_cast<std::size_t>(config.num_hidden_layers));
+  for (std::int64_t i = 0; i < config.num_hidden_layers; ++i) {
+    LayerWeights& l = weights.layers[static_cast<std::size_t>(i)];
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    make(l.input_norm, {c});
+    make(l.qkv, {q_rows + 2 * kv_rows, c});
+    make(l.out, {c, q_rows});
+    make(l.post_attention_norm, {c});
+    make(l.gate_up, {2 * f, c});
+    make(l.down, {c, f});
+    slots.push_back({p + "input_layernorm.weight", {c}, &l.input_norm, 0, false, Init::Ones});
+    slots.push_back({p + "self_attn.q_proj.weight", {q_rows, c}, &l.qkv, 0, true});
+    slots.push_back({p + "self_attn.k_proj.weight", {kv_rows, c}, &l.qkv, q_rows, true});
+    slots.push_back({p + "self_attn.v_proj.weight", {kv_rows, c}, &l.qkv, q_rows + kv_rows, true});
+    slots.push_back(
+        {p + "self_attn.o_proj.weight", {c, q_rows}, &l.out, 0, true, Init::ScaledRandom});
+    slots.push_back(
+        {p + "post_attention_layernorm.weight", {c}, &l.post_attention_norm, 0, false, Init::Ones});
+    slots.push_back({p + "mlp.gate_proj.weight", {f, c}, &l.gate_up, 0, true});
+    slots.push_back({p + "mlp.up_proj.weight", {f, c}, &l.gate_up, f, true});
+    slots.push_back({p + "mlp.down_proj.weight", {c, f}, &l.down, 0, true, Init::ScaledRandom});
+  }
+  make(weights.final_norm, {c});
+  slots.push_back({"model.norm.weight", {c}, &weights.final_norm, 0, false, Init::Ones});
+  return slots;
+}
+
+// The rows of `slot` inside its destination.
+Tensor slot_rows(const TensorSlot& slot) {
+  if (slot.shape.size() == 1) return *slot.destination;
+  return slot.destination->slice_rows(slot.row_offset, slot.row_offset + slot.shape[0]);
+}
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Uniform on [-a, a], a = std_dev sqrt(3), each element a pure function of (stream, index), so
+// the weights do not depend on the thread count (as gpt2's synthetic weights).
+void fill_random(Tensor t, float std_dev, std::uint64_t stream, int threads) {
+  float* data = t.data<float>();
+  const std::int64_t n = t.numel();
+  const float half_width = std_dev * std::sqrt(3.0f);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::uint64_t bits = splitmix64(stream ^ static_cast<std::uint64_t>(i));
+    const float unit = static_cast<float>(bits >> 40) * 0x1.0p-24f;  // [0, 1)
+    data[i] = (2.0f * unit - 1.0f) * half_width;
+  }
+}
+
+// Seeded random weights (std 0.02, the output projections scaled by 1 / sqrt(2 L), unit norm
+// gains); the head is tied to the embedding when the config says so.
+Weights synthetic_weights(const LlamaConfig& config, std::uint64_t seed, Allocator& allocator,
+                          int threads) {
+  Weights weights;
+  std::vector<TensorSlot> slots = tensor_slots(config, weights, &allocator);
+  const float std_dev = 0.02f;
+  const float scaled = std_dev / std::sqrt(2.0f * static_cast<float>(config.num_hidden_layers));
+  for (std::size_t index = 0; index < slots.size(); ++index) {
+    const TensorSlot& slot = slots[index];
+    Tensor rows = slot_rows(slot);
+    if (slot.init == Init::Ones) {
+      std::fill_n(rows.data<float>(), rows.numel(), 1.0f);
+      continue;
+    }
+    const std::uint64_t stream = splitmix64(seed ^ (static_cast<std::uint64_t>(index) << 40));
+    fill_random(rows, slot.init == Init::ScaledRandom ? scaled : std_dev, stream, threads);
+  }
+  weights.lm_head = weights.token_embedding;
+  if (!config.tie_word_embeddings) {
+    weights.lm_head = Tensor::empty({config.vocab_size, config.hidden_size}, DType::F32, allocator);
+    fill_random(weights.lm_head, std_dev, splitmix64(seed ^ (slots.size() << 40)), threads);
+  }
+  return weights;
+}
+
+// The checkpoint file of a directory (model.safetensors, else a sharded index), or `spec` itself.
+std::filesystem::path find_checkpoint(const std::filesystem::path& spec) {
+  namespace fs = std::filesystem;
+  check(fs::exists(spec), spec.string(), "no such file or directory");
+  if (!fs::is_directory(spec)) return spec;
+  for (const char* name : {"model.safetensors", "model.safetensors.index.json"}) {
+    if (fs::exists(spec / name)) return spec / name;
+  }
+  throw Error(spec.string(), "no model.safetensors (or model.safetensors.index.json) here");
+}
+
+Weights load_weights(const SafetensorsCheckpoint& file, const LlamaConfig& config,
+                     Allocator& allocator, std::vector<gpt2::StoredTensor>& stored) {
+  Weights weights;
+  const std::vector<TensorSlot> slots = tensor_slots(config, weights, &allocator);
+  std::set<std::string, std::less<>> used;
+  auto read = [&](const std::string& name, const Shape& shape, Tensor rows) {
+    const SafetensorsEntry* entry = file.find(name);
+    check(entry != nullptr, file.label(), "missing tensor '" + name + "'");
+    check(entry->shape == shape, file.label(),
+          "tensor '" + name + "': expected shape " + shape_string(shape) + ", found " +
+              shape_string(entry->shape));
+    used.insert(name);
+    const Tensor wide = file.tensor(name).to_dtype(DType::F32, allocator);
+    std::memcpy(rows.raw_data(), wide.raw_data(), wide.nbytes());
+  };
+  for (const TensorSlot& slot : slots) read(slot.name, slot.shape, slot_rows(slot));
+  const Shape head_shape = {config.vocab_size, config.hidden_size};
+  if (config.tie_word_embeddings) {
+    weights.lm_head = weights.token_embedding;
+  } else {
+    weights.lm_head = Tensor::empty(head_shape, DType::F32, allocator);
+    read("lm_head.weight", head_shape, weights.lm_head);
+  }
+  for (const SafetensorsEntry& e : file.entries()) {
+    // A tied checkpoint may still carry the head's copy; it is the embedding, so it is skipped.
+    const bool tied_copy = config.tie_word_embeddings && e.name == "lm_head.weight";
+    check(used.contains(e.name) || tied_copy, file.label(),
+          "unexpected tensor '" + e.name + "' (not part of a Llama model with this config)");
+    stored.push_back({e.name, e.dtype, e.shape, e.end - e.begin});
+  }
+  return weights;
+}
+
+std::vector<gpt2::StoredTensor> synthetic_tensor_list(const LlamaConfig& config) {
+  Weights unused;
+  std::vector<gpt2::StoredTensor> list;
+  auto add = [&](const std::string& name, const Shape& shape) {
+    list.push_back({name, "F32", shape, static_cast<std::uint64_t>(checked_numel(shape)) * 4});
+  };
+  for (const TensorSlot& slot : tensor_slots(config, unused, nullptr)) add(slot.name, slot.shape);
+  if (!config.tie_word_embeddings) add("lm_head.weight", {config.vocab_size, config.hidden_size});
+  return list;
+}
+
+// Converts each tensor to its dtype (matrices to dtypes.weights, the rest to
+// dtypes.activations) and copies it to ctx's device; a tied head stays the embedding.
+void place_weights(Weights& weights, Context& ctx, gpt2::ModelDTypes dtypes) {
+  const bool tied = weights.lm_head.raw_data() == weights.token_embedding.raw_data();
+  Allocator& staging = ctx.device() == Device::CPU ? ctx.allocator() : ctx.host_allocator();
+  auto place = [&](Tensor& t, DType dtype) {
+    const Tensor converted = t.dtype() == dtype ? t : t.to_dtype(dtype, staging);
+    t = ctx.device() == Device::CPU ? converted : to_device(ctx, converted);
+  };
+  place(weights.token_embedding, dtypes.weights);
+  place(weights.no_position, dtypes.activations);
+  for (LayerWeights& l : weights.layers) {
+    place(l.input_norm, dtypes.activations);
+    place(l.qkv, dtypes.weights);
+    place(l.out, dtypes.weights);
+    place(l.post_attention_norm, dtypes.activations);
+    place(l.gate_up, dtypes.weights);
+    place(l.down, dtypes.weights);
+  }
+  place(weights.final_norm, dtypes.activations);
+  if (tied) {
+    weights.lm_head = weights.token_embedding;
+  } else {
+    place(weights.lm_head, dtypes.weights);
+  }
+  ctx.synchronize();
+}
+
+}  // namespace
+
+bool is_llama(const std::string& spec) {
+  if (spec.starts_with(kSyntheticPrefix)) {
+    const std::string name = spec.substr(kSyntheticPrefix.size());
+    for (const std::string& n : synthetic_names()) {
+      if (n == name) return true;
+    }
+    return false;
+  }
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::is_directory(spec) ? fs::path(spec) : fs::path(spec).parent_path();
+  std::ifstream file(dir / "config.json");
+  if (!file) return false;
+  // Only the model type chooses the family; read_llama_config checks everything else later.
+  const nlohmann::json config = nlohmann::json::parse(file, nullptr, false);
+  return config.is_object() && config.value("model_type", "") == "llama";
+}
+
+Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t synthetic_seed,
+                           DType dtype) {
+  Checkpoint checkpoint;
+  checkpoint.dtypes = gpt2::model_dtypes(ctx.device(), dtype);
+  Allocator& staging = ctx.device() == Device::CPU ? ctx.allocator() : ctx.host_allocator();
+  if (spec.starts_with(kSyntheticPrefix)) {
+    checkpoint.config = synthetic_config(spec.substr(kSyntheticPrefix.size()));
+    checkpoint.weights =
+        synthetic_weights(checkpoint.config, synthetic_seed, staging, ctx.threads());
+    checkpoint.stored = synthetic_tensor_list(checkpoint.config);
+  } else {
+    const std::filesystem::path checkpoint_file = find_checkpoint(spec);
+    checkpoint.config = read_llama_config((checkpoint_file.parent_path() / "config.json").string());
+    const SafetensorsCheckpoint file = SafetensorsCheckpoint::open(checkpoint_file.string());
+    checkpoint.weights = load_weights(file, checkpoint.config, staging, checkpoint.stored);
+  }
+  checkpoint.weights.no_position =
+      Tensor::zeros({1, checkpoint.config.hidden_size}, DType::F32, staging);
+  if (ctx.device() != Device::CPU || checkpoint.dtypes.weights != DType::F32) {
+    place_weights(checkpoint.weights, ctx, checkpoint.dtypes);
+  }
+  return checkpoint;
+}
+
+std::int64_t count_parameters(const LlamaConfig& config) {
+  std::int64_t total = 0;
+  for (const gpt2::StoredTensor& t : synthetic_tensor_list(config)) total += checked_numel(t.shape);
+  return total;
+}
+
+}  // namespace attnscope::llama

@@ -1,0 +1,107 @@
+// Llama end to end on the GPU (label gpu): transformers parity on the committed fixtures in f32
+// (logits within the bound of tests/llama_fixtures.h, greedy tokens with CUDA graphs on and off,
+// every attention backend). Every test skips loudly without a usable GPU.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "llama_fixtures.h"
+#include "models/llama/model.h"
+#include "runtime/cuda/device.h"
+#include "runtime/error.h"
+#include "runtime/sampler.h"
+#include "runtime/transfer.h"
+
+using namespace attnscope;
+
+namespace {
+
+using testing::fixture_dir;
+using testing::kLlamaFixtures;
+using testing::logit_bound;
+using testing::read_reference;
+
+bool gpu_missing() {
+  const std::string why = gpu::unavailable_reason();
+  if (!why.empty()) MESSAGE("SKIPPED: " << why);
+  return !why.empty();
+}
+
+std::vector<float> host_logits(Context& ctx, const Tensor& logits) {
+  const Tensor host = to_host(ctx, logits);
+  return {host.data<float>(), host.data<float>() + host.numel()};
+}
+
+std::vector<std::int32_t> greedy(Context& ctx, const llama::Model& model, gpt2::StepRunner& runner,
+                                 const std::vector<std::int32_t>& prompt, int new_tokens) {
+  KVCache cache = model.new_cache(ctx, 1, static_cast<std::int64_t>(prompt.size()) + new_tokens);
+  Sampler sampler(SamplingOptions{});
+  Tensor logits = model.forward(ctx, prompt, 1, cache, runner);
+  std::vector<std::int32_t> out;
+  for (int i = 0; i < new_tokens; ++i) {
+    const std::int32_t next = sampler.sample(host_logits(ctx, logits));
+    out.push_back(next);
+    if (i + 1 < new_tokens) logits = model.forward(ctx, {&next, 1}, 1, cache, runner);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("GPU llama: f32 logits match transformers' within the derived bound, every backend") {
+  if (gpu_missing()) return;
+  for (const char* name : kLlamaFixtures) {
+    const nlohmann::json reference = read_reference(name);
+    Context ctx(Device::CUDA, 2);
+    llama::Model model = llama::Model::open(fixture_dir(name), ctx);
+    const auto ids = reference["input_ids"].get<std::vector<std::vector<std::int32_t>>>();
+    std::vector<std::int32_t> flat;
+    for (const auto& row : ids) flat.insert(flat.end(), row.begin(), row.end());
+    const auto batch = static_cast<std::int64_t>(ids.size());
+    const auto length = static_cast<std::int64_t>(ids[0].size());
+    const std::int64_t vocab = model.llama_config().vocab_size;
+    const double bound = logit_bound(model.llama_config(), length);
+    for (const std::string& backend : ops::attention::backend_names()) {
+      model.set_attention(backend);
+      KVCache cache = model.new_cache(ctx, batch, length);
+      const std::vector<float> logits =
+          host_logits(ctx, model.forward(ctx, flat, batch, cache, true));
+      double worst = 0.0;
+      for (std::int64_t b = 0; b < batch; ++b) {
+        for (std::int64_t t = 0; t < length; ++t) {
+          for (std::int64_t v = 0; v < vocab; ++v) {
+            const double e = reference["logits"][b][t][v].get<double>();
+            const double a = logits[static_cast<std::size_t>((b * length + t) * vocab + v)];
+            worst = std::isnan(a) ? INFINITY
+                                  : std::max(worst, std::fabs(a - e) / std::max(std::fabs(e), 1.0));
+          }
+        }
+      }
+      CAPTURE(name);
+      CAPTURE(backend);
+      CAPTURE(worst);
+      CHECK(worst <= bound);
+    }
+  }
+}
+
+TEST_CASE("GPU llama: greedy tokens equal transformers', CUDA graphs on and off") {
+  if (gpu_missing()) return;
+  for (const char* name : kLlamaFixtures) {
+    const nlohmann::json reference = read_reference(name);
+    Context ctx(Device::CUDA, 2);
+    llama::Model model = llama::Model::open(fixture_dir(name), ctx);
+    const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
+    const auto expected = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
+    for (const std::string& backend : ops::attention::backend_names()) {
+      model.set_attention(backend);
+      for (const bool graphs : {false, true}) {
+        gpt2::StepRunner runner(graphs);
+        CAPTURE(name);
+        CAPTURE(backend);
+        CAPTURE(graphs);
+        CHECK(greedy(ctx, model, runner, prompt, static_cast<int>(expected.size())) == expected);
+      }
+    }
+  }
+}
