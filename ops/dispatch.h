@@ -79,13 +79,17 @@ inline void require_dtype(const Tensor& t, DType dtype, const char* op, const ch
 // Throws unless the matrix `weight` has a dtype that ops::linear and ops::embedding read beside
 // activations of dtype `activation` on `device`. On the cpu the activations are f32 and a weight
 // may be stored narrower, in any of cpu_weight_dtypes (widened to f32 as it is read), so that
-// memory-bound decode reads fewer bytes; on cuda weights and activations share one dtype.
+// memory-bound decode reads fewer bytes (q8_0: 8-bit blocks, runtime/q8_0.h); on cuda weights and
+// activations share one dtype, and q8_0 is refused (it runs on the cpu only).
 // A new cpu weight format is one more entry here and one more kernel in ops/cpu/.
-inline constexpr DType cpu_weight_dtypes[] = {DType::F32, DType::BF16, DType::F16};
+inline constexpr DType cpu_weight_dtypes[] = {DType::F32, DType::BF16, DType::F16, DType::Q8_0};
 
 inline void require_weight(const Tensor& weight, Device device, DType activation, const char* op,
                            const char* arg) {
   if (device == Device::CUDA) {
+    check(weight.dtype() != DType::Q8_0, op, [&] {
+      return std::string(arg) + " is q8_0, which runs on the cpu only (cuda takes f32, f16, bf16)";
+    });
     require_dtype(weight, activation, op, arg);
     return;
   }

@@ -1,10 +1,11 @@
-// ops::linear and ops::linear_residual: checks, then the cpu GEMV/GEMM (for f32 or 16-bit
+// ops::linear and ops::linear_residual: checks, then the cpu GEMV/GEMM (for f32, 16-bit or q8_0
 // weights) or cublasLt (ops/dispatch.h explains the pattern).
 #include "ops/linear.h"
 
 #include <string>
 
 #include "ops/check.h"
+#include "ops/cpu/linear_q8_0.h"
 #include "ops/dispatch.h"
 #include "profiler/scope.h"
 
@@ -37,6 +38,10 @@ void run_linear(Context& ctx, Device device, const Tensor& x, const Tensor& weig
   }
   if (weight.dtype() == DType::F32) {
     cpu::linear(ctx, x, weight, bias, out, accumulate);
+  } else if (weight.dtype() == DType::Q8_0) {
+    cpu::linear_q8_0(ctx, x.data<float>(), static_cast<const BlockQ8_0*>(weight.raw_data()),
+                     bias.defined() ? bias.data<float>() : nullptr, out.data<float>(), x.dim(0),
+                     x.dim(1), weight.dim(0), accumulate);
   } else {
     cpu::linear_16bit(ctx, x, weight, bias, out, accumulate);
   }

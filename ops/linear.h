@@ -5,8 +5,9 @@
 // GPT-2's Conv1D weights, stored [K, M], are transposed once at load time), bias [M] or an
 // undefined Tensor, out [N, M]. On cuda x, weight and bias share one dtype; out has that dtype or
 // f32 (the LM head writes f32 logits from bf16 activations). On the cpu x, bias and out are f32
-// and the weight is f32, bf16 or f16 (ops/dispatch.h require_weight): 16-bit weights are widened
-// to f32 as they are read (ops/cpu/linear_16bit.cpp), so decode reads half the bytes.
+// and the weight is f32, bf16, f16 or q8_0 (ops/dispatch.h require_weight): 16-bit weights are
+// widened to f32 as they are read (ops/cpu/linear_16bit.cpp), so decode reads half the bytes;
+// q8_0 weights (34 bytes per 32) go through integer dot products (ops/cpu/linear_q8_0.h).
 // Cost: 2 N M K FLOPs; reads the M K weights once.
 //  - cpu, N < 16 (decode, batched or not): each thread streams its contiguous block of weight
 //    rows once, applying each row to all N inputs while it is in L1: bound by reading the

@@ -205,8 +205,8 @@ TEST_CASE("an empty prompt starts from <|endoftext|>; sampling is reproducible b
   CHECK(json_a["generated_ids"] != nlohmann::json::parse(c.out)["generated_ids"]);
 }
 
-TEST_CASE("--dtype bf16 and f16 on the cpu narrow the weights, and generate --json says so") {
-  for (const char* dtype : {"bf16", "f16"}) {
+TEST_CASE("--dtype bf16, f16 and q8_0 on the cpu narrow the weights, and generate --json says so") {
+  for (const char* dtype : {"bf16", "f16", "q8_0"}) {
     CAPTURE(dtype);
     const Result r = run("generate --model synthetic:tiny --prompt-ids 1,2 -n 3 --json --dtype " +
                          std::string(dtype));
@@ -236,6 +236,22 @@ TEST_CASE("inspect --dtype reports the bytes of the weights at that dtype") {
   const std::uint64_t matrices = 50257 * 64 + 2 * (64 * 192 + 64 * 64 + 64 * 256 + 256 * 64);
   CHECK(bf16["weight_bytes"].get<std::uint64_t>() == 4 * parameters - 2 * matrices);
   CHECK(bf16["resident_bytes"].get<std::uint64_t>() < f32["resident_bytes"].get<std::uint64_t>());
+  // q8_0: every matrix row (64 or 256 wide) is whole blocks of 32 values in 34 bytes.
+  const nlohmann::json q8 =
+      nlohmann::json::parse(run("inspect --model synthetic:tiny --json --dtype q8_0").out);
+  CHECK(q8["dtype"] == "q8_0");
+  CHECK(q8["weight_bytes"].get<std::uint64_t>() ==
+        4 * parameters - 4 * matrices + matrices / 32 * 34);
+}
+
+TEST_CASE("--dtype q8_0 is refused with one line on cuda and for rows that are not whole blocks") {
+  check_one_line_error(
+      run("generate --model synthetic:tiny --prompt-ids 1 -n 1 --device cuda --dtype q8_0"), 1,
+      "q8_0 runs on the cpu only");
+  // tiny-b's MLP is 200 wide (n_inner), not a multiple of 32.
+  check_one_line_error(
+      run("generate --model " + fixture("tiny-b") + " --prompt-ids 1 -n 1 --dtype q8_0"), 1,
+      "n_inner is 200");
 }
 
 TEST_CASE("inspect reports config, parameters and the stored tensors") {
@@ -426,19 +442,23 @@ TEST_CASE("bench --output json has one row per combination and keeps every repet
   CHECK(combinations.count("flash 2 tg4 @ d3") == 1);
 }
 
-TEST_CASE("bench --dtype f32,bf16,f16 on the cpu: one row per dtype, weight bytes to match") {
-  const Result r = run(kTinyModelBench + " --dtype f32,bf16,f16 --output json");
+TEST_CASE("bench --dtype f32,bf16,f16,q8_0 on the cpu: one row per dtype, weight bytes to match") {
+  const Result r = run(kTinyModelBench + " --dtype f32,bf16,f16,q8_0 --output json");
   CAPTURE(r.err);
   REQUIRE(r.exit_code == 0);
   const nlohmann::json report = nlohmann::json::parse(r.out);
-  REQUIRE(report["results"].size() == 6);  // 3 dtypes x (pp8, tg4)
+  REQUIRE(report["results"].size() == 8);  // 4 dtypes x (pp8, tg4)
   std::map<std::string, std::uint64_t> weight_bytes;
   for (const nlohmann::json& row : report["results"]) {
     weight_bytes[row["dtype"].get<std::string>()] = row["weight_bytes"].get<std::uint64_t>();
   }
-  REQUIRE(weight_bytes.size() == 3);
+  REQUIRE(weight_bytes.size() == 4);
   CHECK(weight_bytes["bf16"] == weight_bytes["f16"]);
   CHECK(weight_bytes["bf16"] < weight_bytes["f32"]);
+  CHECK(weight_bytes["q8_0"] < weight_bytes["bf16"]);
+  for (const nlohmann::json& row : report["results"]) {
+    if (row["test"] == "tg4") CHECK(row["weights_gb_per_s_mean"].get<double>() > 0.0);
+  }
 }
 
 TEST_CASE("bench --output md, csv and jsonl print one row per test") {

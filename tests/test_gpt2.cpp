@@ -14,6 +14,7 @@
 #include "models/gpt2/model.h"
 #include "models/gpt2/tensor_map.h"
 #include "runtime/error.h"
+#include "runtime/q8_0.h"
 #include "runtime/sampler.h"
 #include "safetensors_writer.h"
 
@@ -190,6 +191,125 @@ TEST_CASE("16-bit weights on the cpu: an f32 checkpoint narrowed at load stays n
     const auto tokens = f32_reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
     CHECK(greedy(ctx, model, prompt, static_cast<int>(tokens.size())) == tokens);
   }
+}
+
+namespace {
+
+// tiny-a rewritten with every matrix q8_0 would store (runtime/q8_0.h) replaced by the f32
+// values its blocks stand for: quantized along each row of attnscope's [out, in] layout, so a
+// Conv1D weight (stored [in, out]) is quantized along its columns. Everything else is copied.
+std::string write_dequantized_tiny_a(const testing::TempDir& dir) {
+  const std::string source = hf_fixture_dir("tiny-a");
+  const SafetensorsFile original = SafetensorsFile::open(source + "/model.safetensors");
+  testing::SafetensorsWriter writer;
+  for (const SafetensorsEntry& e : original.entries()) {
+    const Tensor t = original.tensor(e.name);
+    const bool conv1d = e.name.ends_with("c_attn.weight") || e.name.ends_with("c_proj.weight") ||
+                        e.name.ends_with("c_fc.weight");
+    if (!conv1d && !e.name.ends_with("wte.weight")) {
+      writer.add(e.name, e.dtype, e.shape,
+                 std::string(static_cast<const char*>(t.raw_data()), t.nbytes()));
+      continue;
+    }
+    REQUIRE(e.dtype == "F32");
+    const std::int64_t rows = conv1d ? e.shape[1] : e.shape[0];
+    const std::int64_t in = conv1d ? e.shape[0] : e.shape[1];
+    std::vector<float> values(static_cast<std::size_t>(rows * in));  // [rows, in]
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t k = 0; k < in; ++k) {
+        values[r * in + k] = conv1d ? t.data<float>()[k * rows + r] : t.data<float>()[r * in + k];
+      }
+    }
+    std::vector<BlockQ8_0> blocks(values.size() / kQ8_0BlockElements);
+    quantize_q8_0(values.data(), blocks.data(), rows * in);
+    dequantize_q8_0(blocks.data(), values.data(), rows * in);
+    std::vector<float> stored(values.size());
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t k = 0; k < in; ++k) {
+        stored[conv1d ? k * rows + r : r * in + k] = values[r * in + k];
+      }
+    }
+    writer.add_f32(e.name, e.shape, stored);
+  }
+  fs::copy_file(source + "/config.json", dir.path() / "config.json");
+  testing::write_file((dir.path() / "model.safetensors").string(), writer.serialize());
+  return dir.path().string();
+}
+
+}  // namespace
+
+TEST_CASE("q8_0 weights on the cpu: prefill computes the f32 model of the dequantized weights") {
+  // Prefill (>= 16 rows: the fixture's 2 x 12 ids) keeps the activations in f32 and multiplies
+  // by dequantized weight panels (ops/cpu/linear_q8_0.h), and dequantizing is exact: the q8_0
+  // model must give the logits of the f32 model whose matrices hold those dequantized values,
+  // up to f32 summation order (the 1e-4 relative parity bound of the test above).
+  const nlohmann::json reference = read_hf_reference("tiny-a");
+  testing::TempDir dir;
+  const std::string dequantized = write_dequantized_tiny_a(dir);
+  Context ctx(2);
+  const gpt2::Model q8 = gpt2::Model::open(hf_fixture_dir("tiny-a"), ctx, 0, DType::Q8_0);
+  const gpt2::Model f32 = gpt2::Model::open(dequantized, ctx, 0, DType::F32);
+  CHECK(q8.dtype_summary() == "q8_0 weights, f32 activations");
+  const std::vector<double> actual = all_logits(ctx, q8, reference);
+  const std::vector<double> expected = all_logits(ctx, f32, reference);
+  double worst = 0.0;
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    worst =
+        std::max(worst, std::fabs(actual[i] - expected[i]) / std::max(std::fabs(expected[i]), 1.0));
+  }
+  CHECK(worst < 1e-4);
+  CHECK(max_abs_difference(actual, reference_logits(reference)) > 0.0);  // really quantized
+}
+
+TEST_CASE("q8_0 weights on the cpu: decode stays near the f32 logits and tokens") {
+  // The bound. Prefill's change D = max |logits(q8_0 prefill) - logits(f32)| is the effect of
+  // the weights' quantization alone (test above). Decode (one row) also quantizes each linear's
+  // input in blocks of 32 (ops/cpu/linear_q8_0.h), with the same error model as the weights
+  // (each value within d/2 of the truth, d = block max / 127): one more perturbation per product
+  // of the same per-block relative size. To first order the logit change is the sum of both
+  // contributions; as in the 16-bit test we allow twice each for cancellation among the terms:
+  // bound = 2 (D + D) + 1e-3 (f32 parity slack, logits below 10 here). Greedy tokens must equal
+  // transformers' f32 ones when every step's top-1 margin exceeds 2 x bound.
+  const nlohmann::json reference = read_hf_reference("tiny-a");
+  const std::vector<double> f32_logits = reference_logits(reference);
+  Context ctx(2);
+  const gpt2::Model model = gpt2::Model::open(hf_fixture_dir("tiny-a"), ctx, 0, DType::Q8_0);
+  const double weights_change = max_abs_difference(all_logits(ctx, model, reference), f32_logits);
+  const double bound = 4.0 * weights_change + 1e-3;
+
+  const auto ids = reference["input_ids"][0].get<std::vector<std::int32_t>>();
+  const auto length = static_cast<std::int64_t>(ids.size());
+  const std::int64_t vocab = model.config().vocab_size;
+  KVCache cache = model.new_cache(ctx, 1, length);
+  double change = 0.0;
+  for (std::int64_t t = 0; t < length; ++t) {
+    const Tensor logits = model.forward(ctx, {&ids[static_cast<std::size_t>(t)], 1}, 1, cache);
+    for (std::int64_t v = 0; v < vocab; ++v) {
+      change = std::max(change, std::fabs(logits.data<float>()[v] -
+                                          f32_logits[static_cast<std::size_t>(t * vocab + v)]));
+    }
+  }
+  MESSAGE("q8_0 decode: max |logit change| "
+          << change << " (weights alone, prefill: " << weights_change << ")");
+  CHECK(change > 0.0);
+  CHECK(change <= bound);
+  const double margin = reference["greedy_min_margin"].get<double>();
+  if (margin <= 2.0 * bound) {
+    MESSAGE("greedy margin " << margin << " <= 2 x bound " << bound << ": tokens not compared");
+    return;
+  }
+  const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
+  const auto tokens = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
+  CHECK(greedy(ctx, model, prompt, static_cast<int>(tokens.size())) == tokens);
+}
+
+TEST_CASE("q8_0 needs rows of whole blocks and the cpu") {
+  Context ctx(1);
+  // tiny-b's MLP is 200 wide (n_inner): mlp.c_proj's rows cannot be cut into blocks of 32.
+  CHECK_THROWS_WITH_AS(gpt2::Model::open(hf_fixture_dir("tiny-b"), ctx, 0, DType::Q8_0),
+                       doctest::Contains("n_inner is 200"), Error);
+  CHECK_THROWS_WITH_AS(gpt2::model_dtypes(Device::CUDA, DType::Q8_0),
+                       doctest::Contains("q8_0 runs on the cpu only"), Error);
 }
 
 TEST_CASE("decoding token by token gives the logits of one prefill; batch rows are independent") {

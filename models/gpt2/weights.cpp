@@ -3,9 +3,9 @@
 // weights on the device.
 //
 // Cost of reading: one pass over the file's bytes (memory-mapped, so the OS pages them in), writing
-// an f32 copy in attnscope's layout, then (for a 16-bit --dtype) a narrow copy of each matrix that
-// replaces its f32 one: peak memory is the f32 model plus one matrix; resident memory is 2 bytes
-// per matrix parameter and 4 per other parameter.
+// an f32 copy in attnscope's layout, then (for a 16-bit or q8_0 --dtype) a narrow copy of each
+// matrix that replaces its f32 one: peak memory is the f32 model plus one matrix; resident memory
+// is 2 bytes (16-bit) or 34/32 bytes (q8_0) per matrix parameter and 4 per other parameter.
 #include "models/gpt2/weights.h"
 
 #include <filesystem>
@@ -14,6 +14,7 @@
 
 #include "models/gpt2/tensor_map.h"
 #include "runtime/error.h"
+#include "runtime/q8_0.h"
 #include "runtime/transfer.h"
 
 namespace attnscope::gpt2 {
@@ -94,8 +95,23 @@ void place_weights(const ModelConfig& config, Weights& weights, Context& ctx, Mo
 
 ModelDTypes model_dtypes(Device device, DType requested) {
   check(requested != DType::I32, "--dtype", "i32 is not a model dtype");
+  check(!(device == Device::CUDA && requested == DType::Q8_0), "--dtype",
+        "q8_0 runs on the cpu only (on cuda use f32, f16 or bf16)");
   if (device == Device::CUDA) return {requested, requested};
   return {DType::F32, requested};
+}
+
+void check_weight_dtype_fits(const ModelConfig& config, DType weights) {
+  if (weights != DType::Q8_0) return;
+  // Every matrix row is d_model (qkv, attn out, mlp up, token embedding) or d_ff (mlp down) wide.
+  for (const auto& [name, width] :
+       {std::pair{"n_embd", config.d_model}, std::pair{"n_inner", config.d_ff}}) {
+    check(width % kQ8_0BlockElements == 0, "--dtype", [&] {
+      return "q8_0 quantizes rows in blocks of " + std::to_string(kQ8_0BlockElements) +
+             " values, but this model's " + name + " is " + std::to_string(width) +
+             " (use f32, f16 or bf16)";
+    });
+  }
 }
 
 Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t synthetic_seed,
@@ -120,6 +136,7 @@ Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t 
       checkpoint.stored.push_back({e.name, e.dtype, e.shape, e.end - e.begin});
     }
   }
+  check_weight_dtype_fits(checkpoint.config, dtypes.weights);
   if (ctx.device() != Device::CPU || dtypes.weights != DType::F32) {
     place_weights(checkpoint.config, checkpoint.weights, ctx, dtypes);
   }

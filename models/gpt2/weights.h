@@ -41,13 +41,19 @@ struct Weights {
 //  - cuda: weights, activations and the KV cache are all stored in it (math accumulates in f32).
 //  - cpu: it is the storage dtype of the matrices only (the linear weights and the token
 //    embedding, which GPT-2 ties to the LM head): they are what a decode step reads, so 16 bits
-//    halve its memory traffic. Activations, biases, layer norms, the position embedding, the KV
-//    cache and the logits stay f32, because the cpu kernels compute on f32 activations.
+//    halve its memory traffic, and q8_0 (blocks of 32 int8 values sharing an f16 scale,
+//    runtime/q8_0.h) cuts it to 34/32 bytes per weight. Activations, biases, layer norms, the
+//    position embedding, the KV cache and the logits stay f32, because the cpu kernels compute on
+//    f32 activations.
 struct ModelDTypes {
   DType activations = DType::F32;
   DType weights = DType::F32;
 };
+// Throws Error for i32, and for q8_0 on cuda (q8_0 runs on the cpu only).
 ModelDTypes model_dtypes(Device device, DType requested);
+// Throws Error unless every matrix of `config` can be stored in `weights`: q8_0 needs rows
+// (d_model and d_ff wide) that are whole blocks of 32 values.
+void check_weight_dtype_fits(const ModelConfig& config, DType weights);
 
 // One tensor as the checkpoint stores it, for `attnscope inspect`.
 struct StoredTensor {

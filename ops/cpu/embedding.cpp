@@ -1,5 +1,6 @@
 // ops::embedding on the cpu (arguments, ids and positions checked by ops/embedding.cpp). The token
-// row is widened to f32 (exactly) from the table's dtype, then the position row is added.
+// row is widened to f32 (exactly) from the table's dtype, or dequantized from q8_0 blocks (a row
+// of a q8_0 table is whole blocks), then the position row is added.
 #include "ops/embedding.h"
 
 #include "runtime/dtype.h"
@@ -16,7 +17,7 @@ void embedding(Context& ctx, const Tensor& token_table, const Tensor& position_t
   const std::int64_t width = token_table.dim(1);
   const auto n = static_cast<std::int64_t>(token_ids.size());
   const auto* tokens = static_cast<const char*>(token_table.raw_data());
-  const std::size_t token_row_bytes = dtype_size(token_table.dtype()) * width;
+  const std::size_t token_row_bytes = storage_bytes(token_table.dtype(), width);
   const float* pos_rows = position_table.data<float>();
   float* y = out.data<float>();
 #pragma omp parallel for num_threads(ctx.threads()) \

@@ -89,46 +89,72 @@ __attribute__((target("avx2,fma,f16c"))) void row_dots_avx2(const BlockQ8_0* w,
   for (int r = 0; r < kRows; ++r) dots[r] = horizontal_sum_avx2(sums[r]);
 }
 
-// Two blocks per step in one 512-bit register (lanes 0-7: block b, 8-15: block b + 1); an odd
-// last block goes through the avx2 kernel. AVX-512 BW has no vpsignb: qw's sign goes onto qx by
-// negating qx under the mask of qw's negative bytes.
+// Four blocks per step in two 512-bit registers (lanes 0-7: block b, 8-15: block b + 1; then
+// b + 2 and b + 3), each with its own accumulator; the last blocks % 4 go through the avx2
+// kernel. AVX-512 BW has no vpsignb: qw's sign goes onto qx by negating qx under the mask of
+// qw's negative bytes. The four scales dw dx of a step are formed in one 128-bit multiply (the
+// f16 dw widened by vcvtph2ps, the dx read as 4 contiguous floats) and spread to 8 lanes each by
+// vpermps, instead of four scalar conversions, multiplies and broadcasts. Measured on this
+// machine's Xeon (one thread, interleaved, loaded): 1.2-1.4x the two-block version with scalar
+// scales. The weights are prefetched 2 KB ahead: the stream of 34-byte blocks is what decode
+// waits on, and the prefetch raised the out-of-cache LM head's rate by a further ~1.3x.
+// The bytes of blocks pair[0] and pair[1] in one register.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2"))) inline __m512i load_pair(
+    const BlockQ8_0* pair) {
+  return _mm512_inserti64x4(
+      _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair[0].q))),
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair[1].q)), 1);
+}
+
 template <int kRows>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void row_dots_avx512(
     const BlockQ8_0* w, const std::int8_t* qx, const float* dx, std::int64_t blocks, float* dots) {
   const __m512i ones = _mm512_set1_epi16(1);
-  __m512 sums[kRows];
-  for (int r = 0; r < kRows; ++r) sums[r] = _mm512_setzero_ps();
+  const __m512i first_pair = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i second_pair = _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2);
+  constexpr int kPrefetchBytes = 2048;
+  __m512 sums[kRows][2];
+  for (int r = 0; r < kRows; ++r) sums[r][0] = sums[r][1] = _mm512_setzero_ps();
   std::int64_t b = 0;
-  for (; b + 2 <= blocks; b += 2) {
-    const __m512i weights = _mm512_inserti64x4(
-        _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].q))),
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b + 1].q)), 1);
-    const __mmask64 negative = _mm512_movepi8_mask(weights);
-    const __m512i magnitudes = _mm512_abs_epi8(weights);
-    const float dw0 = _cvtsh_ss(w[b].scale), dw1 = _cvtsh_ss(w[b + 1].scale);
+  for (; b + 4 <= blocks; b += 4) {
+    _mm_prefetch(reinterpret_cast<const char*>(w + b) + kPrefetchBytes, _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(w + b) + kPrefetchBytes + 64, _MM_HINT_T0);
+    const __m512i weights[2] = {load_pair(w + b), load_pair(w + b + 2)};
+    const __mmask64 negative[2] = {_mm512_movepi8_mask(weights[0]),
+                                   _mm512_movepi8_mask(weights[1])};
+    const __m512i magnitudes[2] = {_mm512_abs_epi8(weights[0]), _mm512_abs_epi8(weights[1])};
+    const __m128 weight_scales = _mm_cvtph_ps(_mm_setr_epi16(
+        static_cast<std::int16_t>(w[b].scale), static_cast<std::int16_t>(w[b + 1].scale),
+        static_cast<std::int16_t>(w[b + 2].scale), static_cast<std::int16_t>(w[b + 3].scale), 0, 0,
+        0, 0));
     for (int r = 0; r < kRows; ++r) {
-      const __m512i inputs = _mm512_loadu_si512(qx + (r * blocks + b) * kBlock);
-      const __m512i signed_inputs =
-          _mm512_mask_sub_epi8(inputs, negative, _mm512_setzero_si512(), inputs);
-      const __m512i quads =
-          _mm512_madd_epi16(_mm512_maddubs_epi16(magnitudes, signed_inputs), ones);
-      const float* scales = dx + r * blocks + b;
-      const __m512 both = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(dw0 * scales[0]),
-                                               _mm512_set1_ps(dw1 * scales[1]));
-      sums[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(quads), both, sums[r]);
+      const __m512 scales =
+          _mm512_castps128_ps512(_mm_mul_ps(weight_scales, _mm_loadu_ps(dx + r * blocks + b)));
+      const __m512 spread[2] = {_mm512_permutexvar_ps(first_pair, scales),
+                                _mm512_permutexvar_ps(second_pair, scales)};
+      for (int half = 0; half < 2; ++half) {
+        const __m512i inputs = _mm512_loadu_si512(qx + (r * blocks + b + 2 * half) * kBlock);
+        const __m512i signed_inputs =
+            _mm512_mask_sub_epi8(inputs, negative[half], _mm512_setzero_si512(), inputs);
+        const __m512i quads =
+            _mm512_madd_epi16(_mm512_maddubs_epi16(magnitudes[half], signed_inputs), ones);
+        sums[r][half] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(quads), spread[half], sums[r][half]);
+      }
     }
   }
   float tail[kRows] = {};
-  if (b < blocks) {
-    // The last block of each row: rows of a one-block slice are still `blocks` blocks apart.
+  for (; b < blocks; ++b) {
+    // The last blocks of each row: rows of a one-block slice are still `blocks` blocks apart.
     for (int r = 0; r < kRows; ++r) {
-      row_dots_avx2<1>(w + b, qx + (r * blocks + b) * kBlock, dx + r * blocks + b, 1, tail + r);
+      float dot = 0.0f;
+      row_dots_avx2<1>(w + b, qx + (r * blocks + b) * kBlock, dx + r * blocks + b, 1, &dot);
+      tail[r] += dot;
     }
   }
   for (int r = 0; r < kRows; ++r) {
     // The 16 lanes through memory (GCC 12's register folds warn inside its own headers).
     alignas(64) float lanes[16];
-    _mm512_store_ps(lanes, sums[r]);
+    _mm512_store_ps(lanes, _mm512_add_ps(sums[r][0], sums[r][1]));
     dots[r] = horizontal_sum_avx2(_mm256_add_ps(_mm256_load_ps(lanes), _mm256_load_ps(lanes + 8))) +
               tail[r];
   }
@@ -160,16 +186,23 @@ void matrix_vector_rows(const Context& ctx, const float* x, const BlockQ8_0* w, 
                         float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
                         bool accumulate) {
   const std::int64_t blocks = in / kBlock;
-  std::vector<std::int8_t> qx(static_cast<std::size_t>(rows * in));
-  std::vector<float> dx(static_cast<std::size_t>(rows * blocks));
+  // The calling thread's buffers, kept between calls (a decode step makes ~50): no allocation per
+  // call. The worker threads read them through these pointers (in the lambda, the names qx and dx
+  // would be each worker's own, empty, thread_local vectors).
+  thread_local std::vector<std::int8_t> qx;
+  thread_local std::vector<float> dx;
+  qx.resize(static_cast<std::size_t>(rows * in));
+  dx.resize(static_cast<std::size_t>(rows * blocks));
   quantize_activations_q8_0(x, qx.data(), dx.data(), rows * in);
+  const std::int8_t* const quantized = qx.data();
+  const float* const scales = dx.data();
   const LevelKernels kernels = kernels_for(cpu_level());
   for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
     float dots[kRowGroup];
     for (std::int64_t o = first; o < first + width; ++o) {
       for (std::int64_t r0 = 0; r0 < rows; r0 += kRowGroup) {
         const std::int64_t count = std::min<std::int64_t>(kRowGroup, rows - r0);
-        kernels.for_rows[count - 1](w + o * blocks, qx.data() + r0 * in, dx.data() + r0 * blocks,
+        kernels.for_rows[count - 1](w + o * blocks, quantized + r0 * in, scales + r0 * blocks,
                                     blocks, dots);
         for (std::int64_t r = r0; r < r0 + count; ++r) {
           const float dot = dots[r - r0] + (b ? b[o] : 0.0f);

@@ -10,8 +10,8 @@
 // then takes N greedy steps of one token per row: tokens/s = batch N / time of the N steps; time
 // to first token (TTFT) = the fill plus the first step. Weight GB/s = parameter bytes read per
 // step x steps / time (each parameter is read once per step at its stored dtype, the tied
-// embedding as LM head; on the cpu --dtype bf16|f16 narrows the matrices only, see
-// gpt2::ModelDTypes).
+// embedding as LM head; on the cpu --dtype bf16|f16|q8_0 narrows the matrices only, see
+// gpt2::ModelDTypes; q8_0 counts its 34-byte blocks of 32 weights).
 // Peak memory is the allocator's peak during the test: weights, KV cache and activations.
 // The report (provenance, machine, one row per test) goes to stdout in the --output format
 // (tools/attnscope/bench_output.h). Cost: the tests themselves; each model is loaded once, for
@@ -429,11 +429,12 @@ Subcommand add_bench(CLI::App& app) {
       ->default_str("cpu")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   sub->add_option("--dtype", flags->dtypes,
-                  "Comma list: f32, f16, bf16 (storage: on the cpu of the weight matrices, "
-                  "activations stay f32; on cuda of weights and activations)")
+                  "Comma list: f32, f16, bf16, q8_0 (storage: on the cpu of the weight matrices, "
+                  "activations stay f32; on cuda of weights and activations, q8_0 cpu only; "
+                  "--op attention: f32, f16, bf16)")
       ->delimiter(',')
       ->default_str("f32")
-      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}));
   const auto count = CLI::Range(std::int64_t{0}, std::int64_t{1} << 20);
   flags->batch_option =
       sub->add_option("-b,--batch", flags->batches,

@@ -276,6 +276,8 @@ AttentionReport measure_attention(const AttentionBenchFlags& flags, const std::s
   shape.kv_len = flags.seq_len;
   shape.head_dim = flags.head_dim;
   shape.dtype = parse_dtype(flags.dtype);
+  check(shape.dtype != DType::Q8_0, "--dtype",
+        "q8_0 is a weight format; the attention op takes f32, f16 or bf16");
   const std::vector<const attention::Backend*> backends =
       attention::resolve_backends(flags.backends);
 

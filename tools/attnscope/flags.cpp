@@ -41,15 +41,19 @@ void add_device_flags(CLI::App& app, DeviceOptions& options) {
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--dtype", options.dtype,
-                 "Storage dtype: f32, f16, bf16. On cuda of weights and activations; on the cpu "
-                 "of the weight matrices only (activations and KV cache stay f32). Math "
-                 "accumulates in f32")
+                 "Storage dtype: f32, f16, bf16, q8_0. On cuda of weights and activations (q8_0: "
+                 "cpu only); on the cpu of the weight matrices only (activations and KV cache "
+                 "stay f32; q8_0 = blocks of 32 int8 with an f16 scale, 34 bytes per 32 "
+                 "weights). Math accumulates in f32")
       ->capture_default_str()
-      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}));
   add_threads_flag(app, options.threads);
 }
 
 std::unique_ptr<Context> make_context(const DeviceOptions& options) {
+  // Refused before a GPU is looked for, so the answer is the same on a machine without one.
+  check(!(options.device == "cuda" && options.dtype == "q8_0"), "--dtype",
+        "q8_0 runs on the cpu only (on cuda use f32, f16 or bf16)");
   const Device device = options.device == "cuda" ? Device::CUDA : Device::CPU;
   return std::make_unique<Context>(device, options.threads);
 }

@@ -1,5 +1,5 @@
 // `attnscope inspect`: a model's config, parameter count and tensors, and the bytes its weights
-// take when loaded on the cpu at --dtype (bf16/f16 narrow the matrices, gpt2::ModelDTypes).
+// take when loaded on the cpu at --dtype (bf16/f16/q8_0 narrow the matrices, gpt2::ModelDTypes).
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -86,9 +86,9 @@ Subcommand add_inspect(CLI::App& app) {
   add_model_flag(*sub, flags->model);
   sub->add_option("--dtype", flags->dtype,
                   "Storage dtype of the weight matrices on the cpu (the weights line shows their "
-                  "bytes): f32, f16, bf16")
+                  "bytes): f32, f16, bf16, q8_0")
       ->capture_default_str()
-      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}));
   sub->add_flag("--json", flags->json, "Print one JSON object");
   return {sub, [flags] { return run_inspect(*flags); }};
 }

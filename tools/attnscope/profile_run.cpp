@@ -32,8 +32,8 @@ double useful_attention_flops(std::int64_t batch, std::int64_t heads, std::int64
 // q and out [B, Hq, Tq, D], k and v [B, Hkv, kv_len, D], all of `dtype`.
 double attention_bytes(DType dtype, std::int64_t batch, std::int64_t heads, std::int64_t kv_heads,
                        std::int64_t head_dim, std::int64_t q_len, std::int64_t kv_len) {
-  return static_cast<double>(dtype_size(dtype)) * static_cast<double>(batch * head_dim) *
-         static_cast<double>(2 * heads * q_len + 2 * kv_heads * kv_len);
+  return static_cast<double>(
+      storage_bytes(dtype, batch * head_dim * (2 * heads * q_len + 2 * kv_heads * kv_len)));
 }
 
 // A scope's time for the step's facts: the device time when the GPU side measured it, else the
@@ -225,6 +225,8 @@ attention::Call random_attention_call(Context& ctx, const AttentionShape& shape,
 ProfiledRun profile_attention_op(Context& ctx, const attention::Backend& backend,
                                  const AttentionRunOptions& options) {
   const AttentionShape& shape = options.shape;
+  check(options.dtype != DType::Q8_0, "--dtype",
+        "q8_0 is a weight format; the attention op takes f32, f16 or bf16");
   const attention::Call call = random_attention_call(ctx, shape, options.dtype, options.seed);
 
   ProfiledRun run;

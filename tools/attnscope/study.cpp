@@ -145,8 +145,8 @@ int run_study(const StudyFlags& flags) {
   shape.q_len = shape.kv_len = flags.shape.seq_len;
   shape.head_dim = flags.shape.head_dim;
   setup.useful_flops = shape.useful_flops();
-  setup.io_bytes = 4.0 * static_cast<double>(dtype_size(dtype)) *
-                   static_cast<double>(shape.batch * shape.heads * shape.q_len * shape.head_dim);
+  setup.io_bytes = 4.0 * static_cast<double>(storage_bytes(
+                             dtype, shape.batch * shape.heads * shape.q_len * shape.head_dim));
   setup.plan = flags.plan;
   setup.rounds = rounds;
   setup.elapsed_s = seconds_since(start);
