@@ -41,7 +41,10 @@ void gemm_widened_weights(const Context& ctx, const float* x, const float* b, fl
   for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
     thread_local std::vector<float> panel;
     const std::int64_t panel_rows = std::min(max_panel_rows, width);
-    panel.resize(static_cast<std::size_t>(panel_rows * in));
+    // Grown, never shrunk: resizing down and up again between matrices would zero-fill the
+    // regrown part on every call.
+    const auto needed = static_cast<std::size_t>(panel_rows * in);
+    if (panel.size() < needed) panel.resize(needed);
     for (std::int64_t p = first; p < first + width; p += panel_rows) {
       const std::int64_t count = std::min(panel_rows, first + width - p);
       widen_rows(p, count, panel.data());
