@@ -9,7 +9,9 @@
 // stored weights and 4 M K bytes written, against the GEMM's 2 N M K FLOPs: at N = 512 the
 // widening is ~1% of the time. Measured (synthetic:gpt2 pp512, 2 threads, 4 interleaved rounds,
 // medians of tokens/s, Xeon 2.0 GHz with load 6-7 on 2 cores): f32 83, bf16 in 1 MiB panels 64,
-// bf16 whole blocks 78, f16 whole blocks 80; docs/results/2026-12-01-cpu-prefill has the rerun.
+// bf16 whole blocks 78, f16 whole blocks 80. In docs/results/2026-12-01-cpu-prefill's rerun
+// (interleaved rounds, load 10, per-round ratios' medians) bf16 is 0.96x and f16 1.11x f32:
+// within that machine's noise of parity, where the panels were clearly slower.
 //
 // Memory: one f32 buffer per thread and weight format, kept between calls (allocating megabytes
 // per call would fault its pages in every time), of at most kMaxBlockBytes. GPT-2 small at 2
