@@ -148,7 +148,7 @@ TEST_CASE("linear with bf16 and f16 weights: prefill rows >= 16 at every cpu lev
           check_linear_16bit(ctx, {33, 33, 45}, dtype, with_bias, accumulate, rng);
         }
       }
-      // 1000 x 4 bytes a row: a thread's 384 rows span two 1 MiB panels of widened weights.
+      // A wide row (4000 bytes widened): each thread widens 384 rows into one block.
       check_linear_16bit(ctx, {17, 1000, 700}, dtype, true, true, rng);
     }
   });

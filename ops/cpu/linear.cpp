@@ -42,20 +42,12 @@ void matrix_vector_rows(const Context& ctx, const float* x, const float* w, cons
   });
 }
 
-// Each thread computes a block of output columns with Eigen's (single-threaded) blocked GEMM.
+// Each thread computes a block of output columns with Eigen's (single-threaded) blocked GEMM,
+// the bias fused into it (gemm_output_columns).
 void gemm_rows(const Context& ctx, const float* x, const float* w, const float* b, float* y,
                std::int64_t rows, std::int64_t in, std::int64_t outputs, bool accumulate) {
-  const ConstMatrixMap input(x, rows, in);
   for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
-    const ConstMatrixMap weight(w + first * in, width, in);
-    Eigen::Map<RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>> result(
-        y + first, rows, width, Eigen::OuterStride<>(outputs));
-    if (accumulate) {
-      result.noalias() += input * weight.transpose();
-    } else {
-      result.noalias() = input * weight.transpose();
-    }
-    if (b) result.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(b + first, width);
+    gemm_output_columns(x, w + first * in, b, y, rows, in, outputs, first, width, accumulate);
   });
 }
 

@@ -9,21 +9,21 @@
 //    from memory once per step and from L1 ceil(N / 4) times). Cost: 2 M K bytes read, 2 N M K
 //    FLOPs. bf16 widens by zero-extending each 16-bit word to 32 bits and shifting it left by 16
 //    (bf16 is the top half of an f32); f16 by the F16C conversion (vcvtph2ps).
-//  - Prefill (N >= 16): FLOP-bound, so each thread widens a panel of its weight rows into an f32
-//    buffer and hands it to Eigen's blocked GEMM, as ops/cpu/linear.cpp does with f32 weights.
-//    Widening costs M K reads of 2 bytes and writes of 4 (to a buffer sized to stay in L2): small
-//    against the GEMM's 2 N M K FLOPs at N = 512.
+//  - Prefill (N >= 16): FLOP-bound, so each thread widens its whole block of weight rows into an
+//    f32 buffer once and hands it to Eigen's blocked GEMM, as ops/cpu/linear.cpp does with f32
+//    weights (ops/cpu/widened_gemm.h: why whole blocks and not cache-sized panels, with the
+//    measurements, and the memory it costs). Widening costs M K reads of 2 bytes and writes of
+//    4: about 1% of the GEMM's 2 N M K FLOPs at N = 512.
 // Kernels at three levels (runtime/cpu_features.h explains why the level is chosen at run time):
 // avx512 (16 lanes, masked tails), avx2 (8 lanes, F16C, FMA) and portable (dtype.h's conversions
 // in plain loops). The x86 functions carry their instruction sets as target attributes so that a
 // build without -march=native, or for another architecture, still compiles the portable path.
-#include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
-#include <vector>
 
 #include "ops/cpu/eigen_maps.h"
 #include "ops/cpu/output_blocks.h"
+#include "ops/cpu/widened_gemm.h"
 #include "ops/linear.h"
 #include "runtime/cpu_features.h"
 #include "runtime/dtype.h"
@@ -255,36 +255,6 @@ void matrix_vector_rows(const Context& ctx, const Kernels& kernels, const float*
   });
 }
 
-// Widened f32 weight rows per panel: about this many bytes, so that a panel stays in L2 while
-// Eigen packs it, but never fewer than kMinPanelRows rows, because every panel makes Eigen pack
-// the N x K input again.
-constexpr std::int64_t kPanelBytes = 1 << 20;
-constexpr std::int64_t kMinPanelRows = 64;
-
-void gemm_rows(const Context& ctx, const Kernels& kernels, const float* x, const std::uint16_t* w,
-               const float* b, float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
-               bool accumulate) {
-  const ConstMatrixMap input(x, rows, in);
-  const std::int64_t panel_rows =
-      std::max(kMinPanelRows, kPanelBytes / (in * static_cast<std::int64_t>(sizeof(float))));
-  for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
-    std::vector<float> panel(static_cast<std::size_t>(std::min(panel_rows, width) * in));
-    for (std::int64_t p = first; p < first + width; p += panel_rows) {
-      const std::int64_t count = std::min(panel_rows, first + width - p);
-      kernels.widen(w + p * in, count * in, panel.data());
-      const ConstMatrixMap weight(panel.data(), count, in);
-      Eigen::Map<RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>> result(
-          y + p, rows, count, Eigen::OuterStride<>(outputs));
-      if (accumulate) {
-        result.noalias() += input * weight.transpose();
-      } else {
-        result.noalias() = input * weight.transpose();
-      }
-      if (b) result.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(b + p, count);
-    }
-  });
-}
-
 }  // namespace
 
 void linear_16bit(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias,
@@ -299,8 +269,10 @@ void linear_16bit(Context& ctx, const Tensor& x, const Tensor& weight, const Ten
     matrix_vector_rows(ctx, kernels, x.data<float>(), w, b, out.data<float>(), rows, in, outputs,
                        accumulate);
   } else {
-    gemm_rows(ctx, kernels, x.data<float>(), w, b, out.data<float>(), rows, in, outputs,
-              accumulate);
+    gemm_widened_weights(ctx, x.data<float>(), b, out.data<float>(), rows, in, outputs, accumulate,
+                         [&](std::int64_t first, std::int64_t count, float* dst) {
+                           kernels.widen(w + first * in, count * in, dst);
+                         });
   }
 }
 

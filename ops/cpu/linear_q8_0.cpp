@@ -1,5 +1,5 @@
 // linear_q8_0 (ops/cpu/linear_q8_0.h): the decode GEMV at three cpu levels, and prefill through
-// dequantized panels and Eigen's GEMM.
+// dequantized weight blocks and Eigen's GEMM (ops/cpu/widened_gemm.h).
 #include "ops/cpu/linear_q8_0.h"
 
 #include <Eigen/Core>
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "ops/cpu/eigen_maps.h"
 #include "ops/cpu/output_blocks.h"
+#include "ops/cpu/widened_gemm.h"
 #include "runtime/cpu_features.h"
 #include "runtime/dtype.h"
 #include "runtime/error.h"
@@ -24,11 +24,6 @@ namespace attnscope::ops::cpu {
 namespace {
 
 constexpr std::int64_t kBlock = kQ8_0BlockElements;
-// Weight rows dequantized at a time for the GEMM. Eigen repacks x (rows x in) for every panel,
-// so few large panels beat cache-sized ones: at 512 rows x 3072 inputs, 1 thread, this machine
-// measured 128-row panels 14% slower than the f32 GEMM, 512-row panels 5% (6 MB per thread).
-constexpr std::int64_t kPanelRows = 512;
-
 // The dot products of one q8_0 weight row (`blocks` blocks) with kRows quantized input rows
 // (row r: bytes qx + r * blocks * 32, scales dx + r * blocks), into dots[0, kRows). Each weight
 // block is loaded (and its scale widened) once for all kRows rows.
@@ -223,34 +218,6 @@ void dequantize_rows(const BlockQ8_0* w, std::int64_t count, std::int64_t in, fl
   }
 }
 
-// Prefill: each thread takes a block of output columns and walks it in panels of kPanelRows
-// weight rows, each dequantized to f32 and multiplied by Eigen's (single-threaded) GEMM.
-void gemm_dequantized_panels(const Context& ctx, const float* x, const BlockQ8_0* w, const float* b,
-                             float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
-                             bool accumulate) {
-  const ConstMatrixMap input(x, rows, in);
-  const std::int64_t blocks = in / kBlock;
-  for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
-    // One buffer per thread, kept between calls: a fresh allocation of megabytes would fault its
-    // pages in on every call.
-    thread_local std::vector<float> panel;
-    panel.resize(static_cast<std::size_t>(kPanelRows * in));
-    for (std::int64_t p = first; p < first + width; p += kPanelRows) {
-      const std::int64_t count = std::min(kPanelRows, first + width - p);
-      dequantize_rows(w + p * blocks, count, in, panel.data());
-      const ConstMatrixMap weight(panel.data(), count, in);
-      Eigen::Map<RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>> result(
-          y + p, rows, count, Eigen::OuterStride<>(outputs));
-      if (accumulate) {
-        result.noalias() += input * weight.transpose();
-      } else {
-        result.noalias() = input * weight.transpose();
-      }
-      if (b) result.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(b + p, count);
-    }
-  });
-}
-
 }  // namespace
 
 void quantize_activations_q8_0(const float* x, std::int8_t* q, float* scales, std::int64_t n) {
@@ -286,7 +253,13 @@ void linear_q8_0(const Context& ctx, const float* x, const BlockQ8_0* w, const f
   if (rows < kGemmMinRows) {
     matrix_vector_rows(ctx, x, w, b, y, rows, in, outputs, accumulate);
   } else {
-    gemm_dequantized_panels(ctx, x, w, b, y, rows, in, outputs, accumulate);
+    // Prefill: each thread dequantizes its block of weight rows to f32 once and runs one Eigen
+    // GEMM over it (ops/cpu/widened_gemm.h says why whole blocks, not cache-sized panels).
+    const std::int64_t blocks = in / kBlock;
+    gemm_widened_weights(ctx, x, b, y, rows, in, outputs, accumulate,
+                         [&](std::int64_t first, std::int64_t count, float* dst) {
+                           dequantize_rows(w + first * blocks, count, in, dst);
+                         });
   }
 }
 
