@@ -30,8 +30,8 @@ void copy_into(Context& ctx, const Tensor& src, Tensor& dst) {
     return;
   }
   if constexpr (kCudaBuild) {
-    gpu::copy_bytes(require_cuda(ctx), dst.raw_data(), dst_on_device, src.raw_data(),
-                     src_on_device, src.nbytes());
+    gpu::copy_bytes(require_cuda(ctx), dst.raw_data(), dst_on_device, src.raw_data(), src_on_device,
+                    src.nbytes());
   }
 }
 

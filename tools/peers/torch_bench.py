@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""PyTorch peer of `attnscope bench`: the same tests through Hugging Face's GPT-2, same JSON.
+"""PyTorch peer of `attnscope bench`: the same tests through Hugging Face's models, same JSON.
 
---op model: GPT2LMHeadModel built from GPT2Config() (the 124M shape) with seeded random weights,
-attn_implementation "eager" and "sdpa", f32 (f16/bf16 too; on the CPU as in attnscope), torch.inference_mode().
+--op model: --model gpt2 is GPT2LMHeadModel built from GPT2Config() (the 124M shape, attnscope's
+synthetic:gpt2); --model smollm2-135m is LlamaForCausalLM with SmolLM2-135M's shape (30 layers,
+576 wide, 9 query / 3 key-value heads, tied head: attnscope's synthetic:smollm2-135m). Seeded
+random weights, attn_implementation "eager" and "sdpa", f32 (f16/bf16 too; on the CPU as in attnscope), torch.inference_mode().
 A prefill test ppN is one forward pass over batch x N random ids that asks transformers for the
 last position's logits only (logits_to_keep=1), which is the work attnscope's prefill does: the LM
 head over all N positions would add ~20% to GPT-2's prefill FLOPs. A decode test tgN @ dD fills the cache with D random ids
@@ -127,15 +129,27 @@ def run_model_test(model, test, device, vocab, samples):
         samples["peak_bytes"] = max(samples["peak_bytes"] or 0, peak)
 
 
+def model_config(name):
+    """(config, model class, context length) of a --model shape."""
+    if name == "gpt2":
+        config = transformers.GPT2Config()
+        return config, transformers.GPT2LMHeadModel, config.n_positions
+    config = transformers.LlamaConfig(
+        vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+        num_attention_heads=9, num_key_value_heads=3, head_dim=64, max_position_embeddings=8192,
+        rms_norm_eps=1e-5, rope_theta=100000.0, tie_word_embeddings=True)
+    return config, transformers.LlamaForCausalLM, config.max_position_embeddings
+
+
 def model_rows(args, threads):
     device = args.device
-    config = transformers.GPT2Config()
+    config, model_class, context = model_config(args.model)
     rows = []
     for backend in args.attn.split(","):
         if backend not in ("eager", "sdpa"):
             sys.exit(f"torch_bench: error: --attn {backend}: use eager and/or sdpa")
         torch.manual_seed(0)
-        model = transformers.GPT2LMHeadModel._from_config(config, attn_implementation=backend)
+        model = model_class._from_config(config, attn_implementation=backend)
         model = model.to(device=device, dtype=TORCH_DTYPES[args.dtype]).eval()
         parameters = sum(p.numel() for p in model.parameters())
         tests = []
@@ -145,10 +159,10 @@ def model_rows(args, threads):
             tests += [dict(batch=batch, prompt_len=0, gen=n, depth=d)
                       for n in int_list(args.gen) if n for d in int_list(args.depth)]
         for test in tests:
-            if max(test["prompt_len"], test["depth"] + test["gen"]) > config.n_positions:
+            if max(test["prompt_len"], test["depth"] + test["gen"]) > context:
                 name = test_name(test["prompt_len"], test["gen"], test["depth"])
                 sys.exit(f"torch_bench: error: {name} exceeds the context length of "
-                         f"{config.n_positions}")
+                         f"{context}")
         samples = [dict(seconds=[], ttft_ms=[], peak_bytes=None) for _ in tests]
         with torch.inference_mode():
             for round_index in range(args.warmup + args.repetitions):
@@ -166,7 +180,7 @@ def model_rows(args, threads):
             ttft_mean, ttft_stddev = mean_stddev(sample["ttft_ms"])
             decode = not test["prompt_len"]
             rows.append({
-                "op": "model", "implementation": "torch", "model": "GPT2Config()",
+                "op": "model", "implementation": "torch", "model": "synthetic:" + args.model,
                 "backend": backend, "device": device, "dtype": args.dtype, "threads": threads,
                 "batch": test["batch"],
                 "test": test_name(test["prompt_len"], test["gen"], test["depth"]),
@@ -248,6 +262,8 @@ def attention_rows(args, threads):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--op", choices=["model", "attention"], default="model")
+    parser.add_argument("--model", choices=["gpt2", "smollm2-135m"], default="gpt2",
+                        help="model op: the shape (random weights), as attnscope's synthetic:NAME")
     parser.add_argument("--attn", default="eager,sdpa", help="model op: eager,sdpa")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--dtype", choices=["f32", "f16", "bf16"], default="f32")
