@@ -617,6 +617,9 @@ TEST_CASE("compare writes a report whose numbers recompute from its JSON") {
           doctest::Approx(naive_prefill / median(c["prefill_ms"])));
     CHECK(c["decode_speedup_vs_naive"].get<double>() ==
           doctest::Approx(naive_decode / median(c["decode_ms"])));
+    CHECK(c["decode_weight_gb_per_s"].get<double>() ==
+          doctest::Approx(report["setup"]["weight_bytes"].get<double>() /
+                          (median(c["decode_ms"]) * 1e-3) / 1e9));
     CHECK(c["prefill_steps_observed"][0] == c["prefill_steps_expected"]);
     CHECK(c["prefill_steps_observed"][1] == c["prefill_steps_expected"]);
     CHECK(c["step_mismatches"].empty());

@@ -160,6 +160,7 @@ int run_compare(const CompareFlags& flags) {
   setup.threads = ctx.threads();
   if (ctx.device() == Device::CUDA) setup.device = ctx.describe();
   setup.dtype = flags.device.dtype;
+  setup.weight_bytes = model.weight_bytes();
   setup.gen = flags.gen;
   setup.plan = flags.plan;
   setup.rounds = rounds;

@@ -253,6 +253,9 @@ json build_report(const CompareSetup& setup, const std::vector<CaseResult>& case
         {"decode_ms", c.decode_ms},
         {"decode_ms_per_token_median", decode.value},
         {"decode_ms_per_token_interval", interval_json(decode.interval)},
+        // A batch-1 decode step reads every weight once: the bandwidth its median achieves.
+        {"decode_weight_gb_per_s",
+         static_cast<double>(setup.weight_bytes) / (decode.value * 1e-3) / 1e9},
         {"decode_profiled_ms", c.decode_profiled_ms},
         {"decode_profiled_ms_median", median(c.decode_profiled_ms)},
         {"decode_overhead_percent_runs", c.overhead_percent},
@@ -300,6 +303,7 @@ json build_report(const CompareSetup& setup, const std::vector<CaseResult>& case
         {"threads", setup.threads},
         {"device", setup.device.empty() ? nlohmann::json() : nlohmann::json(setup.device)},
         {"dtype", setup.dtype},
+        {"weight_bytes", setup.weight_bytes},
         {"decode_steps", setup.gen},
         {"rounds", setup.rounds},
         {"elapsed_s", setup.elapsed_s}}},
@@ -333,8 +337,10 @@ std::string report_markdown(const json& report) {
        << "; steps timed to the end of their kernels, attention shares from device time, CUDA "
           "graphs off; ";
   } else {
-    md << "CPU " << setup["cpu"].get<std::string>() << ", " << setup["threads"] << " threads; ";
+    md << "CPU " << setup["cpu"].get<std::string>() << ", " << setup["threads"] << " threads, "
+       << setup["dtype"].get<std::string>() << " weights; ";
   }
+  md << "a decode step reads " << bytes_text(setup["weight_bytes"]) << " of weights; ";
   md << setup["rounds"] << " repetitions (rounds) of a prefill then " << setup["decode_steps"]
      << " decode steps per backend and prompt length, the backends interleaved within each round";
   if (setup["budget_s"].get<double>() > 0) {
@@ -366,7 +372,7 @@ std::string report_markdown(const json& report) {
           "share prefill / decode | steps per layer prefill / decode (cost model) | temporaries "
           "prefill (cost model) | temporaries decode (cost model) | peak memory prefill | "
           "profiler overhead decode |\n"
-       << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+       << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for (const json& c : cases_at(report, p)) {
       auto speedup = [](const json& value, const json& interval) {
         return value.is_null() ? std::string("-")
@@ -379,7 +385,8 @@ std::string report_markdown(const json& report) {
          << interval_text(c["decode_ms_per_token_interval"], 2) << " | "
          << speedup(c["decode_speedup_vs_naive"], c["decode_speedup_vs_naive_interval"]) << " | "
          << percent(c["prefill_attention_share"]) << " / " << percent(c["decode_attention_share"])
-         << " | " << range(c["prefill_steps_observed"][0], c["prefill_steps_observed"][1]) << " / "
+         << " | " << fixed(c["decode_weight_gb_per_s"], 2) << " | "
+         << range(c["prefill_steps_observed"][0], c["prefill_steps_observed"][1]) << " / "
          << range(c["decode_steps_observed"][0], c["decode_steps_observed"][1]) << " ("
          << c["prefill_steps_expected"].get<int>() << " / "
          << range(c["decode_steps_expected"][0], c["decode_steps_expected"][1]) << ") | "

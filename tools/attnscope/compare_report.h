@@ -54,6 +54,7 @@ struct CompareSetup {
   int threads = 0;
   std::string device;  // "" on the CPU, else Context::describe() ("cuda: NVIDIA H200, ...")
   std::string dtype = "f32";
+  std::uint64_t weight_bytes = 0;  // bytes of weights a decode step reads (LanguageModel)
   std::int64_t gen = 0;
   RepetitionPlan plan;
   int rounds = 0;  // rounds run (each gives every case one repetition)
