@@ -136,7 +136,8 @@ TEST_CASE("16-bit weights on the cpu: checkpoints stored in bf16/f16 match trans
   // only the order of f32 additions differs, as in the f32 parity test (same 1e-4 bound).
   for (const auto& [name, dtype] :
        {std::pair{"tiny-a-bf16", DType::BF16}, std::pair{"tiny-a-f16", DType::F16}}) {
-    CAPTURE(name);
+    const std::string fixture = name;  // CAPTURE cannot name a structured binding on clang 14
+    CAPTURE(fixture);
     const nlohmann::json reference = read_hf_reference(name);
     Context ctx(2);
     const gpt2::Model model = gpt2::Model::open(hf_fixture_dir(name), ctx, 0, dtype);
@@ -171,7 +172,8 @@ TEST_CASE("16-bit weights on the cpu: an f32 checkpoint narrowed at load stays n
   const std::vector<double> f32_logits = reference_logits(f32_reference);
   for (const auto& [rounded, dtype] :
        {std::pair{"tiny-a-bf16", DType::BF16}, std::pair{"tiny-a-f16", DType::F16}}) {
-    CAPTURE(dtype_name(dtype));
+    const std::string_view weight_dtype = dtype_name(dtype);  // CAPTURE: not a binding (clang 14)
+    CAPTURE(weight_dtype);
     const double transformers_change =
         max_abs_difference(reference_logits(read_hf_reference(rounded)), f32_logits);
     const double bound = 2.0 * transformers_change + 1e-3;

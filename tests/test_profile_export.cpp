@@ -495,7 +495,8 @@ TEST_CASE("GPU activity is exported on stream tracks, with flow arrows from laun
   CHECK(starts.size() == 3);
   CHECK(finishes.size() == 3);
   for (const auto& [id, start] : starts) {
-    CAPTURE(id);
+    const auto flow_id = id;  // CAPTURE cannot name a structured binding on clang 14
+    CAPTURE(flow_id);
     REQUIRE(finishes.contains(id));
     const nlohmann::json& finish = finishes[id];
     CHECK(start["pid"] == 1);

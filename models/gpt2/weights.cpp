@@ -104,11 +104,10 @@ ModelDTypes model_dtypes(Device device, DType requested) {
 void check_weight_dtype_fits(const ModelConfig& config, DType weights) {
   if (weights != DType::Q8_0) return;
   // Every matrix row is d_model (qkv, attn out, mlp up, token embedding) or d_ff (mlp down) wide.
-  for (const auto& [name, width] :
-       {std::pair{"n_embd", config.d_model}, std::pair{"n_inner", config.d_ff}}) {
-    check(width % kQ8_0BlockElements == 0, "--dtype", [&] {
+  for (const auto& row : {std::pair{"n_embd", config.d_model}, std::pair{"n_inner", config.d_ff}}) {
+    check(row.second % kQ8_0BlockElements == 0, "--dtype", [&] {
       return "q8_0 quantizes rows in blocks of " + std::to_string(kQ8_0BlockElements) +
-             " values, but this model's " + name + " is " + std::to_string(width) +
+             " values, but this model's " + row.first + " is " + std::to_string(row.second) +
              " (use f32, f16 or bf16)";
     });
   }
