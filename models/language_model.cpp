@@ -3,6 +3,7 @@
 
 #include "models/gpt2/model.h"
 #include "models/llama/model.h"
+#include "runtime/transfer.h"
 
 namespace attnscope {
 
@@ -10,6 +11,17 @@ std::string LanguageModel::dtype_summary() const {
   const std::string weights(dtype_name(weight_dtype()));
   if (weight_dtype() == activation_dtype()) return weights;
   return weights + " weights, " + std::string(dtype_name(activation_dtype())) + " activations";
+}
+
+Tensor rows_for_logits(Context& ctx, const Tensor& hidden, std::int64_t batch, std::int64_t length,
+                       bool all_positions) {
+  if (all_positions || length == 1) return hidden;
+  Tensor last = Tensor::empty({batch, hidden.dim(1)}, hidden.dtype(), ctx.allocator());
+  for (std::int64_t b = 0; b < batch; ++b) {
+    Tensor row = last.slice_rows(b, b + 1);
+    copy_into(ctx, hidden.slice_rows((b + 1) * length - 1, (b + 1) * length), row);
+  }
+  return last;
 }
 
 std::unique_ptr<LanguageModel> open_model(const std::string& spec, Context& ctx,

@@ -65,6 +65,12 @@ class LanguageModel {
   std::string dtype_summary() const;
 };
 
+// The rows of `hidden` [batch * length, width] whose logits a step returns: all of them when
+// all_positions, else each sequence's last position, copied into a [batch, width] tensor (only
+// these go through the final norm and the LM head). Shared by every model family.
+Tensor rows_for_logits(Context& ctx, const Tensor& hidden, std::int64_t batch, std::int64_t length,
+                       bool all_positions);
+
 // Opens `spec` as a Llama model when llama::is_llama(spec) says so (a synthetic Llama shape or a
 // config.json with model_type "llama"), else as GPT-2. Throws Error on any problem.
 std::unique_ptr<LanguageModel> open_model(const std::string& spec, Context& ctx,

@@ -12,7 +12,6 @@
 #include "ops/linear.h"
 #include "profiler/scope.h"
 #include "runtime/error.h"
-#include "runtime/transfer.h"
 
 namespace attnscope::gpt2 {
 
@@ -101,14 +100,7 @@ Tensor Model::run_step(Context& ctx, const StepInputs& inputs, std::int64_t batc
 
   // Only the rows whose logits are wanted go through the final norm and the LM head.
   const std::int64_t rows = all_positions ? length : 1;
-  Tensor last = hidden;
-  if (!all_positions && length > 1) {
-    last = Tensor::empty({batch, width}, dtypes_.activations, allocator);
-    for (std::int64_t b = 0; b < batch; ++b) {
-      Tensor row = last.slice_rows(b, b + 1);
-      copy_into(ctx, hidden.slice_rows((b + 1) * length - 1, (b + 1) * length), row);
-    }
-  }
+  const Tensor last = rows_for_logits(ctx, hidden, batch, length, all_positions);
   Tensor normed = Tensor::empty(last.shape(), dtypes_.activations, allocator);
   ops::layer_norm(ctx, last, weights_.ln_f_weight, weights_.ln_f_bias,
                   static_cast<float>(config_.layer_norm_epsilon), normed);

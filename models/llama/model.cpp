@@ -136,14 +136,7 @@ Tensor Model::run_step(Context& ctx, const gpt2::StepInputs& inputs, std::int64_
 
   // Only the rows whose logits are wanted go through the final norm and the LM head.
   const std::int64_t rows = all_positions ? length : 1;
-  Tensor last = hidden;
-  if (!all_positions && length > 1) {
-    last = Tensor::empty({batch, width}, dtypes_.activations, allocator);
-    for (std::int64_t b = 0; b < batch; ++b) {
-      Tensor row = last.slice_rows(b, b + 1);
-      copy_into(ctx, hidden.slice_rows((b + 1) * length - 1, (b + 1) * length), row);
-    }
-  }
+  const Tensor last = rows_for_logits(ctx, hidden, batch, length, all_positions);
   Tensor normed = Tensor::empty(last.shape(), dtypes_.activations, allocator);
   ops::rms_norm(ctx, last, weights_.final_norm, eps, normed);
   Tensor logits = Tensor::empty({batch * rows, config_.vocab_size}, DType::F32, allocator);
