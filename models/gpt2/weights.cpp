@@ -75,11 +75,7 @@ std::filesystem::path find_checkpoint(const std::filesystem::path& spec) {
 // embedding (one copy, not two). Each f32 original is freed as soon as its copy replaces it.
 void place_weights(const ModelConfig& config, Weights& weights, Context& ctx, ModelDTypes dtypes) {
   const bool tied = weights.lm_head.raw_data() == weights.token_embedding.raw_data();
-  Allocator& staging = ctx.device() == Device::CPU ? ctx.allocator() : ctx.host_allocator();
-  auto place = [&](Tensor& t, DType dtype) {
-    const Tensor converted = t.dtype() == dtype ? t : t.to_dtype(dtype, staging);
-    t = ctx.device() == Device::CPU ? converted : to_device(ctx, converted);
-  };
+  auto place = [&](Tensor& t, DType dtype) { place_tensor(ctx, t, dtype); };
   for (const TensorSlot& slot : tensor_slots(config, weights)) {
     place(*slot.destination, slot.matrix ? dtypes.weights : dtypes.activations);
   }
@@ -92,6 +88,12 @@ void place_weights(const ModelConfig& config, Weights& weights, Context& ctx, Mo
 }
 
 }  // namespace
+
+void place_tensor(Context& ctx, Tensor& t, DType dtype) {
+  Allocator& staging = ctx.device() == Device::CPU ? ctx.allocator() : ctx.host_allocator();
+  const Tensor converted = t.dtype() == dtype ? t : t.to_dtype(dtype, staging);
+  t = ctx.device() == Device::CPU ? converted : to_device(ctx, converted);
+}
 
 ModelDTypes model_dtypes(Device device, DType requested) {
   check(requested != DType::I32, "--dtype", "i32 is not a model dtype");

@@ -51,6 +51,10 @@ struct ModelDTypes {
 };
 // Throws Error for i32, and for q8_0 on cuda (q8_0 runs on the cpu only).
 ModelDTypes model_dtypes(Device device, DType requested);
+
+// Replaces `t` by its conversion to `dtype` (on the host) placed on ctx's device; the original is
+// freed once nothing else holds it. Every model family's loader places its weights this way.
+void place_tensor(Context& ctx, Tensor& t, DType dtype);
 // Throws Error unless every matrix of `config` can be stored in `weights`: q8_0 needs rows
 // (d_model and d_ff wide) that are whole blocks of 32 values.
 void check_weight_dtype_fits(const ModelConfig& config, DType weights);

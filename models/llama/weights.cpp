@@ -16,7 +16,6 @@
 
 #include "runtime/error.h"
 #include "runtime/safetensors_index.h"
-#include "runtime/transfer.h"
 
 namespace attnscope::llama {
 
@@ -192,11 +191,7 @@ std::vector<gpt2::StoredTensor> synthetic_tensor_list(const LlamaConfig& config)
 // dtypes.activations) and copies it to ctx's device; a tied head stays the embedding.
 void place_weights(Weights& weights, Context& ctx, gpt2::ModelDTypes dtypes) {
   const bool tied = weights.lm_head.raw_data() == weights.token_embedding.raw_data();
-  Allocator& staging = ctx.device() == Device::CPU ? ctx.allocator() : ctx.host_allocator();
-  auto place = [&](Tensor& t, DType dtype) {
-    const Tensor converted = t.dtype() == dtype ? t : t.to_dtype(dtype, staging);
-    t = ctx.device() == Device::CPU ? converted : to_device(ctx, converted);
-  };
+  auto place = [&](Tensor& t, DType dtype) { gpt2::place_tensor(ctx, t, dtype); };
   place(weights.token_embedding, dtypes.weights);
   place(weights.no_position, dtypes.activations);
   for (LayerWeights& l : weights.layers) {
