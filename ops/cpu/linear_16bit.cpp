@@ -6,9 +6,10 @@
 // bandwidth, so halving the bytes read nearly halves the time of a decode step.
 //  - Decode (N < 16 rows): each thread streams its block of weight rows once; every 16-bit row is
 //    widened in registers and multiplied into up to 4 input rows at a time (so a row is loaded
-//    from memory once per step and from L1 ceil(N / 4) times). Cost: 2 M K bytes read, 2 N M K
-//    FLOPs. bf16 widens by zero-extending each 16-bit word to 32 bits and shifting it left by 16
-//    (bf16 is the top half of an f32); f16 by the F16C conversion (vcvtph2ps).
+//    from memory once per step and from L1 ceil(N / 4) times), and the weight stream is
+//    prefetched ahead (kWeightPrefetchBytes, output_blocks.h: 1.5x). Cost: 2 M K bytes read,
+//    2 N M K FLOPs. bf16 widens by zero-extending each 16-bit word to 32 bits and shifting it left
+//    by 16 (bf16 is the top half of an f32); f16 by the F16C conversion (vcvtph2ps).
 //  - Prefill (N >= 16): FLOP-bound, so each thread widens its whole block of weight rows into an
 //    f32 buffer once and hands it to Eigen's blocked GEMM, as ops/cpu/linear.cpp does with f32
 //    weights (ops/cpu/widened_gemm.h: why whole blocks and not cache-sized panels, with the
@@ -89,7 +90,8 @@ __attribute__((target("avx2,fma"))) float sum8(__m256 v) {
 }
 
 // Two accumulators per input row (16 weights a round) hide the FMA latency; the last k % 8
-// weights go through the scalar loop.
+// weights go through the scalar loop. One prefetch a round: every other one asks for a line
+// already asked for, which costs less than a branch to skip it.
 template <bool kBf16, int kRows>
 __attribute__((target("avx2,fma,f16c"))) void dot_rows_avx2_fixed(const std::uint16_t* w,
                                                                   const float* x, std::int64_t ldx,
@@ -98,6 +100,7 @@ __attribute__((target("avx2,fma,f16c"))) void dot_rows_avx2_fixed(const std::uin
   for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   std::int64_t i = 0;
   for (; i + 16 <= k; i += 16) {
+    _mm_prefetch(reinterpret_cast<const char*>(w + i) + kWeightPrefetchBytes, _MM_HINT_T0);
     const __m256 w0 = widen8<kBf16>(w + i);
     const __m256 w1 = widen8<kBf16>(w + i + 8);
     for (int r = 0; r < kRows; ++r) {
@@ -171,7 +174,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void dot_rows
   __m512 acc[kRows][2];
   for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
   std::int64_t i = 0;
-  for (; i + 32 <= k; i += 32) {
+  for (; i + 32 <= k; i += 32) {  // 64 bytes of weights: one prefetch a line
+    _mm_prefetch(reinterpret_cast<const char*>(w + i) + kWeightPrefetchBytes, _MM_HINT_T0);
     const __m512 w0 = widen16<kBf16>(w + i, kAll);
     const __m512 w1 = widen16<kBf16>(w + i + 16, kAll);
     for (int r = 0; r < kRows; ++r) {

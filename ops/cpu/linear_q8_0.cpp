@@ -91,8 +91,9 @@ __attribute__((target("avx2,fma,f16c"))) void row_dots_avx2(const BlockQ8_0* w,
 // f16 dw widened by vcvtph2ps, the dx read as 4 contiguous floats) and spread to 8 lanes each by
 // vpermps, instead of four scalar conversions, multiplies and broadcasts. Measured on this
 // machine's Xeon (one thread, interleaved, loaded): 1.2-1.4x the two-block version with scalar
-// scales. The weights are prefetched 2 KB ahead: the stream of 34-byte blocks is what decode
-// waits on, and the prefetch raised the out-of-cache LM head's rate by a further ~1.3x.
+// scales. The weights are prefetched ahead (kWeightPrefetchBytes, output_blocks.h): the stream
+// of 34-byte blocks is what decode waits on, and the prefetch raised the out-of-cache LM head's
+// rate by a further ~1.3x.
 // The bytes of blocks pair[0] and pair[1] in one register.
 __attribute__((target("avx512f,avx512bw,avx512vl,avx2"))) inline __m512i load_pair(
     const BlockQ8_0* pair) {
@@ -107,13 +108,13 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void row_dots
   const __m512i ones = _mm512_set1_epi16(1);
   const __m512i first_pair = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512i second_pair = _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2);
-  constexpr int kPrefetchBytes = 2048;
   __m512 sums[kRows][2];
   for (int r = 0; r < kRows; ++r) sums[r][0] = sums[r][1] = _mm512_setzero_ps();
   std::int64_t b = 0;
   for (; b + 4 <= blocks; b += 4) {
-    _mm_prefetch(reinterpret_cast<const char*>(w + b) + kPrefetchBytes, _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(w + b) + kPrefetchBytes + 64, _MM_HINT_T0);
+    // 4 blocks are 136 bytes: two lines a step (the hardware prefetcher fills the odd gap)
+    _mm_prefetch(reinterpret_cast<const char*>(w + b) + kWeightPrefetchBytes, _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(w + b) + kWeightPrefetchBytes + 64, _MM_HINT_T0);
     const __m512i weights[2] = {load_pair(w + b), load_pair(w + b + 2)};
     const __mmask64 negative[2] = {_mm512_movepi8_mask(weights[0]),
                                    _mm512_movepi8_mask(weights[1])};

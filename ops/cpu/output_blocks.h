@@ -1,6 +1,7 @@
 // How the cpu linear kernels (ops/cpu/linear.cpp for f32 weights, linear_16bit.cpp for 16-bit
-// ones, linear_q8_0.cpp for q8_0 blocks) share out their work: the decode/prefill threshold and
-// the split of the output features into one contiguous block per thread.
+// ones, linear_q8_0.cpp for q8_0 blocks) share out their work: the decode/prefill threshold, the
+// split of the output features into one contiguous block per thread, and how far ahead the
+// hand-written decode kernels prefetch their weight stream.
 #pragma once
 
 #include <algorithm>
@@ -14,6 +15,14 @@ namespace attnscope::ops::cpu {
 // row while in L1: memory-bound, like one row. From it on (prefill), a blocked GEMM, which is
 // FLOP-bound and repacks the weights, pays off.
 constexpr std::int64_t kGemmMinRows = 16;
+
+// The 16-bit and q8_0 decode kernels ask for the weight bytes this far ahead of the ones they are
+// multiplying (one software prefetch per 64-byte line). A thread's weights are one contiguous
+// stream, but the hardware prefetcher alone left those kernels at 9-11 GB/s on this machine's
+// Xeon (2 threads, membw 13.7 GB/s): their compute per byte is 2-4x that of f32, so fewer loads
+// are in flight. Measured with GPT-2's decode-step weights (2026-12-01, interleaved): 16-bit
+// 23 -> 15 ms per step, q8_0 at 2 KB ahead 10-11 ms, at 4 KB 9-10 ms; 8 KB ahead was worse.
+constexpr int kWeightPrefetchBytes = 4096;
 
 // Splits `outputs` into one block per thread, each a multiple of 64 so that no two threads write
 // one cache line; `task(first, width)` handles outputs [first, first + width). Must not throw.
