@@ -31,6 +31,30 @@ std::string read_all(const std::string& path) {
   return buffer.str();
 }
 
+// Every Markdown table in `md` has as many cells in each row as in its header: a column added to
+// the rows but not to the header shifts every later column under the wrong name.
+void check_table_widths(const std::string& md) {
+  std::istringstream lines(md);
+  std::string line;
+  std::ptrdiff_t header_cells = -1;  // -1: not inside a table
+  int tables = 0;
+  while (std::getline(lines, line)) {
+    if (!line.starts_with("|")) {
+      header_cells = -1;
+      continue;
+    }
+    const std::ptrdiff_t cells = std::count(line.begin(), line.end(), '|') - 1;
+    if (header_cells < 0) {
+      header_cells = cells;
+      ++tables;
+      continue;
+    }
+    CAPTURE(line);
+    CHECK(cells == header_cells);
+  }
+  CHECK(tables > 0);
+}
+
 // Runs `attnscope ARGS` (arguments are passed through the shell as written).
 Result run(const std::string& args, const std::string& stdin_text = "") {
   attnscope::testing::TempDir dir;
@@ -652,6 +676,7 @@ TEST_CASE("compare writes a report whose numbers recompute from its JSON") {
   const std::string markdown = read_all(out + "/report.md");
   CHECK(markdown.find("Conditions: Load average") != std::string::npos);
   CHECK(markdown.find("## Prompt length 9") != std::string::npos);
+  check_table_widths(markdown);
   CHECK(markdown.find("Every profiled attention call ran exactly the steps") != std::string::npos);
   CHECK(read_all(out + "/prefill_ms_p4.svg").starts_with("<svg"));
   CHECK(read_all(out + "/decode_ms_p9.svg").find("flash") != std::string::npos);
@@ -854,6 +879,7 @@ TEST_CASE("study predicts, observes and sets the study's numbers beside them") {
   CHECK(observation < published);
   CHECK(published != std::string::npos);
   CHECK(md.find("The study's math / inplace = 3.7x on the A100") != std::string::npos);
+  check_table_widths(md);
   CHECK(read_all(out + "/time.svg").starts_with("<svg"));
   check_one_line_error(run("study --out x --seq-len 0"), 2, "--seq-len");
   check_one_line_error(run("study --seq-len 8"), 2, "--out");

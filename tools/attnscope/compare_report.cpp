@@ -369,9 +369,9 @@ std::string report_markdown(const json& report) {
   for (std::int64_t p : prompt_lengths(report)) {
     md << "\n## Prompt length " << p << "\n\n"
        << "| backend | reps | prefill ms | vs naive | decode ms/token | vs naive | attention "
-          "share prefill / decode | steps per layer prefill / decode (cost model) | temporaries "
-          "prefill (cost model) | temporaries decode (cost model) | peak memory prefill | "
-          "profiler overhead decode |\n"
+          "share prefill / decode | weights GB/s decode | steps per layer prefill / decode (cost "
+          "model) | temporaries prefill (cost model) | temporaries decode (cost model) | peak "
+          "memory prefill | profiler overhead decode |\n"
        << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for (const json& c : cases_at(report, p)) {
       auto speedup = [](const json& value, const json& interval) {
