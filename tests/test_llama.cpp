@@ -272,7 +272,7 @@ TEST_CASE("llama: decoding token by token gives the logits of one prefill") {
   }
 }
 
-TEST_CASE("llama: the loader refuses missing tensors and overflowing contexts") {
+TEST_CASE("llama: the loader refuses missing tensors, q8_0 rows of part blocks, long contexts") {
   Context ctx(2);
   const fs::path dir = fs::temp_directory_path() / "attnscope_llama_missing";
   fs::remove_all(dir);
@@ -283,6 +283,10 @@ TEST_CASE("llama: the loader refuses missing tensors and overflowing contexts") 
   CHECK_THROWS_WITH_AS(llama::Model::open(dir.string(), ctx), doctest::Contains("expected shape"),
                        Error);
   fs::remove_all(dir);
+
+  // q8_0 blocks of 32 along every row: the fixtures' MLP is 48 wide (wide-heads' is 64).
+  CHECK_THROWS_WITH_AS(llama::Model::open(fixture_dir("gqa-tied-llama3"), ctx, 0, DType::Q8_0),
+                       doctest::Contains("intermediate_size is 48"), Error);
 
   const llama::Model model = llama::Model::open(fixture_dir("mha-untied"), ctx);  // context 64
   CHECK_THROWS_AS(model.new_cache(ctx, 1, 65), Error);
