@@ -42,6 +42,13 @@ class LanguageModel {
   // The tensors as the checkpoint stores them (for `inspect`).
   virtual const std::vector<gpt2::StoredTensor>& stored_tensors() const = 0;
   virtual std::int64_t parameter_count() const = 0;
+  // The elements of the layers' projection matrices (attention's q, k, v and output, the MLP's;
+  // not the embedding, not the LM head). A token multiplies each once (a multiply and an add),
+  // so a step over T tokens spends 2 T x this FLOPs in them. Counted from the matrices the model
+  // holds rather than re-derived from the config by a formula in each tool, so the cost models
+  // (profile, compare) follow whatever the family has: GQA's narrower K and V projections,
+  // SwiGLU's third matrix, a head_dim other than d_model / n_heads.
+  virtual std::int64_t projection_weights() const = 0;
 
   // Chooses the attention backend by name (see ops/attention); throws Error for unknown names.
   virtual void set_attention(std::string_view name) = 0;

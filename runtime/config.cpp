@@ -168,11 +168,12 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& la
   // reorder_and_upcast_attn only changes rounding, and attnscope computes attention in f32.
 
   validate_config(config, label);
+  config.head_dim = config.d_model / config.n_heads;  // validate_config: n_head divides n_embd
   return config;
 }
 
 float ModelConfig::attention_scale(std::int64_t layer_index) const {
-  double scale = scale_attn_weights ? 1.0 / std::sqrt(static_cast<double>(head_dim())) : 1.0;
+  double scale = scale_attn_weights ? 1.0 / std::sqrt(static_cast<double>(head_dim)) : 1.0;
   if (scale_attn_by_inverse_layer_idx) scale /= static_cast<double>(layer_index + 1);
   return static_cast<float>(scale);
 }

@@ -3,9 +3,9 @@
 // GPT-2 spells its hyperparameters n_embd, n_layer, n_head, n_positions (or n_ctx), vocab_size,
 // n_inner (null: 4 x n_embd), layer_norm_epsilon, activation_function, scale_attn_weights,
 // scale_attn_by_inverse_layer_idx, eos_token_id. They are read into one
-// neutral struct and checked: every value must be present where required, of the right JSON
-// type, and inside sane bounds, so a hostile or broken file is refused with a clear message
-// before any memory is sized from it.
+// neutral struct (head_dim = n_embd / n_head) and checked: every value must be present where
+// required, of the right JSON type, and inside sane bounds, so a hostile or broken file is refused
+// with a clear message before any memory is sized from it.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +24,10 @@ struct ModelConfig {
   std::int64_t n_layers = 0;        // n_layer
   std::int64_t n_heads = 0;         // n_head
   std::int64_t n_kv_heads = 0;      // = n_heads for GPT-2
-  std::int64_t d_ff = 0;            // n_inner, or 4 x d_model
+  // The width of one attention head, set by each family's loader: GPT-2 splits d_model evenly
+  // (d_model / n_heads); a Llama config.json may set head_dim to anything.
+  std::int64_t head_dim = 0;
+  std::int64_t d_ff = 0;  // n_inner, or 4 x d_model
   double layer_norm_epsilon = 1e-5;
   std::string activation = "gelu_new";  // a name of kActivationNames (runtime/activation.h)
   // <|endoftext|>: generation stops there, and an empty prompt starts from it. transformers
@@ -34,7 +37,6 @@ struct ModelConfig {
   bool scale_attn_weights = true;                // scores divided by sqrt(D)
   bool scale_attn_by_inverse_layer_idx = false;  // and by layer_index + 1
 
-  std::int64_t head_dim() const { return d_model / n_heads; }
   bool eos_in_vocabulary() const { return 0 <= eos_token_id && eos_token_id < vocab_size; }
   // The MLP's activation (validate_config has checked the name).
   Activation mlp_activation() const { return *find_activation(activation); }

@@ -15,8 +15,12 @@
 
 namespace attnscope::testing {
 
-inline const char* const kLlamaFixtures[] = {"gqa-tied-llama3", "mha-untied",
-                                             "gqa1-untied-sharded"};
+// wide-heads has heads of width 16 (head_dim set, not hidden_size / heads = 8); its -bf16 and
+// -f16 variants hold its weights rounded to those dtypes (stored narrow), with transformers'
+// f32 logits of the rounded weights.
+inline const char* const kLlamaFixtures[] = {"gqa-tied-llama3",     "mha-untied",
+                                             "gqa1-untied-sharded", "wide-heads",
+                                             "wide-heads-bf16",     "wide-heads-f16"};
 
 inline std::string fixture_dir(const std::string& name) {
   return testing::test_fixtures() + "/hf-llama/" + name;

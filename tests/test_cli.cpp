@@ -951,3 +951,55 @@ TEST_CASE("generate, inspect and bench take synthetic:llama-tiny; a tokenizer.js
   REQUIRE(bench.exit_code == 0);
   CHECK(nlohmann::json::parse(bench.out)["results"].size() == 2);
 }
+
+// The cost model, counted independently from the checkpoint's config.json. wide-heads has 4
+// query heads and 2 key/value heads of width D = 16 (not hidden_size / heads = 8) and a SwiGLU
+// MLP. Per token, each layer multiplies its q, k, v projections [(Hq + 2 Hkv) D, C], o_proj
+// [C, Hq D] and gate, up, down (3 C F weights): 2 FLOPs per weight. A prefill of P tokens adds
+// the LM head on the last row (2 V C) and, per layer, attention's 4 Hq D FLOPs per visible
+// query-key pair (P (P + 1) / 2 of them), reading q and writing out [Hq, P, D] and reading k and
+// v [Hkv, P, D] in f32.
+TEST_CASE("profile and inspect cost a Llama by its real head_dim, key/value heads and MLP") {
+  const std::string dir = attnscope::testing::test_fixtures() + "/hf-llama/wide-heads";
+  const nlohmann::json config = nlohmann::json::parse(read_all(dir + "/config.json"));
+  const std::int64_t c = config["hidden_size"], f = config["intermediate_size"];
+  const std::int64_t layers = config["num_hidden_layers"], vocab = config["vocab_size"];
+  const std::int64_t heads = config["num_attention_heads"],
+                     kv_heads = config["num_key_value_heads"];
+  const std::int64_t d = config["head_dim"];
+  REQUIRE(d != c / heads);
+  REQUIRE(kv_heads < heads);
+
+  const Result inspected = run("inspect --model " + dir + " --json");
+  REQUIRE(inspected.exit_code == 0);
+  CHECK(nlohmann::json::parse(inspected.out)["config"]["head_dim"] == d);
+
+  const std::int64_t prompt = 6;
+  attnscope::testing::TempDir out;
+  const std::string summary = out.file("summary.json");
+  const Result r = run("profile --model " + dir + " --prompt-len " + std::to_string(prompt) +
+                       " --gen 1 --steps prefill --threads 1 --json " + summary);
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::int64_t projection_weights =
+      layers * ((heads + 2 * kv_heads) * d * c + c * heads * d + 3 * c * f);
+  const std::int64_t attention_flops = 4 * heads * d * prompt * (prompt + 1) / 2;
+  const std::int64_t attention_bytes = 4 * d * (2 * heads * prompt + 2 * kv_heads * prompt);
+  const nlohmann::json rows = nlohmann::json::parse(read_all(summary))["rows"];
+  int found = 0;
+  for (const nlohmann::json& row : rows) {
+    if (row["name"] == "forward") {
+      ++found;
+      CHECK(row["calls"] == 1);
+      CHECK(row["flops"] ==
+            2 * projection_weights * prompt + 2 * vocab * c + layers * attention_flops);
+    }
+    if (row["category"] == "attention") {
+      ++found;
+      CHECK(row["calls"] == layers);
+      CHECK(row["flops"] == layers * attention_flops);
+      CHECK(row["bytes"] == layers * attention_bytes);
+    }
+  }
+  CHECK(found == 2);
+}

@@ -88,7 +88,7 @@ TEST_CASE("config: GPT-2 small's config.json") {
   CHECK(config.n_heads == 12);
   CHECK(config.n_kv_heads == 12);
   CHECK(config.d_ff == 3072);
-  CHECK(config.head_dim() == 64);
+  CHECK(config.head_dim == 64);
   CHECK(config.layer_norm_epsilon == 1e-5);
   CHECK(config.activation == "gelu_new");
   CHECK(config.eos_token_id == 50256);

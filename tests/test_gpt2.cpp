@@ -11,11 +11,10 @@
 
 #include "fixture_paths.h"
 #include "hf_fixtures.h"
+#include "model_checks.h"
 #include "models/gpt2/model.h"
 #include "models/gpt2/tensor_map.h"
 #include "runtime/error.h"
-#include "runtime/q8_0.h"
-#include "runtime/sampler.h"
 #include "safetensors_writer.h"
 
 using namespace attnscope;
@@ -26,22 +25,11 @@ namespace {
 using testing::hf_fixture_dir;
 using testing::kHfFixtures;
 using testing::read_hf_reference;
-
-// Greedy generation through prefill + one-token decode steps, as `attnscope generate` does it.
-std::vector<std::int32_t> greedy(Context& ctx, const gpt2::Model& model,
-                                 const std::vector<std::int32_t>& prompt, int new_tokens) {
-  KVCache cache = model.new_cache(ctx, 1, static_cast<std::int64_t>(prompt.size()) + new_tokens);
-  Sampler sampler(SamplingOptions{});
-  Tensor logits = model.forward(ctx, prompt, 1, cache);
-  std::vector<std::int32_t> out;
-  for (int i = 0; i < new_tokens; ++i) {
-    const std::int32_t next =
-        sampler.sample({logits.data<float>(), static_cast<std::size_t>(model.config().vocab_size)});
-    out.push_back(next);
-    if (i + 1 < new_tokens) logits = model.forward(ctx, {&next, 1}, 1, cache);
-  }
-  return out;
-}
+using testing::all_logits;
+using testing::greedy;
+using testing::max_abs_difference;
+using testing::max_relative_difference;
+using testing::reference_logits;
 
 }  // namespace
 
@@ -96,39 +84,6 @@ TEST_CASE("greedy continuations equal Hugging Face's for every backend") {
   }
 }
 
-namespace {
-
-// Every logit of a prefill over the fixture's input ids, as float64 [B * T * V].
-std::vector<double> all_logits(Context& ctx, const gpt2::Model& model,
-                               const nlohmann::json& reference) {
-  const auto ids = reference["input_ids"].get<std::vector<std::vector<std::int32_t>>>();
-  std::vector<std::int32_t> flat;
-  for (const auto& row : ids) flat.insert(flat.end(), row.begin(), row.end());
-  const auto batch = static_cast<std::int64_t>(ids.size());
-  KVCache cache = model.new_cache(ctx, batch, static_cast<std::int64_t>(ids[0].size()));
-  const Tensor logits = model.forward(ctx, flat, batch, cache, true);
-  return {logits.data<float>(), logits.data<float>() + logits.numel()};
-}
-
-std::vector<double> reference_logits(const nlohmann::json& reference) {
-  std::vector<double> out;
-  for (const auto& sequence : reference["logits"]) {
-    for (const auto& position : sequence) {
-      for (const auto& value : position) out.push_back(value.get<double>());
-    }
-  }
-  return out;
-}
-
-double max_abs_difference(const std::vector<double>& a, const std::vector<double>& b) {
-  REQUIRE(a.size() == b.size());
-  double worst = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
-  return worst;
-}
-
-}  // namespace
-
 TEST_CASE("16-bit weights on the cpu: checkpoints stored in bf16/f16 match transformers exactly") {
   // tiny-a-bf16 and tiny-a-f16 hold weights already rounded to their dtype, and transformers
   // computed their logits in f32 from them. Loading them at that --dtype narrows nothing (every
@@ -142,14 +97,8 @@ TEST_CASE("16-bit weights on the cpu: checkpoints stored in bf16/f16 match trans
     Context ctx(2);
     const gpt2::Model model = gpt2::Model::open(hf_fixture_dir(name), ctx, 0, dtype);
     REQUIRE(model.weights().layers[0].mlp_up_weight.dtype() == dtype);
-    const std::vector<double> actual = all_logits(ctx, model, reference);
-    const std::vector<double> expected = reference_logits(reference);
-    double worst = 0.0;
-    for (std::size_t i = 0; i < actual.size(); ++i) {
-      worst = std::max(worst,
-                       std::fabs(actual[i] - expected[i]) / std::max(std::fabs(expected[i]), 1.0));
-    }
-    CHECK(worst < 1e-4);
+    CHECK(max_relative_difference(all_logits(ctx, model, reference), reference_logits(reference)) <
+          1e-4);
     const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
     const auto tokens = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
     CHECK(greedy(ctx, model, prompt, static_cast<int>(tokens.size())) == tokens);
@@ -197,45 +146,17 @@ TEST_CASE("16-bit weights on the cpu: an f32 checkpoint narrowed at load stays n
 
 namespace {
 
-// tiny-a rewritten with every matrix q8_0 would store (runtime/q8_0.h) replaced by the f32
-// values its blocks stand for: quantized along each row of attnscope's [out, in] layout, so a
-// Conv1D weight (stored [in, out]) is quantized along its columns. Everything else is copied.
+// tiny-a rewritten with the values q8_0 stores for its matrices: the Conv1D weights (stored
+// [in, out], so quantized along their columns) and the token embedding (tied to the LM head).
 std::string write_dequantized_tiny_a(const testing::TempDir& dir) {
-  const std::string source = hf_fixture_dir("tiny-a");
-  const SafetensorsFile original = SafetensorsFile::open(source + "/model.safetensors");
-  testing::SafetensorsWriter writer;
-  for (const SafetensorsEntry& e : original.entries()) {
-    const Tensor t = original.tensor(e.name);
-    const bool conv1d = e.name.ends_with("c_attn.weight") || e.name.ends_with("c_proj.weight") ||
-                        e.name.ends_with("c_fc.weight");
-    if (!conv1d && !e.name.ends_with("wte.weight")) {
-      writer.add(e.name, e.dtype, e.shape,
-                 std::string(static_cast<const char*>(t.raw_data()), t.nbytes()));
-      continue;
-    }
-    REQUIRE(e.dtype == "F32");
-    const std::int64_t rows = conv1d ? e.shape[1] : e.shape[0];
-    const std::int64_t in = conv1d ? e.shape[0] : e.shape[1];
-    std::vector<float> values(static_cast<std::size_t>(rows * in));  // [rows, in]
-    for (std::int64_t r = 0; r < rows; ++r) {
-      for (std::int64_t k = 0; k < in; ++k) {
-        values[r * in + k] = conv1d ? t.data<float>()[k * rows + r] : t.data<float>()[r * in + k];
-      }
-    }
-    std::vector<BlockQ8_0> blocks(values.size() / kQ8_0BlockElements);
-    quantize_q8_0(values.data(), blocks.data(), rows * in);
-    dequantize_q8_0(blocks.data(), values.data(), rows * in);
-    std::vector<float> stored(values.size());
-    for (std::int64_t r = 0; r < rows; ++r) {
-      for (std::int64_t k = 0; k < in; ++k) {
-        stored[conv1d ? k * rows + r : r * in + k] = values[r * in + k];
-      }
-    }
-    writer.add_f32(e.name, e.shape, stored);
-  }
-  fs::copy_file(source + "/config.json", dir.path() / "config.json");
-  testing::write_file((dir.path() / "model.safetensors").string(), writer.serialize());
-  return dir.path().string();
+  return testing::write_q8_0_dequantized(
+      dir, hf_fixture_dir("tiny-a"), [](const SafetensorsEntry& e) {
+        const bool conv1d = e.name.ends_with("c_attn.weight") ||
+                            e.name.ends_with("c_proj.weight") || e.name.ends_with("c_fc.weight");
+        if (conv1d) return testing::StoredMatrix::InOut;
+        return e.name.ends_with("wte.weight") ? testing::StoredMatrix::OutIn
+                                              : testing::StoredMatrix::No;
+      });
 }
 
 }  // namespace
@@ -253,13 +174,7 @@ TEST_CASE("q8_0 weights on the cpu: prefill computes the f32 model of the dequan
   const gpt2::Model f32 = gpt2::Model::open(dequantized, ctx, 0, DType::F32);
   CHECK(q8.dtype_summary() == "q8_0 weights, f32 activations");
   const std::vector<double> actual = all_logits(ctx, q8, reference);
-  const std::vector<double> expected = all_logits(ctx, f32, reference);
-  double worst = 0.0;
-  for (std::size_t i = 0; i < actual.size(); ++i) {
-    worst =
-        std::max(worst, std::fabs(actual[i] - expected[i]) / std::max(std::fabs(expected[i]), 1.0));
-  }
-  CHECK(worst < 1e-4);
+  CHECK(max_relative_difference(actual, all_logits(ctx, f32, reference)) < 1e-4);
   CHECK(max_abs_difference(actual, reference_logits(reference)) > 0.0);  // really quantized
 }
 

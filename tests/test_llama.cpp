@@ -12,35 +12,24 @@
 
 #include "fixture_paths.h"
 #include "llama_fixtures.h"
+#include "model_checks.h"
 #include "models/llama/model.h"
 #include "runtime/error.h"
-#include "runtime/sampler.h"
 
 using namespace attnscope;
 namespace fs = std::filesystem;
 
 namespace {
 
+using testing::all_logits;
 using testing::fixture_dir;
+using testing::greedy;
 using testing::kLlamaFixtures;
 using testing::logit_bound;
+using testing::max_abs_difference;
+using testing::max_relative_difference;
 using testing::read_reference;
-
-// Greedy generation through prefill + one-token decode steps, as `attnscope generate` does it.
-std::vector<std::int32_t> greedy(Context& ctx, const llama::Model& model,
-                                 const std::vector<std::int32_t>& prompt, int new_tokens) {
-  KVCache cache = model.new_cache(ctx, 1, static_cast<std::int64_t>(prompt.size()) + new_tokens);
-  Sampler sampler(SamplingOptions{});
-  Tensor logits = model.forward(ctx, prompt, 1, cache);
-  const auto vocab = static_cast<std::size_t>(model.llama_config().vocab_size);
-  std::vector<std::int32_t> out;
-  for (int i = 0; i < new_tokens; ++i) {
-    const std::int32_t next = sampler.sample({logits.data<float>(), vocab});
-    out.push_back(next);
-    if (i + 1 < new_tokens) logits = model.forward(ctx, {&next, 1}, 1, cache);
-  }
-  return out;
-}
+using testing::reference_logits;
 
 }  // namespace
 
@@ -101,6 +90,144 @@ TEST_CASE("llama: greedy continuations equal transformers' for every backend") {
   }
 }
 
+namespace {
+
+// The f32 parity bound of a fixture's prefill in absolute terms: logit_bound is relative to
+// max(|logit|, 1), so it is scaled by the largest such value among the reference logits.
+double absolute_parity_bound(const llama::LlamaConfig& config, const nlohmann::json& reference) {
+  double scale = 1.0;
+  for (double z : reference_logits(reference)) scale = std::max(scale, std::fabs(z));
+  return logit_bound(config, static_cast<std::int64_t>(reference["input_ids"][0].size())) * scale;
+}
+
+}  // namespace
+
+TEST_CASE("llama: 16-bit weights on the cpu: checkpoints stored in bf16/f16 match transformers") {
+  // wide-heads-bf16 and wide-heads-f16 hold weights already rounded to their dtype, and
+  // transformers computed their logits in f32 from them. Loading them at that --dtype narrows
+  // nothing (every stored value is representable), so the 16-bit kernels compute the same f32
+  // math: only the order of f32 additions differs, as in the f32 parity test (same bound).
+  for (const auto& [name, dtype] :
+       {std::pair{"wide-heads-bf16", DType::BF16}, std::pair{"wide-heads-f16", DType::F16}}) {
+    const std::string fixture = name;  // CAPTURE cannot name a structured binding on clang 14
+    CAPTURE(fixture);
+    const nlohmann::json reference = read_reference(name);
+    Context ctx(2);
+    const llama::Model model = llama::Model::open(fixture_dir(name), ctx, 0, dtype);
+    REQUIRE(model.weights().layers[0].gate_up.dtype() == dtype);
+    const auto length = static_cast<std::int64_t>(reference["input_ids"][0].size());
+    CHECK(max_relative_difference(all_logits(ctx, model, reference), reference_logits(reference)) <=
+          logit_bound(model.llama_config(), length));
+    const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
+    const auto tokens = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
+    CHECK(greedy(ctx, model, prompt, static_cast<int>(tokens.size())) == tokens);
+  }
+}
+
+TEST_CASE("llama: 16-bit weights on the cpu: an f32 checkpoint narrowed at load stays near") {
+  // The bound, argued as GPT-2's (tests/test_gpt2.cpp). wide-heads-X is wide-heads with every
+  // parameter rounded to X, with transformers' f32 logits of those weights, so
+  //   D = max |logits(wide-heads-X) - logits(wide-heads)|
+  // is the logit change transformers itself measures for rounding this model's weights to X.
+  // attnscope narrows a subset of those parameters (the matrices and the embedding; the RMSNorm
+  // gains stay f32), each with the same relative error (<= 2^-9 bf16, 2^-12 f16). To first
+  // order a logit moves by a sum of per-weight contributions, and a subset of the terms can
+  // exceed the whole sum only through cancellation among the rest: we allow twice D, plus the
+  // f32 parity bound twice (attnscope's rounding and transformers' each within it). Greedy
+  // tokens must then equal transformers' f32 ones when every step's top-1 margin exceeds
+  // 2 x bound: no logit can then overtake the top one.
+  const nlohmann::json f32_reference = read_reference("wide-heads");
+  const std::vector<double> f32_logits = reference_logits(f32_reference);
+  for (const auto& [rounded, dtype] :
+       {std::pair{"wide-heads-bf16", DType::BF16}, std::pair{"wide-heads-f16", DType::F16}}) {
+    const std::string_view weight_dtype = dtype_name(dtype);  // CAPTURE: not a binding (clang 14)
+    CAPTURE(weight_dtype);
+    const double transformers_change =
+        max_abs_difference(reference_logits(read_reference(rounded)), f32_logits);
+    Context ctx(2);
+    const llama::Model model = llama::Model::open(fixture_dir("wide-heads"), ctx, 0, dtype);
+    const double bound = 2.0 * transformers_change +
+                         2.0 * absolute_parity_bound(model.llama_config(), f32_reference);
+    const double change = max_abs_difference(all_logits(ctx, model, f32_reference), f32_logits);
+    MESSAGE(weight_dtype << " weights: max |logit change| " << change << " (transformers, "
+                         << "every weight rounded: " << transformers_change << ")");
+    CHECK(change > 0.0);  // the weights really were narrowed
+    CHECK(change <= bound);
+    const double margin = f32_reference["greedy_min_margin"].get<double>();
+    if (margin <= 2.0 * bound) {
+      MESSAGE("greedy margin " << margin << " <= 2 x bound " << bound << ": tokens not compared");
+      continue;
+    }
+    const auto prompt = f32_reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
+    const auto tokens = f32_reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
+    CHECK(greedy(ctx, model, prompt, static_cast<int>(tokens.size())) == tokens);
+  }
+}
+
+TEST_CASE("llama: q8_0 weights on the cpu: prefill computes the f32 model of dequantized weights") {
+  // As for GPT-2: prefill (the fixture's 2 x 8 ids) keeps the activations in f32 and multiplies
+  // by dequantized weight panels, and dequantizing is exact, so the q8_0 model must give the
+  // logits of the f32 model whose matrices (every rank-2 tensor of the checkpoint, all stored
+  // [out, in]) hold the dequantized values, up to f32 summation order (the parity bound).
+  const nlohmann::json reference = read_reference("wide-heads");
+  testing::TempDir dir;
+  const std::string dequantized = testing::write_q8_0_dequantized(
+      dir, fixture_dir("wide-heads"), [](const SafetensorsEntry& e) {
+        return e.shape.size() == 2 ? testing::StoredMatrix::OutIn : testing::StoredMatrix::No;
+      });
+  Context ctx(2);
+  const llama::Model q8 = llama::Model::open(fixture_dir("wide-heads"), ctx, 0, DType::Q8_0);
+  const llama::Model f32 = llama::Model::open(dequantized, ctx, 0, DType::F32);
+  CHECK(q8.dtype_summary() == "q8_0 weights, f32 activations");
+  const std::vector<double> actual = all_logits(ctx, q8, reference);
+  const auto length = static_cast<std::int64_t>(reference["input_ids"][0].size());
+  CHECK(max_relative_difference(actual, all_logits(ctx, f32, reference)) <=
+        logit_bound(q8.llama_config(), length));
+  CHECK(max_abs_difference(actual, reference_logits(reference)) > 0.0);  // really quantized
+}
+
+TEST_CASE("llama: q8_0 weights on the cpu: decode stays near the f32 logits and tokens") {
+  // The bound, as GPT-2's. Prefill's change D = max |logits(q8_0 prefill) - logits(f32)| is the
+  // effect of the weights' quantization alone (test above). Decode (one row) also quantizes each
+  // linear's input in blocks of 32, with the same error model as the weights: one more
+  // perturbation per product of the same per-block relative size. To first order the logit
+  // change is the sum of both contributions; allowing twice each for cancellation, plus the f32
+  // parity bound twice (as in the 16-bit test): bound = 2 (D + D) + 2 parity. Greedy tokens must
+  // equal transformers' f32 ones when every step's top-1 margin exceeds 2 x bound.
+  const nlohmann::json reference = read_reference("wide-heads");
+  const std::vector<double> f32_logits = reference_logits(reference);
+  Context ctx(2);
+  const llama::Model model = llama::Model::open(fixture_dir("wide-heads"), ctx, 0, DType::Q8_0);
+  const double weights_change = max_abs_difference(all_logits(ctx, model, reference), f32_logits);
+  const double bound =
+      4.0 * weights_change + 2.0 * absolute_parity_bound(model.llama_config(), reference);
+
+  const auto ids = reference["input_ids"][0].get<std::vector<std::int32_t>>();
+  const auto length = static_cast<std::int64_t>(ids.size());
+  const std::int64_t vocab = model.config().vocab_size;
+  KVCache cache = model.new_cache(ctx, 1, length);
+  double change = 0.0;
+  for (std::int64_t t = 0; t < length; ++t) {
+    const Tensor logits = model.forward(ctx, {&ids[static_cast<std::size_t>(t)], 1}, 1, cache);
+    for (std::int64_t v = 0; v < vocab; ++v) {
+      change = std::max(change, std::fabs(logits.data<float>()[v] -
+                                          f32_logits[static_cast<std::size_t>(t * vocab + v)]));
+    }
+  }
+  MESSAGE("q8_0 decode: max |logit change| "
+          << change << " (weights alone, prefill: " << weights_change << ")");
+  CHECK(change > 0.0);
+  CHECK(change <= bound);
+  const double margin = reference["greedy_min_margin"].get<double>();
+  if (margin <= 2.0 * bound) {
+    MESSAGE("greedy margin " << margin << " <= 2 x bound " << bound << ": tokens not compared");
+    return;
+  }
+  const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
+  const auto tokens = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
+  CHECK(greedy(ctx, model, prompt, static_cast<int>(tokens.size())) == tokens);
+}
+
 TEST_CASE("llama: synthetic shapes, parameter counts and seeded weights") {
   // Hugging Face's counts for the real models (tied heads counted once).
   CHECK(llama::count_parameters(llama::synthetic_config("smollm2-135m")) == 134515008);
@@ -145,7 +272,7 @@ TEST_CASE("llama: decoding token by token gives the logits of one prefill") {
   }
 }
 
-TEST_CASE("llama: the loader refuses missing tensors and overflowing contexts") {
+TEST_CASE("llama: the loader refuses missing tensors, q8_0 rows of part blocks, long contexts") {
   Context ctx(2);
   const fs::path dir = fs::temp_directory_path() / "attnscope_llama_missing";
   fs::remove_all(dir);
@@ -156,6 +283,10 @@ TEST_CASE("llama: the loader refuses missing tensors and overflowing contexts") 
   CHECK_THROWS_WITH_AS(llama::Model::open(dir.string(), ctx), doctest::Contains("expected shape"),
                        Error);
   fs::remove_all(dir);
+
+  // q8_0 blocks of 32 along every row: the fixtures' MLP is 48 wide (wide-heads' is 64).
+  CHECK_THROWS_WITH_AS(llama::Model::open(fixture_dir("gqa-tied-llama3"), ctx, 0, DType::Q8_0),
+                       doctest::Contains("intermediate_size is 48"), Error);
 
   const llama::Model model = llama::Model::open(fixture_dir("mha-untied"), ctx);  // context 64
   CHECK_THROWS_AS(model.new_cache(ctx, 1, 65), Error);

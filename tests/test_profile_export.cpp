@@ -163,7 +163,7 @@ TEST_CASE("every backend runs the steps and temporaries its cost model predicts"
       model.forward(ctx, prompt, 1, cache);
     }
     ops::attention::Call call;
-    call.q = Tensor::empty({1, config.n_heads, 4, config.head_dim()}, DType::F32, ctx.allocator());
+    call.q = Tensor::empty({1, config.n_heads, 4, config.head_dim}, DType::F32, ctx.allocator());
     call.k = cache.keys(0);
     call.v = cache.values(0);
     call.out = Tensor::empty(call.q.shape(), DType::F32, ctx.allocator());

@@ -30,6 +30,15 @@ Model Model::open(const std::string& spec, Context& ctx, std::uint64_t synthetic
 
 std::int64_t Model::parameter_count() const { return count_parameters(config_); }
 
+std::int64_t Model::projection_weights() const {
+  std::int64_t total = 0;
+  for (const LayerWeights& l : weights_.layers) {
+    total += l.attn_qkv_weight.numel() + l.attn_out_weight.numel() + l.mlp_up_weight.numel() +
+             l.mlp_down_weight.numel();
+  }
+  return total;
+}
+
 std::uint64_t Model::weight_bytes() const {
   Weights handles = weights_;  // tensor_slots wants a mutable Weights; Tensors copy as handles
   std::uint64_t bytes = 0;
@@ -48,7 +57,7 @@ KVCache Model::new_cache(Context& ctx, std::int64_t batch, std::int64_t capacity
   check(capacity >= 1 && capacity <= config_.context_length, "kv cache",
         "capacity " + std::to_string(capacity) + " must be in [1, context length " +
             std::to_string(config_.context_length) + "]");
-  return KVCache(config_.n_layers, batch, config_.n_kv_heads, capacity, config_.head_dim(),
+  return KVCache(config_.n_layers, batch, config_.n_kv_heads, capacity, config_.head_dim,
                  dtypes_.activations, ctx.allocator());
 }
 
@@ -115,7 +124,7 @@ void Model::attention_block(Context& ctx, const LayerWeights& layer, std::int64_
   profiler::Scope scope(ctx, "attention_block", "block");
   const std::int64_t width = config_.d_model;
   const std::int64_t heads = config_.n_heads;
-  const std::int64_t head_dim = config_.head_dim();
+  const std::int64_t head_dim = config_.head_dim;
   const std::int64_t rows = batch * tokens;
   Allocator& allocator = ctx.allocator();
 

@@ -53,6 +53,7 @@ class Model : public LanguageModel {
   // The tensors as stored in the checkpoint (for `inspect`).
   const std::vector<StoredTensor>& stored_tensors() const override { return stored_; }
   std::int64_t parameter_count() const override;
+  std::int64_t projection_weights() const override;
 
   // Chooses the attention backend by name (see ops/attention); throws Error for unknown names.
   void set_attention(std::string_view name) override;

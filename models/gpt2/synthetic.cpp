@@ -73,6 +73,7 @@ ModelConfig synthetic_config(const std::string& name) {
     config.n_heads = s.heads;
     config.n_kv_heads = s.heads;
     config.d_model = s.width;
+    config.head_dim = s.width / s.heads;
     config.d_ff = 4 * s.width;
     config.context_length = s.context;
     config.vocab_size = s.vocab;

@@ -103,14 +103,13 @@ ModelDTypes model_dtypes(Device device, DType requested) {
   return {DType::F32, requested};
 }
 
-void check_weight_dtype_fits(const ModelConfig& config, DType weights) {
+void check_weight_dtype_fits(std::initializer_list<RowWidth> row_widths, DType weights) {
   if (weights != DType::Q8_0) return;
-  // Every matrix row is d_model (qkv, attn out, mlp up, token embedding) or d_ff (mlp down) wide.
-  for (const auto& row : {std::pair{"n_embd", config.d_model}, std::pair{"n_inner", config.d_ff}}) {
-    check(row.second % kQ8_0BlockElements == 0, "--dtype", [&] {
+  for (const RowWidth& row : row_widths) {
+    check(row.width % kQ8_0BlockElements == 0, "--dtype", [&] {
       return "q8_0 quantizes rows in blocks of " + std::to_string(kQ8_0BlockElements) +
-             " values, but this model's " + row.first + " is " + std::to_string(row.second) +
-             " (use f32, f16 or bf16)";
+             " values, but this model's " + std::string(row.name) + " is " +
+             std::to_string(row.width) + " (use f32, f16 or bf16)";
     });
   }
 }
@@ -137,7 +136,9 @@ Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t 
       checkpoint.stored.push_back({e.name, e.dtype, e.shape, e.end - e.begin});
     }
   }
-  check_weight_dtype_fits(checkpoint.config, dtypes.weights);
+  // Every matrix row is d_model (qkv, attn out, mlp up, token embedding) or d_ff (mlp down) wide.
+  check_weight_dtype_fits(
+      {{"n_embd", checkpoint.config.d_model}, {"n_inner", checkpoint.config.d_ff}}, dtypes.weights);
   if (ctx.device() != Device::CPU || dtypes.weights != DType::F32) {
     place_weights(checkpoint.config, checkpoint.weights, ctx, dtypes);
   }

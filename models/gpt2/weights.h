@@ -9,7 +9,9 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/allocator.h"
@@ -55,9 +57,14 @@ ModelDTypes model_dtypes(Device device, DType requested);
 // Replaces `t` by its conversion to `dtype` (on the host) placed on ctx's device; the original is
 // freed once nothing else holds it. Every model family's loader places its weights this way.
 void place_tensor(Context& ctx, Tensor& t, DType dtype);
-// Throws Error unless every matrix of `config` can be stored in `weights`: q8_0 needs rows
-// (d_model and d_ff wide) that are whole blocks of 32 values.
-void check_weight_dtype_fits(const ModelConfig& config, DType weights);
+// The width of one kind of matrix row, named as the config names it ("n_inner").
+struct RowWidth {
+  std::string_view name;
+  std::int64_t width = 0;
+};
+// Throws Error unless a model's matrices can be stored in `weights`: q8_0 needs every row width
+// (each family lists its own) to be whole blocks of 32 values.
+void check_weight_dtype_fits(std::initializer_list<RowWidth> row_widths, DType weights);
 
 // One tensor as the checkpoint stores it, for `attnscope inspect`.
 struct StoredTensor {

@@ -26,6 +26,7 @@ ModelConfig summary_config(const LlamaConfig& llama) {
   config.n_layers = llama.num_hidden_layers;
   config.n_heads = llama.num_attention_heads;
   config.n_kv_heads = llama.num_key_value_heads;
+  config.head_dim = llama.head_dim;
   config.d_ff = llama.intermediate_size;
   config.layer_norm_epsilon = llama.rms_norm_eps;
   config.activation = "silu";
@@ -70,6 +71,14 @@ std::uint64_t Model::weight_bytes() const {
     bytes += weights_.lm_head.nbytes();
   }
   return bytes;
+}
+
+std::int64_t Model::projection_weights() const {
+  std::int64_t total = 0;
+  for (const LayerWeights& l : weights_.layers) {
+    total += l.qkv.numel() + l.out.numel() + l.gate_up.numel() + l.down.numel();
+  }
+  return total;
 }
 
 void Model::set_attention(std::string_view name) {

@@ -60,6 +60,7 @@ class Model : public LanguageModel {
   const Weights& weights() const { return weights_; }
   const std::vector<gpt2::StoredTensor>& stored_tensors() const override { return stored_; }
   std::int64_t parameter_count() const override { return count_parameters(config_); }
+  std::int64_t projection_weights() const override;
 
   void set_attention(std::string_view name) override;
   const ops::attention::Backend& attention() const override { return *attention_; }

@@ -246,6 +246,13 @@ Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t 
     const SafetensorsCheckpoint file = SafetensorsCheckpoint::open(checkpoint_file.string());
     checkpoint.weights = load_weights(file, checkpoint.config, staging, checkpoint.stored);
   }
+  // Rows are hidden_size (q, k, v, gate, up, embedding, head), Hq D (o_proj) or F (down) wide.
+  const LlamaConfig& config = checkpoint.config;
+  gpt2::check_weight_dtype_fits(
+      {{"hidden_size", config.hidden_size},
+       {"intermediate_size", config.intermediate_size},
+       {"num_attention_heads x head_dim", config.num_attention_heads * config.head_dim}},
+      checkpoint.dtypes.weights);
   checkpoint.weights.no_position =
       Tensor::zeros({1, checkpoint.config.hidden_size}, DType::F32, staging);
   if (ctx.device() != Device::CPU || checkpoint.dtypes.weights != DType::F32) {

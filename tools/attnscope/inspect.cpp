@@ -26,7 +26,7 @@ nlohmann::json config_json(const ModelConfig& c) {
           {"n_layers", c.n_layers},
           {"n_heads", c.n_heads},
           {"n_kv_heads", c.n_kv_heads},
-          {"head_dim", c.head_dim()},
+          {"head_dim", c.head_dim},
           {"d_ff", c.d_ff},
           {"layer_norm_epsilon", c.layer_norm_epsilon},
           {"activation", c.activation},

@@ -153,12 +153,11 @@ ProfiledRun profile_model(Context& ctx, const LanguageModel& model,
   for (std::int32_t& id : prompt) id = token(rng);
 
   const std::int64_t heads = config.n_heads, kv_heads = config.n_kv_heads;
-  const std::int64_t head_dim = config.head_dim();
+  const std::int64_t head_dim = config.head_dim;
   const DType dtype = model.activation_dtype();  // of q, k, v: attention's bytes
   const auto weight_bytes = static_cast<double>(model.weight_bytes());
-  const double projection_flops_per_token =
-      2.0 * static_cast<double>(config.n_layers) *
-      static_cast<double>(4 * config.d_model * config.d_model + 2 * config.d_model * config.d_ff);
+  const double projection_flops_per_token = 2.0 * static_cast<double>(model.projection_weights());
+  // The LM head [V, C] runs on one row per step (the last position's).
   const double head_flops = 2.0 * static_cast<double>(config.vocab_size * config.d_model);
 
   ProfiledRun run;
