@@ -22,13 +22,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using testing::hf_fixture_dir;
-using testing::kHfFixtures;
-using testing::read_hf_reference;
 using testing::all_logits;
 using testing::greedy;
+using testing::hf_fixture_dir;
+using testing::kHfFixtures;
 using testing::max_abs_difference;
 using testing::max_relative_difference;
+using testing::read_hf_reference;
 using testing::reference_logits;
 
 }  // namespace
