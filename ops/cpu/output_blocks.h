@@ -20,8 +20,10 @@ constexpr std::int64_t kGemmMinRows = 16;
 // multiplying (one software prefetch per 64-byte line). A thread's weights are one contiguous
 // stream, but the hardware prefetcher alone left those kernels at 9-11 GB/s on this machine's
 // Xeon (2 threads, membw 13.7 GB/s): their compute per byte is 2-4x that of f32, so fewer loads
-// are in flight. Measured with GPT-2's decode-step weights (2026-12-01, interleaved): 16-bit
-// 23 -> 15 ms per step, q8_0 at 2 KB ahead 10-11 ms, at 4 KB 9-10 ms; 8 KB ahead was worse.
+// are in flight. With it, `attnscope bench` tg128 on synthetic:gpt2 went from 1.24x to 1.92x f32
+// with bf16 weights and from 2.13x to 2.58x with q8_0, the 16-bit kernels now reading at the
+// machine's bandwidth (docs/results/2026-12-01-cpu-decode/). The distance was chosen on a
+// throwaway sweep (2, 4 and 8 KB; 8 KB was worse), not a committed benchmark.
 constexpr int kWeightPrefetchBytes = 4096;
 
 // Splits `outputs` into one block per thread, each a multiple of 64 so that no two threads write
