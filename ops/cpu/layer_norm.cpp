@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "ops/cpu/row_sum.h"
+
 namespace attnscope::ops::cpu {
 
 // Below this many elements the op runs on the calling thread: starting and joining a team of
@@ -22,11 +24,12 @@ void layer_norm(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* row = in + r * width;
     float* dst = y + r * width;
-    double sum = 0.0;
-    for (std::int64_t c = 0; c < width; ++c) sum += row[c];
-    const double mean = sum / static_cast<double>(width);
-    double squares = 0.0;
-    for (std::int64_t c = 0; c < width; ++c) squares += (row[c] - mean) * (row[c] - mean);
+    const double mean =
+        row_sum(width, [&](std::int64_t c) { return double{row[c]}; }) / static_cast<double>(width);
+    const double squares = row_sum(width, [&](std::int64_t c) {
+      const double deviation = row[c] - mean;
+      return deviation * deviation;
+    });
     const auto inv_std =
         static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(width) + eps));
     const auto mean_f = static_cast<float>(mean);

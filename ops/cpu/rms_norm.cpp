@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "ops/cpu/row_sum.h"
+
 namespace attnscope::ops::cpu {
 
 // Below this many elements the op runs on the calling thread: starting and joining a team of
@@ -20,8 +22,8 @@ void rms_norm(Context& ctx, const Tensor& x, const Tensor& weight, float eps, Te
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* row = in + r * width;
     float* dst = y + r * width;
-    double squares = 0.0;
-    for (std::int64_t c = 0; c < width; ++c) squares += double(row[c]) * row[c];
+    const double squares =
+        row_sum(width, [&](std::int64_t c) { return double{row[c]} * double{row[c]}; });
     const auto inv_rms =
         static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(width) + eps));
     for (std::int64_t c = 0; c < width; ++c) dst[c] = (row[c] * inv_rms) * w[c];
