@@ -49,7 +49,9 @@ CpuFeatures read_cpu_features() {
 
 CpuLevel best_supported_level() {
   const CpuFeatures& f = cpu_features();
-  if (f.avx512f && f.avx512bw && f.avx512vl && f.fma && f.f16c) return CpuLevel::Avx512;
+  if (f.avx512f && f.avx512bw && f.avx512vl && f.fma && f.f16c) {
+    return f.avx512_vnni ? CpuLevel::Avx512Vnni : CpuLevel::Avx512;
+  }
   if (f.avx2 && f.fma && f.f16c) return CpuLevel::Avx2;
   return CpuLevel::Portable;
 }
@@ -58,8 +60,9 @@ std::optional<CpuLevel> cap_from_environment() {
   const char* value = std::getenv("ATTNSCOPE_CPU_LEVEL");
   if (value == nullptr || *value == '\0') return std::nullopt;
   const std::optional<CpuLevel> level = parse_cpu_level(value);
-  check(level.has_value(), "ATTNSCOPE_CPU_LEVEL",
-        [&] { return "unknown level '" + std::string(value) + "' (portable, avx2 or avx512)"; });
+  check(level.has_value(), "ATTNSCOPE_CPU_LEVEL", [&] {
+    return "unknown level '" + std::string(value) + "' (portable, avx2, avx512 or avx512vnni)";
+  });
   return level;
 }
 
@@ -88,12 +91,14 @@ std::string_view cpu_level_name(CpuLevel level) {
       return "avx2";
     case CpuLevel::Avx512:
       return "avx512";
+    case CpuLevel::Avx512Vnni:
+      return "avx512vnni";
   }
   return "portable";
 }
 
 std::optional<CpuLevel> parse_cpu_level(std::string_view name) {
-  for (CpuLevel level : {CpuLevel::Portable, CpuLevel::Avx2, CpuLevel::Avx512}) {
+  for (CpuLevel level : kCpuLevels) {
     if (name == cpu_level_name(level)) return level;
   }
   return std::nullopt;

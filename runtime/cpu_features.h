@@ -1,13 +1,16 @@
 // Which SIMD instruction sets this CPU offers, and which kernel level the CPU ops use.
 //
-// The CPU kernels that read 16-bit and 8-bit weights come in three levels, chosen at run time:
-//   portable: plain C++ that every x86-64 and Arm compiler builds (the compiler may vectorize it);
-//   avx2:     AVX2 + FMA + F16C (x86-64 since ~2013: Haswell, Zen 1);
-//   avx512:   AVX-512 F + BW + VL (Skylake-SP, Ice Lake, Zen 4).
+// The CPU kernels that read 16-bit and 8-bit weights come in four levels, chosen at run time:
+//   portable:   plain C++ that every x86-64 and Arm compiler builds (the compiler may vectorize
+//   it); avx2:       AVX2 + FMA + F16C (x86-64 since ~2013: Haswell, Zen 1); avx512:     AVX-512 F
+//   + BW + VL (Skylake-SP, Ice Lake, Zen 4); avx512vnni: avx512 plus AVX-512 VNNI's byte dot
+//   product vpdpbusd (Ice Lake, Sapphire Rapids,
+//               Zen 4). Only the q8_0 decode kernel has code of its own there (ops/cpu/
+//               linear_q8_0.cpp); the 16-bit kernels run their avx512 code.
 // Why run-time dispatch rather than build-time selection: one binary built on one x86-64 machine
 // runs on another (a CI runner, a laptop, a GPU host), and the tests can run every level this CPU
-// has, not just the best one, by capping the level (ATTNSCOPE_CPU_LEVEL=portable|avx2|avx512, or
-// set_cpu_level_cap in a test).
+// has, not just the best one, by capping the level (ATTNSCOPE_CPU_LEVEL=portable|avx2|avx512|
+// avx512vnni, or set_cpu_level_cap in a test).
 #pragma once
 
 #include <optional>
@@ -18,15 +21,18 @@ namespace attnscope {
 struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false;
-  bool avx512_bf16 = false, avx512_vnni = false;  // reported, not used: see cpu_level()
+  bool avx512_vnni = false;
+  bool avx512_bf16 = false;  // reported, not used: no kernel level needs it
 };
 
 // What CPUID reports, read once.
 const CpuFeatures& cpu_features();
 
-enum class CpuLevel { Portable, Avx2, Avx512 };
+enum class CpuLevel { Portable, Avx2, Avx512, Avx512Vnni };
+inline constexpr CpuLevel kCpuLevels[] = {CpuLevel::Portable, CpuLevel::Avx2, CpuLevel::Avx512,
+                                          CpuLevel::Avx512Vnni};  // lowest first
 
-std::string_view cpu_level_name(CpuLevel level);  // "portable", "avx2", "avx512"
+std::string_view cpu_level_name(CpuLevel level);  // "portable", "avx2", "avx512", "avx512vnni"
 std::optional<CpuLevel> parse_cpu_level(std::string_view name);
 
 // The best level this CPU supports, no higher than the cap: set_cpu_level_cap, else the

@@ -13,7 +13,7 @@
 namespace attnscope {
 
 TEST_CASE("cpu levels round-trip through their names") {
-  for (CpuLevel level : {CpuLevel::Portable, CpuLevel::Avx2, CpuLevel::Avx512}) {
+  for (CpuLevel level : kCpuLevels) {
     CHECK(parse_cpu_level(cpu_level_name(level)) == level);
   }
   CHECK_FALSE(parse_cpu_level("sse2").has_value());
@@ -23,7 +23,9 @@ TEST_CASE("cpu_level follows CPUID and its cap") {
   const CpuFeatures& f = cpu_features();
   set_cpu_level_cap(std::nullopt);
   const CpuLevel best = cpu_level();
-  if (best == CpuLevel::Avx512) CHECK((f.avx512f && f.avx512bw && f.avx512vl));
+  if (best >= CpuLevel::Avx512) CHECK((f.avx512f && f.avx512bw && f.avx512vl));
+  if (best == CpuLevel::Avx512) CHECK_FALSE(f.avx512_vnni);  // else the best would be avx512vnni
+  if (best == CpuLevel::Avx512Vnni) CHECK(f.avx512_vnni);
   if (best >= CpuLevel::Avx2) CHECK((f.avx2 && f.fma && f.f16c));
   MESSAGE("this CPU runs the " << cpu_level_name(best) << " kernels");
 

@@ -101,7 +101,7 @@ void check_linear_16bit(Context& ctx, const Case& c, DType dtype, bool with_bias
 // Runs `body` once per kernel level this CPU has, with cpu_level() capped at it.
 template <typename Body>
 void for_each_cpu_level(Body body) {
-  for (CpuLevel level : {CpuLevel::Portable, CpuLevel::Avx2, CpuLevel::Avx512}) {
+  for (CpuLevel level : kCpuLevels) {
     set_cpu_level_cap(level);
     if (cpu_level() != level) {
       MESSAGE("this CPU has no " << cpu_level_name(level) << " kernels: level not tested");

@@ -44,7 +44,7 @@ std::vector<BlockQ8_0> quantized(const std::vector<float>& x) {
 std::vector<CpuLevel> levels_of_this_cpu() {
   set_cpu_level_cap(std::nullopt);
   std::vector<CpuLevel> levels;
-  for (CpuLevel level : {CpuLevel::Portable, CpuLevel::Avx2, CpuLevel::Avx512}) {
+  for (CpuLevel level : kCpuLevels) {
     if (level <= cpu_level()) levels.push_back(level);
   }
   return levels;
@@ -340,6 +340,35 @@ TEST_CASE("linear_q8_0 gives every level the same integer products") {
   }
   set_cpu_level_cap(std::nullopt);
   for (const std::vector<float>& y : results) CHECK(y == results.front());
+}
+
+TEST_CASE("linear_q8_0: the avx512vnni kernel equals the avx512 kernel bit for bit") {
+  // vpdpbusd forms the same integer sums of 4 byte products as vpmaddubsw + vpmaddwd, and
+  // everything after them runs in the same order: any difference is a bug in one of them.
+  set_cpu_level_cap(std::nullopt);
+  if (cpu_level() != CpuLevel::Avx512Vnni) {
+    MESSAGE("SKIPPED: this CPU has no AVX-512 VNNI (level " << cpu_level_name(cpu_level()) << ")");
+    return;
+  }
+  std::mt19937 rng(29);
+  constexpr std::int64_t kIn = 27 * 32, kOutputs = 70;  // 6 steps of 4 blocks and a tail of 3
+  for (std::int64_t rows : {1, 2, 3, 4, 5, 15}) {
+    CAPTURE(rows);
+    const std::vector<float> x = normal_values(rows * kIn, rng);
+    const std::vector<BlockQ8_0> wq = quantized(normal_values(kOutputs * kIn, rng));
+    const std::vector<float> b = normal_values(kOutputs, rng);
+    Context ctx(2);
+    std::vector<std::vector<float>> results;
+    for (CpuLevel level : {CpuLevel::Avx512, CpuLevel::Avx512Vnni}) {
+      set_cpu_level_cap(level);
+      std::vector<float> y(static_cast<std::size_t>(rows * kOutputs));
+      ops::cpu::linear_q8_0(ctx, x.data(), wq.data(), b.data(), y.data(), rows, kIn, kOutputs,
+                            false);
+      results.push_back(y);
+    }
+    CHECK(results[0] == results[1]);
+  }
+  set_cpu_level_cap(std::nullopt);
 }
 
 TEST_CASE("linear_q8_0 refuses an input width that is not whole blocks") {

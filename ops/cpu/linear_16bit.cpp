@@ -227,7 +227,7 @@ struct Kernels {
 template <bool kBf16>
 Kernels kernels_for(CpuLevel level) {
 #if defined(__x86_64__)
-  if (level == CpuLevel::Avx512) return {dot_rows_avx512<kBf16>, widen_avx512<kBf16>};
+  if (level >= CpuLevel::Avx512) return {dot_rows_avx512<kBf16>, widen_avx512<kBf16>};
   if (level == CpuLevel::Avx2) return {dot_rows_avx2<kBf16>, widen_avx2<kBf16>};
 #endif
   (void)level;

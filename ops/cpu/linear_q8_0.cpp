@@ -94,6 +94,9 @@ __attribute__((target("avx2,fma,f16c"))) void row_dots_avx2(const BlockQ8_0* w,
 // scales. The weights are prefetched ahead (kWeightPrefetchBytes, output_blocks.h): the stream
 // of 34-byte blocks is what decode waits on, and the prefetch raised the out-of-cache LM head's
 // rate by a further ~1.3x.
+// With kVnni (the avx512vnni level) one vpdpbusd forms each lane's sum of 4 byte products,
+// where vpmaddubsw + vpmaddwd take two instructions; the sums are the same integers (the int16
+// pairs of vpmaddubsw never saturate, see linear_q8_0.h), so both levels give identical results.
 // The bytes of blocks pair[0] and pair[1] in one register.
 __attribute__((target("avx512f,avx512bw,avx512vl,avx2"))) inline __m512i load_pair(
     const BlockQ8_0* pair) {
@@ -102,8 +105,10 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2"))) inline __m512i load_pa
       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair[1].q)), 1);
 }
 
-template <int kRows>
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void row_dots_avx512(
+// Both instantiations carry the avx512vnni target (the intrinsic needs it in its caller); only
+// the kVnni one contains the instruction, and only the avx512vnni level calls it.
+template <int kRows, bool kVnni>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c"))) void row_dots_avx512(
     const BlockQ8_0* w, const std::int8_t* qx, const float* dx, std::int64_t blocks, float* dots) {
   const __m512i ones = _mm512_set1_epi16(1);
   const __m512i first_pair = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
@@ -133,7 +138,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void row_dots
         const __m512i signed_inputs =
             _mm512_mask_sub_epi8(inputs, negative[half], _mm512_setzero_si512(), inputs);
         const __m512i quads =
-            _mm512_madd_epi16(_mm512_maddubs_epi16(magnitudes[half], signed_inputs), ones);
+            kVnni ? _mm512_dpbusd_epi32(_mm512_setzero_si512(), magnitudes[half], signed_inputs)
+                  : _mm512_madd_epi16(_mm512_maddubs_epi16(magnitudes[half], signed_inputs), ones);
         sums[r][half] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(quads), spread[half], sums[r][half]);
       }
     }
@@ -165,8 +171,13 @@ struct LevelKernels {
 
 LevelKernels kernels_for(CpuLevel level) {
 #if defined(__x86_64__)
+  if (level == CpuLevel::Avx512Vnni) {
+    return {{row_dots_avx512<1, true>, row_dots_avx512<2, true>, row_dots_avx512<3, true>,
+             row_dots_avx512<4, true>}};
+  }
   if (level == CpuLevel::Avx512) {
-    return {{row_dots_avx512<1>, row_dots_avx512<2>, row_dots_avx512<3>, row_dots_avx512<4>}};
+    return {{row_dots_avx512<1, false>, row_dots_avx512<2, false>, row_dots_avx512<3, false>,
+             row_dots_avx512<4, false>}};
   }
   if (level == CpuLevel::Avx2) {
     return {{row_dots_avx2<1>, row_dots_avx2<2>, row_dots_avx2<3>, row_dots_avx2<4>}};
