@@ -438,6 +438,29 @@ TEST_CASE("bench-attention rejects bad flags and reports what a backend cannot s
 static const std::string kTinyModelBench =
     "bench -m synthetic:tiny -p 8 -n 4 -r 2 --warmup 0 --threads 1";
 
+TEST_CASE("bench records the commit it was built from") {
+  // git is the reference: the binary was built from this checkout, so it names HEAD's short hash
+  // (with -dirty when tracked files differ from it), or "unknown" outside a git checkout.
+  attnscope::testing::TempDir dir;
+  const std::string head = dir.file("head");
+  const std::string root = std::string(ATTNSCOPE_TEST_FIXTURES) + "/../..";
+  const bool in_git =
+      std::system(
+          ("git -C " + root + " rev-parse --short HEAD >" + head + " 2>/dev/null").c_str()) == 0;
+  const Result r = run(kTinyModelBench + " --output json");
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto revision = nlohmann::json::parse(r.out)["attnscope_revision"].get<std::string>();
+  if (!in_git) {
+    CHECK(revision == "unknown");
+    return;
+  }
+  std::string hash = read_all(head);
+  while (!hash.empty() && hash.back() == '\n') hash.pop_back();
+  REQUIRE(!hash.empty());
+  CHECK((revision == hash || revision == hash + "-dirty"));
+}
+
 TEST_CASE("bench --output json has one row per combination and keeps every repetition") {
   const Result r = run(kTinyModelBench + " --attn naive,flash -b 1,2 -d 0,3 --output json");
   CAPTURE(r.err);

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "git_revision.h"  // generated at build time (cmake/git_revision.cmake)
 #include "ops/attention/registry.h"
 #include "ops/sample.h"
 #include "runtime/error.h"
@@ -35,10 +36,6 @@
 #include "tools/attnscope/flags.h"
 #include "tools/attnscope/machine_info.h"
 #include "tools/attnscope/model_loading.h"
-
-#ifndef ATTNSCOPE_GIT_REVISION
-#define ATTNSCOPE_GIT_REVISION "unknown"
-#endif
 
 namespace attnscope::cli {
 
