@@ -7,7 +7,7 @@
 #   tools/test.sh            everything (about 28 minutes on 2 cores)
 #   tools/test.sh --quick    the Release build and its tests only
 #
-# Build folders: build/ (Release), build-asan/ (clang, sanitizers, fuzzers). FUZZ_SECONDS sets
+# Build folders: build/ (Release), build-asan/ (clang, sanitizers, fuzzers). FUZZ_SECONDS (20)
 # each fuzzer's run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +34,7 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
 
 echo "== libFuzzer harnesses"
-seconds=${FUZZ_SECONDS:-30}
+seconds=${FUZZ_SECONDS:-20}
 harnesses=(safetensors config)
 tokenizer_dir=${ATTNSCOPE_FIXTURES_DIR:-../shared/fixtures}/gpt2-tokenizer
 if [[ -f "$tokenizer_dir/encoder.json" ]]; then
