@@ -7,8 +7,8 @@
 #   tools/test.sh            everything (about 28 minutes on 2 cores)
 #   tools/test.sh --quick    the Release build and its tests only
 #
-# Build folders: build/ (Release), build-asan/ (clang, sanitizers, fuzzers). FUZZ_SECONDS (20)
-# each fuzzer's run.
+# Build folders: build/ (Release), build-asan/ (clang, sanitizers, fuzzers). FUZZ_SECONDS sets
+# each fuzzer's run (default 20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
