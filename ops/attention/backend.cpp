@@ -1,5 +1,5 @@
-// The checks every attention backend makes before touching memory, and the head layout its
-// steps iterate over.
+// The checks every attention backend makes before touching memory, the head layout its steps
+// iterate over, and the useful FLOPs of a call.
 #include "ops/attention/backend.h"
 
 #include <string>
@@ -13,6 +13,14 @@ namespace attnscope::ops::attention {
 HeadLayout layout_of(const Call& call) {
   return {call.batch(), call.q_heads(), call.kv_heads(), call.q_len(),
           call.kv_len,  call.k.dim(2),  call.head_dim()};
+}
+
+double useful_flops(std::int64_t batch, std::int64_t heads, std::int64_t head_dim,
+                    std::int64_t q_len, std::int64_t kv_len) {
+  // Queries 0..Tq-1 see (kv_len - Tq) past keys each, plus 1..Tq of their own tokens.
+  const double visible_pairs = static_cast<double>(q_len) * static_cast<double>(kv_len - q_len) +
+                               static_cast<double>(q_len) * static_cast<double>(q_len + 1) / 2;
+  return 4.0 * static_cast<double>(batch * heads * head_dim) * visible_pairs;
 }
 
 void validate_call(const Call& call) {

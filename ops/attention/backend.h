@@ -62,6 +62,12 @@ struct HeadLayout {
 
 HeadLayout layout_of(const Call& call);
 
+// The useful work of a call of this shape, whatever the backend: 4 D FLOPs (q . k and p v, a
+// multiply and an add each) per visible (query, key) pair, over batch x heads query heads. Query
+// i sees kv_len - Tq + i + 1 keys; masked pairs are not counted.
+double useful_flops(std::int64_t batch, std::int64_t heads, std::int64_t head_dim,
+                    std::int64_t q_len, std::int64_t kv_len);
+
 // What a backend's header comment promises, as numbers that tests and the profiler check
 // against measurements.
 struct CostModel {

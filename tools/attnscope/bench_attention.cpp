@@ -182,9 +182,7 @@ void print_json(const AttentionReport& report, const AttentionBenchFlags& flags)
 }  // namespace
 
 double AttentionCase::useful_flops() const {
-  const double visible_pairs = static_cast<double>(q_len) * static_cast<double>(kv_len - q_len) +
-                               static_cast<double>(q_len) * static_cast<double>(q_len + 1) / 2;
-  return 4.0 * static_cast<double>(batch * heads * head_dim) * visible_pairs;
+  return ops::attention::useful_flops(batch, heads, head_dim, q_len, kv_len);
 }
 
 std::string AttentionCase::description() const {

@@ -22,13 +22,6 @@ namespace {
 // P U U P: steps 0 and 3 of every 4 are profiled.
 bool profiled_in_turn(std::int64_t index) { return index % 4 == 0 || index % 4 == 3; }
 
-double useful_attention_flops(std::int64_t batch, std::int64_t heads, std::int64_t head_dim,
-                              std::int64_t q_len, std::int64_t kv_len) {
-  const double visible_pairs = static_cast<double>(q_len) * static_cast<double>(kv_len - q_len) +
-                               static_cast<double>(q_len) * static_cast<double>(q_len + 1) / 2;
-  return 4.0 * static_cast<double>(batch * heads * head_dim) * visible_pairs;
-}
-
 // q and out [B, Hq, Tq, D], k and v [B, Hkv, kv_len, D], all of `dtype`.
 double attention_bytes(DType dtype, std::int64_t batch, std::int64_t heads, std::int64_t kv_heads,
                        std::int64_t head_dim, std::int64_t q_len, std::int64_t kv_len) {
@@ -177,7 +170,7 @@ ProfiledRun profile_model(Context& ctx, const LanguageModel& model,
     if (profiled) {
       step.expected = expected_cost(ctx, model.attention(), dtype, 1, heads, kv_heads, head_dim,
                                     step.q_len, step.kv_len);
-      const double flops = useful_attention_flops(1, heads, head_dim, step.q_len, step.kv_len);
+      const double flops = attention::useful_flops(1, heads, head_dim, step.q_len, step.kv_len);
       read_attention_calls(
           run.tracer->events(), step, flops,
           attention_bytes(dtype, 1, heads, kv_heads, head_dim, step.q_len, step.kv_len));
@@ -243,8 +236,8 @@ ProfiledRun profile_attention_op(Context& ctx, const attention::Backend& backend
     run_step(ctx, run, step, [&] { backend.forward(ctx, call); });
     if (step.profiled) {
       read_attention_calls(run.tracer->events(), step,
-                           useful_attention_flops(shape.batch, shape.heads, shape.head_dim,
-                                                  shape.seq_len, shape.seq_len),
+                           attention::useful_flops(shape.batch, shape.heads, shape.head_dim,
+                                                   shape.seq_len, shape.seq_len),
                            attention_bytes(options.dtype, shape.batch, shape.heads, shape.heads,
                                            shape.head_dim, shape.seq_len, shape.seq_len));
     }
