@@ -10,7 +10,7 @@
 #           bf16) for every backend beside PyTorch's SDPA, pp512/tg128 and decode with CUDA graphs
 #           on and off beside PyTorch's GPT-2, the CUPTI profile, the CUPTI-vs-CUDA-event fidelity
 #           table, the compare report, `attnscope study` (the seed study's table in one command),
-#           then compute-sanitizer: memcheck on the attention kernels
+#           then compute-sanitizer: memcheck on the attention kernels and the Llama ops
 #           and racecheck with the time left. It reuses stage 1's build when the sources match.
 #
 # How to call it (device time is 15 minutes per session, machine start included):
@@ -39,7 +39,7 @@
 #   stage1 (300 s): env 15, configure 30, build 150, ctest_gpu 75, generate 30
 #   stage2 (360 s): env 15, configure 30 and build 150 (seconds when stage 1's build is reused),
 #           bench_attention 45, torch_attention 60, bench_model 75, profile 75, study 30,
-#           memcheck 90 (required: its budget is always set aside), racecheck 60 (with the time
+#           memcheck 110 (required: its budget is always set aside), racecheck 60 (with the time
 #           left)
 #
 # What comes back in $OUT (the tool returns at most 8 files; this writes 3):
@@ -90,7 +90,7 @@ stage2_steps=(env configure build bench_attention torch_attention bench_model pr
               memcheck racecheck)
 declare -A budget=([env]=15 [configure]=30 [build]=150 [ctest_gpu]=75 [generate]=30
                    [bench_attention]=45 [torch_attention]=60 [bench_model]=75 [profile]=75
-                   [study]=30 [memcheck]=90 [racecheck]=60)
+                   [study]=30 [memcheck]=110 [racecheck]=60)
 # Informational steps never fail the check (they still must not be skipped on a GPU machine).
 informational=" bench_attention torch_attention bench_model profile study racecheck "
 if [[ $STAGE == stage1 ]]; then
@@ -258,9 +258,9 @@ step_ctest_gpu() {
   built || { echo "SKIPPED: no build"; return 2; }
   local rc=0
   # --no-tests=error: a build without the GPU suites must not pass by running nothing.
-  # The five suites at once on the one GPU; each test under 60 s, inside the step's budget.
+  # The gpu suites at once on the one GPU; each test under 60 s, inside the step's budget.
   lb ctest --test-dir "$BUILD_DIR" -L gpu --no-tests=error --output-on-failure --timeout 60 \
-    -j 5 | tee "$STAGE_DIR/ctest_gpu.log" || rc=1
+    -j 6 | tee "$STAGE_DIR/ctest_gpu.log" || rc=1
   # ctest shows a passing test's output nowhere; its LastTest.log has every test's output.
   cp "$BUILD_DIR/Testing/Temporary/LastTest.log" "$STAGE_DIR/ctest_gpu_full.log" 2>/dev/null
   # The failed checks in one place, so that the end of the output (what the device tool returns)
@@ -435,7 +435,8 @@ sanitize() {
   esac
 }
 
-# --- memcheck: the attention and flash kernels (their correctness tests) under memcheck ------
+# --- memcheck: the attention and flash kernels, and the Llama family's rms_norm, swiglu, rotary
+# and grouped split_qkv kernels (their correctness tests), under memcheck ----------------------
 step_memcheck() {
   has_gpu || { echo "SKIPPED: no GPU"; return 2; }
   built || { echo "SKIPPED: no build"; return 2; }
@@ -443,7 +444,8 @@ step_memcheck() {
   local log=$STAGE_DIR/sanitizer.log rc=0 r
   : >"$log"
   for run in "test_cuda_attention|*matches float64*" \
-             "test_cuda_flash|*matches float64*,*split-KV*"; do
+             "test_cuda_flash|*matches float64*,*split-KV*" \
+             "test_cuda_ops|*rms_norm*,*swiglu*,*rotary_embedding*,*split_qkv*"; do
     sanitize memcheck "${run%%|*}" "${run#*|}" "$log"
     r=$?
     case $r in
