@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -13,6 +14,7 @@
 #include <sstream>
 
 #include "fixture_paths.h"
+#include "runtime/cpu_features.h"
 #include "runtime/npy.h"
 #include "safetensors_writer.h"
 
@@ -437,6 +439,18 @@ TEST_CASE("bench-attention rejects bad flags and reports what a backend cannot s
 
 static const std::string kTinyModelBench =
     "bench -m synthetic:tiny -p 8 -n 4 -r 2 --warmup 0 --threads 1";
+
+TEST_CASE("bench records the cpu kernel level, which ATTNSCOPE_CPU_LEVEL caps") {
+  const Result best = run(kTinyModelBench + " --output json");
+  REQUIRE(best.exit_code == 0);
+  const auto level = nlohmann::json::parse(best.out)["machine"]["cpu_kernels"].get<std::string>();
+  CHECK(attnscope::parse_cpu_level(level).has_value());
+  ::setenv("ATTNSCOPE_CPU_LEVEL", "portable", 1);
+  const Result capped = run(kTinyModelBench + " --output json");
+  ::unsetenv("ATTNSCOPE_CPU_LEVEL");
+  REQUIRE(capped.exit_code == 0);
+  CHECK(nlohmann::json::parse(capped.out)["machine"]["cpu_kernels"] == "portable");
+}
 
 TEST_CASE("bench records the commit it was built from") {
   // git is the reference: the binary was built from this checkout, so it names HEAD's short hash

@@ -144,8 +144,9 @@ void print_markdown(const json& report) {
   }
   const json& machine = report["machine"];
   std::cout << "attnscope bench --op " << report["op"].get<std::string>() << ": "
-            << machine["cpu"].get<std::string>() << ", " << machine["threads"] << " threads, "
-            << report["repetitions"] << " repetitions after " << report["warmup"]
+            << machine["cpu"].get<std::string>() << " (cpu kernels "
+            << machine["cpu_kernels"].get<std::string>() << "), " << machine["threads"]
+            << " threads, " << report["repetitions"] << " repetitions after " << report["warmup"]
             << " warm-up (± is the standard deviation, brackets the median's 95% bootstrap "
                "interval), revision "
             << report["attnscope_revision"].get<std::string>() << "\n\n"
