@@ -1,12 +1,12 @@
 // Which SIMD instruction sets this CPU offers, and which kernel level the CPU ops use.
 //
 // The CPU kernels that read 16-bit and 8-bit weights come in four levels, chosen at run time:
-//   portable:   plain C++ that every x86-64 and Arm compiler builds (the compiler may vectorize
-//   it); avx2:       AVX2 + FMA + F16C (x86-64 since ~2013: Haswell, Zen 1); avx512:     AVX-512 F
-//   + BW + VL (Skylake-SP, Ice Lake, Zen 4); avx512vnni: avx512 plus AVX-512 VNNI's byte dot
-//   product vpdpbusd (Ice Lake, Sapphire Rapids,
-//               Zen 4). Only the q8_0 decode kernel has code of its own there (ops/cpu/
-//               linear_q8_0.cpp); the 16-bit kernels run their avx512 code.
+//   portable:   plain C++ that every x86-64 and Arm compiler builds (it may be vectorized);
+//   avx2:       AVX2 + FMA + F16C (x86-64 since ~2013: Haswell, Zen 1);
+//   avx512:     AVX-512 F + BW + VL (Skylake-SP, Ice Lake, Zen 4);
+//   avx512vnni: avx512 plus AVX-512 VNNI's byte dot product vpdpbusd (Ice Lake, Sapphire
+//               Rapids, Zen 4). Only the q8_0 decode kernel has code of its own for it
+//               (ops/cpu/linear_q8_0.cpp); the 16-bit kernels run their avx512 code.
 // Why run-time dispatch rather than build-time selection: one binary built on one x86-64 machine
 // runs on another (a CI runner, a laptop, a GPU host), and the tests can run every level this CPU
 // has, not just the best one, by capping the level (ATTNSCOPE_CPU_LEVEL=portable|avx2|avx512|

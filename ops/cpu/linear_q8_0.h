@@ -15,8 +15,8 @@
 // loops). All quantize x identically and differ only in the order of the f32 sum over blocks
 // (avx512vnni and avx512 not even in that). Cost: reads 34 bytes per 32 weights once (3.8x fewer
 // than f32), for all rows together: each thread streams its block of weight rows once, each row
-// applied to every input row while in L1; quantizing x costs rows * in, nothing beside the outputs
-// * in weights.
+// applied to every input row while in L1; quantizing x costs rows x in, nothing beside the
+// outputs x in weights.
 //
 // Prefill (rows >= 16): each thread dequantizes panels of 512 weight rows to f32 into a buffer of
 // its own and hands each panel to Eigen's GEMM: FLOP-bound like the f32 path; dequantizing adds
