@@ -440,7 +440,7 @@ TEST_CASE("bench-attention rejects bad flags and reports what a backend cannot s
 static const std::string kTinyModelBench =
     "bench -m synthetic:tiny -p 8 -n 4 -r 2 --warmup 0 --threads 1";
 
-TEST_CASE("bench records the cpu kernel level, which ATTNSCOPE_CPU_LEVEL caps") {
+TEST_CASE("bench records the cpu kernel level, which ATTNSCOPE_CPU_LEVEL caps or refuses") {
   const Result best = run(kTinyModelBench + " --output json");
   REQUIRE(best.exit_code == 0);
   const auto level = nlohmann::json::parse(best.out)["machine"]["cpu_kernels"].get<std::string>();
@@ -450,6 +450,15 @@ TEST_CASE("bench records the cpu kernel level, which ATTNSCOPE_CPU_LEVEL caps") 
   ::unsetenv("ATTNSCOPE_CPU_LEVEL");
   REQUIRE(capped.exit_code == 0);
   CHECK(nlohmann::json::parse(capped.out)["machine"]["cpu_kernels"] == "portable");
+  // An unknown level is refused at once, in one line, whatever the command.
+  ::setenv("ATTNSCOPE_CPU_LEVEL", "sse9", 1);
+  const Result unknown = run("inspect --model synthetic:tiny");
+  ::unsetenv("ATTNSCOPE_CPU_LEVEL");
+  CHECK(unknown.exit_code == 1);
+  CHECK(unknown.out.empty());
+  CHECK(unknown.err ==
+        "attnscope: error: ATTNSCOPE_CPU_LEVEL: unknown level 'sse9' (portable, avx2, avx512 or "
+        "avx512vnni)\n");
 }
 
 TEST_CASE("bench records the commit it was built from") {

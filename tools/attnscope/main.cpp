@@ -7,6 +7,7 @@
 #include <new>
 #include <vector>
 
+#include "runtime/cpu_features.h"
 #include "runtime/error.h"
 #include "tools/attnscope/commands.h"
 
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
   }
 
   try {
+    cpu_level();  // an unknown ATTNSCOPE_CPU_LEVEL fails here, before any work is done
     for (const cli::Subcommand& subcommand : subcommands) {
       if (subcommand.app->parsed()) return subcommand.run();
     }
