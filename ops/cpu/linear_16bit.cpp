@@ -15,10 +15,11 @@
 //    weights (ops/cpu/widened_gemm.h: why whole blocks and not cache-sized panels, with the
 //    measurements, and the memory it costs). Widening costs M K reads of 2 bytes and writes of
 //    4: about 1% of the GEMM's 2 N M K FLOPs at N = 512.
-// Kernels at three levels (runtime/cpu_features.h explains why the level is chosen at run time):
-// avx512 (16 lanes, masked tails), avx2 (8 lanes, F16C, FMA) and portable (dtype.h's conversions
-// in plain loops). The x86 functions carry their instruction sets as target attributes so that a
-// build without -march=native, or for another architecture, still compiles the portable path.
+// Kernels at three levels (runtime/cpu_features.h explains why the level is chosen at run time;
+// its avx512vnni level runs the avx512 kernels here): avx512 (16 lanes, masked tails), avx2 (8
+// lanes, F16C, FMA) and portable (dtype.h's conversions in plain loops). The x86 functions carry
+// their instruction sets as target attributes so that a build without -march=native, or for another
+// architecture, still compiles the portable path.
 #include <algorithm>
 #include <cstdint>
 
