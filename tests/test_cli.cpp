@@ -241,6 +241,7 @@ TEST_CASE("--dtype bf16, f16 and q8_0 on the cpu narrow the weights, and generat
     const nlohmann::json out = nlohmann::json::parse(r.out);
     CHECK(out["dtype"] == dtype);
     CHECK(out["activation_dtype"] == "f32");
+    CHECK(attnscope::parse_cpu_level(out["cpu_kernels"].get<std::string>()).has_value());
     CHECK(out["generated_ids"].size() == 3);
     CHECK(r.err.find(std::string(dtype) + " weights, f32 activations") != std::string::npos);
   }

@@ -11,6 +11,7 @@
 #include <span>
 
 #include "ops/sample.h"
+#include "runtime/cpu_features.h"
 #include "runtime/error.h"
 #include "runtime/npy.h"
 #include "runtime/sampler.h"
@@ -164,6 +165,11 @@ int run_generate(const GenerateFlags& flags) {
         {"device", ctx.describe()},
         {"dtype", dtype_name(model.weight_dtype())},
         {"activation_dtype", dtype_name(model.activation_dtype())},
+        // The instruction-set level of the cpu kernels for 16-bit and q8_0 weights
+        // (runtime/cpu_features.h); null on cuda.
+        {"cpu_kernels", ctx.device() == Device::CPU
+                            ? nlohmann::json(std::string(cpu_level_name(cpu_level())))
+                            : nlohmann::json(nullptr)},
         {"cuda_graphs", graphs},
         {"cuda_graph_instantiations", runner.graph_counts().instantiations},
         {"cuda_graph_updates", runner.graph_counts().updates},
