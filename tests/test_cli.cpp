@@ -721,6 +721,7 @@ TEST_CASE("compare writes a report whose numbers recompute from its JSON") {
   }
   CHECK(beats == wins);
   CHECK(report["setup"]["rounds"] == 2);
+  CHECK(attnscope::parse_cpu_level(report["setup"]["cpu_kernels"].get<std::string>()).has_value());
   CHECK(report["conditions"]["load_average_during"].size() == 2);
   const std::string markdown = read_all(out + "/report.md");
   CHECK(markdown.find("Conditions: Load average") != std::string::npos);

@@ -300,6 +300,7 @@ json build_report(const CompareSetup& setup, const std::vector<CaseResult>& case
       {"setup",
        {{"model", setup.model},
         {"cpu", setup.cpu},
+        {"cpu_kernels", setup.cpu_kernels},
         {"threads", setup.threads},
         {"device", setup.device.empty() ? nlohmann::json() : nlohmann::json(setup.device)},
         {"dtype", setup.dtype},
@@ -337,8 +338,13 @@ std::string report_markdown(const json& report) {
        << "; steps timed to the end of their kernels, attention shares from device time, CUDA "
           "graphs off; ";
   } else {
-    md << "CPU " << setup["cpu"].get<std::string>() << ", " << setup["threads"] << " threads, "
-       << setup["dtype"].get<std::string>() << " weights; ";
+    md << "CPU " << setup["cpu"].get<std::string>();
+    // Reports from before the field have no kernel level to name.
+    if (setup.contains("cpu_kernels")) {
+      md << " (cpu kernels " << setup["cpu_kernels"].get<std::string>() << ")";
+    }
+    md << ", " << setup["threads"] << " threads, " << setup["dtype"].get<std::string>()
+       << " weights; ";
   }
   md << "a decode step reads " << bytes_text(setup["weight_bytes"]) << " of weights; ";
   md << setup["rounds"] << " repetitions (rounds) of a prefill then " << setup["decode_steps"]
