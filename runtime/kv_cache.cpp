@@ -13,12 +13,13 @@ KVCache::KVCache(std::int64_t layers, std::int64_t batch, std::int64_t kv_heads,
         "every dimension must be positive");
   const Shape shape = {batch, kv_heads, capacity, head_dim};
   // Zeroed on the cpu (kv_cache.h says why); positions past length() then read as 0.
-  const bool on_cpu = allocator.device() == Device::CPU;
+  const auto make = [&] {
+    return allocator.device() == Device::CPU ? Tensor::zeros(shape, dtype, allocator)
+                                             : Tensor::empty(shape, dtype, allocator);
+  };
   for (std::int64_t l = 0; l < layers; ++l) {
-    keys_.push_back(on_cpu ? Tensor::zeros(shape, dtype, allocator)
-                           : Tensor::empty(shape, dtype, allocator));
-    values_.push_back(on_cpu ? Tensor::zeros(shape, dtype, allocator)
-                             : Tensor::empty(shape, dtype, allocator));
+    keys_.push_back(make());
+    values_.push_back(make());
   }
 }
 

@@ -27,7 +27,6 @@
 #include "git_revision.h"  // generated at build time (cmake/git_revision.cmake)
 #include "ops/attention/registry.h"
 #include "ops/sample.h"
-#include "runtime/cpu_features.h"
 #include "runtime/error.h"
 #include "runtime/transfer.h"
 #include "tools/attnscope/bench_attention.h"
@@ -394,7 +393,7 @@ int run_bench(const BenchFlags& flags) {
       {"warmup", flags.warmup},
       {"machine",
        {{"cpu", cpu_model()},
-        {"cpu_kernels", std::string(cpu_level_name(cpu_level()))},  // runtime/cpu_features.h
+        {"cpu_kernels", cpu_kernels()},
         {"threads", threads},
         {"gpu", gpu.empty() ? json(nullptr) : json(gpu)}}},
       {"results", results},

@@ -19,7 +19,6 @@
 #include <memory>
 
 #include "ops/attention/registry.h"
-#include "runtime/cpu_features.h"
 #include "runtime/dtype.h"
 #include "runtime/error.h"
 #include "tools/attnscope/commands.h"
@@ -158,7 +157,7 @@ int run_compare(const CompareFlags& flags) {
   CompareSetup setup;
   setup.model = flags.model;
   setup.cpu = cpu_model();
-  setup.cpu_kernels = std::string(cpu_level_name(cpu_level()));
+  setup.cpu_kernels = cpu_kernels();
   setup.threads = ctx.threads();
   if (ctx.device() == Device::CUDA) setup.device = ctx.describe();
   setup.dtype = flags.device.dtype;

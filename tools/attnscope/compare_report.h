@@ -51,7 +51,7 @@ struct CaseResult {
 struct CompareSetup {
   std::string model;
   std::string cpu;
-  std::string cpu_kernels;  // cpu_level_name(cpu_level()): the level of the 16-bit/q8_0 kernels
+  std::string cpu_kernels;  // machine_info.h's cpu_kernels()
   int threads = 0;
   std::string device;  // "" on the CPU, else Context::describe() ("cuda: NVIDIA H200, ...")
   std::string dtype = "f32";

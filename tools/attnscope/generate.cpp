@@ -11,7 +11,6 @@
 #include <span>
 
 #include "ops/sample.h"
-#include "runtime/cpu_features.h"
 #include "runtime/error.h"
 #include "runtime/npy.h"
 #include "runtime/sampler.h"
@@ -19,6 +18,7 @@
 #include "tools/attnscope/commands.h"
 #include "tools/attnscope/elapsed.h"
 #include "tools/attnscope/flags.h"
+#include "tools/attnscope/machine_info.h"
 #include "tools/attnscope/model_loading.h"
 #include "tools/attnscope/token_log_probs.h"
 #include "tools/attnscope/utf8_stream.h"
@@ -165,11 +165,8 @@ int run_generate(const GenerateFlags& flags) {
         {"device", ctx.describe()},
         {"dtype", dtype_name(model.weight_dtype())},
         {"activation_dtype", dtype_name(model.activation_dtype())},
-        // The instruction-set level of the cpu kernels for 16-bit and q8_0 weights
-        // (runtime/cpu_features.h); null on cuda.
-        {"cpu_kernels", ctx.device() == Device::CPU
-                            ? nlohmann::json(std::string(cpu_level_name(cpu_level())))
-                            : nlohmann::json(nullptr)},
+        {"cpu_kernels",  // null on cuda
+         ctx.device() == Device::CPU ? nlohmann::json(cpu_kernels()) : nlohmann::json(nullptr)},
         {"cuda_graphs", graphs},
         {"cuda_graph_instantiations", runner.graph_counts().instantiations},
         {"cuda_graph_updates", runner.graph_counts().updates},

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "runtime/cpu_features.h"
 #include "tools/attnscope/report_json.h"
 
 namespace attnscope::cli {
@@ -27,6 +28,8 @@ std::string cpu_model() {
   }
   return "unknown CPU";
 }
+
+std::string cpu_kernels() { return std::string(cpu_level_name(cpu_level())); }
 
 double load_average() {
   std::ifstream loadavg("/proc/loadavg");
