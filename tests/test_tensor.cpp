@@ -1,6 +1,8 @@
 // Tensors, views, the allocator's byte accounting and the KV cache.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "runtime/allocator.h"
@@ -94,4 +96,35 @@ TEST_CASE("the KV cache allocates once and refuses to overflow") {
   CHECK(cache.length() == 16);
   cache.clear();
   CHECK(cache.length() == 0);
+}
+
+namespace {
+
+// Host memory that arrives full of 0xAB bytes, as reused memory may: what a zeroed tensor must
+// overwrite.
+class PoisonedCpuAllocator final : public Allocator {
+ public:
+  Device device() const override { return Device::CPU; }
+
+ protected:
+  void* raw_allocate(std::size_t bytes) override {
+    const std::size_t rounded = std::max<std::size_t>(64, (bytes + 63) / 64 * 64);
+    void* ptr = std::aligned_alloc(64, rounded);
+    if (ptr != nullptr) std::memset(ptr, 0xAB, rounded);
+    return ptr;
+  }
+  void raw_deallocate(void* ptr, std::size_t /*bytes*/) noexcept override { std::free(ptr); }
+};
+
+}  // namespace
+
+TEST_CASE("a cpu KV cache starts zeroed, whatever its memory held before") {
+  PoisonedCpuAllocator allocator;
+  KVCache cache(2, 1, 2, 16, 8, DType::F32, allocator);
+  for (std::int64_t l = 0; l < 2; ++l) {
+    for (const Tensor* t : {&cache.keys(l), &cache.values(l)}) {
+      CHECK(std::all_of(t->data<float>(), t->data<float>() + t->numel(),
+                        [](float v) { return v == 0.0f; }));
+    }
+  }
 }
