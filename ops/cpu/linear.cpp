@@ -1,10 +1,11 @@
 // ops::linear on the cpu (arguments checked by ops/linear.cpp): matrix-vector products for a
-// few rows, Eigen's blocked GEMM for many.
+// few rows, a blocked GEMM (ops/cpu/gemm.h) for many.
 #include "ops/linear.h"
 
 #include <Eigen/Core>
 
 #include "ops/cpu/eigen_maps.h"
+#include "ops/cpu/gemm.h"
 #include "ops/cpu/output_blocks.h"
 
 namespace attnscope::ops::cpu {
@@ -42,12 +43,14 @@ void matrix_vector_rows(const Context& ctx, const float* x, const float* w, cons
   });
 }
 
-// Each thread computes a block of output columns with Eigen's (single-threaded) blocked GEMM,
-// the bias fused into it (gemm_output_columns).
+// Each thread computes a block of output columns with a single-threaded blocked GEMM, the bias
+// fused into it (ops/cpu/gemm.h).
 void gemm_rows(const Context& ctx, const float* x, const float* w, const float* b, float* y,
                std::int64_t rows, std::int64_t in, std::int64_t outputs, bool accumulate) {
+  const CpuLevel level = cpu_level();
   for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
-    gemm_output_columns(x, w + first * in, b, y, rows, in, outputs, first, width, accumulate);
+    gemm_output_columns(level, x, w + first * in, b, y, rows, in, outputs, first, width,
+                        accumulate);
   });
 }
 

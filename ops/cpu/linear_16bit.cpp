@@ -11,9 +11,9 @@
 //    2 N M K FLOPs. bf16 widens by zero-extending each 16-bit word to 32 bits and shifting it left
 //    by 16 (bf16 is the top half of an f32); f16 by the F16C conversion (vcvtph2ps).
 //  - Prefill (N >= 16): FLOP-bound, so each thread widens its whole block of weight rows into an
-//    f32 buffer once and hands it to Eigen's blocked GEMM, as ops/cpu/linear.cpp does with f32
-//    weights (ops/cpu/widened_gemm.h: why whole blocks and not cache-sized panels, with the
-//    measurements, and the memory it costs). Widening costs M K reads of 2 bytes and writes of
+//    f32 buffer once and hands it to the blocked GEMM (ops/cpu/gemm.h), as ops/cpu/linear.cpp does
+//    with f32 weights (ops/cpu/widened_gemm.h: why whole blocks and not cache-sized panels, with
+//    the measurements, and the memory it costs). Widening costs M K reads of 2 bytes and writes of
 //    4: about 1% of the GEMM's 2 N M K FLOPs at N = 512.
 // Kernels at three levels (runtime/cpu_features.h explains why the level is chosen at run time;
 // its avx512vnni level runs the avx512 kernels here): avx512 (16 lanes, masked tails), avx2 (8
@@ -23,7 +23,6 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "ops/cpu/eigen_maps.h"
 #include "ops/cpu/output_blocks.h"
 #include "ops/cpu/widened_gemm.h"
 #include "ops/linear.h"

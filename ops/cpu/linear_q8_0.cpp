@@ -1,8 +1,7 @@
 // linear_q8_0 (ops/cpu/linear_q8_0.h): the decode GEMV at three cpu levels, and prefill through
-// dequantized weight blocks and Eigen's GEMM (ops/cpu/widened_gemm.h).
+// dequantized weight blocks and the f32 GEMM (ops/cpu/widened_gemm.h).
 #include "ops/cpu/linear_q8_0.h"
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -265,7 +264,7 @@ void linear_q8_0(const Context& ctx, const float* x, const BlockQ8_0* w, const f
   if (rows < kGemmMinRows) {
     matrix_vector_rows(ctx, x, w, b, y, rows, in, outputs, accumulate);
   } else {
-    // Prefill: each thread dequantizes its block of weight rows to f32 once and runs one Eigen
+    // Prefill: each thread dequantizes its block of weight rows to f32 once and runs one f32
     // GEMM over it (ops/cpu/widened_gemm.h says why whole blocks, not cache-sized panels).
     const std::int64_t blocks = in / kBlock;
     gemm_widened_weights(ctx, x, b, y, rows, in, outputs, accumulate,

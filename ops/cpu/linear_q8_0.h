@@ -19,8 +19,8 @@
 // outputs x in weights.
 //
 // Prefill (rows >= 16): each thread dequantizes panels of 512 weight rows to f32 into a buffer of
-// its own and hands each panel to Eigen's GEMM: FLOP-bound like the f32 path; dequantizing adds
-// in * outputs conversions, 1/rows of the GEMM's multiply-adds.
+// its own and hands each panel to the f32 GEMM (ops/cpu/gemm.h): FLOP-bound like the f32 path;
+// dequantizing adds in * outputs conversions, 1/rows of the GEMM's multiply-adds.
 //
 // Error (derived in tests/test_q8_0.cpp): |x - dx qx| <= dx/2 + |x| gamma(3) for the
 // activations (u = 2^-24, gamma(n) = n u / (1 - n u)), |w - dw qw| <= dw/2 for the weights

@@ -1,9 +1,9 @@
 // Prefill with weights stored in fewer than 32 bits (bf16/f16 in linear_16bit.cpp, q8_0 in
 // linear_q8_0.cpp): each thread widens its whole block of weight rows to f32 once per call and
-// runs one Eigen GEMM over it, exactly as ops/cpu/linear.cpp does with f32 weights.
+// runs one f32 GEMM (ops/cpu/gemm.h) over it, exactly as ops/cpu/linear.cpp does with f32 weights.
 //
-// Why whole blocks and not cache-sized panels: Eigen packs the input x [N, K] again for every
-// GEMM it is given, so a thread that walks its block in P panels packs x P times. With 1 MiB
+// Why whole blocks and not cache-sized panels: the GEMM packs the input x [N, K] again for every
+// call, so a thread that walks its block in P panels packs x P times. With 1 MiB
 // panels (85 rows at K = 3072) the 16-bit path was ~8% slower than f32 at pp512, q8_0's 512-row
 // panels 2-5%. One panel per thread packs x once, like f32; widening then costs M K reads of the
 // stored weights and 4 M K bytes written, against the GEMM's 2 N M K FLOPs: at N = 512 the
@@ -24,7 +24,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/cpu/eigen_maps.h"
+#include "ops/cpu/gemm.h"
 #include "ops/cpu/output_blocks.h"
 
 namespace attnscope::ops::cpu {
@@ -40,6 +40,7 @@ void gemm_widened_weights(const Context& ctx, const float* x, const float* b, fl
                           WidenRows widen_rows) {
   const std::int64_t max_panel_rows =
       std::max<std::int64_t>(1, kMaxBlockBytes / (in * static_cast<std::int64_t>(sizeof(float))));
+  const CpuLevel level = cpu_level();
   for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
     thread_local std::vector<float> panel;
     const std::int64_t panel_rows = std::min(max_panel_rows, width);
@@ -50,7 +51,7 @@ void gemm_widened_weights(const Context& ctx, const float* x, const float* b, fl
     for (std::int64_t p = first; p < first + width; p += panel_rows) {
       const std::int64_t count = std::min(panel_rows, first + width - p);
       widen_rows(p, count, panel.data());
-      gemm_output_columns(x, panel.data(), b, y, rows, in, outputs, p, count, accumulate);
+      gemm_output_columns(level, x, panel.data(), b, y, rows, in, outputs, p, count, accumulate);
     }
   });
 }

@@ -1,12 +1,14 @@
-// ops::linear on the cpu with bf16 and f16 weights (ops/cpu/linear_16bit.cpp), at every kernel
-// level this CPU has, against float64 references with bounds from the rounding model.
+// ops::linear on the cpu with f32 weights in the prefill GEMM (ops/cpu/gemm.cpp) and with bf16
+// and f16 weights (ops/cpu/linear_16bit.cpp), at every kernel level this CPU has, against float64
+// references with bounds from the rounding model.
 //
 // Rounding model (Higham, Accuracy and Stability of Numerical Algorithms, 3.1): with unit
 // roundoff u = 2^-24 for f32 and gamma_n = n u / (1 - n u), a sum of n terms computed in f32 in
 // any order (with or without FMA) is within gamma_n sum |term| of the exact sum. One output is
 // y0 (accumulate) + b + sum_k x_k w_k: K products and at most two more additions, so
 //   |y - exact| <= gamma_{K+2} (sum_k |x_k w_k| + |b| + |y0|).
-// Widening a 16-bit weight is exact, so against the rounded weights w~ that is the whole bound.
+// With f32 weights, and with 16-bit weights against their rounded values w~ (widening is exact),
+// that is the whole bound.
 // Against the original f32 weights w, storing w~ = w (1 + d) + e adds sum_k |x_k| (u_w |w_k| + e)
 // with u_w = 2^-8 (bf16 keeps 8 significant bits) or 2^-11 (f16: 11), and e the absolute error of
 // f16's subnormals, 2^-25 (half their spacing; bf16 has f32's range and no such term).
@@ -37,10 +39,10 @@ struct Case {
   std::int64_t rows, in, outputs;
 };
 
-// Runs one linear (or linear_residual) with 16-bit weights and checks every output against both
-// references. `weight` is the f32 original; the kernel sees it rounded to `dtype`.
-void check_linear_16bit(Context& ctx, const Case& c, DType dtype, bool with_bias, bool accumulate,
-                        std::mt19937& rng) {
+// Runs one linear (or linear_residual) with weights stored as `dtype` and checks every output
+// against both references. `weight` is the f32 original; the kernel sees it rounded to `dtype`.
+void check_linear(Context& ctx, const Case& c, DType dtype, bool with_bias, bool accumulate,
+                  std::mt19937& rng) {
   CAPTURE(c.rows);
   CAPTURE(c.in);
   CAPTURE(c.outputs);
@@ -49,18 +51,20 @@ void check_linear_16bit(Context& ctx, const Case& c, DType dtype, bool with_bias
   const Tensor x = random_tensor({c.rows, c.in}, rng, ctx.allocator());
   const Tensor weight = random_tensor({c.outputs, c.in}, rng, ctx.allocator());
   const Tensor bias = with_bias ? random_tensor({c.outputs}, rng, ctx.allocator()) : Tensor();
-  const Tensor narrow = weight.to_dtype(dtype, ctx.allocator());
-  const Tensor rounded = narrow.to_dtype(DType::F32, ctx.allocator());
+  const Tensor stored = weight.to_dtype(dtype, ctx.allocator());
+  const Tensor rounded = stored.to_dtype(DType::F32, ctx.allocator());
   Tensor y = random_tensor({c.rows, c.outputs}, rng, ctx.allocator());
   const std::vector<double> y0 = testing::to_double(y);
 
   if (accumulate) {
-    ops::linear_residual(ctx, x, narrow, bias, y);
+    ops::linear_residual(ctx, x, stored, bias, y);
   } else {
-    ops::linear(ctx, x, narrow, bias, y);
+    ops::linear(ctx, x, stored, bias, y);
   }
 
-  const double unit = dtype == DType::BF16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+  const double unit = dtype == DType::BF16  ? std::ldexp(1.0, -8)
+                      : dtype == DType::F16 ? std::ldexp(1.0, -11)
+                                            : 0.0;
   const double subnormal = dtype == DType::F16 ? std::ldexp(1.0, -25) : 0.0;
   const float* xs = x.data<float>();
   const float* w = weight.data<float>();
@@ -115,6 +119,25 @@ void for_each_cpu_level(Body body) {
 
 }  // namespace
 
+TEST_CASE("linear with f32 weights: the prefill GEMM at every cpu level, edges and blocks") {
+  std::mt19937 rng(14);
+  for_each_cpu_level([&] {
+    Context ctx(2);
+    for (bool with_bias : {false, true}) {
+      for (bool accumulate : {false, true}) {
+        // 16 rows: one whole 14-row tile and an edge of 2; 130 outputs: thread blocks of 128
+        // (four 32-column panels) and 2 (an edge panel); K 67: one partial depth slice.
+        check_linear(ctx, {16, 67, 130}, DType::F32, with_bias, accumulate, rng);
+        // K 520: depth slices of 256, 256 and 8; 130 rows: row blocks of 112 and 18.
+        check_linear(ctx, {130, 520, 75}, DType::F32, with_bias, accumulate, rng);
+      }
+    }
+    // One thread, 2100 x 2100 weights (17.6 MB): packed in three column blocks of at most 8 MB.
+    Context one_thread(1);
+    check_linear(one_thread, {17, 2100, 2100}, DType::F32, true, false, rng);
+  });
+}
+
 TEST_CASE("linear with bf16 and f16 weights: decode rows 1..15 at every cpu level") {
   Context ctx(2);
   std::mt19937 rng(15);
@@ -124,13 +147,13 @@ TEST_CASE("linear with bf16 and f16 weights: decode rows 1..15 at every cpu leve
       for (std::int64_t rows = 1; rows < 16; ++rows) {
         // K 67: no multiple of 8, 16 or 32, so every kernel runs its tail; 130 outputs: two
         // thread blocks, the second partial.
-        check_linear_16bit(ctx, {rows, 67, 130}, dtype, rows % 2 == 1, rows % 3 == 0, rng);
+        check_linear(ctx, {rows, 67, 130}, dtype, rows % 2 == 1, rows % 3 == 0, rng);
       }
       // 96 and 131: the avx512 kernel's whole rounds of 32, then (131) a masked tail of 3.
       for (std::int64_t in : {1, 7, 16, 32, 33, 96, 131, 768}) {
         for (bool accumulate : {false, true}) {
-          check_linear_16bit(ctx, {1, in, 70}, dtype, true, accumulate, rng);
-          check_linear_16bit(ctx, {5, in, 70}, dtype, false, accumulate, rng);
+          check_linear(ctx, {1, in, 70}, dtype, true, accumulate, rng);
+          check_linear(ctx, {5, in, 70}, dtype, false, accumulate, rng);
         }
       }
     }
@@ -145,12 +168,12 @@ TEST_CASE("linear with bf16 and f16 weights: prefill rows >= 16 at every cpu lev
       CAPTURE(dtype_name(dtype));
       for (bool with_bias : {false, true}) {
         for (bool accumulate : {false, true}) {
-          check_linear_16bit(ctx, {16, 67, 130}, dtype, with_bias, accumulate, rng);
-          check_linear_16bit(ctx, {33, 33, 45}, dtype, with_bias, accumulate, rng);
+          check_linear(ctx, {16, 67, 130}, dtype, with_bias, accumulate, rng);
+          check_linear(ctx, {33, 33, 45}, dtype, with_bias, accumulate, rng);
         }
       }
       // A wide row (4000 bytes widened): each thread widens 384 rows into one block.
-      check_linear_16bit(ctx, {17, 1000, 700}, dtype, true, true, rng);
+      check_linear(ctx, {17, 1000, 700}, dtype, true, true, rng);
     }
   });
 }

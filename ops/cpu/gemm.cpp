@@ -1,0 +1,237 @@
+// gemm_output_columns (ops/cpu/gemm.h): y (=|+=) x W^T + b for one thread's block of columns.
+//
+// The math: y[n][j] = b[j] + sum_k x[n][k] W[j][k] for N rows, M columns and K inputs: 2 N M K
+// FLOPs on (N + M) K + N M floats, so at prefill sizes (N = 512) every float loaded from memory
+// feeds hundreds of FLOPs and the FMA units, not memory, set the speed, as long as the operands
+// sit in cache and registers when they are used. That is what the blocking below arranges.
+//
+// With AVX-512 (level avx512 and up, runtime/cpu_features.h): the BLIS scheme (Goto and van de
+// Geijn, "Anatomy of high-performance matrix multiplication", 2008) with one micro-kernel:
+//  - The micro-kernel keeps a kTileRows x kTileCols = 14 x 32 tile of y in 28 of the 32 zmm
+//    registers. Per k it loads 32 weights (two vectors) and broadcasts 14 inputs: 28 FMAs for 16
+//    loads, so the two FMA ports, not the load ports, are the bound.
+//  - Both operands are packed first so that the micro-kernel reads them contiguously: the weights
+//    in panels of 32 columns (for each k, W[j..j+31][k] side by side), the inputs in panels of 14
+//    rows (for each k, x[n..n+13][k] side by side); the edges are padded with zeros. Packing is a
+//    transpose, done 16 x 16 floats at a time in registers (transpose16).
+//  - Loops: pack the thread's weights whole (at most kMaxPackedWeightBytes; wider blocks go in
+//    column blocks); for each block of kRowBlock = 112 rows, pack its inputs; for each slice of
+//    kDepth = 256 inputs run the kernel on every tile, one weight panel's slice (32 KB: stays in
+//    L1) against each input panel's slice (14 KB each, 112 KB for the block: stays in L2).
+// Cost: the weights are read and packed once per call (M K floats), the inputs once per column
+// block (N K); the FLOPs are the 2 N M K above, so packing is ~(N + M) / (N M) of the work.
+// Measured on a standalone harness at GPT-2's pp512 shapes, one thread of a Zen 5 EPYC (FMA peak
+// ~270 GFLOP/s): this kernel 190-235 GFLOP/s, Eigen's general kernel 175-195 (1.07-1.29x);
+// docs/results/2026-12-01-cpu-zen5 has the end-to-end prefill.
+// Below avx512 (and on other architectures) Eigen's blocked GEMM does the same work.
+#include "ops/cpu/gemm.h"
+
+#include <algorithm>
+#include <vector>
+
+#if defined(__x86_64__)
+// Included before Eigen, which includes it too: GCC 12 reports the intrinsics' deliberately
+// undefined pass-through operand (_mm512_undefined_ps) as uninitialized once they are inlined
+// (GCC bug 105593), at locations inside this header.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
+
+#include "ops/cpu/eigen_maps.h"
+
+namespace attnscope::ops::cpu {
+
+namespace {
+
+void gemm_eigen(const float* x, const float* w_block, float* y_block, std::int64_t rows,
+                std::int64_t in, std::int64_t ldy, std::int64_t width) {
+  const ConstMatrixMap input(x, rows, in);
+  const ConstMatrixMap weight(w_block, width, in);
+  Eigen::Map<RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>> result(y_block, rows, width,
+                                                                       Eigen::OuterStride<>(ldy));
+  result.noalias() += input * weight.transpose();
+}
+
+#if defined(__x86_64__)
+
+constexpr int kTileRows = 14;
+constexpr int kTileCols = 32;
+constexpr std::int64_t kDepth = 256;
+constexpr std::int64_t kRowBlock = 8 * kTileRows;
+constexpr std::int64_t kMaxPackedWeightBytes = std::int64_t{8} << 20;
+
+// Transposes the 16 x 16 block r (r[i][j] -> r[j][i]) in registers: pairs of rows interleaved
+// within each 128-bit lane (unpack ps), then pairs of pairs (unpack pd), which leaves 4 x 4 blocks
+// of columns to be moved between lanes (two rounds of shuffle_f32x4).
+__attribute__((target("avx512f"))) void transpose16(__m512 r[16]) {
+  __m512 pairs[16];
+  for (int i = 0; i < 16; i += 2) {
+    pairs[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    pairs[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  // quads[4 g + c], lane l: rows 4g..4g+3 of column 4 l + c.
+  __m512 quads[16];
+  for (int g = 0; g < 4; ++g) {
+    const __m512d lo01 = _mm512_castps_pd(pairs[4 * g]), hi01 = _mm512_castps_pd(pairs[4 * g + 1]);
+    const __m512d lo23 = _mm512_castps_pd(pairs[4 * g + 2]);
+    const __m512d hi23 = _mm512_castps_pd(pairs[4 * g + 3]);
+    quads[4 * g + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo01, lo23));
+    quads[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo01, lo23));
+    quads[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(hi01, hi23));
+    quads[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(hi01, hi23));
+  }
+  // Column 4 l + c gathers lane l of quads[c], quads[4 + c], quads[8 + c], quads[12 + c].
+  for (int c = 0; c < 4; ++c) {
+    const __m512 g01_low = _mm512_shuffle_f32x4(quads[c], quads[4 + c], 0x44);   // lanes 0, 1
+    const __m512 g01_high = _mm512_shuffle_f32x4(quads[c], quads[4 + c], 0xEE);  // lanes 2, 3
+    const __m512 g23_low = _mm512_shuffle_f32x4(quads[8 + c], quads[12 + c], 0x44);
+    const __m512 g23_high = _mm512_shuffle_f32x4(quads[8 + c], quads[12 + c], 0xEE);
+    r[0 + c] = _mm512_shuffle_f32x4(g01_low, g23_low, 0x88);
+    r[4 + c] = _mm512_shuffle_f32x4(g01_low, g23_low, 0xDD);
+    r[8 + c] = _mm512_shuffle_f32x4(g01_high, g23_high, 0x88);
+    r[12 + c] = _mm512_shuffle_f32x4(g01_high, g23_high, 0xDD);
+  }
+}
+
+// Packs `lines` rows of src (row stride ld), inputs [0, depth) of each, into panels of
+// `panel_width` lines: panel p holds, for each k, src[p * panel_width + i][k] for i <
+// panel_width side by side; lines past `lines` are zeros. Blocks of 16 lines x 16 inputs are
+// loaded as 16 vectors, transposed in registers and stored as one vector per input: whole-vector
+// loads and stores (the scalar copy was ~15% of a prefill's time: one store per float).
+__attribute__((target("avx512f"))) void pack_panels(const float* src, std::int64_t ld,
+                                                    std::int64_t lines, std::int64_t depth,
+                                                    int panel_width, float* dst) {
+  for (std::int64_t first = 0; first < lines; first += panel_width) {
+    for (int group = 0; group < panel_width; group += 16) {
+      const int width = std::min(16, panel_width - group);
+      const auto real_lines =
+          static_cast<int>(std::clamp<std::int64_t>(lines - first - group, 0, width));
+      const auto store_mask = static_cast<__mmask16>((1u << width) - 1u);
+      for (std::int64_t k = 0; k < depth; k += 16) {
+        const auto count = static_cast<int>(std::min<std::int64_t>(16, depth - k));
+        const auto load_mask = static_cast<__mmask16>((1u << count) - 1u);
+        __m512 block[16];
+        for (int i = 0; i < 16; ++i) {
+          block[i] = i < real_lines
+                         ? _mm512_maskz_loadu_ps(load_mask, src + (first + group + i) * ld + k)
+                         : _mm512_setzero_ps();
+        }
+        transpose16(block);
+        for (int t = 0; t < count; ++t) {
+          _mm512_mask_storeu_ps(dst + (k + t) * panel_width + group, store_mask, block[t]);
+        }
+      }
+    }
+    dst += panel_width * depth;
+  }
+}
+
+// c[i][j] += sum_k a[k][i] b[k][j] for a 14 x 32 tile (c's row stride ldc): a is one packed input
+// panel, b one packed weight panel, both `depth` deep.
+__attribute__((target("avx512f"))) void tile_kernel(std::int64_t depth, const float* a,
+                                                    const float* b, float* c, std::int64_t ldc) {
+  __m512 acc[kTileRows][2];
+  for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
+  for (std::int64_t k = 0; k < depth; ++k) {
+    const __m512 b0 = _mm512_loadu_ps(b);
+    const __m512 b1 = _mm512_loadu_ps(b + 16);
+    for (int i = 0; i < kTileRows; ++i) {
+      const __m512 ai = _mm512_set1_ps(a[i]);
+      acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+    }
+    a += kTileRows;
+    b += kTileCols;
+  }
+  for (int i = 0; i < kTileRows; ++i) {
+    float* row = c + i * ldc;
+    _mm512_storeu_ps(row, _mm512_add_ps(_mm512_loadu_ps(row), acc[i][0]));
+    _mm512_storeu_ps(row + 16, _mm512_add_ps(_mm512_loadu_ps(row + 16), acc[i][1]));
+  }
+}
+
+// A tile on the edge (rows < 14 or cols < 32) runs on its zero-padded panels into a scratch tile,
+// of which the valid part is added to c.
+void edge_tile(std::int64_t depth, const float* a, const float* b, float* c, std::int64_t ldc,
+               std::int64_t rows, std::int64_t cols) {
+  alignas(64) float scratch[kTileRows * kTileCols] = {};
+  tile_kernel(depth, a, b, scratch, kTileCols);
+  for (std::int64_t i = 0; i < rows; ++i) {
+    for (std::int64_t j = 0; j < cols; ++j) c[i * ldc + j] += scratch[i * kTileCols + j];
+  }
+}
+
+std::int64_t round_up(std::int64_t n, std::int64_t multiple) {
+  return (n + multiple - 1) / multiple * multiple;
+}
+
+void gemm_avx512(const float* x, const float* w_block, float* y_block, std::int64_t rows,
+                 std::int64_t in, std::int64_t ldy, std::int64_t width) {
+  // Grown, never shrunk, and kept between calls: allocating per call would fault pages in.
+  thread_local std::vector<float> packed_inputs, packed_weights;
+  const std::int64_t column_block =
+      std::max<std::int64_t>(kTileCols, kMaxPackedWeightBytes / (in * std::int64_t{sizeof(float)}) /
+                                            kTileCols * kTileCols);
+  const auto inputs_size =
+      static_cast<std::size_t>(round_up(std::min(kRowBlock, rows), kTileRows) * in);
+  const auto weights_size =
+      static_cast<std::size_t>(round_up(std::min(column_block, width), kTileCols) * in);
+  if (packed_inputs.size() < inputs_size) packed_inputs.resize(inputs_size);
+  if (packed_weights.size() < weights_size) packed_weights.resize(weights_size);
+
+  for (std::int64_t col = 0; col < width; col += column_block) {
+    const std::int64_t cols = std::min(column_block, width - col);
+    pack_panels(w_block + col * in, in, cols, in, kTileCols, packed_weights.data());
+    for (std::int64_t row = 0; row < rows; row += kRowBlock) {
+      const std::int64_t block_rows = std::min(kRowBlock, rows - row);
+      pack_panels(x + row * in, in, block_rows, in, kTileRows, packed_inputs.data());
+      for (std::int64_t k = 0; k < in; k += kDepth) {
+        const std::int64_t depth = std::min(kDepth, in - k);
+        for (std::int64_t j = 0; j < cols; j += kTileCols) {
+          const float* b = packed_weights.data() + j * in + k * kTileCols;
+          for (std::int64_t i = 0; i < block_rows; i += kTileRows) {
+            const float* a = packed_inputs.data() + i * in + k * kTileRows;
+            float* c = y_block + (row + i) * ldy + col + j;
+            const std::int64_t tile_rows = std::min<std::int64_t>(kTileRows, block_rows - i);
+            const std::int64_t tile_cols = std::min<std::int64_t>(kTileCols, cols - j);
+            if (tile_rows == kTileRows && tile_cols == kTileCols) {
+              tile_kernel(depth, a, b, c, ldy);
+            } else {
+              edge_tile(depth, a, b, c, ldy, tile_rows, tile_cols);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+#endif  // __x86_64__
+
+}  // namespace
+
+void gemm_output_columns(CpuLevel level, const float* x, const float* w_block, const float* b,
+                         float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
+                         std::int64_t first, std::int64_t width, bool accumulate) {
+  // Both implementations add the product into y, so y starts as the bias (or zero): the bias is
+  // fused into the GEMM instead of a second pass over y.
+  float* y_block = y + first;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* row = y_block + r * outputs;
+    for (std::int64_t j = 0; j < width; ++j) {
+      const float start = b ? b[first + j] : 0.0f;
+      row[j] = accumulate ? row[j] + start : start;
+    }
+  }
+#if defined(__x86_64__)
+  if (level >= CpuLevel::Avx512) {
+    gemm_avx512(x, w_block, y_block, rows, in, outputs, width);
+    return;
+  }
+#endif
+  gemm_eigen(x, w_block, y_block, rows, in, outputs, width);
+}
+
+}  // namespace attnscope::ops::cpu

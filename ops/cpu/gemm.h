@@ -1,0 +1,21 @@
+// The f32 GEMM under every prefill linear layer on the cpu (ops/cpu/linear.cpp with f32 weights,
+// ops/cpu/widened_gemm.h with 16-bit and q8_0 weights widened to f32). ops/cpu/gemm.cpp holds the
+// math, the cost model and the two implementations (a packed AVX-512 kernel, Eigen below it).
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/cpu_features.h"
+
+namespace attnscope::ops::cpu {
+
+// Columns [first, first + width) of y [rows, outputs] get x [rows, in] times the f32 weight rows
+// w_block [width, in] transposed, plus b[first..] when b is given: y = x W^T + b, or y += x W^T + b
+// with `accumulate`. `level` (cpu_level(), read by the caller outside its parallel region) picks
+// the implementation. Runs on the calling thread (the callers give each thread its own columns).
+// Must not throw: it runs inside OpenMP regions.
+void gemm_output_columns(CpuLevel level, const float* x, const float* w_block, const float* b,
+                         float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
+                         std::int64_t first, std::int64_t width, bool accumulate);
+
+}  // namespace attnscope::ops::cpu
