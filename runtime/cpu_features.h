@@ -1,6 +1,8 @@
 // Which SIMD instruction sets this CPU offers, and which kernel level the CPU ops use.
 //
-// The CPU kernels that read 16-bit and 8-bit weights come in four levels, chosen at run time:
+// The CPU kernels that read 16-bit and 8-bit weights, and the f32 prefill GEMM under every linear
+// layer (ops/cpu/gemm.cpp: its packed kernel from avx512 on, Eigen's GEMM below), come in four
+// levels, chosen at run time:
 //   portable:   plain C++ that every x86-64 and Arm compiler builds (it may be vectorized);
 //   avx2:       AVX2 + FMA + F16C (x86-64 since ~2013: Haswell, Zen 1);
 //   avx512:     AVX-512 F + BW + VL (Skylake-SP, Ice Lake, Zen 4);
