@@ -138,6 +138,19 @@ TEST_CASE("linear with f32 weights: the prefill GEMM at every cpu level, edges a
   });
 }
 
+TEST_CASE("linear with f32 weights: decode rows 1..15 at every cpu level") {
+  Context ctx(2);
+  std::mt19937 rng(13);
+  for_each_cpu_level([&] {
+    for (std::int64_t rows = 1; rows < 16; ++rows) {
+      // K 67: whole rounds of 16 and a masked tail; 131 outputs: thread blocks of 128 and 3 (an
+      // odd one); rows 9..15 in two tiles at the avx512 levels.
+      check_linear(ctx, {rows, 67, 131}, DType::F32, rows % 2 == 1, rows % 3 == 0, rng);
+      check_linear(ctx, {rows, 768, 70}, DType::F32, rows % 2 == 0, rows % 4 == 1, rng);
+    }
+  });
+}
+
 TEST_CASE("linear with bf16 and f16 weights: decode rows 1..15 at every cpu level") {
   Context ctx(2);
   std::mt19937 rng(15);
@@ -145,9 +158,9 @@ TEST_CASE("linear with bf16 and f16 weights: decode rows 1..15 at every cpu leve
     for (DType dtype : {DType::BF16, DType::F16}) {
       CAPTURE(dtype_name(dtype));
       for (std::int64_t rows = 1; rows < 16; ++rows) {
-        // K 67: no multiple of 8, 16 or 32, so every kernel runs its tail; 130 outputs: two
-        // thread blocks, the second partial.
-        check_linear(ctx, {rows, 67, 130}, dtype, rows % 2 == 1, rows % 3 == 0, rng);
+        // K 67: no multiple of 8, 16 or 32, so every kernel runs its tail; 131 outputs: two
+        // thread blocks, the second partial and odd (a tile's last weight row without a twin).
+        check_linear(ctx, {rows, 67, 131}, dtype, rows % 2 == 1, rows % 3 == 0, rng);
       }
       // 96 and 131: the avx512 kernel's whole rounds of 32, then (131) a masked tail of 3.
       for (std::int64_t in : {1, 7, 16, 32, 33, 96, 131, 768}) {

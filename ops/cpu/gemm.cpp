@@ -13,7 +13,7 @@
 //  - Both operands are packed first so that the micro-kernel reads them contiguously: the weights
 //    in panels of 32 columns (for each k, W[j..j+31][k] side by side), the inputs in panels of 14
 //    rows (for each k, x[n..n+13][k] side by side); the edges are padded with zeros. Packing is a
-//    transpose, done 16 x 16 floats at a time in registers (transpose16).
+//    transpose, done 16 x 16 floats at a time in registers (ops/cpu/transpose16.h).
 //  - Loops: pack the thread's weights whole (at most kMaxPackedWeightBytes; wider blocks go in
 //    column blocks); for each block of kRowBlock = 112 rows, pack its inputs; for each slice of
 //    kDepth = 256 inputs run the kernel on every tile, one weight panel's slice (32 KB: stays in
@@ -29,17 +29,12 @@
 #include <algorithm>
 #include <vector>
 
-#if defined(__x86_64__)
-// Included before Eigen, which includes it too: GCC 12 reports the intrinsics' deliberately
-// undefined pass-through operand (_mm512_undefined_ps) as uninitialized once they are inlined
-// (GCC bug 105593), at locations inside this header.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
-
 #include "ops/cpu/eigen_maps.h"
+#include "ops/cpu/transpose16.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace attnscope::ops::cpu {
 
@@ -61,39 +56,6 @@ constexpr int kTileCols = 32;
 constexpr std::int64_t kDepth = 256;
 constexpr std::int64_t kRowBlock = 8 * kTileRows;
 constexpr std::int64_t kMaxPackedWeightBytes = std::int64_t{8} << 20;
-
-// Transposes the 16 x 16 block r (r[i][j] -> r[j][i]) in registers: pairs of rows interleaved
-// within each 128-bit lane (unpack ps), then pairs of pairs (unpack pd), which leaves 4 x 4 blocks
-// of columns to be moved between lanes (two rounds of shuffle_f32x4).
-__attribute__((target("avx512f"))) void transpose16(__m512 r[16]) {
-  __m512 pairs[16];
-  for (int i = 0; i < 16; i += 2) {
-    pairs[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    pairs[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  // quads[4 g + c], lane l: rows 4g..4g+3 of column 4 l + c.
-  __m512 quads[16];
-  for (int g = 0; g < 4; ++g) {
-    const __m512d lo01 = _mm512_castps_pd(pairs[4 * g]), hi01 = _mm512_castps_pd(pairs[4 * g + 1]);
-    const __m512d lo23 = _mm512_castps_pd(pairs[4 * g + 2]);
-    const __m512d hi23 = _mm512_castps_pd(pairs[4 * g + 3]);
-    quads[4 * g + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo01, lo23));
-    quads[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo01, lo23));
-    quads[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(hi01, hi23));
-    quads[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(hi01, hi23));
-  }
-  // Column 4 l + c gathers lane l of quads[c], quads[4 + c], quads[8 + c], quads[12 + c].
-  for (int c = 0; c < 4; ++c) {
-    const __m512 g01_low = _mm512_shuffle_f32x4(quads[c], quads[4 + c], 0x44);   // lanes 0, 1
-    const __m512 g01_high = _mm512_shuffle_f32x4(quads[c], quads[4 + c], 0xEE);  // lanes 2, 3
-    const __m512 g23_low = _mm512_shuffle_f32x4(quads[8 + c], quads[12 + c], 0x44);
-    const __m512 g23_high = _mm512_shuffle_f32x4(quads[8 + c], quads[12 + c], 0xEE);
-    r[0 + c] = _mm512_shuffle_f32x4(g01_low, g23_low, 0x88);
-    r[4 + c] = _mm512_shuffle_f32x4(g01_low, g23_low, 0xDD);
-    r[8 + c] = _mm512_shuffle_f32x4(g01_high, g23_high, 0x88);
-    r[12 + c] = _mm512_shuffle_f32x4(g01_high, g23_high, 0xDD);
-  }
-}
 
 // Packs `lines` rows of src (row stride ld), inputs [0, depth) of each, into panels of
 // `panel_width` lines: panel p holds, for each k, src[p * panel_width + i][k] for i <

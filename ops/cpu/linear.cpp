@@ -4,6 +4,7 @@
 
 #include <Eigen/Core>
 
+#include "ops/cpu/dot_tile.h"
 #include "ops/cpu/eigen_maps.h"
 #include "ops/cpu/gemm.h"
 #include "ops/cpu/output_blocks.h"
@@ -14,13 +15,21 @@ namespace {
 
 // Each thread streams its contiguous block of weight rows from memory exactly once: every input
 // row is multiplied with a weight row while that row (4 C bytes) sits in L1, so a batch of a
-// few rows costs the same memory traffic as one. One row goes through Eigen's row-major
-// matrix-vector kernel, which works on several weight rows at a time.
+// few rows costs the same memory traffic as one. From the avx512 level on, 4 rows or more go in
+// tiles of 2 weight rows x up to 8 input rows (ops/cpu/dot_tile.h); otherwise one row goes
+// through Eigen's row-major matrix-vector kernel, which works on several weight rows at a time,
+// and a few rows through one Eigen dot product per (weight row, input row).
 // With `accumulate` the products are added to y instead of replacing it.
-void matrix_vector_rows(const Context& ctx, const float* x, const float* w, const float* b,
-                        float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
-                        bool accumulate) {
+void matrix_vector_rows(const Context& ctx, CpuLevel level, const float* x, const float* w,
+                        const float* b, float* y, std::int64_t rows, std::int64_t in,
+                        std::int64_t outputs, bool accumulate) {
   for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
+#if defined(__x86_64__)
+    if (level >= CpuLevel::Avx512 && rows >= kTileMinRows) {
+      matrix_vector_tiles<F32Weights>(x, w, b, y, rows, in, outputs, first, width, accumulate);
+      return;
+    }
+#endif
     if (rows == 1) {
       Eigen::Map<Eigen::VectorXf> result(y + first, width);
       const ConstMatrixMap weights(w + first * in, width, in);
@@ -45,9 +54,9 @@ void matrix_vector_rows(const Context& ctx, const float* x, const float* w, cons
 
 // Each thread computes a block of output columns with a single-threaded blocked GEMM, the bias
 // fused into it (ops/cpu/gemm.h).
-void gemm_rows(const Context& ctx, const float* x, const float* w, const float* b, float* y,
-               std::int64_t rows, std::int64_t in, std::int64_t outputs, bool accumulate) {
-  const CpuLevel level = cpu_level();
+void gemm_rows(const Context& ctx, CpuLevel level, const float* x, const float* w, const float* b,
+               float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
+               bool accumulate) {
   for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
     gemm_output_columns(level, x, w + first * in, b, y, rows, in, outputs, first, width,
                         accumulate);
@@ -62,12 +71,14 @@ void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& b
   const std::int64_t in = x.dim(1);
   const std::int64_t outputs = weight.dim(0);
   const float* b = bias.defined() ? bias.data<float>() : nullptr;
+  // Read here, outside the threads' parallel region (an unknown ATTNSCOPE_CPU_LEVEL throws).
+  const CpuLevel level = cpu_level();
   if (rows < kGemmMinRows) {
-    matrix_vector_rows(ctx, x.data<float>(), weight.data<float>(), b, out.data<float>(), rows, in,
-                       outputs, accumulate);
+    matrix_vector_rows(ctx, level, x.data<float>(), weight.data<float>(), b, out.data<float>(),
+                       rows, in, outputs, accumulate);
   } else {
-    gemm_rows(ctx, x.data<float>(), weight.data<float>(), b, out.data<float>(), rows, in, outputs,
-              accumulate);
+    gemm_rows(ctx, level, x.data<float>(), weight.data<float>(), b, out.data<float>(), rows, in,
+              outputs, accumulate);
   }
 }
 

@@ -22,7 +22,9 @@
 // architecture, still compiles the portable path.
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
+#include "ops/cpu/dot_tile.h"
 #include "ops/cpu/output_blocks.h"
 #include "ops/cpu/widened_gemm.h"
 #include "ops/linear.h"
@@ -144,18 +146,8 @@ __attribute__((target("avx2,fma,f16c"))) void widen_avx2(const std::uint16_t* w,
   for (; i < n; ++i) dst[i] = widen_one<kBf16>(w[i]);
 }
 
-// ---- avx512: 16 lanes, the tail by masked loads ----
-
-template <bool kBf16>
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) __m512 widen16(
-    const std::uint16_t* w, __mmask16 lanes) {
-  const __m256i bits = _mm256_maskz_loadu_epi16(lanes, w);
-  if constexpr (kBf16) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
-  } else {
-    return _mm512_cvtph_ps(bits);
-  }
-}
+// ---- avx512: 16 lanes, the tail by masked loads; 4 rows or more in the shared tiles ----
+// (ops/cpu/dot_tile.h, which also holds how each format is widened: Bf16Weights, F16Weights)
 
 // The sum of 16 lanes: stored once, the two halves added as 8-lane vectors, then sum8's tree.
 // (Not the 512-bit reduction or extraction intrinsics: GCC 12 warns about an uninitialised
@@ -167,25 +159,24 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) float sum16(_
   return sum8(_mm256_add_ps(_mm256_load_ps(lanes), _mm256_load_ps(lanes + 8)));
 }
 
-template <bool kBf16, int kRows>
+template <typename Weights, int kRows>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void dot_rows_avx512_fixed(
     const std::uint16_t* w, const float* x, std::int64_t ldx, std::int64_t k, float* sums) {
-  constexpr __mmask16 kAll = 0xFFFF;
   __m512 acc[kRows][2];
   for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
   std::int64_t i = 0;
   for (; i + 32 <= k; i += 32) {  // 64 bytes of weights: one prefetch a line
     _mm_prefetch(reinterpret_cast<const char*>(w + i) + kWeightPrefetchBytes, _MM_HINT_T0);
-    const __m512 w0 = widen16<kBf16>(w + i, kAll);
-    const __m512 w1 = widen16<kBf16>(w + i + 16, kAll);
+    const __m512 w0 = Weights::load(w + i);
+    const __m512 w1 = Weights::load(w + i + 16);
     for (int r = 0; r < kRows; ++r) {
       acc[r][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + r * ldx + i), acc[r][0]);
       acc[r][1] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + r * ldx + i + 16), acc[r][1]);
     }
   }
   for (; i < k; i += 16) {
-    const auto lanes = static_cast<__mmask16>(k - i >= 16 ? kAll : (1u << (k - i)) - 1u);
-    const __m512 w0 = widen16<kBf16>(w + i, lanes);  // masked-off lanes are 0
+    const __mmask16 lanes = first_lanes(k - i);
+    const __m512 w0 = Weights::load(w + i, lanes);  // masked-off lanes are 0
     for (int r = 0; r < kRows; ++r) {
       acc[r][0] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(lanes, x + r * ldx + i), acc[r][0]);
     }
@@ -193,70 +184,94 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void dot_rows
   for (int r = 0; r < kRows; ++r) sums[r] = sum16(_mm512_add_ps(acc[r][0], acc[r][1]));
 }
 
-template <bool kBf16>
+template <typename Weights>
 void dot_rows_avx512(const std::uint16_t* w, const float* x, std::int64_t ldx, int rows,
                      std::int64_t k, float* sums) {
   switch (rows) {
     case 1:
-      return dot_rows_avx512_fixed<kBf16, 1>(w, x, ldx, k, sums);
+      return dot_rows_avx512_fixed<Weights, 1>(w, x, ldx, k, sums);
     case 2:
-      return dot_rows_avx512_fixed<kBf16, 2>(w, x, ldx, k, sums);
+      return dot_rows_avx512_fixed<Weights, 2>(w, x, ldx, k, sums);
     case 3:
-      return dot_rows_avx512_fixed<kBf16, 3>(w, x, ldx, k, sums);
+      return dot_rows_avx512_fixed<Weights, 3>(w, x, ldx, k, sums);
     default:
-      return dot_rows_avx512_fixed<kBf16, 4>(w, x, ldx, k, sums);
+      return dot_rows_avx512_fixed<Weights, 4>(w, x, ldx, k, sums);
   }
 }
 
-template <bool kBf16>
+template <typename Weights>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void widen_avx512(
     const std::uint16_t* w, std::int64_t n, float* dst) {
   for (std::int64_t i = 0; i < n; i += 16) {
-    const auto lanes = static_cast<__mmask16>(n - i >= 16 ? 0xFFFF : (1u << (n - i)) - 1u);
-    _mm512_mask_storeu_ps(dst + i, lanes, widen16<kBf16>(w + i, lanes));
+    const __mmask16 lanes = first_lanes(n - i);
+    _mm512_mask_storeu_ps(dst + i, lanes, Weights::load(w + i, lanes));
   }
 }
 
 #endif  // __x86_64__
 
+// Outputs [first, first + width) of a decode step (rows < 16), for one thread.
+using MatrixVectorBlock = void (*)(const float* x, const std::uint16_t* w, const float* b, float* y,
+                                   std::int64_t rows, std::int64_t in, std::int64_t outputs,
+                                   std::int64_t first, std::int64_t width, bool accumulate);
+
+// Below avx512: every weight row against up to kMaxDotRows input rows at a time.
+template <DotRowsKernel kDotRows>
+void matrix_vector_rows(const float* x, const std::uint16_t* w, const float* b, float* y,
+                        std::int64_t rows, std::int64_t in, std::int64_t outputs,
+                        std::int64_t first, std::int64_t width, bool accumulate) {
+  float sums[kMaxDotRows];
+  for (std::int64_t o = first; o < first + width; ++o) {
+    for (std::int64_t r0 = 0; r0 < rows; r0 += kMaxDotRows) {
+      const int count = static_cast<int>(std::min<std::int64_t>(kMaxDotRows, rows - r0));
+      kDotRows(w + o * in, x + r0 * in, in, count, in, sums);
+      for (int r = 0; r < count; ++r) {
+        float& out = y[(r0 + r) * outputs + o];
+        const float value = sums[r] + (b ? b[o] : 0.0f);
+        out = accumulate ? out + value : value;
+      }
+    }
+  }
+}
+
+#if defined(__x86_64__)
+template <typename Weights>
+void matrix_vector_avx512(const float* x, const std::uint16_t* w, const float* b, float* y,
+                          std::int64_t rows, std::int64_t in, std::int64_t outputs,
+                          std::int64_t first, std::int64_t width, bool accumulate) {
+  if (rows >= kTileMinRows) {
+    matrix_vector_tiles<Weights>(x, w, b, y, rows, in, outputs, first, width, accumulate);
+  } else {
+    matrix_vector_rows<dot_rows_avx512<Weights>>(x, w, b, y, rows, in, outputs, first, width,
+                                                 accumulate);
+  }
+}
+#endif
+
 struct Kernels {
-  DotRowsKernel dot_rows;
+  MatrixVectorBlock matrix_vector;
   WidenKernel widen;
 };
 
 template <bool kBf16>
 Kernels kernels_for(CpuLevel level) {
 #if defined(__x86_64__)
-  if (level >= CpuLevel::Avx512) return {dot_rows_avx512<kBf16>, widen_avx512<kBf16>};
-  if (level == CpuLevel::Avx2) return {dot_rows_avx2<kBf16>, widen_avx2<kBf16>};
+  using Weights = std::conditional_t<kBf16, Bf16Weights, F16Weights>;
+  if (level >= CpuLevel::Avx512) {
+    return {matrix_vector_avx512<Weights>, widen_avx512<Weights>};
+  }
+  if (level == CpuLevel::Avx2) {
+    return {matrix_vector_rows<dot_rows_avx2<kBf16>>, widen_avx2<kBf16>};
+  }
 #endif
   (void)level;
-  return {dot_rows_portable<kBf16>, widen_portable<kBf16>};
+  return {matrix_vector_rows<dot_rows_portable<kBf16>>, widen_portable<kBf16>};
 }
 
 // The kernels for `weight_dtype` at this CPU's level (cpu_level(), which a test may cap).
 Kernels select_kernels(DType weight_dtype) {
   const CpuLevel level = cpu_level();
   return weight_dtype == DType::BF16 ? kernels_for<true>(level) : kernels_for<false>(level);
-}
-
-void matrix_vector_rows(const Context& ctx, const Kernels& kernels, const float* x,
-                        const std::uint16_t* w, const float* b, float* y, std::int64_t rows,
-                        std::int64_t in, std::int64_t outputs, bool accumulate) {
-  for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
-    float sums[kMaxDotRows];
-    for (std::int64_t o = first; o < first + width; ++o) {
-      for (std::int64_t r0 = 0; r0 < rows; r0 += kMaxDotRows) {
-        const int count = static_cast<int>(std::min<std::int64_t>(kMaxDotRows, rows - r0));
-        kernels.dot_rows(w + o * in, x + r0 * in, in, count, in, sums);
-        for (int r = 0; r < count; ++r) {
-          float& out = y[(r0 + r) * outputs + o];
-          const float value = sums[r] + (b ? b[o] : 0.0f);
-          out = accumulate ? out + value : value;
-        }
-      }
-    }
-  });
 }
 
 }  // namespace
@@ -270,8 +285,10 @@ void linear_16bit(Context& ctx, const Tensor& x, const Tensor& weight, const Ten
   const auto* w = static_cast<const std::uint16_t*>(weight.raw_data());
   const float* b = bias.defined() ? bias.data<float>() : nullptr;
   if (rows < kGemmMinRows) {
-    matrix_vector_rows(ctx, kernels, x.data<float>(), w, b, out.data<float>(), rows, in, outputs,
-                       accumulate);
+    for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
+      kernels.matrix_vector(x.data<float>(), w, b, out.data<float>(), rows, in, outputs, first,
+                            width, accumulate);
+    });
   } else {
     gemm_widened_weights(ctx, x.data<float>(), b, out.data<float>(), rows, in, outputs, accumulate,
                          [&](std::int64_t first, std::int64_t count, float* dst) {

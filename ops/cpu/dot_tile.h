@@ -1,0 +1,164 @@
+// The decode kernel of the cpu linear layers from the avx512 level on (runtime/cpu_features.h),
+// for f32 weights (ops/cpu/linear.cpp) and 16-bit ones (ops/cpu/linear_16bit.cpp): y = x W^T + b
+// for a batch of 4 to 15 input rows x (batch decode), reading W from memory once.
+//
+// A tile is 2 adjacent weight rows against kInputRows <= 8 input rows: 16 accumulators of 16
+// lanes. Each weight vector is loaded (and widened, for 16-bit weights) once and multiplied into
+// every input row, which stay in L1 or L2 (kInputRows x K floats); 9 to 15 rows take two tiles.
+// Fewer rows use the kernels of ops/cpu/linear.cpp and linear_16bit.cpp (kTileMinRows, below).
+// The 16 dot products are summed across their lanes together: one transpose16 and 15 additions
+// leave dot (i, r) in lane 8 i + r (a reduction per dot product costs about as much as a
+// 768-wide dot product itself). The two rows are one contiguous stream, prefetched
+// kWeightPrefetchBytes ahead: without it this kernel read at half the bandwidth.
+// Cost per tile: 2 K weights read from memory, 2 kInputRows K multiply-adds.
+// Measured (docs/results/2026-12-01-cpu-zen5, synthetic:gpt2 f32): batch 8 decode was ~40% of
+// the memory bandwidth with a dot product per (weight row, input row) pair, Eigen's for f32 and
+// a 4-row kernel for 16-bit weights, which this replaces.
+#pragma once
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "ops/cpu/output_blocks.h"
+#include "ops/cpu/transpose16.h"
+
+namespace attnscope::ops::cpu {
+
+// How each weight format turns 16 consecutive weights into 16 f32 lanes, whole or masked (the
+// masked-off lanes 0). Widening is exact: bf16 is the top half of an f32; f16 converts with
+// vcvtph2ps.
+struct F32Weights {
+  using Element = float;
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 load(
+      const float* w) {
+    return _mm512_loadu_ps(w);
+  }
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 load(
+      const float* w, __mmask16 lanes) {
+    return _mm512_maskz_loadu_ps(lanes, w);
+  }
+};
+struct Bf16Weights {
+  using Element = std::uint16_t;
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 widen(
+      __m256i bits) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+  }
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 load(
+      const std::uint16_t* w) {
+    return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
+  }
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 load(
+      const std::uint16_t* w, __mmask16 lanes) {
+    return widen(_mm256_maskz_loadu_epi16(lanes, w));
+  }
+};
+struct F16Weights {
+  using Element = std::uint16_t;
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 load(
+      const std::uint16_t* w) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
+  }
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 load(
+      const std::uint16_t* w, __mmask16 lanes) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes, w));
+  }
+};
+
+inline __mmask16 first_lanes(std::int64_t n) {
+  return static_cast<__mmask16>(n >= 16 ? 0xFFFF : (1u << n) - 1u);
+}
+
+// sums[8 i + r] = dot(row i of w0 / w1, row r of x) for i < 2, r < kInputRows; x rows are `in`
+// apart.
+template <typename Weights, int kInputRows>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void dot_tile(
+    const typename Weights::Element* w0, const typename Weights::Element* w1, const float* x,
+    std::int64_t in, float sums[16]) {
+  constexpr int kStreamBytesPerRound = 2 * 16 * sizeof(typename Weights::Element);
+  __m512 acc[kInputRows][2];
+  for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
+  // Whole rounds with plain loads, then the tail with masked ones: GCC treats a masked load as an
+  // opaque memory read, and with one in the loop it keeps the accumulators in memory.
+  std::int64_t k = 0;
+  for (; k + 16 <= in; k += 16) {
+    const char* ahead = reinterpret_cast<const char*>(w0 + 2 * k) + kWeightPrefetchBytes;
+    for (int line = 0; line < kStreamBytesPerRound; line += 64) {
+      _mm_prefetch(ahead + line, _MM_HINT_T0);
+    }
+    const __m512 first = Weights::load(w0 + k);
+    const __m512 second = Weights::load(w1 + k);
+    for (int r = 0; r < kInputRows; ++r) {
+      const __m512 input = _mm512_loadu_ps(x + r * in + k);
+      acc[r][0] = _mm512_fmadd_ps(first, input, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(second, input, acc[r][1]);
+    }
+  }
+  if (k < in) {
+    const __mmask16 lanes = first_lanes(in - k);
+    const __m512 first = Weights::load(w0 + k, lanes);
+    const __m512 second = Weights::load(w1 + k, lanes);
+    for (int r = 0; r < kInputRows; ++r) {
+      const __m512 input = _mm512_maskz_loadu_ps(lanes, x + r * in + k);
+      acc[r][0] = _mm512_fmadd_ps(first, input, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(second, input, acc[r][1]);
+    }
+  }
+  // by_lane[8 i + r] holds dot (i, r) spread over 16 lanes (zeros for rows past kInputRows).
+  __m512 by_lane[16];
+  for (__m512& v : by_lane) v = _mm512_setzero_ps();
+  for (int r = 0; r < kInputRows; ++r) {
+    by_lane[r] = acc[r][0];
+    by_lane[8 + r] = acc[r][1];
+  }
+  transpose16(by_lane);
+  __m512 total = by_lane[0];
+  for (int i = 1; i < 16; ++i) total = _mm512_add_ps(total, by_lane[i]);
+  _mm512_storeu_ps(sums, total);
+}
+
+// From this many input rows on, the tiles; below, the kernels of one weight row at a time read
+// the weights faster (synthetic:gpt2 at batch 1 and 2, f32 and bf16: 10-25% more tokens/s; at
+// batch 8 the tiles gave 1.4x in f32 and 1.6x in bf16). In the tiles the FMA latency binds
+// before the memory does when few rows share a weight vector.
+constexpr std::int64_t kTileMinRows = 4;
+
+// Outputs [first, first + width) of y [rows, outputs] = x [rows, in] W^T (+ b), added to y with
+// `accumulate`, for kTileMinRows <= rows < 16: one tile of all rows, or two of 4 to 8 rows each.
+// An odd last weight row is paired with itself, its twin discarded.
+template <typename Weights>
+void matrix_vector_tiles(const float* x, const typename Weights::Element* w, const float* b,
+                         float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
+                         std::int64_t first, std::int64_t width, bool accumulate) {
+  using Tile = void (*)(const typename Weights::Element*, const typename Weights::Element*,
+                        const float*, std::int64_t, float*);
+  constexpr Tile kTiles[5] = {dot_tile<Weights, 4>, dot_tile<Weights, 5>, dot_tile<Weights, 6>,
+                              dot_tile<Weights, 7>, dot_tile<Weights, 8>};
+  const std::int64_t tile_rows = rows <= 8 ? rows : (rows + 1) / 2;
+  const auto store = [&](std::int64_t r, std::int64_t o, float dot) {
+    float& out = y[r * outputs + o];
+    const float value = dot + (b ? b[o] : 0.0f);
+    out = accumulate ? out + value : value;
+  };
+  alignas(64) float sums[16];
+  for (std::int64_t o = first; o < first + width; o += 2) {
+    const bool pair = o + 1 < first + width;
+    const typename Weights::Element* w0 = w + o * in;
+    const typename Weights::Element* w1 = pair ? w0 + in : w0;
+    for (std::int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
+      const auto count = static_cast<int>(std::min(tile_rows, rows - r0));
+      kTiles[count - kTileMinRows](w0, w1, x + r0 * in, in, sums);
+      for (int r = 0; r < count; ++r) {
+        store(r0 + r, o, sums[r]);
+        if (pair) store(r0 + r, o + 1, sums[8 + r]);
+      }
+    }
+  }
+}
+
+}  // namespace attnscope::ops::cpu
+
+#endif  // __x86_64__
