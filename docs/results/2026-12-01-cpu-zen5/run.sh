@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Issues 14 and 15 on a Zen 5 EPYC (2 cores, AVX-512 with VNNI and BF16): in interleaved rounds,
 # each with a `bench --op membw` of its own (this machine's bandwidth moved by 1.6x within the
-# session), synthetic:gpt2 decode (tg128) at batch 1 for every weight dtype and at batch 8, pp512
-# for every weight dtype, pp512 in f32 with the previous revision's binary ($BASELINE: main before
-# ops/cpu/gemm.cpp, 8f30ea7, Eigen's GEMM) and beside PyTorch + transformers
+# session), synthetic:gpt2 decode (tg128) at batch 1 for every weight dtype and at batch 8 (also
+# with the previous revision's binary, $BASELINE: main before ops/cpu/gemm.cpp and
+# ops/cpu/dot_tile.h, 8f30ea7), pp512 for every weight dtype, pp512 in f32 with $BASELINE
+# (Eigen's GEMM) and beside PyTorch + transformers
 # (tools/peers/torch_bench.py, last-position logits, sdpa and eager); then synthetic:smollm2-135m
 # f32 decode and pp512, the same three ways. Run from the repository root after a Release build
 # in build/, with the peer's Python (torch, transformers) as $PYTHON.
@@ -29,6 +30,7 @@ for round in $(seq 1 "$rounds"); do
   "$bin" bench --op membw -r 3 -o jsonl >> "$out/raw/membw.jsonl" 2>/dev/null
   bench "$bin" gpt2-tg128-b1 -p 0 -n 128 -b 1 --dtype f32,bf16,f16,q8_0
   bench "$bin" gpt2-tg128-b8 -p 0 -n 128 -b 8 --dtype f32,bf16,q8_0
+  bench "$baseline" gpt2-tg128-b8-baseline -p 0 -n 128 -b 8 --dtype f32,bf16,q8_0
   bench "$bin" gpt2-pp512 -p 512 -n 0 --dtype f32,bf16,f16,q8_0
   bench "$baseline" gpt2-pp512-baseline -p 512 -n 0 --dtype f32
   torch gpt2-pp512-torch -p 512 -n 0

@@ -1,7 +1,8 @@
 """Prints this folder's tables (markdown) from raw/ (run.sh): per round, the read bandwidth of
 `bench --op membw` beside what each decode achieved in the same round; decode and pp512 per weight
-dtype with the median of per-round ratios to f32; pp512 in f32 of this revision, of the previous
-one (Eigen's GEMM) and of PyTorch, with the median of per-round ratios to PyTorch sdpa."""
+dtype with the median of per-round ratios to f32; batch-8 decode against the previous revision;
+pp512 in f32 of this revision, of the previous one (Eigen's GEMM) and of PyTorch, with the median
+of per-round ratios to PyTorch sdpa."""
 import json
 import statistics
 
@@ -36,6 +37,18 @@ def decode_table(label, results):
         print(f"| {dtype} | {weight_bytes[dtype] / 1e6:.1f} MB | "
               f"{', '.join(f'{v:.0f}' for v in values)} | {statistics.median(values):.1f} | "
               f"{ratio:.2f} | {statistics.median(gbs):.1f} | {statistics.median(share):.0%} |")
+    print()
+
+
+def baseline_table(label, ours, baseline):
+    mine, theirs = by_dtype(ours), by_dtype(baseline)
+    print(f"| {label} | this revision, rounds tok/s | 8f30ea7, rounds tok/s | "
+          f"per-round ratio (median) |")
+    print("|---|---|---|---:|")
+    for dtype, values in mine.items():
+        ratio = statistics.median(a / b for a, b in zip(values, theirs[dtype]))
+        print(f"| {dtype} | {', '.join(f'{v:.0f}' for v in values)} | "
+              f"{', '.join(f'{v:.0f}' for v in theirs[dtype])} | {ratio:.2f} |")
     print()
 
 
@@ -75,6 +88,8 @@ print(f"`bench --op membw` per round (sum of 512 MiB, 2 threads; the last after 
 print("## synthetic:gpt2\n")
 decode_table("tg128, batch 1", rows("gpt2-tg128-b1"))
 decode_table("tg128, batch 8 (tok/s of all 8 rows)", rows("gpt2-tg128-b8"))
+baseline_table("tg128, batch 8 against 8f30ea7 (before ops/cpu/dot_tile.h)",
+               rows("gpt2-tg128-b8"), rows("gpt2-tg128-b8-baseline"))
 dtype_prefill_table("pp512, last-position logits", rows("gpt2-pp512"))
 peer_prefill_table("pp512, f32, last-position logits", rows("gpt2-pp512"),
                    rows("gpt2-pp512-baseline"), rows("gpt2-pp512-torch"))
