@@ -122,8 +122,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void dot_tile
 
 // From this many input rows on, the tiles; below, the kernels of one weight row at a time read
 // the weights faster (synthetic:gpt2 at batch 1 and 2, f32 and bf16: 10-25% more tokens/s; at
-// batch 8 the tiles gave 1.4x in f32 and 1.6x in bf16). In the tiles the FMA latency binds
-// before the memory does when few rows share a weight vector.
+// batch 4 the tiles gave 1.27x, at batch 8 1.5x in f32 and 1.7x in bf16). Why is not settled:
+// giving each dot product 2-4 accumulators (so that the FMA latency cannot bind) did not close
+// the gap; two interleaved weight streams may suit the hardware prefetchers less than one.
 constexpr std::int64_t kTileMinRows = 4;
 
 // Outputs [first, first + width) of y [rows, outputs] = x [rows, in] W^T (+ b), added to y with

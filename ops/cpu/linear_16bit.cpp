@@ -7,9 +7,11 @@
 //  - Decode (N < 16 rows): each thread streams its block of weight rows once; every 16-bit row is
 //    widened in registers and multiplied into up to 4 input rows at a time (so a row is loaded
 //    from memory once per step and from L1 ceil(N / 4) times), and the weight stream is
-//    prefetched ahead (kWeightPrefetchBytes, output_blocks.h: 1.5x). Cost: 2 M K bytes read,
-//    2 N M K FLOPs. bf16 widens by zero-extending each 16-bit word to 32 bits and shifting it left
-//    by 16 (bf16 is the top half of an f32); f16 by the F16C conversion (vcvtph2ps).
+//    prefetched ahead (kWeightPrefetchBytes, output_blocks.h: 1.5x). From the avx512 level on,
+//    4 rows or more go in the tiles shared with f32 weights (ops/cpu/dot_tile.h: 2 weight rows x
+//    up to 8 input rows). Cost: 2 M K bytes read, 2 N M K FLOPs. bf16 widens by zero-extending each
+//    16-bit word to 32 bits and shifting it left by 16 (bf16 is the top half of an f32); f16 by the
+//    F16C conversion (vcvtph2ps).
 //  - Prefill (N >= 16): FLOP-bound, so each thread widens its whole block of weight rows into an
 //    f32 buffer once and hands it to the blocked GEMM (ops/cpu/gemm.h), as ops/cpu/linear.cpp does
 //    with f32 weights (ops/cpu/widened_gemm.h: why whole blocks and not cache-sized panels, with
