@@ -52,15 +52,20 @@ def baseline_table(label, ours, baseline):
     print()
 
 
-def dtype_prefill_table(label, results):
-    series = by_dtype(results)
-    f32 = series["f32"]
-    print(f"| {label} | rounds tok/s | median tok/s | per-round ratio to f32 (median) |")
+def ratio_table(label, series, reference, reference_name):
+    """One row per series: its rounds, their median and the median of per-round ratios to
+    series[reference]."""
+    print(f"| {label} | rounds tok/s | median tok/s | per-round ratio to {reference_name} "
+          f"(median) |")
     print("|---|---|---:|---:|")
-    for dtype, values in series.items():
-        ratio = statistics.median(v / f for v, f in zip(values, f32))
-        print(f"| {dtype} | {', '.join(f'{v:.0f}' for v in values)} | "
+    for name, values in series.items():
+        ratio = statistics.median(v / r for v, r in zip(values, series[reference]))
+        print(f"| {name} | {', '.join(f'{v:.0f}' for v in values)} | "
               f"{statistics.median(values):.0f} | {ratio:.2f} |")
+
+
+def dtype_prefill_table(label, results):
+    ratio_table(label, by_dtype(results), "f32", "f32")
     print()
 
 
@@ -71,13 +76,7 @@ def peer_prefill_table(label, ours, baseline, torch):
               [v for r in baseline for v in r["samples_tokens_per_s"]]}
     for r in torch:
         series.setdefault(f"PyTorch {r['backend']}", []).extend(r["samples_tokens_per_s"])
-    sdpa = series["PyTorch sdpa"]
-    print(f"| {label} | rounds tok/s | median tok/s | per-round ratio to PyTorch sdpa (median) |")
-    print("|---|---|---:|---:|")
-    for name, values in series.items():
-        ratio = statistics.median(v / s for v, s in zip(values, sdpa))
-        print(f"| {name} | {', '.join(f'{v:.0f}' for v in values)} | "
-              f"{statistics.median(values):.0f} | {ratio:.2f} |")
+    ratio_table(label, series, "PyTorch sdpa", "PyTorch sdpa")
     ours_f32 = list(series.values())
     gain = statistics.median(a / b for a, b in zip(ours_f32[0], ours_f32[1]))
     print(f"\nThis revision against 8f30ea7, median of per-round ratios: {gain:.2f}x\n")
