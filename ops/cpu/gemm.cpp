@@ -19,10 +19,11 @@
 //    kDepth = 256 inputs run the kernel on every tile, one weight panel's slice (32 KB: stays in
 //    L1) against each input panel's slice (14 KB each, 112 KB for the block: stays in L2).
 // Cost: the weights are read and packed once per call (M K floats), the inputs once per column
-// block (N K); the FLOPs are the 2 N M K above, so packing is ~(N + M) / (N M) of the work.
+// block (N K): (N + M) K floats moved against the 2 N M K FLOPs above.
 // Measured on a standalone harness at GPT-2's pp512 shapes, one thread of a Zen 5 EPYC (FMA peak
-// ~270 GFLOP/s): this kernel 190-235 GFLOP/s, Eigen's general kernel 175-195 (1.07-1.29x);
-// docs/results/2026-12-01-cpu-zen5 has the end-to-end prefill.
+// ~270 GFLOP/s): this kernel 190-235 GFLOP/s, Eigen's general kernel 175-195 (1.07-1.29x). In a
+// GPT-2 pp512 on 2 threads the linear layers ran at ~70% of the FMA peak and the prefill 1.22x
+// faster than with Eigen's GEMM (docs/results/2026-12-01-cpu-zen5).
 // Below avx512 (and on other architectures) Eigen's blocked GEMM does the same work.
 #include "ops/cpu/gemm.h"
 
