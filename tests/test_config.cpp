@@ -119,7 +119,9 @@ TEST_CASE("config: n_ctx stands in for n_positions, and n_positions wins when bo
 TEST_CASE("config: every activation name of transformers' ACT2FN without parameters is read") {
   for (const ActivationName& entry : kActivationNames) {
     const ModelConfig config = parse_model_config(
-        ConfigText().set("activation_function", "\"" + std::string(entry.name) + "\"").json(),
+        ConfigText()
+            .set("activation_function", std::string("\"").append(entry.name).append("\""))
+            .json(),
         kLabel);
     CHECK(config.activation == entry.name);
     CHECK(config.mlp_activation() == entry.activation);
