@@ -24,7 +24,7 @@ struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false;
   bool avx512_vnni = false;
-  bool avx512_bf16 = false;  // reported, not used: no kernel level needs it
+  bool avx512_bf16 = false;  // reported, not used: ops/cpu/linear_16bit.cpp says why
 };
 
 // What CPUID reports, read once.

@@ -17,6 +17,11 @@
 //    with f32 weights (ops/cpu/widened_gemm.h: why whole blocks and not cache-sized panels, with
 //    the measurements, and the memory it costs). Widening costs M K reads of 2 bytes and writes of
 //    4: about 1% of the GEMM's 2 N M K FLOPs at N = 512.
+// Why not AVX-512 BF16's dot product (vdpbf16ps), where the CPU has it: it multiplies bf16 by
+// bf16, so the activations would be rounded to bf16 as well, another precision contract than the
+// f32 activations here (and than the tests' bounds). Batch-1 decode is bound by reading the
+// weights, so it could not be faster; with a batch of 4 or more it could double the multiply rate
+// (not tried).
 // Kernels at three levels (runtime/cpu_features.h explains why the level is chosen at run time;
 // its avx512vnni level runs the avx512 kernels here): avx512 (16 lanes, masked tails), avx2 (8
 // lanes, F16C, FMA) and portable (dtype.h's conversions in plain loops). The x86 functions carry
