@@ -18,6 +18,7 @@
 #include "fixture_paths.h"
 #include "hf_fixtures.h"
 #include "models/gpt2/model.h"
+#include "row_errors.h"
 #include "runtime/cuda/device.h"
 #include "runtime/error.h"
 #include "runtime/sampler.h"
@@ -30,6 +31,8 @@ namespace {
 using testing::hf_fixture_dir;
 using testing::kHfFixtures;
 using testing::read_hf_reference;
+using testing::RowErrors;
+using testing::worst_row_errors;
 
 bool gpu_missing() {
   const std::string why = gpu::unavailable_reason();
@@ -75,36 +78,6 @@ double worst_relative_error(const std::vector<float>& actual, const nlohmann::js
         if (std::isnan(a)) return INFINITY;
         worst = std::max(worst, std::fabs(a - e) / std::max(std::fabs(e), 1.0));
       }
-    }
-  }
-  return worst;
-}
-
-// For bf16: the worst over rows of rms(actual - expected) / rms(expected) and of
-// max |actual - expected| / rms(expected); infinite when a logit is NaN.
-struct RowErrors {
-  double rms = 0.0;
-  double largest = 0.0;
-};
-RowErrors worst_row_errors(const std::vector<float>& actual, const nlohmann::json& expected,
-                           std::int64_t batch, std::int64_t length, std::int64_t vocab) {
-  RowErrors worst;
-  for (std::int64_t b = 0; b < batch; ++b) {
-    for (std::int64_t t = 0; t < length; ++t) {
-      const auto& row = expected[b][t];
-      double error_squares = 0.0, squares = 0.0, largest = 0.0;
-      for (std::int64_t v = 0; v < vocab; ++v) {
-        const double e = row[v].get<double>();
-        const double a = actual[static_cast<std::size_t>((b * length + t) * vocab + v)];
-        if (std::isnan(a)) return {INFINITY, INFINITY};
-        error_squares += (a - e) * (a - e);
-        squares += e * e;
-        largest = std::max(largest, std::fabs(a - e));
-      }
-      const double scale = std::sqrt(squares / static_cast<double>(vocab));
-      worst.rms =
-          std::max(worst.rms, std::sqrt(error_squares / static_cast<double>(vocab)) / scale);
-      worst.largest = std::max(worst.largest, largest / scale);
     }
   }
   return worst;
