@@ -648,6 +648,9 @@ TEST_CASE("profile and compare reject bad flags with one line") {
   check_one_line_error(run("profile --model synthetic:tiny --steps some"), 2, "steps");
   check_one_line_error(run("profile --op softmax"), 2, "op");
   check_one_line_error(run("profile --model synthetic:tiny --prompt-len 0"), 2, "prompt-len");
+  // A flag of the other kind of run is refused, not ignored.
+  check_one_line_error(run("profile --model synthetic:tiny --heads 4"), 2, "--heads requires --op");
+  check_one_line_error(run("profile --op attention --gen 4"), 2, "--op excludes --gen");
   check_one_line_error(run("profile --model synthetic:tiny --prompt-len 1000"), 1,
                        "context length");
   check_one_line_error(
@@ -1008,7 +1011,7 @@ TEST_CASE("generate, inspect and bench take synthetic:llama-tiny; a tokenizer.js
 // [C, Hq D] and gate, up, down (3 C F weights): 2 FLOPs per weight. A prefill of P tokens adds
 // the LM head on the last row (2 V C) and, per layer, attention's 4 Hq D FLOPs per visible
 // query-key pair (P (P + 1) / 2 of them), reading q and writing out [Hq, P, D] and reading k and
-// v [Hkv, P, D] in f32.
+// v [Hkv, P, D] in f32. A batch of B prompts (--batch) costs all of that B times.
 TEST_CASE("profile and inspect cost a Llama by its real head_dim, key/value heads and MLP") {
   const std::string dir = attnscope::testing::test_fixtures() + "/hf-llama/wide-heads";
   const nlohmann::json config = nlohmann::json::parse(read_all(dir + "/config.json"));
@@ -1025,31 +1028,35 @@ TEST_CASE("profile and inspect cost a Llama by its real head_dim, key/value head
   CHECK(nlohmann::json::parse(inspected.out)["config"]["head_dim"] == d);
 
   const std::int64_t prompt = 6;
-  attnscope::testing::TempDir out;
-  const std::string summary = out.file("summary.json");
-  const Result r = run("profile --model " + dir + " --prompt-len " + std::to_string(prompt) +
-                       " --gen 1 --steps prefill --threads 1 --json " + summary);
-  CAPTURE(r.err);
-  REQUIRE(r.exit_code == 0);
   const std::int64_t projection_weights =
       layers * ((heads + 2 * kv_heads) * d * c + c * heads * d + 3 * c * f);
   const std::int64_t attention_flops = 4 * heads * d * prompt * (prompt + 1) / 2;
   const std::int64_t attention_bytes = 4 * d * (2 * heads * prompt + 2 * kv_heads * prompt);
-  const nlohmann::json rows = nlohmann::json::parse(read_all(summary))["rows"];
-  int found = 0;
-  for (const nlohmann::json& row : rows) {
-    if (row["name"] == "forward") {
-      ++found;
-      CHECK(row["calls"] == 1);
-      CHECK(row["flops"] ==
-            2 * projection_weights * prompt + 2 * vocab * c + layers * attention_flops);
+  for (const std::int64_t batch : {1, 2}) {
+    CAPTURE(batch);
+    attnscope::testing::TempDir out;
+    const std::string summary = out.file("summary.json");
+    const Result r =
+        run("profile --model " + dir + " --prompt-len " + std::to_string(prompt) + " --batch " +
+            std::to_string(batch) + " --gen 1 --steps prefill --threads 1 --json " + summary);
+    CAPTURE(r.err);
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json rows = nlohmann::json::parse(read_all(summary))["rows"];
+    int found = 0;
+    for (const nlohmann::json& row : rows) {
+      if (row["name"] == "forward") {
+        ++found;
+        CHECK(row["calls"] == 1);
+        CHECK(row["flops"] ==
+              batch * (2 * projection_weights * prompt + 2 * vocab * c + layers * attention_flops));
+      }
+      if (row["category"] == "attention") {
+        ++found;
+        CHECK(row["calls"] == layers);
+        CHECK(row["flops"] == batch * layers * attention_flops);
+        CHECK(row["bytes"] == batch * layers * attention_bytes);
+      }
     }
-    if (row["category"] == "attention") {
-      ++found;
-      CHECK(row["calls"] == layers);
-      CHECK(row["flops"] == layers * attention_flops);
-      CHECK(row["bytes"] == layers * attention_bytes);
-    }
+    CHECK(found == 2);
   }
-  CHECK(found == 2);
 }

@@ -39,6 +39,7 @@ struct ProfileFlags {
   std::string attention = "naive";
   std::int64_t prompt_len = 128;
   std::int64_t gen = 16;
+  std::int64_t model_batch = 1;  // --batch when given with --model
   AttentionShape shape;
   int reps = 4;
   DeviceOptions device;
@@ -159,6 +160,7 @@ int run_profile(const ProfileFlags& flags) {
     LanguageModel& model = *loaded;
     model.set_attention(flags.attention);
     ModelRunOptions options;
+    options.batch = flags.model_batch;
     options.prompt_len = flags.prompt_len;
     options.gen = flags.gen;
     options.capture = parse_capture(flags.steps);
@@ -232,30 +234,41 @@ Subcommand add_profile(CLI::App& app) {
                         ->excludes(model);
   add_attention_flag(*sub, flags->attention);
   const auto positive = CLI::Range(std::int64_t{1}, std::int64_t{1} << 20);
-  sub->add_option("--prompt-len", flags->prompt_len, "Prompt tokens (random ids) to prefill")
+  // Each flag of one kind of run is refused with the other (one line, exit 2), not ignored.
+  sub->add_option("--prompt-len", flags->prompt_len,
+                  "--model: prompt tokens (random ids) to prefill")
       ->capture_default_str()
-      ->check(positive);
-  sub->add_option("--gen", flags->gen, "Decode steps after the prefill")
+      ->check(positive)
+      ->excludes(op);
+  sub->add_option("--gen", flags->gen, "--model: decode steps after the prefill")
       ->capture_default_str()
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));
-  sub->add_option("--steps", flags->steps, "Steps to capture: prefill, decode or all")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20))
+      ->excludes(op);
+  sub->add_option("--steps", flags->steps, "--model: steps to capture: prefill, decode or all")
       ->capture_default_str()
-      ->check(CLI::IsMember({"prefill", "decode", "all"}));
-  sub->add_option("--batch", flags->shape.batch, "--op attention: batch")
-      ->capture_default_str()
-      ->check(positive);
+      ->check(CLI::IsMember({"prefill", "decode", "all"}))
+      ->excludes(op);
+  CLI::Option* batch =
+      sub->add_option("--batch", flags->shape.batch,
+                      "Rows: --model's prompts decoded together (default 1), --op attention's "
+                      "batch (default 8)")
+          ->check(positive);
   sub->add_option("--heads", flags->shape.heads, "--op attention: heads")
       ->capture_default_str()
-      ->check(positive);
+      ->check(positive)
+      ->needs(op);
   sub->add_option("--seq-len", flags->shape.seq_len, "--op attention: causal prefill length")
       ->capture_default_str()
-      ->check(positive);
+      ->check(positive)
+      ->needs(op);
   sub->add_option("--head-dim", flags->shape.head_dim, "--op attention: head dimension")
       ->capture_default_str()
-      ->check(positive);
+      ->check(positive)
+      ->needs(op);
   sub->add_option("--reps", flags->reps, "--op attention: calls after the warm-up")
       ->capture_default_str()
-      ->check(CLI::Range(1, 100000));
+      ->check(CLI::Range(1, 100000))
+      ->needs(op);
   add_device_flags(*sub, flags->device);
   CLI::Option* timer =
       sub->add_option("--gpu-timer", flags->gpu_timer,
@@ -277,10 +290,11 @@ Subcommand add_profile(CLI::App& app) {
                   "(default: total, device on a GPU)")
       ->check(CLI::IsMember(profiler::sort_key_names()));
   sub->add_option("--json", flags->json_path, "Write the summary and the run's facts as JSON");
-  sub->callback([model, op] {
+  sub->callback([model, op, batch, flags] {
     if (model->count() + op->count() == 0) {
       throw CLI::ValidationError("--model", "profile needs --model M or --op attention");
     }
+    if (model->count() > 0 && batch->count() > 0) flags->model_batch = flags->shape.batch;
   });
   return {sub, [flags] { return run_profile(*flags); }};
 }

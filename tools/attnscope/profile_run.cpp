@@ -136,13 +136,15 @@ ProfiledRun profile_model(Context& ctx, const LanguageModel& model,
                           const ModelRunOptions& options) {
   const ModelConfig& config = model.config();
   check(options.prompt_len >= 1, "--prompt-len", "must be at least 1");
+  check(options.batch >= 1, "--batch", "must be at least 1");
   check(options.prompt_len + options.gen <= config.context_length, "--prompt-len",
         std::to_string(options.prompt_len) + " prompt tokens + " + std::to_string(options.gen) +
             " decode steps exceed the context length of " + std::to_string(config.context_length));
   std::mt19937_64 rng(options.seed);
   std::uniform_int_distribution<std::int32_t> token(
       0, static_cast<std::int32_t>(config.vocab_size - 1));
-  std::vector<std::int32_t> prompt(static_cast<std::size_t>(options.prompt_len));
+  const std::int64_t batch = options.batch;
+  std::vector<std::int32_t> prompt(static_cast<std::size_t>(batch * options.prompt_len));
   for (std::int32_t& id : prompt) id = token(rng);
 
   const std::int64_t heads = config.n_heads, kv_heads = config.n_kv_heads;
@@ -150,12 +152,12 @@ ProfiledRun profile_model(Context& ctx, const LanguageModel& model,
   const DType dtype = model.activation_dtype();  // of q, k, v: attention's bytes
   const auto weight_bytes = static_cast<double>(model.weight_bytes());
   const double projection_flops_per_token = 2.0 * static_cast<double>(model.projection_weights());
-  // The LM head [V, C] runs on one row per step (the last position's).
+  // The LM head [V, C] runs on one row per step and batch row (the last position's).
   const double head_flops = 2.0 * static_cast<double>(config.vocab_size * config.d_model);
 
   ProfiledRun run;
   attach_device(ctx, run, options.gpu_timing);
-  KVCache cache = model.new_cache(ctx, 1, options.prompt_len + options.gen);
+  KVCache cache = model.new_cache(ctx, batch, options.prompt_len + options.gen);
   // Unprofiled GPU decode steps replay a CUDA graph, as generate's do; profiled ones run eagerly
   // (StepRunner turns graphs off while a profiler is attached).
   gpt2::StepRunner runner;
@@ -163,21 +165,22 @@ ProfiledRun profile_model(Context& ctx, const LanguageModel& model,
                           bool profiled) {
     StepRecord step;
     step.phase = phase;
-    step.q_len = static_cast<std::int64_t>(ids.size());
+    step.q_len = static_cast<std::int64_t>(ids.size()) / batch;
     step.kv_len = cache.length() + step.q_len;
     step.profiled = profiled;
-    run_step(ctx, run, step, [&] { model.forward(ctx, ids, 1, cache, runner); });
+    run_step(ctx, run, step, [&] { model.forward(ctx, ids, batch, cache, runner); });
     if (profiled) {
-      step.expected = expected_cost(ctx, model.attention(), dtype, 1, heads, kv_heads, head_dim,
+      step.expected = expected_cost(ctx, model.attention(), dtype, batch, heads, kv_heads, head_dim,
                                     step.q_len, step.kv_len);
-      const double flops = attention::useful_flops(1, heads, head_dim, step.q_len, step.kv_len);
+      const double flops = attention::useful_flops(batch, heads, head_dim, step.q_len, step.kv_len);
       read_attention_calls(
           run.tracer->events(), step, flops,
-          attention_bytes(dtype, 1, heads, kv_heads, head_dim, step.q_len, step.kv_len));
+          attention_bytes(dtype, batch, heads, kv_heads, head_dim, step.q_len, step.kv_len));
       profiler::Event& forward = run.tracer->events()[step.end_event - 1];
-      forward.flops =
-          static_cast<std::uint64_t>(projection_flops_per_token * static_cast<double>(step.q_len) +
-                                     head_flops + flops * static_cast<double>(config.n_layers));
+      forward.flops = static_cast<std::uint64_t>(
+          (projection_flops_per_token * static_cast<double>(step.q_len) + head_flops) *
+              static_cast<double>(batch) +
+          flops * static_cast<double>(config.n_layers));
       forward.bytes = static_cast<std::uint64_t>(weight_bytes);
     }
     run.steps.push_back(step);
@@ -185,8 +188,9 @@ ProfiledRun profile_model(Context& ctx, const LanguageModel& model,
 
   forward_step("prefill", prompt, options.capture != Capture::Decode);
   for (std::int64_t i = 0; i < options.gen; ++i) {
-    const std::int32_t next = token(rng);
-    forward_step("decode", {&next, 1}, options.capture != Capture::Prefill && profiled_in_turn(i));
+    std::vector<std::int32_t> next(static_cast<std::size_t>(batch));
+    for (std::int32_t& id : next) id = token(rng);
+    forward_step("decode", next, options.capture != Capture::Prefill && profiled_in_turn(i));
   }
   return run;
 }

@@ -66,6 +66,7 @@ struct ProfiledRun {
 };
 
 struct ModelRunOptions {
+  std::int64_t batch = 1;  // rows decoded together, each with its own prompt
   std::int64_t prompt_len = 128;
   std::int64_t gen = 16;
   Capture capture = Capture::All;
@@ -73,8 +74,9 @@ struct ModelRunOptions {
   profiler::GpuTiming gpu_timing = profiler::GpuTiming::Cupti;  // GPU runs only
 };
 
-// Prefill of prompt_len seeded random ids, then `gen` decode steps (random ids as well: the
-// cost of a step does not depend on which token it is). Throws Error past the context length.
+// Prefill of `batch` rows of prompt_len seeded random ids, then `gen` decode steps of `batch`
+// tokens (random ids as well: the cost of a step does not depend on which token it is). Throws
+// Error past the context length.
 ProfiledRun profile_model(Context& ctx, const LanguageModel& model, const ModelRunOptions& options);
 
 struct AttentionShape {
