@@ -139,11 +139,6 @@ void matrix_vector_tiles(const float* x, const typename Weights::Element* w, con
   constexpr Tile kTiles[5] = {dot_tile<Weights, 4>, dot_tile<Weights, 5>, dot_tile<Weights, 6>,
                               dot_tile<Weights, 7>, dot_tile<Weights, 8>};
   const std::int64_t tile_rows = rows <= 8 ? rows : (rows + 1) / 2;
-  const auto store = [&](std::int64_t r, std::int64_t o, float dot) {
-    float& out = y[r * outputs + o];
-    const float value = dot + (b ? b[o] : 0.0f);
-    out = accumulate ? out + value : value;
-  };
   alignas(64) float sums[16];
   for (std::int64_t o = first; o < first + width; o += 2) {
     const bool pair = o + 1 < first + width;
@@ -153,8 +148,9 @@ void matrix_vector_tiles(const float* x, const typename Weights::Element* w, con
       const auto count = static_cast<int>(std::min(tile_rows, rows - r0));
       kTiles[count - kTileMinRows](w0, w1, x + r0 * in, in, sums);
       for (int r = 0; r < count; ++r) {
-        store(r0 + r, o, sums[r]);
-        if (pair) store(r0 + r, o + 1, sums[8 + r]);
+        float* row = y + (r0 + r) * outputs;
+        store_output(row[o], sums[r], b, o, accumulate);
+        if (pair) store_output(row[o + 1], sums[8 + r], b, o + 1, accumulate);
       }
     }
   }

@@ -45,8 +45,8 @@ void matrix_vector_rows(const Context& ctx, CpuLevel level, const float* x, cons
     for (std::int64_t o = first; o < first + width; ++o) {
       const ConstVectorMap weight_row(w + o * in, in);
       for (std::int64_t r = 0; r < rows; ++r) {
-        const float dot = weight_row.dot(ConstVectorMap(x + r * in, in)) + (b ? b[o] : 0.0f);
-        y[r * outputs + o] = accumulate ? y[r * outputs + o] + dot : dot;
+        store_output(y[r * outputs + o], weight_row.dot(ConstVectorMap(x + r * in, in)), b, o,
+                     accumulate);
       }
     }
   });

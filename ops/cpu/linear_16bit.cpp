@@ -233,9 +233,7 @@ void matrix_vector_rows(const float* x, const std::uint16_t* w, const float* b, 
       const int count = static_cast<int>(std::min<std::int64_t>(kMaxDotRows, rows - r0));
       kDotRows(w + o * in, x + r0 * in, in, count, in, sums);
       for (int r = 0; r < count; ++r) {
-        float& out = y[(r0 + r) * outputs + o];
-        const float value = sums[r] + (b ? b[o] : 0.0f);
-        out = accumulate ? out + value : value;
+        store_output(y[(r0 + r) * outputs + o], sums[r], b, o, accumulate);
       }
     }
   }

@@ -211,8 +211,7 @@ void matrix_vector_rows(const Context& ctx, const float* x, const BlockQ8_0* w, 
         kernels.for_rows[count - 1](w + o * blocks, quantized + r0 * in, scales + r0 * blocks,
                                     blocks, dots);
         for (std::int64_t r = r0; r < r0 + count; ++r) {
-          const float dot = dots[r - r0] + (b ? b[o] : 0.0f);
-          y[r * outputs + o] = accumulate ? y[r * outputs + o] + dot : dot;
+          store_output(y[r * outputs + o], dots[r - r0], b, o, accumulate);
         }
       }
     }

@@ -1,7 +1,8 @@
 // How the cpu linear kernels (ops/cpu/linear.cpp for f32 weights, linear_16bit.cpp for 16-bit
 // ones, linear_q8_0.cpp for q8_0 blocks) share out their work: the decode/prefill threshold, the
-// split of the output features into one contiguous block per thread, and how far ahead the
-// hand-written decode kernels prefetch their weight stream.
+// split of the output features into one contiguous block per thread, how far ahead the
+// hand-written decode kernels prefetch their weight stream, and how a decode kernel writes one
+// output.
 #pragma once
 
 #include <algorithm>
@@ -36,6 +37,13 @@ void for_each_output_block(const Context& ctx, std::int64_t outputs, Task task) 
   for (std::int64_t first = 0; first < outputs; first += block) {
     task(first, std::min(block, outputs - first));
   }
+}
+
+// One decode output: out = dot + b[o] (b may be null), or out += that with `accumulate`
+// (linear_residual adds the layer's output to the residual stream in place).
+inline void store_output(float& out, float dot, const float* b, std::int64_t o, bool accumulate) {
+  const float value = dot + (b ? b[o] : 0.0f);
+  out = accumulate ? out + value : value;
 }
 
 }  // namespace attnscope::ops::cpu

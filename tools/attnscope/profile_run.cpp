@@ -187,8 +187,8 @@ ProfiledRun profile_model(Context& ctx, const LanguageModel& model,
   };
 
   forward_step("prefill", prompt, options.capture != Capture::Decode);
+  std::vector<std::int32_t> next(static_cast<std::size_t>(batch));
   for (std::int64_t i = 0; i < options.gen; ++i) {
-    std::vector<std::int32_t> next(static_cast<std::size_t>(batch));
     for (std::int32_t& id : next) id = token(rng);
     forward_step("decode", next, options.capture != Capture::Prefill && profiled_in_turn(i));
   }
