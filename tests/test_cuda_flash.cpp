@@ -155,7 +155,8 @@ TEST_CASE("cuda flash matches float64 attention in prefill at lengths around its
   // tensor-core kernel in f16/bf16 and the SIMT kernel in f32; T <= 4 takes split-KV.
   std::vector<FlashCase> cases;
   for (std::int64_t d : {64, 128}) {
-    for (std::int64_t t : {1, 17, 64, 65, 200}) cases.push_back({2, 4, 2, t, t, t + 7, d});
+    // t <= 4 takes split-KV: a tiny prompt with no cache before it.
+    for (std::int64_t t : {1, 2, 4, 17, 64, 65, 200}) cases.push_back({2, 4, 2, t, t, t + 7, d});
     cases.push_back({1, 2, 1, 1024, 1024, 1030, d});
   }
   check_cases(ctx, cases, rng);
@@ -215,6 +216,11 @@ TEST_CASE("cuda flash decodes with split-KV against short and long caches") {
   // 95) must not see, so its state for them stays empty (m = -inf) and must get weight 0. Head
   // dims that are not a multiple of 32 (lanes past D idle), and the largest.
   for (std::int64_t d : {1, 80, 256}) cases.push_back({1, 2, 1, 4, 98, 100, d});
+  // Several chunks at those head dims (the combine's loop over D and the partials' offsets).
+  for (std::int64_t d : {1, 80, 256}) cases.push_back({1, 2, 1, 4, 1000, 1000, d});
+  // Many heads, so fewer, longer chunks (64 heads on 132 SMs: 9 chunks of ~455 keys): each warp
+  // walks about four 32-key groups, rescaling its state between them; 4:1 grouped-query heads.
+  cases.push_back({2, 32, 8, 1, 4096, 4100, 128});
   for (const FlashCase& c : cases) {
     const DeviceCall d = random_call(ctx, c, DType::F32, rng);
     CAPTURE(c.q_len);

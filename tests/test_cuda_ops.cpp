@@ -91,6 +91,14 @@ Tensor poisoned(Context& gpu, const Shape& shape, DType dtype) {
   return to_device(gpu, host);
 }
 
+// A gpu tensor of `value` in every element: a finite poison, for outputs whose expected values
+// include NaN (an unwritten NaN-poisoned element would look right there).
+Tensor filled(Context& gpu, const Shape& shape, DType dtype, float value) {
+  Tensor host = Tensor::empty(shape, DType::F32, gpu.host_allocator());
+  std::fill_n(host.data<float>(), host.numel(), value);
+  return upload(gpu, host, dtype);
+}
+
 // A gpu tensor back on the host, as f32.
 Tensor download(Context& gpu, const Tensor& t) {
   const Tensor host = to_host(gpu, t);
@@ -177,7 +185,7 @@ TEST_CASE("cuda embedding adds token and position rows and writes NaN rows for b
   // An id past the vocabulary and a negative position: those rows are NaN, the others exact.
   const Tensor wte = random_tensor({vocab, 64}, rng, cpu.allocator());
   const Tensor wpe = random_tensor({n_positions, 64}, rng, cpu.allocator());
-  Tensor out = poisoned(gpu, {3, 64}, DType::F32);
+  Tensor out = filled(gpu, {3, 64}, DType::F32, 7.0f);  // NaN poison would hide unwritten rows
   ops::embedding(gpu, to_device(gpu, wte), to_device(gpu, wpe),
                  to_device(gpu, host_i32(cpu, {3, static_cast<std::int32_t>(vocab), 4})),
                  to_device(gpu, host_i32(cpu, {0, 1, -1})), out);
@@ -316,7 +324,9 @@ TEST_CASE("cuda softmax and safe_softmax match the cpu ops on masked and fully m
           CAPTURE(rows);
           CAPTURE(safe);
           Tensor expected = Tensor::empty(x.shape(), DType::F32, cpu.allocator());
-          Tensor out = poisoned(gpu, x.shape(), dtype);
+          // Not NaN-poisoned: the fully masked row's expected values are NaN for softmax. No
+          // probability is 2.
+          Tensor out = filled(gpu, x.shape(), dtype, 2.0f);
           Tensor in_place = upload(gpu, x, dtype);
           if (safe) {
             ops::safe_softmax(cpu, x, expected);

@@ -2,9 +2,10 @@
 // land inside the op scopes that launched them, none is dropped, every launch has an occupancy
 // in (0, 1]; the Chrome trace has the GPU's stream tracks and flow arrows from launches to
 // kernels; the CUDA-event fallback gives every scope a device time; CUPTI and CUDA events agree
-// on the attention op's kernels. Every test skips loudly without a usable GPU; where CUPTI cannot
-// start (the warning on stderr says why) the CUPTI checks skip loudly and the CUDA-event fallback
-// the recorder switched to is checked instead.
+// on the attention op's kernels; flash launches the kernels its dispatch promises (tensor cores,
+// SIMT, split-KV), which its accuracy tests cannot tell apart. Every test skips loudly without a
+// usable GPU; where CUPTI cannot start (the warning on stderr says why) the CUPTI checks skip
+// loudly and the CUDA-event fallback the recorder switched to is checked instead.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -12,7 +13,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "models/gpt2/model.h"
 #include "ops/attention/registry.h"
@@ -253,5 +256,58 @@ TEST_CASE("CUPTI and CUDA events agree on the attention op's kernels") {
     // The events bracket the kernels on the stream: never (beyond their resolution) shorter.
     CHECK(row.event_ns + 2000 * row.calls >= row.cupti_ns);
     CHECK(row.ratio() > 0.5);
+  }
+}
+
+TEST_CASE("flash launches the kernel its dispatch promises for each kind of call") {
+  if (gpu_missing()) return;
+  Context ctx(Device::CUDA, 1);
+  const ops::attention::Backend& flash = ops::attention::find_backend("flash");
+  // The accuracy tests (test_cuda_flash) pass whichever tiled kernel runs; only the kernel names
+  // tell that 16-bit calls at head dims 64 and 128 take the tensor cores.
+  struct KernelCase {
+    DType dtype;
+    std::int64_t q_len, kv_len, head_dim;
+    std::vector<std::string> kernels;  // each a part of one launched kernel's name, in order
+  };
+  const std::vector<KernelCase> cases = {
+      {DType::BF16, 70, 70, 64, {"flash_forward_mma_kernel"}},
+      {DType::F16, 70, 70, 128, {"flash_forward_mma_kernel"}},
+      {DType::F32, 70, 70, 64, {"flash_forward_simt_kernel"}},
+      {DType::BF16, 70, 70, 32, {"flash_forward_simt_kernel"}},
+      {DType::BF16, 1, 300, 64, {"flash_decode_split_kernel", "flash_decode_combine_kernel"}},
+  };
+  for (const KernelCase& c : cases) {
+    CAPTURE(dtype_name(c.dtype));
+    CAPTURE(c.q_len);
+    CAPTURE(c.head_dim);
+    ops::attention::Call call;
+    call.q = zeros_on(ctx, {1, 2, c.q_len, c.head_dim}, c.dtype);
+    call.k = zeros_on(ctx, {1, 2, c.kv_len, c.head_dim}, c.dtype);
+    call.v = zeros_on(ctx, {1, 2, c.kv_len, c.head_dim}, c.dtype);
+    call.out = zeros_on(ctx, {1, 2, c.q_len, c.head_dim}, c.dtype);
+    call.kv_len = c.kv_len;
+    call.scale = 0.125f;
+    ctx.synchronize();
+    profiler::CpuTracer tracer;
+    const auto recorder = profiler::make_gpu_recorder(ctx, profiler::GpuTiming::Cupti);
+    tracer.set_device_recorder(recorder.get());
+    {
+      const profiler::Profiling on(ctx, tracer);
+      flash.forward(ctx, call);
+    }
+    recorder->collect(tracer.trace());
+    if (cupti_missing(tracer.trace())) return;
+    std::vector<const profiler::DeviceEvent*> kernels;
+    for (const profiler::DeviceEvent& d : tracer.trace().device) {
+      if (d.kind == profiler::DeviceEventKind::Kernel) kernels.push_back(&d);
+    }
+    std::sort(kernels.begin(), kernels.end(),
+              [](const auto* a, const auto* b) { return a->start_ns < b->start_ns; });
+    REQUIRE(kernels.size() == c.kernels.size());
+    for (std::size_t i = 0; i < kernels.size(); ++i) {
+      CAPTURE(kernels[i]->name);
+      CHECK(contains(kernels[i]->name, c.kernels[i]));
+    }
   }
 }

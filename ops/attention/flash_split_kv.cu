@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "ops/attention/flash_kernels.cuh"
 #include "ops/check.h"
@@ -260,6 +261,8 @@ FlashPlan flash_plan(const Context& ctx, const Call& call) {
 void flash_split_kv_partials(Context& ctx, const Call& call, const FlashPlan& plan,
                              Tensor& partials) {
   const FlashShape shape = split_shape(call, plan.chunks);
+  check(shape.q_len <= kMaxRows, "attention flash",
+        [] { return "split-KV takes at most " + std::to_string(kMaxRows) + " query rows"; });
   check(static_cast<std::int64_t>(shape.heads) * plan.chunks <= std::numeric_limits<int>::max(),
         "attention flash", "too many (head, chunk) pairs for one grid");
   if (static_cast<std::int64_t>(shape.heads) * shape.q_len == 0) return;
