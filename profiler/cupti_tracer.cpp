@@ -6,7 +6,6 @@
 #include <cxxabi.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,7 +18,11 @@ namespace attnscope::profiler {
 
 namespace {
 
-std::atomic<CuptiTracer*> g_active_tracer{nullptr};
+// The tracer CUPTI's buffer callbacks deliver to. A callback (on CUPTI's own thread) holds the
+// mutex while it hands its records over, so stop(), which clears the pointer under the mutex,
+// never returns while a callback still uses the tracer.
+std::mutex g_active_mutex;
+CuptiTracer* g_active_tracer = nullptr;
 
 constexpr CUpti_ActivityKind kTracedKinds[] = {
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
@@ -225,8 +228,11 @@ struct CuptiCallbacks {
     std::size_t dropped = 0;
     warn_on_failure(cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped),
                     "cuptiActivityGetNumDroppedRecords");
-    if (CuptiTracer* tracer = g_active_tracer.load()) {
-      tracer->on_buffer_completed(buffer, valid_bytes, dropped);
+    {
+      const std::lock_guard<std::mutex> lock(g_active_mutex);
+      if (g_active_tracer != nullptr) {
+        g_active_tracer->on_buffer_completed(buffer, valid_bytes, dropped);
+      }
     }
     ::operator delete (buffer, std::align_val_t{CuptiTracer::kBufferAlignment});
   }
@@ -252,16 +258,18 @@ CuptiTracer::~CuptiTracer() { stop(); }
 
 std::string CuptiTracer::start() {
   if (active_) return "";
-  CuptiTracer* expected = nullptr;
-  if (!g_active_tracer.compare_exchange_strong(expected, this)) {
-    return "another CuptiTracer is already active in this process";
+  {
+    const std::lock_guard<std::mutex> lock(g_active_mutex);
+    if (g_active_tracer != nullptr) return "another CuptiTracer is already active in this process";
+    g_active_tracer = this;
   }
   bool steady_timestamps = false;
   std::string failure = CuptiCallbacks::process_setup(steady_timestamps);
   steady_timestamps_ = steady_timestamps;
   if (failure.empty()) failure = enable_kinds();
   if (!failure.empty()) {
-    g_active_tracer.store(nullptr);
+    const std::lock_guard<std::mutex> lock(g_active_mutex);
+    g_active_tracer = nullptr;
     return failure;
   }
   active_ = true;
@@ -349,7 +357,8 @@ void CuptiTracer::stop() {
   if (!active_) return;
   disable_enabled_kinds();
   warn_on_failure(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
-  g_active_tracer.store(nullptr);
+  const std::lock_guard<std::mutex> lock(g_active_mutex);
+  g_active_tracer = nullptr;
   active_ = false;
 }
 

@@ -44,7 +44,8 @@ class Allocator {
   void set_observer(AllocationObserver* observer) { observer_ = observer; }
 
  protected:
-  virtual void* raw_allocate(std::size_t bytes) = 0;  // returns nullptr on failure
+  // nullptr when out of memory (allocate reports it); other failures throw Error themselves.
+  virtual void* raw_allocate(std::size_t bytes) = 0;
   virtual void raw_deallocate(void* ptr, std::size_t bytes) noexcept = 0;
 
  private:

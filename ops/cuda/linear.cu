@@ -12,7 +12,8 @@
 //
 // Precision: CUBLAS_COMPUTE_32F with f32 scale. f32 inputs stay true f32 (TF32 would need
 // CUBLAS_COMPUTE_32F_FAST_TF32); f16/bf16 inputs run on tensor cores with exact products and f32
-// accumulation; D is rounded once to out's dtype. out may be f32 from f16/bf16 inputs (the LM
+// accumulation; D is rounded once to out's dtype (split-K sums are kept in f32: the heuristic
+// is offered no reduction scheme in the output dtype). out may be f32 from f16/bf16 inputs (the LM
 // head's logits): cublasLt takes C/D of f32 with A/B of f16/bf16 under COMPUTE_32F.
 // Bias: the epilogue's bias has D's dtype by default (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE), so it
 // is fused when bias and out share a dtype. Otherwise (a bf16 bias with f32 out), or when the
@@ -99,6 +100,10 @@ std::optional<cublasLtMatmulAlgo_t> ask_heuristic(Context& ctx, cublasLtMatmulDe
   const Preference preference(raw_preference, &cublasLtMatmulPreferenceDestroy);
   set_preference(preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                  state.cublas_workspace_bytes);
+  // Split-K partial sums are added in f32 (or not split at all), never in a 16-bit output dtype:
+  // D is rounded once.
+  set_preference(preference.get(), CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                 static_cast<std::uint32_t>(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE));
   set_preference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
                  alignment_of(weight.raw_data()));
   set_preference(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
@@ -153,7 +158,9 @@ bool matmul(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor* b
                               (bias ? std::string(dtype_name(bias->dtype())) : "none") + "@" +
                               std::to_string(alignment_of(weight.raw_data())) + "," +
                               std::to_string(alignment_of(x.raw_data())) + "," +
-                              std::to_string(alignment_of(out.raw_data()));
+                              std::to_string(alignment_of(out.raw_data())) + "," +
+                              // the heuristic reads the bias pointer's alignment too
+                              (bias ? std::to_string(alignment_of(bias->raw_data())) : "-");
   auto known = state.gemm_algorithms.find(problem);
   if (known == state.gemm_algorithms.end()) {
     known = state.gemm_algorithms

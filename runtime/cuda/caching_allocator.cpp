@@ -14,6 +14,18 @@ constexpr std::size_t kLargeThreshold = std::size_t{1} << 20;
 std::size_t round_up(std::size_t bytes, std::size_t granule) {
   return (bytes + granule - 1) / granule * granule;
 }
+
+// cudaMalloc: true on success, false when the device is out of memory. Any other error (such as
+// the sticky error an earlier kernel fault leaves, which every later call returns) throws: it
+// must not be reported as out of memory.
+bool try_cuda_malloc(void** ptr, std::size_t bytes) {
+  const cudaError_t status = cudaMalloc(ptr, bytes);
+  if (status == cudaSuccess) return true;
+  if (status != cudaErrorMemoryAllocation) check_cuda(status, "cuda allocate");
+  cudaGetLastError();  // clears the out-of-memory error the failed call left
+  return false;
+}
+
 }  // namespace
 
 CachingAllocator::CachingAllocator(std::shared_ptr<DeviceState> state) : state_(std::move(state)) {}
@@ -35,20 +47,26 @@ std::size_t CachingAllocator::reserved_bytes() const {
   return reserved_;
 }
 
-void CachingAllocator::release_cache() {
+void CachingAllocator::release_cache() noexcept {
   const std::lock_guard lock(mutex_);
-  release_cache_locked();
+  release_cache_locked();  // an error here is the stream's, reported by its next checked call
 }
 
-void CachingAllocator::release_cache_locked() {
-  if (cached_.empty()) return;
-  // Blocks are cached only after their last use was queued; wait for that use before freeing.
-  cudaStreamSynchronize(state_->stream);
+cudaError_t CachingAllocator::release_cache_locked() noexcept {
+  if (cached_.empty()) return cudaSuccess;
+  // Blocks are cached only after their last use was queued; wait for that use before freeing. A
+  // stream in error (an earlier kernel fault) frees nothing: the context is unusable anyway.
+  if (const cudaError_t status = cudaStreamSynchronize(state_->stream); status != cudaSuccess) {
+    return status;
+  }
+  cudaError_t first_error = cudaSuccess;
   for (const auto& [bytes, ptr] : cached_) {
-    cudaFree(ptr);
+    const cudaError_t status = cudaFree(ptr);
+    if (first_error == cudaSuccess) first_error = status;
     reserved_ -= bytes;
   }
   cached_.clear();
+  return first_error;
 }
 
 void* CachingAllocator::raw_allocate(std::size_t bytes) {
@@ -61,21 +79,14 @@ void* CachingAllocator::raw_allocate(std::size_t bytes) {
     return ptr;
   }
   void* ptr = nullptr;
-  if (cudaMalloc(&ptr, rounded) != cudaSuccess) {
-    cudaGetLastError();  // the failed cudaMalloc leaves an error to be cleared
+  if (!try_cuda_malloc(&ptr, rounded)) {
     // Emptying the cache synchronises the stream, which would invalidate a graph capture on it,
     // and could free blocks the graph being captured still uses: during a capture, fail instead.
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(state_->stream, &capture) != cudaSuccess ||
-        capture != cudaStreamCaptureStatusNone) {
-      cudaGetLastError();
-      return nullptr;  // Allocator::allocate reports out of memory
-    }
-    release_cache_locked();
-    if (cudaMalloc(&ptr, rounded) != cudaSuccess) {
-      cudaGetLastError();
-      return nullptr;  // Allocator::allocate reports out of memory
-    }
+    check_cuda(cudaStreamIsCapturing(state_->stream, &capture), "cuda allocate");
+    if (capture != cudaStreamCaptureStatusNone) return nullptr;  // reported as out of memory
+    check_cuda(release_cache_locked(), "cuda allocate: emptying the cache");
+    if (!try_cuda_malloc(&ptr, rounded)) return nullptr;  // reported as out of memory
   }
   reserved_ += rounded;
   return ptr;

@@ -5,14 +5,17 @@
 // their size class and handed out again to the next request of that class: after the first step
 // a steady state allocates nothing from the driver. Size classes: multiples of 512 bytes up to
 // 1 MiB, multiples of 2 MiB above (at most 512 bytes or 2 MiB of slack per block).
-// When cudaMalloc fails, the cache is emptied and the call retried once before reporting out of
-// memory (not while the stream is being captured into a CUDA graph: that reports at once).
+// When cudaMalloc runs out of memory, the cache is emptied and the call retried once before
+// reporting out of memory (not while the stream is being captured into a CUDA graph: that
+// reports at once). Any other cudaMalloc error (a fault left by an earlier kernel) throws as it is.
 // Live bytes (what tensors hold) are counted by Allocator like on the CPU; reserved bytes add
 // what the cache holds.
 // Reusing a freed block needs no synchronisation: every op of a Context runs on its one stream,
 // so the next user's kernels are queued after the last user's. That holds inside a captured CUDA
 // graph too, as long as the graph is launched before anything else is queued (StepGraph does).
 #pragma once
+
+#include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <map>
@@ -34,7 +37,7 @@ class CachingAllocator final : public Allocator {
   // Bytes taken from the driver: live blocks and cached blocks.
   std::size_t reserved_bytes() const;
   // Gives every cached (not live) block back to the driver.
-  void release_cache();
+  void release_cache() noexcept;
 
   static std::size_t size_class(std::size_t bytes);
 
@@ -43,7 +46,7 @@ class CachingAllocator final : public Allocator {
   void raw_deallocate(void* ptr, std::size_t bytes) noexcept override;
 
  private:
-  void release_cache_locked();
+  cudaError_t release_cache_locked() noexcept;  // the first CUDA error, if any
 
   std::shared_ptr<DeviceState> state_;
   mutable std::mutex mutex_;

@@ -81,8 +81,13 @@ std::shared_ptr<DeviceState> open_device(int index) {
       where);
   // The default mode keeps at least the requested precision: f32 GEMMs stay f32 (TF32 needs
   // CUBLAS_TF32_TENSOR_OP_MATH or a FAST_TF32 compute type, never used here), so the GPU matches
-  // the CPU in f32, while f16/bf16 GEMMs use tensor cores with f32 accumulation.
-  check_cublas(cublasSetMathMode(state->cublas, CUBLAS_DEFAULT_MATH), where);
+  // the CPU in f32, while f16/bf16 GEMMs use tensor cores with f32 accumulation. Split-K partial
+  // sums must not be added in a 16-bit output dtype either: results are rounded once.
+  check_cublas(cublasSetMathMode(
+                   state->cublas,
+                   static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                             CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
+               where);
   return state;
 }
 

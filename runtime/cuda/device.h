@@ -2,10 +2,10 @@
 // headers can hold one, and builds without CUDA never call into it (see kCudaBuild).
 //
 // A DeviceState is one GPU opened for attnscope: its properties, one stream every op of the
-// Context launches on (so work is ordered without host synchronisation), a cuBLAS handle bound to
-// that stream with a fixed workspace (so cuBLAS never allocates inside a captured CUDA graph),
-// and a pinned host buffer for small per-step uploads. runtime/cuda/cuda_context.h exposes the
-// CUDA types to .cu files.
+// Context launches on (so work is ordered without host synchronisation), and cuBLAS and cublasLt
+// handles bound to that stream with a fixed workspace (so cuBLAS never allocates inside a
+// captured CUDA graph). Copies that touch the host go through pageable memory and wait for the
+// stream (copy_bytes). runtime/cuda/cuda_context.h exposes the CUDA types to .cu files.
 #pragma once
 
 #include <cstddef>

@@ -61,11 +61,14 @@ Tensor StepGraph::run(Context& ctx, const std::function<Tensor()>& step) {
   bool updated = false;
   if (exec_) {
     cudaGraphExecUpdateResultInfo info{};
-    updated = cudaGraphExecUpdate(as_exec(exec_), captured.graph, &info) == cudaSuccess;
-    if (!updated) {
+    const cudaError_t status = cudaGraphExecUpdate(as_exec(exec_), captured.graph, &info);
+    updated = status == cudaSuccess;
+    if (status == cudaErrorGraphExecUpdateFailure) {
       cudaGetLastError();  // a refused update is expected when the structure changed
       cudaGraphExecDestroy(as_exec(exec_));
       exec_ = nullptr;
+    } else {
+      check_cuda(status, "graph update");  // any other error is the device's, not the graph's
     }
   }
   if (updated) {
