@@ -109,7 +109,7 @@ inline FlashShape tile_shape(const Call& call, int rows_per_tile) {
 }
 
 // Launches `kernel` over the call's query tiles with `shared_bytes` of dynamic shared memory,
-// raising the kernel's limit first when that is above the default 48 KiB.
+// raising the kernel's limit first (once per context) when that is above the default 48 KiB.
 template <typename T>
 void launch_tiles(Context& ctx, const Call& call,
                   void (*kernel)(const T*, const T*, const T*, T*, FlashShape), int rows_per_tile,
@@ -118,9 +118,14 @@ void launch_tiles(Context& ctx, const Call& call,
   const std::int64_t blocks = static_cast<std::int64_t>(shape.heads) * shape.query_tiles;
   if (blocks == 0) return;
   if (shared_bytes > kDefaultSharedBytes) {
-    gpu::check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(shared_bytes)),
-                    name);
+    std::size_t& limit =
+        gpu::device_state(ctx).kernel_shared_limits[reinterpret_cast<const void*>(kernel)];
+    if (shared_bytes > limit) {
+      gpu::check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(shared_bytes)),
+                      name);
+      limit = shared_bytes;
+    }
   }
   kernel<<<static_cast<unsigned int>(blocks), threads, shared_bytes, gpu::stream_of(ctx)>>>(
       static_cast<const T*>(call.q.raw_data()), static_cast<const T*>(call.k.raw_data()),

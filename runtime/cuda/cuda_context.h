@@ -30,6 +30,9 @@ struct DeviceState {
   // (ops/cuda/linear.cu). Asking the heuristic costs microseconds of host time per call, more
   // than launching a decode step's GEMM, so each problem asks once.
   std::map<std::string, std::optional<cublasLtMatmulAlgo_t>> gemm_algorithms;
+  // The dynamic shared memory limit each kernel has been raised to (above the default 48 KiB):
+  // the attribute stays set, so each kernel is raised once, not on every launch.
+  std::map<const void*, std::size_t> kernel_shared_limits;
 
   DeviceState() = default;
   DeviceState(const DeviceState&) = delete;
