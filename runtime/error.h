@@ -19,6 +19,14 @@ class Error : public std::runtime_error {
       : std::runtime_error(std::string(where) + ": " + std::string(what)) {}
 };
 
+// A failure the GPU reported (a CUDA or cuBLAS status), not one of the input: a kernel fault, a
+// refused launch. Callers that turn an Error into "this backend cannot run this case" rethrow
+// it: the device may be unusable from then on, and a fault must fail the run.
+class DeviceError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Throws Error(where, what) when `ok` is false. A real check: it is never compiled out.
 inline void check(bool ok, std::string_view where, std::string_view what) {
   if (!ok) throw Error(where, what);

@@ -598,6 +598,7 @@ TEST_CASE("bench rejects bad values, other devices and dtypes, and depths past t
   check_one_line_error(run("bench -r 0"), 2, "--repetitions");
   check_one_line_error(run("bench --op sing"), 2, "--op");
   check_cuda_refused_or_runs(run(kTinyModelBench + " --device cuda"));
+  check_one_line_error(run("bench --op membw --device cuda --membw-mib 4"), 1, "host memory");
   check_one_line_error(run(kTinyModelBench + " -d 2000"), 1, "context length of 128");
   check_one_line_error(run(kTinyModelBench + " -p 129"), 1, "context length of 128");
 }

@@ -25,13 +25,13 @@ std::string cuda_error_text(cudaError_t status) {
 }  // namespace
 
 void check_cuda(cudaError_t status, const char* where) {
-  if (status != cudaSuccess) throw Error(where, cuda_error_text(status));
+  if (status != cudaSuccess) throw DeviceError(where, cuda_error_text(status));
 }
 
 void check_cublas(cublasStatus_t status, const char* where) {
   if (status != CUBLAS_STATUS_SUCCESS) {
-    throw Error(where, std::string(cublasGetStatusName(status)) + " (" +
-                           cublasGetStatusString(status) + ")");
+    throw DeviceError(where, std::string(cublasGetStatusName(status)) + " (" +
+                                 cublasGetStatusString(status) + ")");
   }
 }
 

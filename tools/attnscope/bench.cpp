@@ -343,6 +343,8 @@ json run_attention_grid(const BenchFlags& flags, int& threads) {
 // first, and reports GB/s per pass: the ceiling a decode step, which reads every weight once,
 // can approach.
 json run_membw(const BenchFlags& flags, int& threads) {
+  check(flags.devices == std::vector<std::string>{"cpu"}, "--device",
+        "--op membw measures host memory: cpu only");
   Context ctx(flags.threads);
   threads = ctx.threads();
   const std::int64_t count = flags.membw_mib * 1024 * 1024 / 4;

@@ -90,6 +90,8 @@ BackendResult bench_backend(Context& ctx, const attention::Backend& backend,
         std::count_if(tracer.events().begin(), tracer.events().end(),
                       [](const profiler::Event& event) { return event.depth == 1; }));
     result.predicted = backend.cost_model(ctx, call);
+  } catch (const DeviceError&) {
+    throw;  // a fault of the GPU, not a limit of the backend: it must fail the run
   } catch (const Error& e) {
     result.unsupported_reason = e.what();
   }
@@ -273,9 +275,7 @@ AttentionReport measure_attention(const AttentionBenchFlags& flags, const std::s
   shape.q_len = flags.decode ? 1 : flags.seq_len;
   shape.kv_len = flags.seq_len;
   shape.head_dim = flags.head_dim;
-  shape.dtype = parse_dtype(flags.dtype);
-  check(shape.dtype != DType::Q8_0, "--dtype",
-        "q8_0 is a weight format; the attention op takes f32, f16 or bf16");
+  shape.dtype = parse_attention_dtype(flags.dtype);
   const std::vector<const attention::Backend*> backends =
       attention::resolve_backends(flags.backends);
 

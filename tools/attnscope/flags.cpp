@@ -58,6 +58,13 @@ std::unique_ptr<Context> make_context(const DeviceOptions& options) {
   return std::make_unique<Context>(device, options.threads);
 }
 
+DType parse_attention_dtype(const std::string& name) {
+  const DType dtype = parse_dtype(name);
+  check(dtype != DType::Q8_0, "--dtype",
+        "q8_0 is a weight format; the attention op takes f32, f16 or bf16");
+  return dtype;
+}
+
 std::vector<std::int32_t> parse_ids(const std::vector<std::string>& items, const char* flag) {
   std::vector<std::int32_t> ids;
   for (const std::string& item : items) {

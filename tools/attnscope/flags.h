@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/context.h"
+#include "runtime/dtype.h"
 
 namespace attnscope::cli {
 
@@ -29,6 +30,10 @@ struct DeviceOptions {
 void add_device_flags(CLI::App& app, DeviceOptions& options);
 // The context for `options`; throws Error with one line when the device cannot be used.
 std::unique_ptr<Context> make_context(const DeviceOptions& options);
+
+// --dtype of the attention op alone (bench-attention, profile --op, study): f32, f16 or bf16;
+// throws Error for q8_0 (a weight format) and anything else.
+DType parse_attention_dtype(const std::string& name);
 
 // Parses ids given as "1,2,3", "1 2 3" or several arguments; throws Error on anything else.
 std::vector<std::int32_t> parse_ids(const std::vector<std::string>& items, const char* flag);

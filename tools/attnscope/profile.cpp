@@ -150,7 +150,7 @@ int run_profile(const ProfileFlags& flags) {
     options.shape = flags.shape;
     options.reps = flags.reps;
     options.seed = flags.seed;
-    options.dtype = dtype;
+    options.dtype = parse_attention_dtype(flags.device.dtype);
     options.gpu_timing = timing;
     run = profile_attention_op(*ctx, backend, options);
     process_name = "attnscope attention." + std::string(backend.name());

@@ -88,8 +88,9 @@ void attach_device(Context& ctx, ProfiledRun& run, profiler::GpuTiming timing) {
     run.device = profiler::make_gpu_recorder(ctx, timing);
     run.tracer->set_device_recorder(run.device.get());
     const std::string note =
-        "CUDA graphs are off while profiling: every op launches its kernels one by one (eager), "
-        "so launch gaps are those of eager execution; generate and bench may replay graphs";
+        "CUDA graphs are off in profile runs, profiled steps and unprofiled alike: every op "
+        "launches its kernels one by one (eager), so launch gaps are those of eager execution; "
+        "generate and bench may replay graphs";
     run.tracer->trace().notes.push_back(note);
     static bool told = false;  // once per process: compare makes many runs
     if (!told) std::cerr << "attnscope: profiling on cuda: " << note << "\n";
@@ -158,9 +159,10 @@ ProfiledRun profile_model(Context& ctx, const LanguageModel& model,
   ProfiledRun run;
   attach_device(ctx, run, options.gpu_timing);
   KVCache cache = model.new_cache(ctx, batch, options.prompt_len + options.gen);
-  // Unprofiled GPU decode steps replay a CUDA graph, as generate's do; profiled ones run eagerly
-  // (StepRunner turns graphs off while a profiler is attached).
-  gpt2::StepRunner runner;
+  // No CUDA graphs (docs/PROFILING.md): profiled steps cannot use them (each kernel must launch
+  // inside its op's scope), and the unprofiled steps they are compared with must run the same
+  // way, or the profiling overhead would include the launch time a graph saves.
+  gpt2::StepRunner runner(/*cuda_graphs=*/false);
   auto forward_step = [&](const std::string& phase, std::span<const std::int32_t> ids,
                           bool profiled) {
     StepRecord step;
@@ -221,8 +223,6 @@ attention::Call random_attention_call(Context& ctx, const AttentionShape& shape,
 ProfiledRun profile_attention_op(Context& ctx, const attention::Backend& backend,
                                  const AttentionRunOptions& options) {
   const AttentionShape& shape = options.shape;
-  check(options.dtype != DType::Q8_0, "--dtype",
-        "q8_0 is a weight format; the attention op takes f32, f16 or bf16");
   const attention::Call call = random_attention_call(ctx, shape, options.dtype, options.seed);
 
   ProfiledRun run;

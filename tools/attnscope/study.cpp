@@ -84,9 +84,9 @@ int run_study(const StudyFlags& flags) {
   fs::create_directories(flags.out_dir, error);
   check(!error && fs::is_directory(flags.out_dir), flags.out_dir,
         "cannot create the output directory" + (error ? ": " + error.message() : std::string()));
+  const DType dtype = parse_attention_dtype(flags.device.dtype);
   const std::unique_ptr<Context> context = make_context(flags.device);
   Context& ctx = *context;
-  const DType dtype = parse_dtype(flags.device.dtype);
 
   std::vector<StudyBackend> results;
   std::vector<const attention::Backend*> backends;
@@ -98,6 +98,8 @@ int run_study(const StudyFlags& flags) {
     try {
       observe(ctx, backend, flags, result);
       backends.push_back(&backend);
+    } catch (const DeviceError&) {
+      throw;  // a fault of the GPU, not a limit of the backend: it must fail the run
     } catch (const Error& e) {
       result.unsupported_reason = e.what();
       backends.push_back(nullptr);
