@@ -5,10 +5,11 @@
 // (allocator peak, kernel scopes) against measurement.
 //
 // Inputs are random normal values rounded to the storage dtype; the reference sees the rounded
-// values, so the tolerance only covers the kernel's own rounding: f32 1e-5; f16 and bf16 eight
-// units of roundoff (the output is rounded once, and the tensor-core kernel rounds the
+// values, so the tolerance only covers the kernel's own rounding: f32 1e-5; f16 ten and bf16
+// eight units of roundoff (the output is rounded once, and the tensor-core kernel rounds the
 // probabilities P to the storage type before P V, as FlashAttention does: a numpy model of these
-// numerics peaks near 4 units at T = 1024). Errors are measured against |expected| +
+// numerics, P rounded per 64-key tile, peaks at 5.0 units in f16 and 3.3 in bf16 over 24
+// random cases up to T = 1024). Errors are measured against |expected| +
 // rms(expected), so that outputs that are small because they average many values (long caches)
 // are still compared at their own scale. The unused cache rows [kv_len, capacity) hold NaN and
 // the outputs are poisoned with 0xFF bytes (NaN in every dtype): a kernel that reads a row it
@@ -96,7 +97,7 @@ double attention_error(const Tensor& actual, const std::vector<double>& expected
 double tolerance(DType dtype) {
   switch (dtype) {
     case DType::F16:
-      return 4e-3;  // 8 x 2^-11
+      return 5e-3;  // 10 x 2^-11
     case DType::BF16:
       return 3e-2;  // 8 x 2^-8
     default:
