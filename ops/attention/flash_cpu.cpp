@@ -20,6 +20,13 @@
 // gets 2 chunks. Measured (kv_len = 4096, D = 64, 2 threads): one head, Tq = 1 took 0.024 ms in
 // 2 chunks against 0.032 ms unsplit (Tq = 4: 0.077 against 0.139 ms); splitting beyond balance
 // only adds tasks: two heads took 0.063 ms in 8 chunks against 0.052 ms unsplit.
+// Tried and dropped: one task per kv head for grouped-query decode (its g query heads' rows as
+// one block, so K and V are read once per group, not once per query head). On Zen 5 (2
+// threads, synthetic:smollm2-135m, 9 query heads on 3 kv heads, decode behind 2048 tokens) a
+// layer's split_kv_partials took 0.166 ms against 0.118-0.140 ms per query head: Eigen runs a
+// one-row product as a GEMV but packs both operands for a 3-row GEMM, and the other query heads'
+// reads of a kv head hit the cache anyway, so the DRAM bytes were the same (warm, the whole call
+// takes 0.048 ms; in the model, with K and V coming from memory, 0.118).
 //
 // Tile sizes: Bq = 64 query rows, Bk = 256 keys. A task's working set is Q (Bq D), K and V
 // (2 Bk D), S (Bq Bk) and O (Bq D) floats: 224 KiB at D = 64, 384 KiB at D = 128, plus
