@@ -1,7 +1,7 @@
 // Every CUDA op against the CPU op (or a float64 reference) on random inputs: f32 tight, f16 and
 // bf16 within their rounding; device outputs are filled with 0xFF bytes (NaN) before each run,
 // so an element a kernel never writes fails the comparison. Each GPU test skips with
-// "SKIPPED: <why>" when no CUDA device is usable; the first test needs no GPU at all.
+// "SKIPPED: <why>" when no CUDA device is usable; the first two tests need no GPU at all.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -27,6 +27,7 @@
 #include "ops/swiglu.h"
 #include "reference_ops.h"
 #include "runtime/context.h"
+#include "runtime/cuda/caching_allocator.h"
 #include "runtime/cuda/device.h"
 #include "runtime/error.h"
 #include "runtime/sampler.h"
@@ -139,6 +140,36 @@ TEST_CASE("cpu work never needs a gpu; a cuda context without one says --device 
     CAPTURE(e.what());
     CHECK(std::string(e.what()).rfind("--device cuda", 0) == 0);
   }
+}
+
+TEST_CASE(
+    "the device allocator's size classes: little slack, few classes for growing temporaries") {
+  // Host arithmetic only: no GPU needed.
+  using gpu::CachingAllocator;
+  CHECK(CachingAllocator::size_class(0) == 512);
+  CHECK(CachingAllocator::size_class(1) == 512);
+  CHECK(CachingAllocator::size_class(4096) == 4096);
+  CHECK(CachingAllocator::size_class(4097) == 4608);  // 4096 + 4096 / 8
+  CHECK(CachingAllocator::size_class(std::size_t{1} << 30) == std::size_t{1} << 30);
+  std::size_t previous = 0;
+  for (std::size_t bytes = 1; bytes < (std::size_t{1} << 24); bytes = bytes * 9 / 8 + 1) {
+    const std::size_t rounded = CachingAllocator::size_class(bytes);
+    CAPTURE(bytes);
+    CHECK(rounded >= bytes);
+    CHECK(rounded <= bytes + std::max<std::size_t>(512, bytes / 8));  // at most 12.5% of slack
+    CHECK(rounded % 512 == 0);
+    CHECK(rounded >= previous);
+    previous = rounded;
+  }
+  // B = 8, H = 16, f32 scores of one query row: 512 bytes more per cached token. Over 2048
+  // decode steps (up to 1 MiB) the scores take 72 classes, 8 up to 4 KiB and 8 per doubling
+  // above, not 2048.
+  std::vector<std::size_t> classes;
+  for (std::size_t tokens = 1; tokens <= 2048; ++tokens) {
+    classes.push_back(CachingAllocator::size_class(512 * tokens));
+  }
+  classes.erase(std::unique(classes.begin(), classes.end()), classes.end());
+  CHECK(classes.size() == 72);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -2,14 +2,18 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+
 #include "runtime/cuda/cuda_context.h"
 
 namespace attnscope::gpu {
 
 namespace {
 constexpr std::size_t kSmallGranule = 512;
-constexpr std::size_t kLargeGranule = std::size_t{2} << 20;
-constexpr std::size_t kLargeThreshold = std::size_t{1} << 20;
+constexpr std::size_t kSmallLimit = 4096;
+constexpr std::size_t kClassesPerDoubling = 8;
 
 std::size_t round_up(std::size_t bytes, std::size_t granule) {
   return (bytes + granule - 1) / granule * granule;
@@ -37,9 +41,8 @@ CachingAllocator::~CachingAllocator() {
 }
 
 std::size_t CachingAllocator::size_class(std::size_t bytes) {
-  if (bytes == 0) return kSmallGranule;
-  if (bytes <= kLargeThreshold) return round_up(bytes, kSmallGranule);
-  return round_up(bytes, kLargeGranule);
+  if (bytes <= kSmallLimit) return round_up(std::max<std::size_t>(bytes, 1), kSmallGranule);
+  return round_up(bytes, std::bit_floor(bytes) / kClassesPerDoubling);
 }
 
 std::size_t CachingAllocator::reserved_bytes() const {
@@ -70,7 +73,7 @@ cudaError_t CachingAllocator::release_cache_locked() noexcept {
 }
 
 void* CachingAllocator::raw_allocate(std::size_t bytes) {
-  if (bytes > SIZE_MAX - kLargeGranule) return nullptr;
+  if (bytes > SIZE_MAX / 2) return nullptr;  // no device has it (and size_class cannot overflow)
   const std::size_t rounded = size_class(bytes);
   const std::lock_guard lock(mutex_);
   if (auto it = cached_.find(rounded); it != cached_.end()) {

@@ -4,7 +4,11 @@
 // allocates dozens of small temporaries. Freed blocks are therefore kept in a cache keyed by
 // their size class and handed out again to the next request of that class: after the first step
 // a steady state allocates nothing from the driver. Size classes: multiples of 512 bytes up to
-// 1 MiB, multiples of 2 MiB above (at most 512 bytes or 2 MiB of slack per block).
+// 4 KiB, then eight per doubling (multiples of an eighth of the power of two below the size):
+// at most 12.5% of slack per block. A temporary that grows a little every decode step (an
+// eager backend's scores, one column per cached token) so moves to a new class, a new
+// cudaMalloc, every ~12% of growth, not every 512 bytes (with B = 8, H = 16 and f32 scores:
+// every step).
 // When cudaMalloc runs out of memory, the cache is emptied and the call retried once before
 // reporting out of memory (not while the stream is being captured into a CUDA graph: that
 // reports at once). Any other cudaMalloc error (a fault left by an earlier kernel) throws as it is.
