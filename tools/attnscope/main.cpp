@@ -14,7 +14,8 @@
 int main(int argc, char** argv) {
   using namespace attnscope;
   CLI::App app{
-      "attnscope: a teaching-grade GPT-2 inference runtime with swappable attention backends.\n"
+      "attnscope: a teaching-grade inference runtime for GPT-2 and Llama-family models, with "
+      "swappable attention backends.\n"
       "Run `attnscope COMMAND --help` for the flags of a command."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "attnscope 0.1.0");
