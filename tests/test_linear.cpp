@@ -147,6 +147,8 @@ TEST_CASE("linear with f32 weights: decode rows 1..15 at every cpu level") {
       // odd one); rows 9..15 in two tiles at the avx512 levels.
       check_linear(ctx, {rows, 67, 131}, DType::F32, rows % 2 == 1, rows % 3 == 0, rng);
       check_linear(ctx, {rows, 768, 70}, DType::F32, rows % 2 == 0, rows % 4 == 1, rng);
+      // K 57: one round of 32, then a tail of 25 in two masked steps (one whole, one of 9).
+      check_linear(ctx, {rows, 57, 70}, DType::F32, rows % 2 == 1, rows % 2 == 0, rng);
     }
   });
 }
@@ -162,10 +164,12 @@ TEST_CASE("linear with bf16 and f16 weights: decode rows 1..15 at every cpu leve
         // thread blocks, the second partial and odd (a tile's last weight row without a twin).
         check_linear(ctx, {rows, 67, 131}, dtype, rows % 2 == 1, rows % 3 == 0, rng);
       }
-      // 96 and 131: the avx512 kernel's whole rounds of 32, then (131) a masked tail of 3.
-      for (std::int64_t in : {1, 7, 16, 32, 33, 96, 131, 768}) {
+      // 96 and 131: the avx512 kernel's whole rounds of 32, then (131) a masked tail of 3; 57:
+      // a tail of 25, in two masked steps.
+      for (std::int64_t in : {1, 7, 16, 32, 33, 57, 96, 131, 768}) {
         for (bool accumulate : {false, true}) {
           check_linear(ctx, {1, in, 70}, dtype, true, accumulate, rng);
+          check_linear(ctx, {3, in, 70}, dtype, true, accumulate, rng);
           check_linear(ctx, {5, in, 70}, dtype, false, accumulate, rng);
         }
       }

@@ -1,11 +1,12 @@
-// The decode kernel of the cpu linear layers from the avx512 level on (runtime/cpu_features.h),
+// The decode kernels of the cpu linear layers from the avx512 level on (runtime/cpu_features.h),
 // for f32 weights (ops/cpu/linear.cpp) and 16-bit ones (ops/cpu/linear_16bit.cpp): y = x W^T + b
-// for a batch of 4 to 15 input rows x (batch decode), reading W from memory once.
+// for a batch of up to 15 input rows x (batch decode), reading W from memory once. 1 to 3 rows
+// go one weight row at a time (dot_rows_avx512, below), 4 to 15 in tiles.
 //
 // A tile is 2 adjacent weight rows against kInputRows <= 8 input rows: 16 accumulators of 16
 // lanes. Each weight vector is loaded (and widened, for 16-bit weights) once and multiplied into
 // every input row, which stay in L1 or L2 (kInputRows x K floats); 9 to 15 rows take two tiles.
-// Fewer rows use the kernels of ops/cpu/linear.cpp and linear_16bit.cpp (kTileMinRows, below).
+// Fewer rows (kTileMinRows, below) take dot_rows_avx512, one f32 row Eigen's GEMV (linear.cpp).
 // The 16 dot products are summed across their lanes together: one transpose16 and 15 additions
 // leave dot (i, r) in lane 8 i + r (a reduction per dot product costs about as much as a
 // 768-wide dot product itself). The two rows are one contiguous stream, prefetched
@@ -70,6 +71,74 @@ struct F16Weights {
 
 inline __mmask16 first_lanes(std::int64_t n) {
   return static_cast<__mmask16>(n >= 16 ? 0xFFFF : (1u << n) - 1u);
+}
+
+// The sum of 8 lanes, in 3 rounds of pairwise additions.
+__attribute__((target("avx2,fma"))) inline float sum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// The sum of 16 lanes: stored once, the two halves added as 8-lane vectors, then sum8's tree.
+// (Not the 512-bit reduction or extraction intrinsics: GCC 12 warns about an uninitialised
+// operand inside each of them.) A serial loop over the 16 lanes would cost about as much as
+// the dot product of a 768-wide row itself.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) inline float sum16(__m512 v) {
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, v);
+  return sum8(_mm256_add_ps(_mm256_load_ps(lanes), _mm256_load_ps(lanes + 8)));
+}
+
+// Fewer than kTileMinRows input rows: one weight row at a time against all of them,
+// sums[r] = dot(w, row r of x) for r < kRows (rows ldx apart). Two accumulators per row, 32
+// weights a round, the tail by masked loads; the weight stream prefetched kWeightPrefetchBytes
+// ahead.
+template <typename Weights, int kRows>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void dot_rows_avx512_fixed(
+    const typename Weights::Element* w, const float* x, std::int64_t ldx, std::int64_t k,
+    float* sums) {
+  constexpr int kStreamBytesPerRound = 32 * sizeof(typename Weights::Element);
+  __m512 acc[kRows][2];
+  for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  std::int64_t i = 0;
+  for (; i + 32 <= k; i += 32) {
+    const char* ahead = reinterpret_cast<const char*>(w + i) + kWeightPrefetchBytes;
+    for (int line = 0; line < kStreamBytesPerRound; line += 64) {
+      _mm_prefetch(ahead + line, _MM_HINT_T0);
+    }
+    const __m512 w0 = Weights::load(w + i);
+    const __m512 w1 = Weights::load(w + i + 16);
+    for (int r = 0; r < kRows; ++r) {
+      acc[r][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + r * ldx + i), acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + r * ldx + i + 16), acc[r][1]);
+    }
+  }
+  for (; i < k; i += 16) {
+    const __mmask16 lanes = first_lanes(k - i);
+    const __m512 w0 = Weights::load(w + i, lanes);  // masked-off lanes are 0
+    for (int r = 0; r < kRows; ++r) {
+      acc[r][0] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(lanes, x + r * ldx + i), acc[r][0]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) sums[r] = sum16(_mm512_add_ps(acc[r][0], acc[r][1]));
+}
+
+// dot_rows_avx512_fixed for 1 to 4 rows (ops/cpu/output_blocks.h's matrix_vector_dot_rows).
+template <typename Weights>
+void dot_rows_avx512(const typename Weights::Element* w, const float* x, std::int64_t ldx, int rows,
+                     std::int64_t k, float* sums) {
+  switch (rows) {
+    case 1:
+      return dot_rows_avx512_fixed<Weights, 1>(w, x, ldx, k, sums);
+    case 2:
+      return dot_rows_avx512_fixed<Weights, 2>(w, x, ldx, k, sums);
+    case 3:
+      return dot_rows_avx512_fixed<Weights, 3>(w, x, ldx, k, sums);
+    default:
+      return dot_rows_avx512_fixed<Weights, 4>(w, x, ldx, k, sums);
+  }
 }
 
 // sums[8 i + r] = dot(row i of w0 / w1, row r of x) for i < 2, r < kInputRows; x rows are `in`

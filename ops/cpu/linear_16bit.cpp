@@ -52,8 +52,6 @@ using DotRowsKernel = void (*)(const std::uint16_t* w, const float* x, std::int6
                                std::int64_t k, float* sums);
 using WidenKernel = void (*)(const std::uint16_t* w, std::int64_t n, float* dst);
 
-constexpr int kMaxDotRows = 4;
-
 // ---- portable ----
 
 template <bool kBf16>
@@ -89,13 +87,6 @@ __attribute__((target("avx2,fma,f16c"))) __m256 widen8(const std::uint16_t* w) {
   } else {
     return _mm256_cvtph_ps(bits);
   }
-}
-
-__attribute__((target("avx2,fma"))) float sum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
 }
 
 // Two accumulators per input row (16 weights a round) hide the FMA latency; the last k % 8
@@ -156,56 +147,6 @@ __attribute__((target("avx2,fma,f16c"))) void widen_avx2(const std::uint16_t* w,
 // ---- avx512: 16 lanes, the tail by masked loads; 4 rows or more in the shared tiles ----
 // (ops/cpu/dot_tile.h, which also holds how each format is widened: Bf16Weights, F16Weights)
 
-// The sum of 16 lanes: stored once, the two halves added as 8-lane vectors, then sum8's tree.
-// (Not the 512-bit reduction or extraction intrinsics: GCC 12 warns about an uninitialised
-// operand inside each of them.) A serial loop over the 16 lanes would cost about as much as
-// the dot product of a 768-wide row itself.
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) float sum16(__m512 v) {
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, v);
-  return sum8(_mm256_add_ps(_mm256_load_ps(lanes), _mm256_load_ps(lanes + 8)));
-}
-
-template <typename Weights, int kRows>
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void dot_rows_avx512_fixed(
-    const std::uint16_t* w, const float* x, std::int64_t ldx, std::int64_t k, float* sums) {
-  __m512 acc[kRows][2];
-  for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-  std::int64_t i = 0;
-  for (; i + 32 <= k; i += 32) {  // 64 bytes of weights: one prefetch a line
-    _mm_prefetch(reinterpret_cast<const char*>(w + i) + kWeightPrefetchBytes, _MM_HINT_T0);
-    const __m512 w0 = Weights::load(w + i);
-    const __m512 w1 = Weights::load(w + i + 16);
-    for (int r = 0; r < kRows; ++r) {
-      acc[r][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + r * ldx + i), acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + r * ldx + i + 16), acc[r][1]);
-    }
-  }
-  for (; i < k; i += 16) {
-    const __mmask16 lanes = first_lanes(k - i);
-    const __m512 w0 = Weights::load(w + i, lanes);  // masked-off lanes are 0
-    for (int r = 0; r < kRows; ++r) {
-      acc[r][0] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(lanes, x + r * ldx + i), acc[r][0]);
-    }
-  }
-  for (int r = 0; r < kRows; ++r) sums[r] = sum16(_mm512_add_ps(acc[r][0], acc[r][1]));
-}
-
-template <typename Weights>
-void dot_rows_avx512(const std::uint16_t* w, const float* x, std::int64_t ldx, int rows,
-                     std::int64_t k, float* sums) {
-  switch (rows) {
-    case 1:
-      return dot_rows_avx512_fixed<Weights, 1>(w, x, ldx, k, sums);
-    case 2:
-      return dot_rows_avx512_fixed<Weights, 2>(w, x, ldx, k, sums);
-    case 3:
-      return dot_rows_avx512_fixed<Weights, 3>(w, x, ldx, k, sums);
-    default:
-      return dot_rows_avx512_fixed<Weights, 4>(w, x, ldx, k, sums);
-  }
-}
-
 template <typename Weights>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void widen_avx512(
     const std::uint16_t* w, std::int64_t n, float* dst) {
@@ -222,23 +163,6 @@ using MatrixVectorBlock = void (*)(const float* x, const std::uint16_t* w, const
                                    std::int64_t rows, std::int64_t in, std::int64_t outputs,
                                    std::int64_t first, std::int64_t width, bool accumulate);
 
-// Below avx512: every weight row against up to kMaxDotRows input rows at a time.
-template <DotRowsKernel kDotRows>
-void matrix_vector_rows(const float* x, const std::uint16_t* w, const float* b, float* y,
-                        std::int64_t rows, std::int64_t in, std::int64_t outputs,
-                        std::int64_t first, std::int64_t width, bool accumulate) {
-  float sums[kMaxDotRows];
-  for (std::int64_t o = first; o < first + width; ++o) {
-    for (std::int64_t r0 = 0; r0 < rows; r0 += kMaxDotRows) {
-      const int count = static_cast<int>(std::min<std::int64_t>(kMaxDotRows, rows - r0));
-      kDotRows(w + o * in, x + r0 * in, in, count, in, sums);
-      for (int r = 0; r < count; ++r) {
-        store_output(y[(r0 + r) * outputs + o], sums[r], b, o, accumulate);
-      }
-    }
-  }
-}
-
 #if defined(__x86_64__)
 template <typename Weights>
 void matrix_vector_avx512(const float* x, const std::uint16_t* w, const float* b, float* y,
@@ -247,8 +171,8 @@ void matrix_vector_avx512(const float* x, const std::uint16_t* w, const float* b
   if (rows >= kTileMinRows) {
     matrix_vector_tiles<Weights>(x, w, b, y, rows, in, outputs, first, width, accumulate);
   } else {
-    matrix_vector_rows<dot_rows_avx512<Weights>>(x, w, b, y, rows, in, outputs, first, width,
-                                                 accumulate);
+    matrix_vector_dot_rows<dot_rows_avx512<Weights>>(x, w, b, y, rows, in, outputs, first, width,
+                                                     accumulate);
   }
 }
 #endif
@@ -266,11 +190,11 @@ Kernels kernels_for(CpuLevel level) {
     return {matrix_vector_avx512<Weights>, widen_avx512<Weights>};
   }
   if (level == CpuLevel::Avx2) {
-    return {matrix_vector_rows<dot_rows_avx2<kBf16>>, widen_avx2<kBf16>};
+    return {matrix_vector_dot_rows<dot_rows_avx2<kBf16>>, widen_avx2<kBf16>};
   }
 #endif
   (void)level;
-  return {matrix_vector_rows<dot_rows_portable<kBf16>>, widen_portable<kBf16>};
+  return {matrix_vector_dot_rows<dot_rows_portable<kBf16>>, widen_portable<kBf16>};
 }
 
 // The kernels for `weight_dtype` at this CPU's level (cpu_level(), which a test may cap).

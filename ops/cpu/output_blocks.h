@@ -1,8 +1,8 @@
 // How the cpu linear kernels (ops/cpu/linear.cpp for f32 weights, linear_16bit.cpp for 16-bit
 // ones, linear_q8_0.cpp for q8_0 blocks) share out their work: the decode/prefill threshold, the
 // split of the output features into one contiguous block per thread, how far ahead the
-// hand-written decode kernels prefetch their weight stream, and how a decode kernel writes one
-// output.
+// hand-written decode kernels prefetch their weight stream, how a decode kernel writes one
+// output, and the loop of the kernels that take one weight row at a time.
 #pragma once
 
 #include <algorithm>
@@ -44,6 +44,27 @@ void for_each_output_block(const Context& ctx, std::int64_t outputs, Task task) 
 inline void store_output(float& out, float dot, const float* b, std::int64_t o, bool accumulate) {
   const float value = dot + (b ? b[o] : 0.0f);
   out = accumulate ? out + value : value;
+}
+
+// The decode kernels of one weight row at a time: outputs [first, first + width) of
+// y [rows, outputs] = x [rows, in] W^T (+ b), each weight row against up to kMaxDotRows input
+// rows per call of kDotRows(w_row, x_rows, ldx, count, k, sums), which sets
+// sums[r] = dot(w_row, x row r) for r < count.
+constexpr int kMaxDotRows = 4;
+template <auto kDotRows, typename Element>
+void matrix_vector_dot_rows(const float* x, const Element* w, const float* b, float* y,
+                            std::int64_t rows, std::int64_t in, std::int64_t outputs,
+                            std::int64_t first, std::int64_t width, bool accumulate) {
+  float sums[kMaxDotRows];
+  for (std::int64_t o = first; o < first + width; ++o) {
+    for (std::int64_t r0 = 0; r0 < rows; r0 += kMaxDotRows) {
+      const int count = static_cast<int>(std::min<std::int64_t>(kMaxDotRows, rows - r0));
+      kDotRows(w + o * in, x + r0 * in, in, count, in, sums);
+      for (int r = 0; r < count; ++r) {
+        store_output(y[(r0 + r) * outputs + o], sums[r], b, o, accumulate);
+      }
+    }
+  }
 }
 
 }  // namespace attnscope::ops::cpu
