@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/cpu/dot_tile.h"
 #include "ops/cpu/output_blocks.h"
 #include "ops/cpu/widened_gemm.h"
 #include "runtime/cpu_features.h"
@@ -50,13 +51,6 @@ void row_dots_portable(const BlockQ8_0* w, const std::int8_t* qx, const float* d
 
 #if defined(__x86_64__)
 
-// The sum of the 8 lanes, in 3 rounds of pairwise additions.
-__attribute__((target("avx2"))) inline float horizontal_sum_avx2(__m256 v) {
-  const __m128 half = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  const __m128 quarter = _mm_add_ps(half, _mm_movehl_ps(half, half));
-  return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_movehdup_ps(quarter)));
-}
-
 // One block per step: |qw| once, then per row qx with qw's sign (vpsignb), the 32 products
 // summed by pairs (vpmaddubsw) and quads (vpmaddwd) into 8 int32, scaled by dw dx into 8 f32
 // lanes.
@@ -80,7 +74,7 @@ __attribute__((target("avx2,fma,f16c"))) void row_dots_avx2(const BlockQ8_0* w,
                                 sums[r]);
     }
   }
-  for (int r = 0; r < kRows; ++r) dots[r] = horizontal_sum_avx2(sums[r]);
+  for (int r = 0; r < kRows; ++r) dots[r] = sum8(sums[r]);
 }
 
 // Four blocks per step in two 512-bit registers (lanes 0-7: block b, 8-15: block b + 1; then
@@ -152,13 +146,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c"))) vo
       tail[r] += dot;
     }
   }
-  for (int r = 0; r < kRows; ++r) {
-    // The 16 lanes through memory (GCC 12's register folds warn inside its own headers).
-    alignas(64) float lanes[16];
-    _mm512_store_ps(lanes, _mm512_add_ps(sums[r][0], sums[r][1]));
-    dots[r] = horizontal_sum_avx2(_mm256_add_ps(_mm256_load_ps(lanes), _mm256_load_ps(lanes + 8))) +
-              tail[r];
-  }
+  for (int r = 0; r < kRows; ++r) dots[r] = sum16(_mm512_add_ps(sums[r][0], sums[r][1])) + tail[r];
 }
 
 #endif
