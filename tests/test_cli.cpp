@@ -938,6 +938,15 @@ TEST_CASE("study predicts, observes and sets the study's numbers beside them") {
   check_one_line_error(run("study --out x --seq-len 0"), 2, "--seq-len");
   check_one_line_error(run("study --seq-len 8"), 2, "--out");
   check_one_line_error(run("study --out x --attn fastest"), 2, "--attn");
+  // q8_0 is a weight format: the attention op alone refuses it, in every tool that runs it
+  // (bench-attention's --dtype already lists f32, f16 and bf16 only).
+  for (const std::string& command :
+       {"study --out " + dir.file("q8") + " --seq-len 8 --dtype q8_0",
+        std::string("profile --op attention --seq-len 8 --dtype q8_0")}) {
+    CAPTURE(command);
+    check_one_line_error(run(command), 1, "q8_0 is a weight format");
+  }
+  check_one_line_error(run("bench-attention --seq-len 8 --dtype q8_0"), 2, "--dtype");
 }
 
 TEST_CASE("compare adds rounds within its budget until the intervals are narrow enough") {
