@@ -20,8 +20,9 @@ namespace {
 // 2 or 3 rows go one weight row at a time against all of them, 4 rows or more in tiles of 2
 // weight rows x up to 8 input rows (ops/cpu/dot_tile.h); below avx512, a few rows take one Eigen
 // dot product per (weight row, input row). Measured (Zen 5, 2 threads, synthetic:gpt2 tg32,
-// 4 interleaved rounds): with Eigen's dot products batch 3 ran 236-261 tokens/s, below batch
-// 4's tiles per step; the tiles at 2 and 3 rows were 11% slower and 12% faster.
+// interleaved rounds, docs/results/2026-12-01-cpu-decode-rows): with Eigen's dot products batch
+// 3 ran below batch 4's tiles per step; one weight row at a time gave batch 3 1.18x and batch 2
+// 1.06x (8 rounds); the tiles at 2 rows were ~10% slower.
 // With `accumulate` the products are added to y instead of replacing it.
 void matrix_vector_rows(const Context& ctx, CpuLevel level, const float* x, const float* w,
                         const float* b, float* y, std::int64_t rows, std::int64_t in,
