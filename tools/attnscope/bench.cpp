@@ -301,7 +301,7 @@ json run_attention_grid(const BenchFlags& flags, int& threads) {
         op.threads = flags.threads;
         const AttentionReport report = measure_attention(op, "bench --op attention");
         threads = report.threads;
-        const AttentionCase& shape = report.shape;
+        const ops::attention::Shape& shape = report.shape;
         for (const BackendResult& r : report.results) {
           json row = {{"op", "attention"},
                       {"implementation", "attnscope"},
@@ -310,12 +310,12 @@ json run_attention_grid(const BenchFlags& flags, int& threads) {
                       {"dtype", dtype},
                       {"threads", report.threads},
                       {"batch", shape.batch},
-                      {"heads", shape.heads},
+                      {"heads", shape.q_heads},
                       {"kv_heads", shape.kv_heads},
                       {"q_len", shape.q_len},
                       {"kv_len", shape.kv_len},
                       {"head_dim", shape.head_dim},
-                      {"causal", true},
+                      {"causal", shape.causal},
                       {"test", shape.q_len == 1 ? "decode" : "prefill"}};
           if (r.unsupported_reason) {
             row["error"] = *r.unsupported_reason;
@@ -324,7 +324,7 @@ json run_attention_grid(const BenchFlags& flags, int& threads) {
           }
           add_stats(row, "time_ms", r.stats);
           row.update({{"samples_ms", r.times_ms},
-                      {"gflops", shape.useful_flops() / (r.stats.median * 1e-3) / 1e9},
+                      {"gflops", r.predicted.flops / (r.stats.median * 1e-3) / 1e9},
                       {"peak_temporary_bytes", r.peak_temporary_bytes},
                       {"predicted_temporary_bytes", r.predicted.temporary_bytes},
                       {"steps_observed", r.steps_observed},

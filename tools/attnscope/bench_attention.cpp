@@ -89,7 +89,7 @@ BackendResult bench_backend(Context& ctx, const attention::Backend& backend,
     result.steps_observed = static_cast<int>(
         std::count_if(tracer.events().begin(), tracer.events().end(),
                       [](const profiler::Event& event) { return event.depth == 1; }));
-    result.predicted = backend.cost_model(ctx, call);
+    result.predicted = backend.cost_model(ctx, attention::shape_of(call));
   } catch (const DeviceError&) {
     throw;  // a fault of the GPU, not a limit of the backend: it must fail the run
   } catch (const Error& e) {
@@ -107,8 +107,8 @@ std::optional<double> naive_median_ms(const std::vector<BackendResult>& results)
 }
 
 void print_markdown(const AttentionReport& report, const AttentionBenchFlags& flags) {
-  const AttentionCase& shape = report.shape;
-  std::cout << "Attention alone: " << shape.description() << "; " << dtype_name(shape.dtype)
+  const attention::Shape& shape = report.shape;
+  std::cout << "Attention alone: " << describe_shape(shape) << "; " << dtype_name(shape.dtype)
             << " on " << report.device << ", threads " << report.threads << ", CPU " << cpu_model()
             << "; warmup " << flags.warmup << ", reps " << flags.reps << "\n\n";
   std::cout << "| backend | median ms | min..max ms | stddev ms | GFLOP/s | peak temporaries MiB "
@@ -122,7 +122,7 @@ void print_markdown(const AttentionReport& report, const AttentionBenchFlags& fl
       continue;
     }
     const TimingStats& s = r.stats;
-    const double gflops = shape.useful_flops() / (s.median * 1e-3) / 1e9;
+    const double gflops = r.predicted.flops / (s.median * 1e-3) / 1e9;
     std::cout << "| " << r.backend << " | " << with_decimals(s.median, 3) << " | "
               << with_decimals(s.min, 3) << ".." << with_decimals(s.max, 3) << " | "
               << with_decimals(s.stddev, 3) << " | " << with_decimals(gflops, 2) << " | "
@@ -134,7 +134,7 @@ void print_markdown(const AttentionReport& report, const AttentionBenchFlags& fl
 }
 
 void print_json(const AttentionReport& report, const AttentionBenchFlags& flags) {
-  const AttentionCase& shape = report.shape;
+  const attention::Shape& shape = report.shape;
   const std::optional<double> naive_ms = naive_median_ms(report.results);
   nlohmann::json rows = nlohmann::json::array();
   for (const BackendResult& r : report.results) {
@@ -151,7 +151,7 @@ void print_json(const AttentionReport& report, const AttentionBenchFlags& flags)
         {"max_ms", s.max},
         {"mean_ms", s.mean},
         {"stddev_ms", s.stddev},
-        {"gflops", shape.useful_flops() / (s.median * 1e-3) / 1e9},
+        {"gflops", r.predicted.flops / (s.median * 1e-3) / 1e9},
         {"peak_temporary_bytes", r.peak_temporary_bytes},
         {"predicted_temporary_bytes", r.predicted.temporary_bytes},
         {"steps_observed", r.steps_observed},
@@ -163,14 +163,14 @@ void print_json(const AttentionReport& report, const AttentionBenchFlags& flags)
   const nlohmann::json out = {
       {"shape",
        {{"batch", shape.batch},
-        {"heads", shape.heads},
+        {"heads", shape.q_heads},
         {"kv_heads", shape.kv_heads},
         {"q_len", shape.q_len},
         {"kv_len", shape.kv_len},
         {"head_dim", shape.head_dim},
         {"dtype", dtype_name(shape.dtype)},
         {"device", flags.device},
-        {"causal", true}}},
+        {"causal", shape.causal}}},
       {"device", report.device},
       {"threads", report.threads},
       {"cpu", cpu_model()},
@@ -183,15 +183,11 @@ void print_json(const AttentionReport& report, const AttentionBenchFlags& flags)
 
 }  // namespace
 
-double AttentionCase::useful_flops() const {
-  return ops::attention::useful_flops(batch, heads, head_dim, q_len, kv_len);
-}
-
-std::string AttentionCase::description() const {
+std::string describe_shape(const attention::Shape& shape) {
   std::ostringstream text;
-  text << "batch " << batch << ", heads " << heads << " (kv " << kv_heads << "), q_len " << q_len
-       << ", kv_len " << kv_len << ", head_dim " << head_dim << ", causal "
-       << (q_len == 1 ? "decode" : "prefill");
+  text << "batch " << shape.batch << ", heads " << shape.q_heads << " (kv " << shape.kv_heads
+       << "), q_len " << shape.q_len << ", kv_len " << shape.kv_len << ", head_dim "
+       << shape.head_dim << ", causal " << (shape.q_len == 1 ? "decode" : "prefill");
   return text.str();
 }
 
@@ -268,14 +264,14 @@ void finish_attention_shape(AttentionBenchFlags& flags, const CLI::Option& kv_he
 
 AttentionReport measure_attention(const AttentionBenchFlags& flags, const std::string& label) {
   AttentionReport report;
-  AttentionCase& shape = report.shape;
-  shape.batch = flags.batch;
-  shape.heads = flags.heads;
-  shape.kv_heads = flags.kv_heads;
-  shape.q_len = flags.decode ? 1 : flags.seq_len;
-  shape.kv_len = flags.seq_len;
-  shape.head_dim = flags.head_dim;
-  shape.dtype = parse_attention_dtype(flags.dtype);
+  attention::Shape& shape = report.shape;
+  shape = {flags.batch,
+           flags.heads,
+           flags.kv_heads,
+           flags.decode ? 1 : flags.seq_len,
+           flags.seq_len,
+           flags.head_dim,
+           parse_attention_dtype(flags.dtype)};
   const std::vector<const attention::Backend*> backends =
       attention::resolve_backends(flags.backends);
 
@@ -285,7 +281,7 @@ AttentionReport measure_attention(const AttentionBenchFlags& flags, const std::s
   // Inputs are drawn on the host, then copied to the device.
   Allocator& host = ctx.host_allocator();
   std::mt19937_64 rng(flags.seed);
-  const Shape q_shape = {shape.batch, shape.heads, shape.q_len, shape.head_dim};
+  const Shape q_shape = {shape.batch, shape.q_heads, shape.q_len, shape.head_dim};
   const Shape kv_shape = {shape.batch, shape.kv_heads, shape.kv_len, shape.head_dim};
   attention::Call call;
   call.q = to_device(ctx, random_tensor(q_shape, shape.dtype, rng, host));

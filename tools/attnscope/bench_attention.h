@@ -33,17 +33,9 @@ struct AttentionBenchFlags {
   std::uint64_t seed = 0;
 };
 
-// The shape of one attention call: prefill (q_len = kv_len) or decode (q_len = 1).
-struct AttentionCase {
-  std::int64_t batch = 0, heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, head_dim = 0;
-  DType dtype = DType::F32;
-
-  // FLOPs of the two GEMMs over the keys each query may see (the masked half is not counted):
-  // 4 B Hq D per visible (query, key) pair, query i seeing kv_len - q_len + i + 1 keys.
-  double useful_flops() const;
-  // "batch 8, heads 16 (kv 16), q_len 1024, ..." for table captions.
-  std::string description() const;
-};
+// "batch 8, heads 16 (kv 16), q_len 1024, ..." for table captions: the shape of a prefill
+// (q_len = kv_len) or a decode (q_len = 1) call.
+std::string describe_shape(const ops::attention::Shape& shape);
 
 struct TimingStats {
   double median = 0, min = 0, max = 0, mean = 0, stddev = 0;
@@ -65,7 +57,7 @@ struct BackendResult {
 };
 
 struct AttentionReport {
-  AttentionCase shape;
+  ops::attention::Shape shape;
   int threads = 0;
   std::string device;  // Context::describe(): "cpu (2 threads)", "cuda: NVIDIA H200, ..."
   std::vector<BackendResult> results;  // one per chosen backend, in the order asked

@@ -8,7 +8,7 @@
 // tracer and what was learnt from them: attention time, steps directly inside every attention
 // call against the backend's cost model, the attention calls' temporaries, the allocator's
 // absolute peak. FLOPs and bytes are filled in where the work is known: the attention calls
-// (useful FLOPs, 4 B Hq D per visible query-key pair; bytes of q, k, v read and out written)
+// (the backend's cost model: useful FLOPs and the bytes of q, k, v read and out written)
 // and the forward steps (2 FLOPs per weight per token in the projections plus attention; every
 // weight read once).
 //
@@ -79,26 +79,24 @@ struct ModelRunOptions {
 // Error past the context length.
 ProfiledRun profile_model(Context& ctx, const LanguageModel& model, const ModelRunOptions& options);
 
-struct AttentionShape {
-  std::int64_t batch = 8, heads = 16, seq_len = 1024, head_dim = 64;
-};
+// The study's call, the default of `profile --op attention` and `study`: a causal prefill of
+// B=8, H=16, T=1024, D=64 in f32 (its dtype f16/bf16 on a GPU only).
+inline constexpr ops::attention::Shape kStudyShape = {8, 16, 16, 1024, 1024, 64};
 
 struct AttentionRunOptions {
-  AttentionShape shape;
+  ops::attention::Shape shape = kStudyShape;
   int reps = 4;
   std::uint64_t seed = 0;
-  DType dtype = DType::F32;  // of q, k, v and out (f16/bf16 on a GPU only)
   profiler::GpuTiming gpu_timing = profiler::GpuTiming::Cupti;  // GPU runs only
 };
 
-// Causal prefill attention's call on Normal(0, 1) inputs of `shape` (q, k, v and out on ctx's
-// device, in `dtype`), drawn from `seed`.
-ops::attention::Call random_attention_call(Context& ctx, const AttentionShape& shape, DType dtype,
+// The attention call of `shape` on Normal(0, 1) inputs (q, k, v and out on ctx's device, in
+// shape.dtype; the cache holds exactly kv_len rows), drawn from `seed`.
+ops::attention::Call random_attention_call(Context& ctx, const ops::attention::Shape& shape,
                                            std::uint64_t seed);
 
-// Causal prefill attention on random inputs (on ctx's device, in options.dtype): one
-// unprofiled warm-up call, then `reps` calls alternating profiled and unprofiled as decode
-// steps do.
+// Attention of options.shape on random inputs (on ctx's device): one unprofiled warm-up call,
+// then `reps` calls alternating profiled and unprofiled as decode steps do.
 ProfiledRun profile_attention_op(Context& ctx, const ops::attention::Backend& backend,
                                  const AttentionRunOptions& options);
 

@@ -45,7 +45,7 @@ namespace {
 namespace attention = ops::attention;
 
 struct StudyFlags {
-  AttentionShape shape;
+  attention::Shape shape = kStudyShape;
   std::vector<std::string> backends = attention::backend_names();
   RepetitionPlan plan;
   DeviceOptions device;
@@ -58,9 +58,9 @@ void observe(Context& ctx, const attention::Backend& backend, const StudyFlags& 
              StudyBackend& result) {
   AttentionRunOptions options;
   options.shape = flags.shape;
+  options.shape.dtype = parse_attention_dtype(flags.device.dtype);
   options.reps = 1;
   options.seed = flags.seed;
-  options.dtype = parse_dtype(flags.device.dtype);
   const ProfiledRun run = profile_attention_op(ctx, backend, options);
   const StepRecord& step = run.steps.front();
   result.predicted = step.expected;
@@ -84,7 +84,8 @@ int run_study(const StudyFlags& flags) {
   fs::create_directories(flags.out_dir, error);
   check(!error && fs::is_directory(flags.out_dir), flags.out_dir,
         "cannot create the output directory" + (error ? ": " + error.message() : std::string()));
-  const DType dtype = parse_attention_dtype(flags.device.dtype);
+  attention::Shape shape = flags.shape;
+  shape.dtype = parse_attention_dtype(flags.device.dtype);
   const std::unique_ptr<Context> context = make_context(flags.device);
   Context& ctx = *context;
 
@@ -107,7 +108,7 @@ int run_study(const StudyFlags& flags) {
     results.push_back(std::move(result));
   }
 
-  const attention::Call call = random_attention_call(ctx, flags.shape, dtype, flags.seed + 1);
+  const attention::Call call = random_attention_call(ctx, shape, flags.seed + 1);
   for (const attention::Backend* backend : backends) {
     if (backend) backend->forward(ctx, call);  // warm-up on the shared inputs
   }
@@ -133,22 +134,14 @@ int run_study(const StudyFlags& flags) {
   conditions.finish();
 
   StudySetup setup;
-  setup.batch = flags.shape.batch;
-  setup.heads = flags.shape.heads;
-  setup.seq_len = flags.shape.seq_len;
-  setup.head_dim = flags.shape.head_dim;
+  setup.batch = shape.batch;
+  setup.heads = shape.q_heads;
+  setup.seq_len = shape.q_len;
+  setup.head_dim = shape.head_dim;
   setup.dtype = flags.device.dtype;
   setup.device = ctx.describe();
   setup.cpu = cpu_model();
   setup.threads = ctx.threads();
-  AttentionCase shape;
-  shape.batch = flags.shape.batch;
-  shape.heads = shape.kv_heads = flags.shape.heads;
-  shape.q_len = shape.kv_len = flags.shape.seq_len;
-  shape.head_dim = flags.shape.head_dim;
-  setup.useful_flops = shape.useful_flops();
-  setup.io_bytes = 4.0 * static_cast<double>(storage_bytes(
-                             dtype, shape.batch * shape.heads * shape.q_len * shape.head_dim));
   setup.plan = flags.plan;
   setup.rounds = rounds;
   setup.elapsed_s = seconds_since(start);
@@ -178,9 +171,18 @@ Subcommand add_study(CLI::App& app) {
   sub->add_option("--batch", flags->shape.batch, "Batch size")
       ->capture_default_str()
       ->check(positive);
-  sub->add_option("--heads", flags->shape.heads, "Heads")->capture_default_str()->check(positive);
-  sub->add_option("--seq-len", flags->shape.seq_len, "Tokens (queries and keys)")
-      ->capture_default_str()
+  // A prefill: every query head has its own kv head, and the keys are the queries' own tokens.
+  sub->add_option_function<std::int64_t>(
+         "--heads",
+         [flags](std::int64_t heads) { flags->shape.q_heads = flags->shape.kv_heads = heads; },
+         "Heads")
+      ->default_str(std::to_string(kStudyShape.q_heads))
+      ->check(positive);
+  sub->add_option_function<std::int64_t>(
+         "--seq-len",
+         [flags](std::int64_t tokens) { flags->shape.q_len = flags->shape.kv_len = tokens; },
+         "Tokens (queries and keys)")
+      ->default_str(std::to_string(kStudyShape.q_len))
       ->check(positive);
   sub->add_option("--head-dim", flags->shape.head_dim, "Head dimension")
       ->capture_default_str()

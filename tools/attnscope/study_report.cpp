@@ -214,9 +214,8 @@ json build_study_report(const StudySetup& setup, const std::vector<StudyBackend>
     }
     entry["prediction"] = {{"steps", b.predicted.steps},
                            {"temporary_bytes", b.predicted.temporary_bytes},
-                           {"useful_flops", setup.useful_flops},
-                           {"bytes_at_least", static_cast<std::size_t>(setup.io_bytes) +
-                                                  2 * b.predicted.temporary_bytes}};
+                           {"useful_flops", b.predicted.flops},
+                           {"bytes_at_least", b.predicted.bytes_with_temporaries()}};
     const Estimate time = median_estimate(b.times_ms, 0.95);
     json observation = {{"steps_observed", {b.steps_observed_min, b.steps_observed_max}},
                         {"temporary_bytes", b.temporary_bytes},
@@ -225,7 +224,7 @@ json build_study_report(const StudySetup& setup, const std::vector<StudyBackend>
                         {"times_ms", b.times_ms},
                         {"median_ms", time.value},
                         {"interval_ms", interval_json(time.interval)},
-                        {"gflop_per_s", setup.useful_flops / (time.value * 1e-3) / 1e9},
+                        {"gflop_per_s", b.predicted.flops / (time.value * 1e-3) / 1e9},
                         {"trace", b.trace_file},
                         {"x_inplace", nullptr},
                         {"x_inplace_interval", nullptr}};

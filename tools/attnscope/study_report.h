@@ -41,8 +41,6 @@ struct StudySetup {
   std::string device;  // Context::describe()
   std::string cpu;
   int threads = 0;
-  double useful_flops = 0;  // 4 B H D per visible query-key pair
-  double io_bytes = 0;      // q, k, v read and out written once
   RepetitionPlan plan;
   int rounds = 0;
   double elapsed_s = 0;
