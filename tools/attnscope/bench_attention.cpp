@@ -2,7 +2,7 @@
 // times the attention op alone, backend by backend, on random inputs of one shape, and sets each
 // measurement beside what the backend's cost model predicts.
 //
-// Per backend: --warmup untimed calls, --reps timed calls (a steady clock around forward(); on a
+// Per backend: --warmup untimed calls, --reps timed calls (a steady clock around attend(); on a
 // GPU the stream is drained before the clock starts and again before it stops, so a time is the
 // launches plus the kernels, as a caller waiting for the result sees it),
 // then one instrumented call that measures the peak of temporary bytes taken from the allocator
@@ -63,11 +63,11 @@ BackendResult bench_backend(Context& ctx, const attention::Backend& backend,
   BackendResult result;
   result.backend = std::string(backend.name());
   try {
-    for (int i = 0; i < flags.warmup; ++i) backend.forward(ctx, call);
+    for (int i = 0; i < flags.warmup; ++i) backend.attend(ctx, call);
     ctx.synchronize();
     for (int i = 0; i < flags.reps; ++i) {
       const auto start = std::chrono::steady_clock::now();
-      backend.forward(ctx, call);
+      backend.attend(ctx, call);
       ctx.synchronize();
       result.times_ms.push_back(seconds_since(start) * 1e3);
     }
@@ -82,7 +82,7 @@ BackendResult bench_backend(Context& ctx, const attention::Backend& backend,
     profiler::CpuTracer tracer;
     {
       const ProfilerOn profiling(ctx, tracer);
-      backend.forward(ctx, call);
+      backend.attend(ctx, call);
       ctx.synchronize();
     }
     result.peak_temporary_bytes = allocator.peak_bytes() - baseline;

@@ -110,7 +110,7 @@ int run_study(const StudyFlags& flags) {
 
   const attention::Call call = random_attention_call(ctx, shape, flags.seed + 1);
   for (const attention::Backend* backend : backends) {
-    if (backend) backend->forward(ctx, call);  // warm-up on the shared inputs
+    if (backend) backend->attend(ctx, call);  // warm-up on the shared inputs
   }
   ctx.synchronize();
   RunConditions conditions;
@@ -124,7 +124,7 @@ int run_study(const StudyFlags& flags) {
       if (!backends[at]) continue;
       std::cerr << "study: round " << rounds + 1 << ", " << results[at].backend << "\n";
       const auto call_start = std::chrono::steady_clock::now();
-      backends[at]->forward(ctx, call);
+      backends[at]->attend(ctx, call);
       ctx.synchronize();
       results[at].times_ms.push_back(seconds_since(call_start) * 1e3);
     }
