@@ -1,8 +1,11 @@
-// open_model and the shared part of LanguageModel (models/language_model.h).
+// open_model and the shared part of LanguageModel (models/language_model.h): the one forward
+// step (its checks, inputs, launch and the cache's advance), the KV cache, the backend choice.
 #include "models/language_model.h"
 
 #include "models/gpt2/model.h"
 #include "models/llama/model.h"
+#include "profiler/scope.h"
+#include "runtime/error.h"
 #include "runtime/transfer.h"
 
 namespace attnscope {
@@ -11,6 +14,52 @@ std::string LanguageModel::dtype_summary() const {
   const std::string weights(dtype_name(weight_dtype()));
   if (weight_dtype() == activation_dtype()) return weights;
   return weights + " weights, " + std::string(dtype_name(activation_dtype())) + " activations";
+}
+
+void LanguageModel::set_attention(std::string_view name) {
+  attention_ = &ops::attention::find_backend(name);
+}
+
+KVCache LanguageModel::new_cache(Context& ctx, std::int64_t batch, std::int64_t capacity) const {
+  const ModelConfig& shape = config();
+  check(capacity >= 1 && capacity <= shape.context_length, "kv cache",
+        "capacity " + std::to_string(capacity) + " must be in [1, context length " +
+            std::to_string(shape.context_length) + "]");
+  return KVCache(shape.n_layers, batch, shape.n_kv_heads, capacity, shape.head_dim,
+                 dtypes_.activations, ctx.allocator());
+}
+
+Tensor LanguageModel::forward(Context& ctx, std::span<const std::int32_t> tokens,
+                              std::int64_t batch, KVCache& cache, StepRunner& runner,
+                              bool all_positions) const {
+  profiler::Scope scope(ctx, "forward", "step");
+  const ModelConfig& shape = config();
+  check(batch >= 1 && cache.batch() == batch, "forward",
+        "batch " + std::to_string(batch) + " does not match the cache's " +
+            std::to_string(cache.batch()));
+  const auto total = static_cast<std::int64_t>(tokens.size());
+  check(
+      total > 0 && total % batch == 0, "forward",
+      std::to_string(total) + " tokens do not split into " + std::to_string(batch) + " equal rows");
+  const std::int64_t length = total / batch;
+  const std::int64_t start = cache.length();
+  check(start + length <= shape.context_length, "forward",
+        std::to_string(start + length) + " tokens exceed the model's context length of " +
+            std::to_string(shape.context_length));
+  check(start + length <= cache.capacity(), "forward",
+        std::to_string(start + length) + " tokens exceed the KV cache capacity of " +
+            std::to_string(cache.capacity()));
+
+  // Without learned positions every token reads row 0 of the zero table: step_inputs' positions
+  // are start + i % length, so rows of length 1 starting at 0 give all zeros.
+  const StepInputs inputs =
+      positions_ == Positions::Learned
+          ? step_inputs(ctx, tokens, length, start, shape.vocab_size)
+          : step_inputs(ctx, tokens, /*length=*/1, /*start=*/0, shape.vocab_size);
+  Tensor logits = runner.run(
+      ctx, length == 1, [&] { return run_step(ctx, inputs, batch, length, cache, all_positions); });
+  cache.advance(length);
+  return logits;
 }
 
 Tensor rows_for_logits(Context& ctx, const Tensor& hidden, std::int64_t batch, std::int64_t length,

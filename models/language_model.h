@@ -1,13 +1,15 @@
 // LanguageModel: what every tool needs from a model, whichever family it is.
 //
 // attnscope runs two families, GPT-2 (models/gpt2/) and Llama (models/llama/). Each keeps its own
-// weights, config and forward recipe, because those are what a reader studies; the tools
-// (generate, bench, perplexity, profile, compare, inspect) only open a model, size a KV cache,
-// choose an attention backend and step it forward. That shared surface is this abstract class,
-// and open_model() picks the family from the spec. An interface was chosen over a family switch
-// inside one Model type: each model file stays readable on its own, and adding a family means
-// one class and one line in open_model(). A virtual call per forward step costs nothing beside
-// the step.
+// weights, config and the device part of its forward step (run_step: embedding, blocks, final
+// norm, LM head), because those are what a reader studies; the tools (generate, bench,
+// perplexity, profile, compare, inspect) only open a model, size a KV cache, choose an attention
+// backend and step it forward. That shared part is this base class: it owns the one forward()
+// (its checks, the step inputs, the runner call, the cache's advance), new_cache() and the
+// attention backend, and open_model() picks the family from the spec. A base class was chosen
+// over a family switch inside one Model type: each model file stays readable on its own, and
+// adding a family means one folder and one line in open_model(). The virtual calls are one
+// run_step and a few accessors per forward step, which cost nothing beside the step.
 #pragma once
 
 #include <cstdint>
@@ -17,10 +19,10 @@
 #include <string_view>
 #include <vector>
 
-#include "models/gpt2/step_runner.h"
-#include "models/gpt2/weights.h"
+#include "models/checkpoint.h"
+#include "models/model_config.h"
+#include "models/step_runner.h"
 #include "ops/attention/registry.h"
-#include "runtime/config.h"
 #include "runtime/context.h"
 #include "runtime/kv_cache.h"
 
@@ -33,14 +35,17 @@ class LanguageModel {
   // The shape the tools size things from (vocabulary, context length, layers, heads, eos).
   // GPT-2's own config; for Llama a summary of its LlamaConfig (model_type "llama").
   virtual const ModelConfig& config() const = 0;
-  // The storage dtype of the matrices, and of activations and the KV cache (gpt2::ModelDTypes).
-  virtual DType weight_dtype() const = 0;
-  virtual DType activation_dtype() const = 0;
+  // The storage dtype of the matrices (linear weights and the token embedding / LM head): the
+  // --dtype asked for, on any device.
+  DType weight_dtype() const { return dtypes_.weights; }
+  // The storage dtype of activations, the other parameters and the KV cache: the weight dtype on
+  // cuda, f32 on the cpu (ModelDTypes in models/checkpoint.h). Logits are always f32.
+  DType activation_dtype() const { return dtypes_.activations; }
   // Bytes of all parameters as stored (a tied LM head counted once): what a decode step reads.
   virtual std::uint64_t weight_bytes() const = 0;
-  virtual const std::string& source() const = 0;
+  const std::string& source() const { return source_; }
   // The tensors as the checkpoint stores them (for `inspect`).
-  virtual const std::vector<gpt2::StoredTensor>& stored_tensors() const = 0;
+  const std::vector<StoredTensor>& stored_tensors() const { return stored_; }
   virtual std::int64_t parameter_count() const = 0;
   // The elements of the layers' projection matrices (attention's q, k, v and output, the MLP's;
   // not the embedding, not the LM head). A token multiplies each once (a multiply and an add),
@@ -51,25 +56,54 @@ class LanguageModel {
   virtual std::int64_t projection_weights() const = 0;
 
   // Chooses the attention backend by name (see ops/attention); throws Error for unknown names.
-  virtual void set_attention(std::string_view name) = 0;
-  virtual const ops::attention::Backend& attention() const = 0;
+  void set_attention(std::string_view name);
+  const ops::attention::Backend& attention() const { return *attention_; }
 
-  // A cache for `batch` sequences of up to `capacity` tokens (at most the context length).
-  virtual KVCache new_cache(Context& ctx, std::int64_t batch, std::int64_t capacity) const = 0;
-  // Runs `tokens` (batch rows of equal length) after the cache's contents and appends their keys
-  // and values; f32 logits [batch, T, V] when all_positions, else [batch, 1, V] (see
-  // gpt2::Model::forward). The runner may replay a GPU decode step as one CUDA graph.
-  virtual Tensor forward(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t batch,
-                         KVCache& cache, gpt2::StepRunner& runner,
-                         bool all_positions = false) const = 0;
+  // A cache of n_kv_heads heads for `batch` sequences of up to `capacity` tokens (at most the
+  // context length).
+  KVCache new_cache(Context& ctx, std::int64_t batch, std::int64_t capacity) const;
+
+  // Runs `tokens` (batch rows of T = tokens.size() / batch ids, row-major) at the positions
+  // following the cache's contents, and appends their keys and values to the cache.
+  // Returns f32 logits [batch, T, V] when all_positions, else [batch, 1, V] for the last token,
+  // on ctx's device (use to_host() to read them on the host), launched by `runner`, which may
+  // replay a GPU decode step as one CUDA graph (the overload without a runner launches every
+  // kernel eagerly). Throws Error for out-of-range ids or when the cache or the context would
+  // overflow.
+  Tensor forward(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t batch,
+                 KVCache& cache, StepRunner& runner, bool all_positions = false) const;
   Tensor forward(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t batch,
                  KVCache& cache, bool all_positions = false) const {
-    gpt2::StepRunner eager(false);
+    StepRunner eager(false);
     return forward(ctx, tokens, batch, cache, eager, all_positions);
   }
 
   // "bf16" when weights and activations share a dtype, else "bf16 weights, f32 activations".
   std::string dtype_summary() const;
+
+ protected:
+  // Where a family's tokens take their position from. Learned: a position embedding, whose row
+  // start + t token t of a step reads (GPT-2). Rotary: none in the embedding (every token reads
+  // row 0 of a one-row zero table); the blocks rotate q and k from the cache length (Llama).
+  enum class Positions { Learned, Rotary };
+  explicit LanguageModel(Positions positions) : positions_(positions) {}
+
+  // Everything of a forward step that runs on the device: the embedding, the blocks, the final
+  // norm and the LM head, for `batch` rows of `length` tokens after the cache's contents (which
+  // the blocks append to; forward() advances the cache afterwards). Returns the logits as
+  // forward() does.
+  virtual Tensor run_step(Context& ctx, const StepInputs& inputs, std::int64_t batch,
+                          std::int64_t length, KVCache& cache, bool all_positions) const = 0;
+
+  // Set by each family's open().
+  ModelDTypes dtypes_;
+  std::string source_;
+  std::vector<StoredTensor> stored_;
+  // The backend the blocks call (set_attention).
+  const ops::attention::Backend* attention_ = nullptr;
+
+ private:
+  Positions positions_;
 };
 
 // The rows of `hidden` [batch * length, width] whose logits a step returns: all of them when

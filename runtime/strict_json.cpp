@@ -1,27 +1,46 @@
-// Strict JSON parsing for untrusted files (runtime/strict_json.h).
+// Reading and strict JSON parsing of untrusted files (runtime/strict_json.h).
 //
-// Cost: one pass of nlohmann's parser plus one set insertion per object key.
+// Cost: one read of the file; one pass of nlohmann's parser plus one set insertion per object key.
 #include "runtime/strict_json.h"
 
 #include <cstdio>
+#include <fstream>
 #include <set>
 #include <vector>
 
 #include "runtime/error.h"
 
 namespace attnscope {
-namespace {
 
 using json = nlohmann::json;
 
-// The parser's message without its "[json.exception.parse_error.101] " prefix.
-std::string parser_message(const json::exception& error) {
+std::string read_file(const std::filesystem::path& path, std::uintmax_t max_bytes) {
+  const std::string label = path.string();
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  check(status.type() != std::filesystem::file_type::not_found, label, "no such file");
+  check(!error, label, error.message());
+  check(std::filesystem::is_regular_file(status), label, "not a regular file");
+  const std::uintmax_t size = std::filesystem::file_size(path, error);
+  check(!error, label, "cannot read the file size: " + error.message());
+  check(size <= max_bytes, label, [&] {
+    return "file is " + std::to_string(size) + " bytes; a " + path.filename().string() +
+           " is far smaller than " + std::to_string(max_bytes >> 20) + " MiB";
+  });
+
+  std::ifstream file(path, std::ios::binary);
+  check(file.is_open(), label, "cannot open the file");
+  std::string text(size, '\0');
+  file.read(text.data(), static_cast<std::streamsize>(size));
+  check(static_cast<std::uintmax_t>(file.gcount()) == size, label, "cannot read the file");
+  return text;
+}
+
+std::string json_parser_message(const json::exception& error) {
   const std::string_view what = error.what();
   const std::size_t prefix_end = what.find("] ");
   return std::string(prefix_end == std::string_view::npos ? what : what.substr(prefix_end + 2));
 }
-
-}  // namespace
 
 std::string single_quoted(std::string_view text) {
   std::string out = "'";
@@ -59,7 +78,7 @@ json parse_json_refusing_duplicates(std::string_view text, const std::string& la
   try {
     return json::parse(text.begin(), text.end(), reject_duplicate_keys);
   } catch (const json::exception& error) {  // a parse_error, or out_of_range for 1e999
-    throw Error(label, what + " is not valid JSON: " + parser_message(error));
+    throw Error(label, what + " is not valid JSON: " + json_parser_message(error));
   }
 }
 

@@ -1,8 +1,10 @@
-// What the model suites of both families (tests/test_gpt2.cpp, tests/test_llama.cpp) check a
-// LanguageModel with: greedy generation as `attnscope generate` runs it, every logit of a
-// fixture's prefill, the fixture's reference logits, their largest difference, and a checkpoint
-// rewritten with its matrices replaced by what q8_0 stores for them. A reference.json holds
-// input_ids [B][T], logits [B][T][V] and greedy {prompt_ids, generated_ids} (both fixture sets).
+// What the model suites of both families (tests/test_gpt2.cpp, tests/test_llama.cpp, and on a GPU
+// tests/test_cuda_model.cpp, tests/test_cuda_llama.cpp) check a LanguageModel with: a fixture's
+// input as one prefill, greedy generation as `attnscope generate` runs it, every logit of a
+// fixture's prefill or of its token-by-token decode, the fixture's reference logits, their
+// largest difference, and a checkpoint rewritten with its matrices replaced by what q8_0 stores
+// for them. A reference.json holds input_ids [B][T], logits [B][T][V], greedy {prompt_ids,
+// generated_ids} and greedy_min_margin (both fixture sets).
 #pragma once
 
 #include <doctest/doctest.h>
@@ -19,36 +21,97 @@
 #include "runtime/q8_0.h"
 #include "runtime/safetensors.h"
 #include "runtime/sampler.h"
+#include "runtime/transfer.h"
 #include "safetensors_writer.h"
 
 namespace attnscope::testing {
 
-// Greedy generation through prefill + one-token decode steps, as `attnscope generate` does it.
+// A fixture's input ids [B][T] as one prefill: the B rows back to back.
+struct Prefill {
+  std::vector<std::int32_t> ids;
+  std::int64_t batch = 0;
+  std::int64_t length = 0;
+};
+inline Prefill reference_prefill(const nlohmann::json& reference) {
+  const auto rows = reference["input_ids"].get<std::vector<std::vector<std::int32_t>>>();
+  Prefill prefill{
+      {}, static_cast<std::int64_t>(rows.size()), static_cast<std::int64_t>(rows[0].size())};
+  for (const auto& row : rows) prefill.ids.insert(prefill.ids.end(), row.begin(), row.end());
+  return prefill;
+}
+
+// Logits on any device, copied to the host.
+inline std::vector<float> host_logits(Context& ctx, const Tensor& logits) {
+  const Tensor host = to_host(ctx, logits);
+  return {host.data<float>(), host.data<float>() + host.numel()};
+}
+
+// Greedy generation through prefill + one-token decode steps, as `attnscope generate` does it,
+// launched by `runner`; the arg max is taken on the host, so a GPU test does not depend on the
+// device sampler.
 inline std::vector<std::int32_t> greedy(Context& ctx, const LanguageModel& model,
-                                        const std::vector<std::int32_t>& prompt, int new_tokens) {
+                                        StepRunner& runner, const std::vector<std::int32_t>& prompt,
+                                        int new_tokens) {
   KVCache cache = model.new_cache(ctx, 1, static_cast<std::int64_t>(prompt.size()) + new_tokens);
   Sampler sampler(SamplingOptions{});
-  Tensor logits = model.forward(ctx, prompt, 1, cache);
-  const auto vocab = static_cast<std::size_t>(model.config().vocab_size);
+  Tensor logits = model.forward(ctx, prompt, 1, cache, runner);
   std::vector<std::int32_t> out;
   for (int i = 0; i < new_tokens; ++i) {
-    const std::int32_t next = sampler.sample({logits.data<float>(), vocab});
+    const std::int32_t next = sampler.sample(host_logits(ctx, logits));
     out.push_back(next);
-    if (i + 1 < new_tokens) logits = model.forward(ctx, {&next, 1}, 1, cache);
+    if (i + 1 < new_tokens) logits = model.forward(ctx, {&next, 1}, 1, cache, runner);
   }
   return out;
+}
+// The same with every kernel launched eagerly.
+inline std::vector<std::int32_t> greedy(Context& ctx, const LanguageModel& model,
+                                        const std::vector<std::int32_t>& prompt, int new_tokens) {
+  StepRunner eager(false);
+  return greedy(ctx, model, eager, prompt, new_tokens);
 }
 
 // Every logit of a prefill over the fixture's input ids, as float64 [B * T * V].
 inline std::vector<double> all_logits(Context& ctx, const LanguageModel& model,
                                       const nlohmann::json& reference) {
-  const auto ids = reference["input_ids"].get<std::vector<std::vector<std::int32_t>>>();
-  std::vector<std::int32_t> flat;
-  for (const auto& row : ids) flat.insert(flat.end(), row.begin(), row.end());
-  const auto batch = static_cast<std::int64_t>(ids.size());
-  KVCache cache = model.new_cache(ctx, batch, static_cast<std::int64_t>(ids[0].size()));
-  const Tensor logits = model.forward(ctx, flat, batch, cache, true);
+  const Prefill prefill = reference_prefill(reference);
+  KVCache cache = model.new_cache(ctx, prefill.batch, prefill.length);
+  const Tensor logits = model.forward(ctx, prefill.ids, prefill.batch, cache, true);
   return {logits.data<float>(), logits.data<float>() + logits.numel()};
+}
+
+// The largest |logit - expected| over decoding row 0 of the fixture's input one token per step;
+// `expected` is flattened as all_logits flattens it (row 0 first).
+inline double decode_logit_change(Context& ctx, const LanguageModel& model,
+                                  const nlohmann::json& reference,
+                                  const std::vector<double>& expected) {
+  const auto ids = reference["input_ids"][0].get<std::vector<std::int32_t>>();
+  const auto length = static_cast<std::int64_t>(ids.size());
+  const std::int64_t vocab = model.config().vocab_size;
+  KVCache cache = model.new_cache(ctx, 1, length);
+  double change = 0.0;
+  for (std::int64_t t = 0; t < length; ++t) {
+    const Tensor logits = model.forward(ctx, {&ids[static_cast<std::size_t>(t)], 1}, 1, cache);
+    for (std::int64_t v = 0; v < vocab; ++v) {
+      change = std::max(change, std::fabs(logits.data<float>()[v] -
+                                          expected[static_cast<std::size_t>(t * vocab + v)]));
+    }
+  }
+  return change;
+}
+
+// Checks that greedy generation reproduces the fixture's tokens when every greedy step's top-1
+// lead (greedy_min_margin) exceeds 2 x `bound`, so that no logit within the bound can overtake
+// the top one; says so when it does not, and compares nothing then.
+inline void check_greedy_tokens(Context& ctx, const LanguageModel& model,
+                                const nlohmann::json& reference, double bound) {
+  const double margin = reference["greedy_min_margin"].get<double>();
+  if (margin <= 2.0 * bound) {
+    MESSAGE("greedy margin " << margin << " <= 2 x bound " << bound << ": tokens not compared");
+    return;
+  }
+  const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
+  const auto tokens = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
+  CHECK(greedy(ctx, model, prompt, static_cast<int>(tokens.size())) == tokens);
 }
 
 // The fixture's logits, flattened as all_logits flattens them.

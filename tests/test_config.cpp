@@ -7,7 +7,8 @@
 #include <map>
 #include <string>
 
-#include "runtime/config.h"
+#include "json_object_text.h"
+#include "models/gpt2/config.h"
 #include "runtime/error.h"
 #include "safetensors_writer.h"
 
@@ -42,36 +43,21 @@ const char* const kGpt2ConfigJson = R"({
   "vocab_size": 50257
 })";
 
-// A config as key -> raw JSON value, to build variants of a small valid one.
-class ConfigText {
- public:
-  ConfigText& set(const std::string& key, const std::string& raw_json_value) {
-    fields_[key] = raw_json_value;
-    return *this;
-  }
-  ConfigText& erase(const std::string& key) {
-    fields_.erase(key);
-    return *this;
-  }
-  std::string json() const {
-    std::string text = "{";
-    for (const auto& [key, value] : fields_) {
-      if (text.size() > 1) text += ", ";
-      text += "\"" + key + "\": " + value;
-    }
-    return text + "}";
-  }
-
- private:
-  std::map<std::string, std::string> fields_ = {{"vocab_size", "100"}, {"n_positions", "32"},
-                                                {"n_embd", "16"},      {"n_layer", "2"},
-                                                {"n_head", "4"},       {"eos_token_id", "99"}};
+// A small valid config, to build variants of (tests/json_object_text.h).
+struct ConfigText : testing::JsonObjectText {
+  ConfigText()
+      : JsonObjectText({{"vocab_size", "100"},
+                        {"n_positions", "32"},
+                        {"n_embd", "16"},
+                        {"n_layer", "2"},
+                        {"n_head", "4"},
+                        {"eos_token_id", "99"}}) {}
 };
 
 // The message of the Error thrown by parsing, or a note that none was thrown.
-std::string config_failure(const ConfigText& config) {
+std::string config_failure(const testing::JsonObjectText& config) {
   try {
-    parse_model_config(config.json(), kLabel);
+    gpt2::parse_gpt2_config(config.json(), kLabel);
   } catch (const Error& error) {
     return error.what();
   }
@@ -79,7 +65,7 @@ std::string config_failure(const ConfigText& config) {
 }
 
 TEST_CASE("config: GPT-2 small's config.json") {
-  const ModelConfig config = parse_model_config(kGpt2ConfigJson, kLabel);
+  const gpt2::Gpt2Config config = gpt2::parse_gpt2_config(kGpt2ConfigJson, kLabel);
   CHECK(config.model_type == "gpt2");
   CHECK(config.vocab_size == 50257);
   CHECK(config.context_length == 1024);
@@ -95,7 +81,7 @@ TEST_CASE("config: GPT-2 small's config.json") {
 }
 
 TEST_CASE("config: optional keys take their defaults") {
-  const ModelConfig config = parse_model_config(
+  const gpt2::Gpt2Config config = gpt2::parse_gpt2_config(
       ConfigText().erase("eos_token_id").set("vocab_size", "50257").json(), kLabel);
   CHECK(config.d_ff == 64);
   CHECK(config.layer_norm_epsilon == 1e-5);
@@ -105,20 +91,21 @@ TEST_CASE("config: optional keys take their defaults") {
 }
 
 TEST_CASE("config: n_inner given, null or absent") {
-  CHECK(parse_model_config(ConfigText().set("n_inner", "24").json(), kLabel).d_ff == 24);
-  CHECK(parse_model_config(ConfigText().set("n_inner", "null").json(), kLabel).d_ff == 64);
-  CHECK(parse_model_config(ConfigText().json(), kLabel).d_ff == 64);
+  CHECK(gpt2::parse_gpt2_config(ConfigText().set("n_inner", "24").json(), kLabel).d_ff == 24);
+  CHECK(gpt2::parse_gpt2_config(ConfigText().set("n_inner", "null").json(), kLabel).d_ff == 64);
+  CHECK(gpt2::parse_gpt2_config(ConfigText().json(), kLabel).d_ff == 64);
 }
 
 TEST_CASE("config: n_ctx stands in for n_positions, and n_positions wins when both are given") {
-  CHECK(parse_model_config(ConfigText().erase("n_positions").set("n_ctx", "48").json(), kLabel)
+  CHECK(gpt2::parse_gpt2_config(ConfigText().erase("n_positions").set("n_ctx", "48").json(), kLabel)
             .context_length == 48);
-  CHECK(parse_model_config(ConfigText().set("n_ctx", "48").json(), kLabel).context_length == 32);
+  CHECK(gpt2::parse_gpt2_config(ConfigText().set("n_ctx", "48").json(), kLabel).context_length ==
+        32);
 }
 
 TEST_CASE("config: every activation name of transformers' ACT2FN without parameters is read") {
   for (const ActivationName& entry : kActivationNames) {
-    const ModelConfig config = parse_model_config(
+    const gpt2::Gpt2Config config = gpt2::parse_gpt2_config(
         ConfigText()
             .set("activation_function", std::string("\"").append(entry.name).append("\""))
             .json(),
@@ -132,50 +119,53 @@ TEST_CASE("config: every activation name of transformers' ACT2FN without paramet
 }
 
 TEST_CASE("config: the attention scale follows scale_attn_weights and the layer index") {
-  const ModelConfig plain = parse_model_config(ConfigText().json(), kLabel);  // D = 16 / 4
+  const gpt2::Gpt2Config plain =
+      gpt2::parse_gpt2_config(ConfigText().json(), kLabel);  // D = 16 / 4
   CHECK(plain.attention_scale(0) == 0.5f);
   CHECK(plain.attention_scale(3) == 0.5f);
-  const ModelConfig unscaled =
-      parse_model_config(ConfigText().set("scale_attn_weights", "false").json(), kLabel);
+  const gpt2::Gpt2Config unscaled =
+      gpt2::parse_gpt2_config(ConfigText().set("scale_attn_weights", "false").json(), kLabel);
   CHECK(unscaled.attention_scale(0) == 1.0f);
-  const ModelConfig by_layer = parse_model_config(
+  const gpt2::Gpt2Config by_layer = gpt2::parse_gpt2_config(
       ConfigText().set("scale_attn_by_inverse_layer_idx", "true").json(), kLabel);
   CHECK(by_layer.attention_scale(0) == 0.5f);
   CHECK(by_layer.attention_scale(1) == 0.25f);
   CHECK(by_layer.attention_scale(3) == 0.125f);
-  const ModelConfig both = parse_model_config(ConfigText()
-                                                  .set("scale_attn_weights", "false")
-                                                  .set("scale_attn_by_inverse_layer_idx", "true")
-                                                  .json(),
-                                              kLabel);
+  const gpt2::Gpt2Config both =
+      gpt2::parse_gpt2_config(ConfigText()
+                                  .set("scale_attn_weights", "false")
+                                  .set("scale_attn_by_inverse_layer_idx", "true")
+                                  .json(),
+                              kLabel);
   CHECK(both.attention_scale(1) == 0.5f);
 }
 
 TEST_CASE("config: other optional values are read") {
-  const ModelConfig config = parse_model_config(ConfigText()
-                                                    .set("layer_norm_epsilon", "1e-6")
-                                                    .set("eos_token_id", "0")
-                                                    .set("model_type", "\"gpt2\"")
-                                                    .json(),
-                                                kLabel);
+  const gpt2::Gpt2Config config = gpt2::parse_gpt2_config(ConfigText()
+                                                              .set("layer_norm_epsilon", "1e-6")
+                                                              .set("eos_token_id", "0")
+                                                              .set("model_type", "\"gpt2\"")
+                                                              .json(),
+                                                          kLabel);
   CHECK(config.layer_norm_epsilon == 1e-6);
   CHECK(config.eos_token_id == 0);
 }
 
 TEST_CASE("config: text that is not a JSON object is refused with the parser's position") {
-  CHECK_THROWS_WITH_AS(parse_model_config("{\n  \"n_embd\": 768,\n}", kLabel),
+  CHECK_THROWS_WITH_AS(gpt2::parse_gpt2_config("{\n  \"n_embd\": 768,\n}", kLabel),
                        "config.json: not valid JSON: parse error at line 3, column 1: syntax "
                        "error while parsing object key - unexpected '}'; expected string literal",
                        Error);
-  CHECK_THROWS_WITH_AS(parse_model_config("", kLabel),
+  CHECK_THROWS_WITH_AS(gpt2::parse_gpt2_config("", kLabel),
                        doctest::Contains("config.json: not valid JSON: parse error at line 1, "
                                          "column 1"),
                        Error);
-  CHECK_THROWS_WITH_AS(parse_model_config(std::string_view("{}\0{", 4), kLabel),
+  CHECK_THROWS_WITH_AS(gpt2::parse_gpt2_config(std::string_view("{}\0{", 4), kLabel),
                        "config.json: not valid JSON: NUL byte at offset 2", Error);
-  CHECK_THROWS_WITH_AS(parse_model_config("[1, 2]", kLabel), "config.json: not a JSON object",
+  CHECK_THROWS_WITH_AS(gpt2::parse_gpt2_config("[1, 2]", kLabel), "config.json: not a JSON object",
                        Error);
-  CHECK_THROWS_WITH_AS(parse_model_config("null", kLabel), "config.json: not a JSON object", Error);
+  CHECK_THROWS_WITH_AS(gpt2::parse_gpt2_config("null", kLabel), "config.json: not a JSON object",
+                       Error);
 }
 
 TEST_CASE("config: each required key is required") {
@@ -291,44 +281,44 @@ TEST_CASE("config: activation_function and model_type must be ones attnscope imp
 
 TEST_CASE("config: an eos_token_id outside the vocabulary is kept, as transformers keeps it") {
   for (const char* eos : {"100", "-1"}) {
-    const ModelConfig config =
-        parse_model_config(ConfigText().set("eos_token_id", eos).json(), kLabel);
+    const gpt2::Gpt2Config config =
+        gpt2::parse_gpt2_config(ConfigText().set("eos_token_id", eos).json(), kLabel);
     CHECK_FALSE(config.eos_in_vocabulary());
   }
   // The default, 50256, is GPT-2's <|endoftext|>: outside a small vocabulary.
-  const ModelConfig fallback =
-      parse_model_config(ConfigText().erase("eos_token_id").json(), kLabel);
+  const gpt2::Gpt2Config fallback =
+      gpt2::parse_gpt2_config(ConfigText().erase("eos_token_id").json(), kLabel);
   CHECK(fallback.eos_token_id == 50256);
   CHECK_FALSE(fallback.eos_in_vocabulary());
-  CHECK(parse_model_config(ConfigText().set("eos_token_id", "99").json(), kLabel)
+  CHECK(gpt2::parse_gpt2_config(ConfigText().set("eos_token_id", "99").json(), kLabel)
             .eos_in_vocabulary());
 }
 
-TEST_CASE("config: read_model_config reads a file and names it in errors") {
+TEST_CASE("config: gpt2::read_gpt2_config reads a file and names it in errors") {
   const testing::TempDir dir;
   const std::string path = dir.file("config.json");
   testing::write_file(path, kGpt2ConfigJson);
-  CHECK(read_model_config(path).d_model == 768);
+  CHECK(gpt2::read_gpt2_config(path).d_model == 768);
 
   const std::string broken = dir.file("broken.json");
   testing::write_file(broken, ConfigText().set("n_layer", "0").json());
-  CHECK_THROWS_WITH_AS(read_model_config(broken),
+  CHECK_THROWS_WITH_AS(gpt2::read_gpt2_config(broken),
                        (broken + ": n_layer = 0 is outside [1, 1024]").c_str(), Error);
 
   const std::string empty = dir.file("empty.json");
   testing::write_file(empty, "");
   CHECK_THROWS_WITH_AS(
-      read_model_config(empty),
+      gpt2::read_gpt2_config(empty),
       doctest::Contains((empty + ": not valid JSON: parse error at line 1").c_str()), Error);
 
-  CHECK_THROWS_WITH_AS(read_model_config(dir.file("absent.json")),
+  CHECK_THROWS_WITH_AS(gpt2::read_gpt2_config(dir.file("absent.json")),
                        (dir.file("absent.json") + ": no such file").c_str(), Error);
-  CHECK_THROWS_WITH_AS(read_model_config(dir.path().string()),
+  CHECK_THROWS_WITH_AS(gpt2::read_gpt2_config(dir.path().string()),
                        (dir.path().string() + ": not a regular file").c_str(), Error);
 }
 
-TEST_CASE("config: validate_config checks configs built in code") {
-  ModelConfig config;
+TEST_CASE("config: gpt2::validate_gpt2_config checks configs built in code") {
+  gpt2::Gpt2Config config;
   config.vocab_size = 64;
   config.context_length = 16;
   config.d_model = 8;
@@ -337,18 +327,18 @@ TEST_CASE("config: validate_config checks configs built in code") {
   config.n_kv_heads = 2;
   config.d_ff = 32;
   config.eos_token_id = 0;
-  CHECK_NOTHROW(validate_config(config, "synthetic"));
+  CHECK_NOTHROW(gpt2::validate_gpt2_config(config, "synthetic"));
 
   config.n_kv_heads = 1;
-  CHECK_THROWS_WITH_AS(validate_config(config, "synthetic"),
+  CHECK_THROWS_WITH_AS(gpt2::validate_gpt2_config(config, "synthetic"),
                        "synthetic: n_kv_heads = 1 must equal n_head = 2 for GPT-2", Error);
   config.n_kv_heads = 2;
   config.activation = "swiglu";
-  CHECK_THROWS_WITH_AS(validate_config(config, "synthetic"),
+  CHECK_THROWS_WITH_AS(gpt2::validate_gpt2_config(config, "synthetic"),
                        doctest::Contains("activation_function \"swiglu\" is not supported"), Error);
   config.activation = "gelu_pytorch_tanh";
   config.d_ff = 0;
-  CHECK_THROWS_WITH_AS(validate_config(config, "synthetic"),
+  CHECK_THROWS_WITH_AS(gpt2::validate_gpt2_config(config, "synthetic"),
                        "synthetic: n_inner = 0 is outside [1, 262144]", Error);
 }
 

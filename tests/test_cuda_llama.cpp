@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "llama_fixtures.h"
+#include "model_checks.h"
 #include "models/llama/model.h"
 #include "row_errors.h"
 #include "runtime/cuda/device.h"
@@ -21,9 +22,12 @@ using namespace attnscope;
 namespace {
 
 using testing::fixture_dir;
+using testing::greedy;
+using testing::host_logits;
 using testing::kLlamaFixtures;
 using testing::logit_bound;
 using testing::read_reference;
+using testing::reference_prefill;
 using testing::RowErrors;
 using testing::worst_row_errors;
 
@@ -31,39 +35,6 @@ bool gpu_missing() {
   const std::string why = gpu::unavailable_reason();
   if (!why.empty()) MESSAGE("SKIPPED: " << why);
   return !why.empty();
-}
-
-// A fixture's input ids [B][T] as one prefill: the B rows back to back.
-struct Prefill {
-  std::vector<std::int32_t> ids;
-  std::int64_t batch = 0;
-  std::int64_t length = 0;
-};
-Prefill reference_prefill(const nlohmann::json& reference) {
-  const auto rows = reference["input_ids"].get<std::vector<std::vector<std::int32_t>>>();
-  Prefill prefill{
-      {}, static_cast<std::int64_t>(rows.size()), static_cast<std::int64_t>(rows[0].size())};
-  for (const auto& row : rows) prefill.ids.insert(prefill.ids.end(), row.begin(), row.end());
-  return prefill;
-}
-
-std::vector<float> host_logits(Context& ctx, const Tensor& logits) {
-  const Tensor host = to_host(ctx, logits);
-  return {host.data<float>(), host.data<float>() + host.numel()};
-}
-
-std::vector<std::int32_t> greedy(Context& ctx, const llama::Model& model, gpt2::StepRunner& runner,
-                                 const std::vector<std::int32_t>& prompt, int new_tokens) {
-  KVCache cache = model.new_cache(ctx, 1, static_cast<std::int64_t>(prompt.size()) + new_tokens);
-  Sampler sampler(SamplingOptions{});
-  Tensor logits = model.forward(ctx, prompt, 1, cache, runner);
-  std::vector<std::int32_t> out;
-  for (int i = 0; i < new_tokens; ++i) {
-    const std::int32_t next = sampler.sample(host_logits(ctx, logits));
-    out.push_back(next);
-    if (i + 1 < new_tokens) logits = model.forward(ctx, {&next, 1}, 1, cache, runner);
-  }
-  return out;
 }
 
 // The largest |actual - expected| / max(|expected|, 1) over one position's logits (a NaN counts
@@ -165,7 +136,7 @@ TEST_CASE("GPU llama: greedy tokens equal transformers', CUDA graphs on and off"
     for (const std::string& backend : ops::attention::backend_names()) {
       model.set_attention(backend);
       for (const bool graphs : {false, true}) {
-        gpt2::StepRunner runner(graphs);
+        StepRunner runner(graphs);
         CAPTURE(name);
         CAPTURE(backend);
         CAPTURE(graphs);
@@ -203,7 +174,7 @@ TEST_CASE(
       for (const std::string& backend : ops::attention::backend_names()) {
         model.set_attention(backend);
         for (const bool graphs : {false, true}) {
-          gpt2::StepRunner runner(graphs);
+          StepRunner runner(graphs);
           KVCache cache = model.new_cache(ctx, 1, length);
           model.forward(ctx, {ids.data(), static_cast<std::size_t>(prefill)}, 1, cache, runner);
           std::vector<float> decoded;

@@ -23,6 +23,7 @@
 
 #include "fixture_paths.h"
 #include "hf_fixtures.h"
+#include "model_checks.h"
 #include "models/gpt2/model.h"
 #include "row_errors.h"
 #include "runtime/cuda/device.h"
@@ -34,9 +35,12 @@ using namespace attnscope;
 
 namespace {
 
+using testing::greedy;
 using testing::hf_fixture_dir;
+using testing::host_logits;
 using testing::kHfFixtures;
 using testing::read_hf_reference;
+using testing::reference_prefill;
 using testing::RowErrors;
 using testing::worst_row_errors;
 
@@ -44,30 +48,6 @@ bool gpu_missing() {
   const std::string why = gpu::unavailable_reason();
   if (!why.empty()) MESSAGE("SKIPPED: " << why);
   return !why.empty();
-}
-
-// The logits on the host, as floats.
-std::vector<float> host_logits(Context& ctx, const Tensor& logits) {
-  const Tensor host = to_host(ctx, logits);
-  return {host.data<float>(), host.data<float>() + host.numel()};
-}
-
-// Greedy generation through prefill + one-token decode steps launched by `runner`, as
-// `attnscope generate` does it; the arg max is taken on the host, so the test does not depend on
-// the device sampler.
-std::vector<std::int32_t> greedy(Context& ctx, const gpt2::Model& model, gpt2::StepRunner& runner,
-                                 const std::vector<std::int32_t>& prompt, int new_tokens) {
-  KVCache cache = model.new_cache(ctx, 1, static_cast<std::int64_t>(prompt.size()) + new_tokens);
-  Sampler sampler(SamplingOptions{});
-  Tensor logits = model.forward(ctx, prompt, 1, cache, runner);
-  std::vector<std::int32_t> out;
-  for (int i = 0; i < new_tokens; ++i) {
-    const std::vector<float> row = host_logits(ctx, logits);
-    const std::int32_t next = sampler.sample(row);
-    out.push_back(next);
-    if (i + 1 < new_tokens) logits = model.forward(ctx, {&next, 1}, 1, cache, runner);
-  }
-  return out;
 }
 
 // Worst |actual - expected| / max(|expected|, 1) over every logit of every row; infinite when a
@@ -95,11 +75,7 @@ TEST_CASE("GPU f32 logits match Hugging Face's for every backend; bf16 stays clo
   if (gpu_missing()) return;
   for (const char* name : kHfFixtures) {
     const nlohmann::json reference = read_hf_reference(name);
-    const auto ids = reference["input_ids"].get<std::vector<std::vector<std::int32_t>>>();
-    std::vector<std::int32_t> flat;
-    for (const auto& row : ids) flat.insert(flat.end(), row.begin(), row.end());
-    const auto batch = static_cast<std::int64_t>(ids.size());
-    const auto length = static_cast<std::int64_t>(ids[0].size());
+    const auto [flat, batch, length] = reference_prefill(reference);
     const bool unscaled = std::string_view(name).starts_with("unscaled");
     for (const DType dtype : {DType::F32, DType::BF16}) {
       if (dtype == DType::BF16 && unscaled) continue;  // see the bounds at the top of the file
@@ -138,7 +114,7 @@ TEST_CASE("GPU f32 greedy continuations equal Hugging Face's, with and without C
     gpt2::Model model = gpt2::Model::open(hf_fixture_dir(name), ctx);
     const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
     const auto expected = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
-    gpt2::StepRunner runner;
+    StepRunner runner;
     for (const std::string& backend : ops::attention::backend_names()) {
       for (const bool graphs : {true, false}) {
         model.set_attention(backend);
@@ -157,7 +133,7 @@ TEST_CASE("a decode step gives the same logits as a graph and launched kernel by
   Context ctx(Device::CUDA, 2);
   gpt2::Model model = gpt2::Model::open("synthetic:tiny", ctx, 5, DType::BF16);
   const std::vector<std::int32_t> prompt = {464, 2068, 7586, 21831};
-  gpt2::StepRunner runner;
+  StepRunner runner;
   for (const std::string& backend : ops::attention::backend_names()) {
     model.set_attention(backend);
     std::vector<std::vector<float>> runs;
@@ -168,7 +144,7 @@ TEST_CASE("a decode step gives the same logits as a graph and launched kernel by
       both.insert(both.end(), prompt.rbegin(), prompt.rend());
       model.forward(ctx, both, 2, cache, runner);
       std::vector<float> steps;
-      const gpt2::StepRunner::GraphCounts before = runner.graph_counts();
+      const StepRunner::GraphCounts before = runner.graph_counts();
       for (std::int32_t token = 100; token < 106; ++token) {
         const std::vector<std::int32_t> next = {token, token + 1};
         const std::vector<float> logits =
@@ -176,7 +152,7 @@ TEST_CASE("a decode step gives the same logits as a graph and launched kernel by
         steps.insert(steps.end(), logits.begin(), logits.end());
       }
       runs.push_back(steps);
-      const gpt2::StepRunner::GraphCounts after = runner.graph_counts();
+      const StepRunner::GraphCounts after = runner.graph_counts();
       const std::int64_t graph_steps =
           after.instantiations + after.updates - before.instantiations - before.updates;
       // Every decode step but the runner's very first (run eagerly to load its kernels) is a graph.

@@ -23,6 +23,8 @@ namespace fs = std::filesystem;
 namespace {
 
 using testing::all_logits;
+using testing::check_greedy_tokens;
+using testing::decode_logit_change;
 using testing::greedy;
 using testing::hf_fixture_dir;
 using testing::kHfFixtures;
@@ -30,6 +32,7 @@ using testing::max_abs_difference;
 using testing::max_relative_difference;
 using testing::read_hf_reference;
 using testing::reference_logits;
+using testing::reference_prefill;
 
 }  // namespace
 
@@ -38,11 +41,7 @@ TEST_CASE("logits match Hugging Face's within 1e-4 for every backend and stored 
     const nlohmann::json reference = read_hf_reference(name);
     Context ctx(2);
     gpt2::Model model = gpt2::Model::open(hf_fixture_dir(name), ctx);
-    const auto ids = reference["input_ids"].get<std::vector<std::vector<std::int32_t>>>();
-    std::vector<std::int32_t> flat;
-    for (const auto& row : ids) flat.insert(flat.end(), row.begin(), row.end());
-    const auto batch = static_cast<std::int64_t>(ids.size());
-    const auto length = static_cast<std::int64_t>(ids[0].size());
+    const auto [flat, batch, length] = reference_prefill(reference);
     const std::int64_t vocab = model.config().vocab_size;
     for (const std::string& backend : ops::attention::backend_names()) {
       model.set_attention(backend);
@@ -133,14 +132,7 @@ TEST_CASE("16-bit weights on the cpu: an f32 checkpoint narrowed at load stays n
                               << "every weight rounded: " << transformers_change << ")");
     CHECK(change > 0.0);  // the weights really were narrowed
     CHECK(change <= bound);
-    const double margin = f32_reference["greedy_min_margin"].get<double>();
-    if (margin <= 2.0 * bound) {
-      MESSAGE("greedy margin " << margin << " <= 2 x bound " << bound << ": tokens not compared");
-      continue;
-    }
-    const auto prompt = f32_reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
-    const auto tokens = f32_reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
-    CHECK(greedy(ctx, model, prompt, static_cast<int>(tokens.size())) == tokens);
+    check_greedy_tokens(ctx, model, f32_reference, bound);
   }
 }
 
@@ -194,30 +186,12 @@ TEST_CASE("q8_0 weights on the cpu: decode stays near the f32 logits and tokens"
   const double weights_change = max_abs_difference(all_logits(ctx, model, reference), f32_logits);
   const double bound = 4.0 * weights_change + 1e-3;
 
-  const auto ids = reference["input_ids"][0].get<std::vector<std::int32_t>>();
-  const auto length = static_cast<std::int64_t>(ids.size());
-  const std::int64_t vocab = model.config().vocab_size;
-  KVCache cache = model.new_cache(ctx, 1, length);
-  double change = 0.0;
-  for (std::int64_t t = 0; t < length; ++t) {
-    const Tensor logits = model.forward(ctx, {&ids[static_cast<std::size_t>(t)], 1}, 1, cache);
-    for (std::int64_t v = 0; v < vocab; ++v) {
-      change = std::max(change, std::fabs(logits.data<float>()[v] -
-                                          f32_logits[static_cast<std::size_t>(t * vocab + v)]));
-    }
-  }
+  const double change = decode_logit_change(ctx, model, reference, f32_logits);
   MESSAGE("q8_0 decode: max |logit change| "
           << change << " (weights alone, prefill: " << weights_change << ")");
   CHECK(change > 0.0);
   CHECK(change <= bound);
-  const double margin = reference["greedy_min_margin"].get<double>();
-  if (margin <= 2.0 * bound) {
-    MESSAGE("greedy margin " << margin << " <= 2 x bound " << bound << ": tokens not compared");
-    return;
-  }
-  const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
-  const auto tokens = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
-  CHECK(greedy(ctx, model, prompt, static_cast<int>(tokens.size())) == tokens);
+  check_greedy_tokens(ctx, model, reference, bound);
 }
 
 TEST_CASE("q8_0 needs rows of whole blocks and the cpu") {
@@ -225,7 +199,7 @@ TEST_CASE("q8_0 needs rows of whole blocks and the cpu") {
   // tiny-b's MLP is 200 wide (n_inner): mlp.c_proj's rows cannot be cut into blocks of 32.
   CHECK_THROWS_WITH_AS(gpt2::Model::open(hf_fixture_dir("tiny-b"), ctx, 0, DType::Q8_0),
                        doctest::Contains("n_inner is 200"), Error);
-  CHECK_THROWS_WITH_AS(gpt2::model_dtypes(Device::CUDA, DType::Q8_0),
+  CHECK_THROWS_WITH_AS(model_dtypes(Device::CUDA, DType::Q8_0),
                        doctest::Contains("q8_0 runs on the cpu only"), Error);
 }
 

@@ -22,6 +22,8 @@ namespace fs = std::filesystem;
 namespace {
 
 using testing::all_logits;
+using testing::check_greedy_tokens;
+using testing::decode_logit_change;
 using testing::fixture_dir;
 using testing::greedy;
 using testing::kLlamaFixtures;
@@ -30,6 +32,7 @@ using testing::max_abs_difference;
 using testing::max_relative_difference;
 using testing::read_reference;
 using testing::reference_logits;
+using testing::reference_prefill;
 
 }  // namespace
 
@@ -38,11 +41,7 @@ TEST_CASE("llama: logits match transformers' within the derived bound for every 
     const nlohmann::json reference = read_reference(name);
     Context ctx(2);
     llama::Model model = llama::Model::open(fixture_dir(name), ctx);
-    const auto ids = reference["input_ids"].get<std::vector<std::vector<std::int32_t>>>();
-    std::vector<std::int32_t> flat;
-    for (const auto& row : ids) flat.insert(flat.end(), row.begin(), row.end());
-    const auto batch = static_cast<std::int64_t>(ids.size());
-    const auto length = static_cast<std::int64_t>(ids[0].size());
+    const auto [flat, batch, length] = reference_prefill(reference);
     const std::int64_t vocab = model.llama_config().vocab_size;
     const double bound = logit_bound(model.llama_config(), length);
     for (const std::string& backend : ops::attention::backend_names()) {
@@ -153,14 +152,7 @@ TEST_CASE("llama: 16-bit weights on the cpu: an f32 checkpoint narrowed at load 
                          << "every weight rounded: " << transformers_change << ")");
     CHECK(change > 0.0);  // the weights really were narrowed
     CHECK(change <= bound);
-    const double margin = f32_reference["greedy_min_margin"].get<double>();
-    if (margin <= 2.0 * bound) {
-      MESSAGE("greedy margin " << margin << " <= 2 x bound " << bound << ": tokens not compared");
-      continue;
-    }
-    const auto prompt = f32_reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
-    const auto tokens = f32_reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
-    CHECK(greedy(ctx, model, prompt, static_cast<int>(tokens.size())) == tokens);
+    check_greedy_tokens(ctx, model, f32_reference, bound);
   }
 }
 
@@ -202,30 +194,12 @@ TEST_CASE("llama: q8_0 weights on the cpu: decode stays near the f32 logits and 
   const double bound =
       4.0 * weights_change + 2.0 * absolute_parity_bound(model.llama_config(), reference);
 
-  const auto ids = reference["input_ids"][0].get<std::vector<std::int32_t>>();
-  const auto length = static_cast<std::int64_t>(ids.size());
-  const std::int64_t vocab = model.config().vocab_size;
-  KVCache cache = model.new_cache(ctx, 1, length);
-  double change = 0.0;
-  for (std::int64_t t = 0; t < length; ++t) {
-    const Tensor logits = model.forward(ctx, {&ids[static_cast<std::size_t>(t)], 1}, 1, cache);
-    for (std::int64_t v = 0; v < vocab; ++v) {
-      change = std::max(change, std::fabs(logits.data<float>()[v] -
-                                          f32_logits[static_cast<std::size_t>(t * vocab + v)]));
-    }
-  }
+  const double change = decode_logit_change(ctx, model, reference, f32_logits);
   MESSAGE("q8_0 decode: max |logit change| "
           << change << " (weights alone, prefill: " << weights_change << ")");
   CHECK(change > 0.0);
   CHECK(change <= bound);
-  const double margin = reference["greedy_min_margin"].get<double>();
-  if (margin <= 2.0 * bound) {
-    MESSAGE("greedy margin " << margin << " <= 2 x bound " << bound << ": tokens not compared");
-    return;
-  }
-  const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
-  const auto tokens = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
-  CHECK(greedy(ctx, model, prompt, static_cast<int>(tokens.size())) == tokens);
+  check_greedy_tokens(ctx, model, reference, bound);
 }
 
 TEST_CASE("llama: synthetic shapes, parameter counts and seeded weights") {

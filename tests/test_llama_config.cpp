@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "json_object_text.h"
 #include "models/llama/config.h"
 #include "runtime/error.h"
 
@@ -78,35 +79,20 @@ const char* const kLlama32Json = R"({
   "vocab_size": 128256
 })";
 
-// A config as key -> raw JSON value, to build variants of a small valid one.
-class ConfigText {
- public:
-  ConfigText& set(const std::string& key, const std::string& raw_json_value) {
-    fields_[key] = raw_json_value;
-    return *this;
-  }
-  ConfigText& erase(const std::string& key) {
-    fields_.erase(key);
-    return *this;
-  }
-  std::string json() const {
-    std::string text = "{";
-    for (const auto& [key, value] : fields_) {
-      if (text.size() > 1) text += ", ";
-      text += "\"" + key + "\": " + value;
-    }
-    return text + "}";
-  }
-
- private:
-  std::map<std::string, std::string> fields_ = {
-      {"vocab_size", "100"},      {"hidden_size", "32"},        {"intermediate_size", "64"},
-      {"num_hidden_layers", "2"}, {"num_attention_heads", "4"}, {"num_key_value_heads", "2"},
-      {"model_type", "\"llama\""}};
+// A small valid config, to build variants of (tests/json_object_text.h).
+struct ConfigText : testing::JsonObjectText {
+  ConfigText()
+      : JsonObjectText({{"vocab_size", "100"},
+                        {"hidden_size", "32"},
+                        {"intermediate_size", "64"},
+                        {"num_hidden_layers", "2"},
+                        {"num_attention_heads", "4"},
+                        {"num_key_value_heads", "2"},
+                        {"model_type", "\"llama\""}}) {}
 };
 
 // The message of the Error thrown by parsing, or a note that none was thrown.
-std::string failure(const ConfigText& config) {
+std::string failure(const testing::JsonObjectText& config) {
   try {
     llama::parse_llama_config(config.json(), kLabel);
   } catch (const Error& error) {

@@ -2,8 +2,6 @@
 // the embedding, the layers' attention and MLP blocks, to the LM head's logits.
 #include "models/gpt2/model.h"
 
-#include <algorithm>
-
 #include "models/gpt2/tensor_map.h"
 #include "ops/activation.h"
 #include "ops/embedding.h"
@@ -47,44 +45,6 @@ std::uint64_t Model::weight_bytes() const {
     bytes += weights_.lm_head.nbytes();
   }
   return bytes;
-}
-
-void Model::set_attention(std::string_view name) {
-  attention_ = &ops::attention::find_backend(name);
-}
-
-KVCache Model::new_cache(Context& ctx, std::int64_t batch, std::int64_t capacity) const {
-  check(capacity >= 1 && capacity <= config_.context_length, "kv cache",
-        "capacity " + std::to_string(capacity) + " must be in [1, context length " +
-            std::to_string(config_.context_length) + "]");
-  return KVCache(config_.n_layers, batch, config_.n_kv_heads, capacity, config_.head_dim,
-                 dtypes_.activations, ctx.allocator());
-}
-
-Tensor Model::forward(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t batch,
-                      KVCache& cache, StepRunner& runner, bool all_positions) const {
-  profiler::Scope scope(ctx, "forward", "step");
-  check(batch >= 1 && cache.batch() == batch, "forward",
-        "batch " + std::to_string(batch) + " does not match the cache's " +
-            std::to_string(cache.batch()));
-  const auto total = static_cast<std::int64_t>(tokens.size());
-  check(
-      total > 0 && total % batch == 0, "forward",
-      std::to_string(total) + " tokens do not split into " + std::to_string(batch) + " equal rows");
-  const std::int64_t length = total / batch;
-  const std::int64_t start = cache.length();
-  check(start + length <= config_.context_length, "forward",
-        std::to_string(start + length) + " tokens exceed the model's context length of " +
-            std::to_string(config_.context_length));
-  check(start + length <= cache.capacity(), "forward",
-        std::to_string(start + length) + " tokens exceed the KV cache capacity of " +
-            std::to_string(cache.capacity()));
-
-  const StepInputs inputs = step_inputs(ctx, tokens, length, start, config_.vocab_size);
-  Tensor logits = runner.run(
-      ctx, length == 1, [&] { return run_step(ctx, inputs, batch, length, cache, all_positions); });
-  cache.advance(length);
-  return logits;
 }
 
 Tensor Model::run_step(Context& ctx, const StepInputs& inputs, std::int64_t batch,

@@ -65,10 +65,10 @@ std::vector<std::string> synthetic_names() {
   return names;
 }
 
-ModelConfig synthetic_config(const std::string& name) {
+Gpt2Config synthetic_config(const std::string& name) {
   for (const SyntheticShape& s : kShapes) {
     if (name != s.name) continue;
-    ModelConfig config;
+    Gpt2Config config;
     config.n_layers = s.layers;
     config.n_heads = s.heads;
     config.n_kv_heads = s.heads;
@@ -77,7 +77,7 @@ ModelConfig synthetic_config(const std::string& name) {
     config.d_ff = 4 * s.width;
     config.context_length = s.context;
     config.vocab_size = s.vocab;
-    validate_config(config, "synthetic:" + name);
+    validate_gpt2_config(config, "synthetic:" + name);
     return config;
   }
   std::string valid;
@@ -85,7 +85,7 @@ ModelConfig synthetic_config(const std::string& name) {
   throw Error("--model", "unknown synthetic model '" + name + "' (valid: " + valid + ")");
 }
 
-Weights synthetic_weights(const ModelConfig& config, std::uint64_t seed, Allocator& allocator,
+Weights synthetic_weights(const Gpt2Config& config, std::uint64_t seed, Allocator& allocator,
                           int threads) {
   Weights weights;
   const std::vector<TensorSlot> slots = tensor_slots(config, weights);
@@ -104,7 +104,7 @@ Weights synthetic_weights(const ModelConfig& config, std::uint64_t seed, Allocat
   return weights;
 }
 
-std::vector<StoredTensor> synthetic_tensor_list(const ModelConfig& config) {
+std::vector<StoredTensor> synthetic_tensor_list(const Gpt2Config& config) {
   Weights unused;
   std::vector<StoredTensor> list;
   for (const TensorSlot& slot : tensor_slots(config, unused)) {

@@ -2,7 +2,7 @@
 
 namespace attnscope::gpt2 {
 
-std::vector<TensorSlot> tensor_slots(const ModelConfig& config, Weights& weights) {
+std::vector<TensorSlot> tensor_slots(const Gpt2Config& config, Weights& weights) {
   const std::int64_t c = config.d_model;
   const std::int64_t f = config.d_ff;
   std::vector<TensorSlot> slots;
@@ -35,7 +35,7 @@ std::vector<TensorSlot> tensor_slots(const ModelConfig& config, Weights& weights
   return slots;
 }
 
-std::int64_t count_parameters(const ModelConfig& config) {
+std::int64_t count_parameters(const Gpt2Config& config) {
   Weights scratch;
   std::int64_t total = 0;
   for (const TensorSlot& slot : tensor_slots(config, scratch)) {

@@ -27,10 +27,10 @@ struct TensorSlot {
 
 // Every tensor of `config`, in checkpoint order, each pointing at its field of `weights`
 // (which must outlive the returned slots; its layers vector is resized here).
-std::vector<TensorSlot> tensor_slots(const ModelConfig& config, Weights& weights);
+std::vector<TensorSlot> tensor_slots(const Gpt2Config& config, Weights& weights);
 
 // Parameters of `config`, counted as Hugging Face counts them: the tied LM head is the token
 // embedding, not a second matrix (124,439,808 for GPT-2 small).
-std::int64_t count_parameters(const ModelConfig& config);
+std::int64_t count_parameters(const Gpt2Config& config);
 
 }  // namespace attnscope::gpt2

@@ -14,8 +14,6 @@
 
 #include "models/gpt2/tensor_map.h"
 #include "runtime/error.h"
-#include "runtime/q8_0.h"
-#include "runtime/transfer.h"
 
 namespace attnscope::gpt2 {
 
@@ -45,107 +43,39 @@ Tensor to_f32(const Tensor& src, bool transpose, Allocator& allocator, int threa
   return out;
 }
 
-constexpr std::string_view kSyntheticPrefix = "synthetic:";
-
-// The checkpoint file inside `spec` (a directory, the .safetensors file itself, or a sharded
-// checkpoint's .index.json). A directory's model.safetensors wins over an index beside it.
-std::filesystem::path find_checkpoint(const std::filesystem::path& spec) {
-  namespace fs = std::filesystem;
-  check(fs::exists(spec), spec.string(), "no such file or directory");
-  const std::string pickle_help =
-      ": pickle checkpoints (pytorch_model.bin) are refused because loading them can run "
-      "arbitrary code; convert it to model.safetensors with python: "
-      "transformers.GPT2LMHeadModel.from_pretrained(DIR)"
-      ".save_pretrained(DIR, safe_serialization=True)";
-  if (!fs::is_directory(spec)) {
-    if (spec.extension() == ".bin") throw Error(spec.string() + pickle_help);
-    return spec;
-  }
-  for (const char* name : {"model.safetensors", "model.safetensors.index.json"}) {
-    if (fs::exists(spec / name)) return spec / name;
-  }
-  for (const char* name : {"pytorch_model.bin", "pytorch_model.bin.index.json"}) {
-    if (fs::exists(spec / name)) throw Error((spec / name).string() + pickle_help);
-  }
-  throw Error(spec.string(), "no model.safetensors (or model.safetensors.index.json) here");
-}
-
-// Converts every tensor to its dtype in `dtypes` (matrices to the weight dtype, the rest to the
-// activation dtype) on the host, then copies it to ctx's device. The tied LM head stays the token
-// embedding (one copy, not two). Each f32 original is freed as soon as its copy replaces it.
-void place_weights(const ModelConfig& config, Weights& weights, Context& ctx, ModelDTypes dtypes) {
-  const bool tied = weights.lm_head.raw_data() == weights.token_embedding.raw_data();
-  auto place = [&](Tensor& t, DType dtype) { place_tensor(ctx, t, dtype); };
-  for (const TensorSlot& slot : tensor_slots(config, weights)) {
-    place(*slot.destination, slot.matrix ? dtypes.weights : dtypes.activations);
-  }
-  if (tied) {
-    weights.lm_head = weights.token_embedding;
-  } else {
-    place(weights.lm_head, dtypes.weights);
-  }
-  ctx.synchronize();
-}
-
 }  // namespace
-
-void place_tensor(Context& ctx, Tensor& t, DType dtype) {
-  Allocator& staging = ctx.device() == Device::CPU ? ctx.allocator() : ctx.host_allocator();
-  const Tensor converted = t.dtype() == dtype ? t : t.to_dtype(dtype, staging);
-  t = ctx.device() == Device::CPU ? converted : to_device(ctx, converted);
-}
-
-ModelDTypes model_dtypes(Device device, DType requested) {
-  check(requested != DType::I32, "--dtype", "i32 is not a model dtype");
-  check(!(device == Device::CUDA && requested == DType::Q8_0), "--dtype",
-        "q8_0 runs on the cpu only (on cuda use f32, f16 or bf16)");
-  if (device == Device::CUDA) return {requested, requested};
-  return {DType::F32, requested};
-}
-
-void check_weight_dtype_fits(std::initializer_list<RowWidth> row_widths, DType weights) {
-  if (weights != DType::Q8_0) return;
-  for (const RowWidth& row : row_widths) {
-    check(row.width % kQ8_0BlockElements == 0, "--dtype", [&] {
-      return "q8_0 quantizes rows in blocks of " + std::to_string(kQ8_0BlockElements) +
-             " values, but this model's " + std::string(row.name) + " is " +
-             std::to_string(row.width) + " (use f32, f16 or bf16)";
-    });
-  }
-}
 
 Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t synthetic_seed,
                            DType dtype) {
-  const ModelDTypes dtypes = model_dtypes(ctx.device(), dtype);
   Checkpoint checkpoint;
-  checkpoint.dtypes = dtypes;
-  // Weights are read in f32 on the host (straight into their final place on the CPU).
-  Allocator& staging = ctx.device() == Device::CPU ? ctx.allocator() : ctx.host_allocator();
-  if (spec.starts_with(kSyntheticPrefix)) {
-    const std::string name = spec.substr(kSyntheticPrefix.size());
-    checkpoint.config = synthetic_config(name);
+  checkpoint.dtypes = model_dtypes(ctx.device(), dtype);
+  Allocator& staging = staging_allocator(ctx);
+  if (const std::optional<std::string> name = synthetic_name(spec)) {
+    checkpoint.config = synthetic_config(*name);
     checkpoint.weights =
         synthetic_weights(checkpoint.config, synthetic_seed, staging, ctx.threads());
     checkpoint.stored = synthetic_tensor_list(checkpoint.config);
   } else {
     const std::filesystem::path checkpoint_file = find_checkpoint(spec);
-    checkpoint.config = read_model_config((checkpoint_file.parent_path() / "config.json").string());
+    checkpoint.config = read_gpt2_config((checkpoint_file.parent_path() / "config.json").string());
     const SafetensorsCheckpoint file = SafetensorsCheckpoint::open(checkpoint_file.string());
     checkpoint.weights = load_weights(file, checkpoint.config, staging, ctx.threads());
-    for (const SafetensorsEntry& e : file.entries()) {
-      checkpoint.stored.push_back({e.name, e.dtype, e.shape, e.end - e.begin});
-    }
+    checkpoint.stored = stored_tensors(file);
   }
   // Every matrix row is d_model (qkv, attn out, mlp up, token embedding) or d_ff (mlp down) wide.
   check_weight_dtype_fits(
-      {{"n_embd", checkpoint.config.d_model}, {"n_inner", checkpoint.config.d_ff}}, dtypes.weights);
-  if (ctx.device() != Device::CPU || dtypes.weights != DType::F32) {
-    place_weights(checkpoint.config, checkpoint.weights, ctx, dtypes);
+      {{"n_embd", checkpoint.config.d_model}, {"n_inner", checkpoint.config.d_ff}},
+      checkpoint.dtypes.weights);
+  std::vector<Placement> placements;
+  for (const TensorSlot& slot : tensor_slots(checkpoint.config, checkpoint.weights)) {
+    placements.push_back({slot.destination, slot.matrix});
   }
+  place_weights(ctx, placements, checkpoint.weights.token_embedding, checkpoint.weights.lm_head,
+                checkpoint.dtypes);
   return checkpoint;
 }
 
-Weights load_weights(const SafetensorsCheckpoint& file, const ModelConfig& config,
+Weights load_weights(const SafetensorsCheckpoint& file, const Gpt2Config& config,
                      Allocator& allocator, int threads) {
   Weights weights;
   const std::vector<TensorSlot> slots = tensor_slots(config, weights);

@@ -1,14 +1,12 @@
 // Reader for a Hugging Face Llama config.json (models/llama/config.h says what is read and
-// refused). The JSON is parsed by runtime/strict_json (NUL bytes and duplicate keys refused);
-// then each key is read with its JSON type checked and each value bounded.
+// refused). The file is read and its JSON parsed by runtime/strict_json (NUL bytes and duplicate
+// keys refused); then each key is read with its JSON type checked and each value bounded.
 //
 // Cost: one parse of a small file; nothing here is on a hot path.
 #include "models/llama/config.h"
 
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -244,21 +242,7 @@ LlamaConfig parse_llama_config(std::string_view json_text, const std::string& la
 }
 
 LlamaConfig read_llama_config(const std::string& path) {
-  std::error_code error;
-  const std::filesystem::file_status status = std::filesystem::status(path, error);
-  check(status.type() != std::filesystem::file_type::not_found, path, "no such file");
-  check(!error, path, error.message());
-  check(std::filesystem::is_regular_file(status), path, "not a regular file");
-  const std::uintmax_t size = std::filesystem::file_size(path, error);
-  check(!error, path, "cannot read the file size: " + error.message());
-  check(size <= kMaxConfigFileBytes, path,
-        "file is " + std::to_string(size) + " bytes; a config.json is far smaller than 16 MiB");
-  std::ifstream file(path, std::ios::binary);
-  check(file.is_open(), path, "cannot open the file");
-  std::string text(size, '\0');
-  file.read(text.data(), static_cast<std::streamsize>(size));
-  check(static_cast<std::uintmax_t>(file.gcount()) == size, path, "cannot read the file");
-  return parse_llama_config(text, path);
+  return parse_llama_config(read_file(path, kMaxConfigFileBytes), path);
 }
 
 }  // namespace attnscope::llama

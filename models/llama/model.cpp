@@ -47,9 +47,8 @@ Model Model::open(const std::string& spec, Context& ctx, std::uint64_t synthetic
   model.stored_ = std::move(checkpoint.stored);
   const std::vector<float> inverse_frequencies = ops::rotary_inverse_frequencies(
       model.config_.head_dim, model.config_.rope_theta, model.config_.rope_scaling);
-  Allocator& host = ctx.device() == Device::CPU ? ctx.allocator() : ctx.host_allocator();
-  model.rotary_ =
-      ops::rotary_table(inverse_frequencies, model.config_.max_position_embeddings, host);
+  model.rotary_ = ops::rotary_table(inverse_frequencies, model.config_.max_position_embeddings,
+                                    staging_allocator(ctx));
   if (ctx.device() != Device::CPU) {
     model.rotary_ = {to_device(ctx, model.rotary_.cos), to_device(ctx, model.rotary_.sin)};
     ctx.synchronize();
@@ -81,48 +80,7 @@ std::int64_t Model::projection_weights() const {
   return total;
 }
 
-void Model::set_attention(std::string_view name) {
-  attention_ = &ops::attention::find_backend(name);
-}
-
-KVCache Model::new_cache(Context& ctx, std::int64_t batch, std::int64_t capacity) const {
-  check(capacity >= 1 && capacity <= config_.max_position_embeddings, "kv cache",
-        "capacity " + std::to_string(capacity) + " must be in [1, context length " +
-            std::to_string(config_.max_position_embeddings) + "]");
-  return KVCache(config_.num_hidden_layers, batch, config_.num_key_value_heads, capacity,
-                 config_.head_dim, dtypes_.activations, ctx.allocator());
-}
-
-Tensor Model::forward(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t batch,
-                      KVCache& cache, gpt2::StepRunner& runner, bool all_positions) const {
-  profiler::Scope scope(ctx, "forward", "step");
-  check(batch >= 1 && cache.batch() == batch, "forward",
-        "batch " + std::to_string(batch) + " does not match the cache's " +
-            std::to_string(cache.batch()));
-  const auto total = static_cast<std::int64_t>(tokens.size());
-  check(
-      total > 0 && total % batch == 0, "forward",
-      std::to_string(total) + " tokens do not split into " + std::to_string(batch) + " equal rows");
-  const std::int64_t length = total / batch;
-  const std::int64_t start = cache.length();
-  check(start + length <= config_.max_position_embeddings, "forward",
-        std::to_string(start + length) + " tokens exceed the model's context length of " +
-            std::to_string(config_.max_position_embeddings));
-  check(start + length <= cache.capacity(), "forward",
-        std::to_string(start + length) + " tokens exceed the KV cache capacity of " +
-            std::to_string(cache.capacity()));
-
-  // Every token reads position row 0 of the zero table (Weights::no_position): step_inputs'
-  // positions are start + i % length, so rows of length 1 starting at 0 give all zeros. The
-  // token positions themselves reach the model as the cache length, through the rotary op.
-  const gpt2::StepInputs inputs = gpt2::step_inputs(ctx, tokens, 1, 0, config_.vocab_size);
-  Tensor logits = runner.run(
-      ctx, length == 1, [&] { return run_step(ctx, inputs, batch, length, cache, all_positions); });
-  cache.advance(length);
-  return logits;
-}
-
-Tensor Model::run_step(Context& ctx, const gpt2::StepInputs& inputs, std::int64_t batch,
+Tensor Model::run_step(Context& ctx, const StepInputs& inputs, std::int64_t batch,
                        std::int64_t length, KVCache& cache, bool all_positions) const {
   const std::int64_t width = config_.hidden_size;
   const float eps = static_cast<float>(config_.rms_norm_eps);

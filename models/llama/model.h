@@ -21,26 +21,23 @@
 // 3.2 1B). A decode step reads every weight once (0.54 GB in f32 for SmolLM2-135M), so batch-1
 // decode is bound by memory bandwidth and prefill by GEMM throughput.
 //
-// The model implements LanguageModel (models/language_model.h), as gpt2::Model does, so that
-// every tool runs either family; the decode-step runner and its step inputs are GPT-2's.
+// The model derives from LanguageModel (models/language_model.h), as GPT-2's model does, so that
+// every tool runs either family; the one forward step, its runner and its inputs are shared.
 #pragma once
 
 #include <cstdint>
-#include <span>
 #include <string>
-#include <string_view>
-#include <vector>
 
-#include "models/gpt2/step_runner.h"
 #include "models/language_model.h"
 #include "models/llama/weights.h"
-#include "ops/attention/registry.h"
 #include "ops/rotary_embedding.h"
 #include "runtime/context.h"
 #include "runtime/kv_cache.h"
 
 namespace attnscope::llama {
 
+// Llama as a LanguageModel: forward() (models/language_model.h) checks a step and launches
+// run_step below, the part of the step that is Llama's own.
 class Model : public LanguageModel {
  public:
   // Loads `spec` (load_checkpoint in models/llama/weights.h) onto ctx's device in `dtype`.
@@ -52,44 +49,27 @@ class Model : public LanguageModel {
   // The summary the tools size things from: model_type "llama", context_length =
   // max_position_embeddings, d_ff = intermediate_size, eos_token_id the first eos id (-1: none).
   const ModelConfig& config() const override { return summary_; }
-  DType weight_dtype() const override { return dtypes_.weights; }
-  DType activation_dtype() const override { return dtypes_.activations; }
   // Bytes of all parameters as stored (a tied LM head counted once): what a decode step reads.
   std::uint64_t weight_bytes() const override;
-  const std::string& source() const override { return source_; }
   const Weights& weights() const { return weights_; }
-  const std::vector<gpt2::StoredTensor>& stored_tensors() const override { return stored_; }
   std::int64_t parameter_count() const override { return count_parameters(config_); }
   std::int64_t projection_weights() const override;
 
-  void set_attention(std::string_view name) override;
-  const ops::attention::Backend& attention() const override { return *attention_; }
-
-  // A cache of Hkv heads for `batch` sequences of up to `capacity` tokens.
-  KVCache new_cache(Context& ctx, std::int64_t batch, std::int64_t capacity) const override;
-
-  // As gpt2::Model::forward: logits f32 [batch, T, V] when all_positions, else [batch, 1, V].
-  using LanguageModel::forward;
-  Tensor forward(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t batch,
-                 KVCache& cache, gpt2::StepRunner& runner,
-                 bool all_positions = false) const override;
-
  private:
+  // Llama has no learned positions: its blocks rotate q and k from the cache length.
+  Model() : LanguageModel(Positions::Rotary) {}
+
+  Tensor run_step(Context& ctx, const StepInputs& inputs, std::int64_t batch, std::int64_t length,
+                  KVCache& cache, bool all_positions) const override;
   void attention_block(Context& ctx, const LayerWeights& layer, std::int64_t layer_index,
                        Tensor& hidden, std::int64_t batch, std::int64_t tokens,
                        KVCache& cache) const;
   void mlp_block(Context& ctx, const LayerWeights& layer, Tensor& hidden) const;
-  Tensor run_step(Context& ctx, const gpt2::StepInputs& inputs, std::int64_t batch,
-                  std::int64_t length, KVCache& cache, bool all_positions) const;
 
   LlamaConfig config_;
   ModelConfig summary_;
-  gpt2::ModelDTypes dtypes_;
-  std::string source_;
   Weights weights_;
-  std::vector<gpt2::StoredTensor> stored_;
   ops::RotaryTable rotary_;  // cos and sin for every position, f32 on the device
-  const ops::attention::Backend* attention_ = nullptr;
 };
 
 }  // namespace attnscope::llama

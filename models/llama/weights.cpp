@@ -21,8 +21,6 @@ namespace attnscope::llama {
 
 namespace {
 
-constexpr std::string_view kSyntheticPrefix = "synthetic:";
-
 // One tensor of the checkpoint: its Hugging Face name, its shape there, where its rows go
 // (`destination`, from row `row_offset`), whether it is a matrix (stored in the weight dtype)
 // and how synthetic weights fill it.
@@ -132,19 +130,8 @@ Weights synthetic_weights(const LlamaConfig& config, std::uint64_t seed, Allocat
   return weights;
 }
 
-// The checkpoint file of a directory (model.safetensors, else a sharded index), or `spec` itself.
-std::filesystem::path find_checkpoint(const std::filesystem::path& spec) {
-  namespace fs = std::filesystem;
-  check(fs::exists(spec), spec.string(), "no such file or directory");
-  if (!fs::is_directory(spec)) return spec;
-  for (const char* name : {"model.safetensors", "model.safetensors.index.json"}) {
-    if (fs::exists(spec / name)) return spec / name;
-  }
-  throw Error(spec.string(), "no model.safetensors (or model.safetensors.index.json) here");
-}
-
 Weights load_weights(const SafetensorsCheckpoint& file, const LlamaConfig& config,
-                     Allocator& allocator, std::vector<gpt2::StoredTensor>& stored) {
+                     Allocator& allocator) {
   Weights weights;
   const std::vector<TensorSlot> slots = tensor_slots(config, weights, &allocator);
   std::set<std::string, std::less<>> used;
@@ -171,14 +158,13 @@ Weights load_weights(const SafetensorsCheckpoint& file, const LlamaConfig& confi
     const bool tied_copy = config.tie_word_embeddings && e.name == "lm_head.weight";
     check(used.contains(e.name) || tied_copy, file.label(),
           "unexpected tensor '" + e.name + "' (not part of a Llama model with this config)");
-    stored.push_back({e.name, e.dtype, e.shape, e.end - e.begin});
   }
   return weights;
 }
 
-std::vector<gpt2::StoredTensor> synthetic_tensor_list(const LlamaConfig& config) {
+std::vector<StoredTensor> synthetic_tensor_list(const LlamaConfig& config) {
   Weights unused;
-  std::vector<gpt2::StoredTensor> list;
+  std::vector<StoredTensor> list;
   auto add = [&](const std::string& name, const Shape& shape) {
     list.push_back({name, "F32", shape, static_cast<std::uint64_t>(checked_numel(shape)) * 4});
   };
@@ -187,37 +173,27 @@ std::vector<gpt2::StoredTensor> synthetic_tensor_list(const LlamaConfig& config)
   return list;
 }
 
-// Converts each tensor to its dtype (matrices to dtypes.weights, the rest to
-// dtypes.activations) and copies it to ctx's device; a tied head stays the embedding.
-void place_weights(Weights& weights, Context& ctx, gpt2::ModelDTypes dtypes) {
-  const bool tied = weights.lm_head.raw_data() == weights.token_embedding.raw_data();
-  auto place = [&](Tensor& t, DType dtype) { gpt2::place_tensor(ctx, t, dtype); };
-  place(weights.token_embedding, dtypes.weights);
-  place(weights.no_position, dtypes.activations);
+// Every tensor of `weights` but the LM head, for place_weights.
+std::vector<Placement> placements(Weights& weights) {
+  std::vector<Placement> list = {{&weights.token_embedding, true}, {&weights.no_position, false}};
   for (LayerWeights& l : weights.layers) {
-    place(l.input_norm, dtypes.activations);
-    place(l.qkv, dtypes.weights);
-    place(l.out, dtypes.weights);
-    place(l.post_attention_norm, dtypes.activations);
-    place(l.gate_up, dtypes.weights);
-    place(l.down, dtypes.weights);
+    list.insert(list.end(), {{&l.input_norm, false},
+                             {&l.qkv, true},
+                             {&l.out, true},
+                             {&l.post_attention_norm, false},
+                             {&l.gate_up, true},
+                             {&l.down, true}});
   }
-  place(weights.final_norm, dtypes.activations);
-  if (tied) {
-    weights.lm_head = weights.token_embedding;
-  } else {
-    place(weights.lm_head, dtypes.weights);
-  }
-  ctx.synchronize();
+  list.push_back({&weights.final_norm, false});
+  return list;
 }
 
 }  // namespace
 
 bool is_llama(const std::string& spec) {
-  if (spec.starts_with(kSyntheticPrefix)) {
-    const std::string name = spec.substr(kSyntheticPrefix.size());
+  if (const std::optional<std::string> name = synthetic_name(spec)) {
     for (const std::string& n : synthetic_names()) {
-      if (n == name) return true;
+      if (n == *name) return true;
     }
     return false;
   }
@@ -233,10 +209,10 @@ bool is_llama(const std::string& spec) {
 Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t synthetic_seed,
                            DType dtype) {
   Checkpoint checkpoint;
-  checkpoint.dtypes = gpt2::model_dtypes(ctx.device(), dtype);
-  Allocator& staging = ctx.device() == Device::CPU ? ctx.allocator() : ctx.host_allocator();
-  if (spec.starts_with(kSyntheticPrefix)) {
-    checkpoint.config = synthetic_config(spec.substr(kSyntheticPrefix.size()));
+  checkpoint.dtypes = model_dtypes(ctx.device(), dtype);
+  Allocator& staging = staging_allocator(ctx);
+  if (const std::optional<std::string> name = synthetic_name(spec)) {
+    checkpoint.config = synthetic_config(*name);
     checkpoint.weights =
         synthetic_weights(checkpoint.config, synthetic_seed, staging, ctx.threads());
     checkpoint.stored = synthetic_tensor_list(checkpoint.config);
@@ -244,26 +220,26 @@ Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t 
     const std::filesystem::path checkpoint_file = find_checkpoint(spec);
     checkpoint.config = read_llama_config((checkpoint_file.parent_path() / "config.json").string());
     const SafetensorsCheckpoint file = SafetensorsCheckpoint::open(checkpoint_file.string());
-    checkpoint.weights = load_weights(file, checkpoint.config, staging, checkpoint.stored);
+    checkpoint.weights = load_weights(file, checkpoint.config, staging);
+    checkpoint.stored = stored_tensors(file);
   }
   // Rows are hidden_size (q, k, v, gate, up, embedding, head), Hq D (o_proj) or F (down) wide.
   const LlamaConfig& config = checkpoint.config;
-  gpt2::check_weight_dtype_fits(
+  check_weight_dtype_fits(
       {{"hidden_size", config.hidden_size},
        {"intermediate_size", config.intermediate_size},
        {"num_attention_heads x head_dim", config.num_attention_heads * config.head_dim}},
       checkpoint.dtypes.weights);
   checkpoint.weights.no_position =
       Tensor::zeros({1, checkpoint.config.hidden_size}, DType::F32, staging);
-  if (ctx.device() != Device::CPU || checkpoint.dtypes.weights != DType::F32) {
-    place_weights(checkpoint.weights, ctx, checkpoint.dtypes);
-  }
+  place_weights(ctx, placements(checkpoint.weights), checkpoint.weights.token_embedding,
+                checkpoint.weights.lm_head, checkpoint.dtypes);
   return checkpoint;
 }
 
 std::int64_t count_parameters(const LlamaConfig& config) {
   std::int64_t total = 0;
-  for (const gpt2::StoredTensor& t : synthetic_tensor_list(config)) total += checked_numel(t.shape);
+  for (const StoredTensor& t : synthetic_tensor_list(config)) total += checked_numel(t.shape);
   return total;
 }
 

@@ -6,16 +6,16 @@
 //  - qkv = [q_proj; k_proj; v_proj], [(Hq + 2 Hkv) D, C]: ops::split_qkv then hands out the
 //    query heads and appends the Hkv key and value heads to the cache (ops/heads.h);
 //  - gate_up = [gate_proj; up_proj], [2 F, C]: ops::swiglu's input layout (ops/swiglu.h).
-// The dtypes follow GPT-2's rule (gpt2::ModelDTypes): on the cpu the matrices (and the token
-// embedding, the tied LM head) are stored in --dtype and everything else in f32; on cuda all
-// of it is stored in --dtype.
+// The dtypes are every family's (ModelDTypes in models/checkpoint.h): on the cpu the matrices
+// (and the token embedding, the tied LM head) are stored in --dtype and everything else in f32;
+// on cuda all of it is stored in --dtype.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "models/gpt2/weights.h"
+#include "models/checkpoint.h"
 #include "models/llama/config.h"
 #include "runtime/allocator.h"
 #include "runtime/context.h"
@@ -42,18 +42,18 @@ struct Weights {
   Tensor lm_head;     // [V, C]  lm_head, or token_embedding itself when tied
 };
 
-// A Llama model's parameters ready to compute with (the model dtypes are gpt2's).
+// A Llama model's parameters ready to compute with.
 struct Checkpoint {
   LlamaConfig config;
-  gpt2::ModelDTypes dtypes;
+  ModelDTypes dtypes;  // what the weights were converted to
   Weights weights;
-  std::vector<gpt2::StoredTensor> stored;
+  std::vector<StoredTensor> stored;
 };
 
 // `spec` is "synthetic:NAME" or a directory with config.json and model.safetensors (or a sharded
-// model.safetensors.index.json), as gpt2::load_checkpoint reads them. The weights are read in
-// f32 on the host, then converted to gpt2::model_dtypes(ctx.device(), dtype) and copied to
-// ctx's device. Throws Error on any problem (a missing or unexpected tensor, a wrong shape).
+// model.safetensors.index.json; find_checkpoint in models/checkpoint.h). The weights are read in
+// f32 on the host, then converted to model_dtypes(ctx.device(), dtype) and copied to ctx's
+// device. Throws Error on any problem (a missing or unexpected tensor, a wrong shape).
 Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t synthetic_seed,
                            DType dtype);
 

@@ -2,30 +2,18 @@
 
 #include <array>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "runtime/error.h"
+#include "runtime/strict_json.h"
 
 namespace attnscope::tokenizer {
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream file(path, std::ios::binary);
-  check(file.is_open(), path.string(), "cannot open the file");
-  std::ostringstream content;
-  content << file.rdbuf();
-  check(!file.bad(), path.string(), "cannot read the file");
-  return std::move(content).str();
-}
-
 nlohmann::json read_json_file(const std::filesystem::path& path) {
+  const std::string text = read_file(path);
   try {
-    return nlohmann::json::parse(read_file(path));
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& error) {
-    // what() reads "[json.exception.parse_error.101] parse error at line 1, ...".
-    const std::string_view message = error.what();
-    throw Error(path.string(),
-                "invalid JSON: " + std::string(message.substr(message.find(']') + 2)));
+    throw Error(path.string(), "invalid JSON: " + json_parser_message(error));
   }
 }
 

@@ -8,10 +8,8 @@
 
 namespace attnscope::tokenizer {
 
-// The bytes of a file. Throws Error naming the file when it cannot be read.
-std::string read_file(const std::filesystem::path& path);
-
-// The parsed JSON of a file. Throws Error naming the file, with the parser's message.
+// The parsed JSON of a file (read by runtime/strict_json's read_file). Throws Error naming the
+// file when it cannot be read, or with the parser's message.
 nlohmann::json read_json_file(const std::filesystem::path& path);
 
 // `text` as a JSON string literal, cut after 60 bytes: safe to put in a one-line message.

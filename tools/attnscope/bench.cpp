@@ -11,7 +11,7 @@
 // to first token (TTFT) = the fill plus the first step. Weight GB/s = parameter bytes read per
 // step x steps / time (each parameter is read once per step at its stored dtype, the tied
 // embedding as LM head; on the cpu --dtype bf16|f16|q8_0 narrows the matrices only, see
-// gpt2::ModelDTypes; q8_0 counts its 34-byte blocks of 32 weights).
+// ModelDTypes; q8_0 counts its 34-byte blocks of 32 weights).
 // Peak memory is the allocator's peak during the test: weights, KV cache and activations.
 // The report (provenance, machine, one row per test) goes to stdout in the --output format
 // (tools/attnscope/bench_output.h). Cost: the tests themselves; each model is loaded once, for
@@ -156,8 +156,8 @@ void greedy_next(Context& ctx, const Tensor& logits, std::vector<std::int32_t>& 
 }
 
 // Runs one test once and appends its timings to `samples`.
-void run_model_test(Context& ctx, LanguageModel& model, gpt2::StepRunner& runner,
-                    const ModelTest& test, ModelSamples& samples) {
+void run_model_test(Context& ctx, LanguageModel& model, StepRunner& runner, const ModelTest& test,
+                    ModelSamples& samples) {
   const ModelConfig& config = model.config();
   model.set_attention(test.backend);
   std::mt19937_64 rng(static_cast<std::uint64_t>(test.prompt_len * 7919 + test.depth));
@@ -238,7 +238,7 @@ json run_model_tests(const BenchFlags& flags, Context& ctx, const std::string& s
                      const std::string& device, const std::string& dtype) {
   const std::unique_ptr<LanguageModel> loaded = load_model(spec, ctx, parse_dtype(dtype));
   LanguageModel& model = *loaded;
-  gpt2::StepRunner runner;  // GPU decode steps as CUDA graphs, kept across the model's tests
+  StepRunner runner;  // GPU decode steps as CUDA graphs, kept across the model's tests
   const std::vector<ModelTest> tests = model_grid(flags, spec, device, dtype);
   check(!tests.empty(), "bench", "no tests: --prompt-len and --gen are all 0");
   for (const ModelTest& test : tests) check_fits_context(test, model.config());

@@ -23,7 +23,7 @@ void add_threads_flag(CLI::App& app, int& threads);
 // Where and in what the model computes.
 struct DeviceOptions {
   std::string device = "cpu";  // cpu | cuda
-  std::string dtype = "f32";   // f32 | f16 | bf16 | q8_0 (storage, gpt2::ModelDTypes; math in f32)
+  std::string dtype = "f32";   // f32 | f16 | bf16 | q8_0 (storage, ModelDTypes; math in f32)
   int threads = 0;             // CPU threads (0 = every hardware thread)
 };
 // --device, --dtype and --threads.

@@ -51,7 +51,7 @@ int run_generate(const GenerateFlags& flags) {
       load_model(flags.model, ctx, parse_dtype(flags.device.dtype));
   LanguageModel& model = *loaded;
   model.set_attention(flags.attention);
-  gpt2::StepRunner runner(!flags.no_cuda_graphs);
+  StepRunner runner(!flags.no_cuda_graphs);
   const ModelConfig& config = model.config();
   const std::optional<TextTokenizer> tokenizer = find_tokenizer(flags.tokenizer, flags.model);
 

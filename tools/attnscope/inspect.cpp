@@ -1,5 +1,5 @@
 // `attnscope inspect`: a model's config, parameter count and tensors, and the bytes its weights
-// take when loaded on the cpu at --dtype (bf16/f16/q8_0 narrow the matrices, gpt2::ModelDTypes).
+// take when loaded on the cpu at --dtype (bf16/f16/q8_0 narrow the matrices, ModelDTypes).
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -39,11 +39,11 @@ int run_inspect(const InspectFlags& flags) {
       load_model(flags.model, ctx, parse_dtype(flags.dtype));
   const LanguageModel& model = *loaded;
   std::uint64_t stored_bytes = 0;
-  for (const gpt2::StoredTensor& t : model.stored_tensors()) stored_bytes += t.bytes;
+  for (const StoredTensor& t : model.stored_tensors()) stored_bytes += t.bytes;
   const nlohmann::json config = config_json(model.config());
   if (flags.json) {
     nlohmann::json tensors = nlohmann::json::array();
-    for (const gpt2::StoredTensor& t : model.stored_tensors()) {
+    for (const StoredTensor& t : model.stored_tensors()) {
       tensors.push_back(
           {{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"bytes", t.bytes}});
     }
@@ -70,7 +70,7 @@ int run_inspect(const InspectFlags& flags) {
             << "weights     " << model.weight_bytes() << " bytes (" << model.dtype_summary()
             << ")\n"
             << "resident    " << ctx.allocator().current_bytes() << " bytes\n\n";
-  for (const gpt2::StoredTensor& t : model.stored_tensors()) {
+  for (const StoredTensor& t : model.stored_tensors()) {
     std::cout << std::left << std::setw(40) << t.name << std::setw(6) << t.dtype << std::setw(20)
               << shape_string(t.shape) << t.bytes << "\n";
   }

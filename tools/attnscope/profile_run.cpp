@@ -135,7 +135,7 @@ ProfiledRun profile_model(Context& ctx, const LanguageModel& model,
   // No CUDA graphs (docs/PROFILING.md): profiled steps cannot use them (each kernel must launch
   // inside its op's scope), and the unprofiled steps they are compared with must run the same
   // way, or the profiling overhead would include the launch time a graph saves.
-  gpt2::StepRunner runner(/*cuda_graphs=*/false);
+  StepRunner runner(/*cuda_graphs=*/false);
   auto forward_step = [&](const std::string& phase, std::span<const std::int32_t> ids,
                           bool profiled) {
     StepRecord step;

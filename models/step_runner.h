@@ -19,7 +19,7 @@ namespace attnscope::gpu {
 class StepGraph;
 }
 
-namespace attnscope::gpt2 {
+namespace attnscope {
 
 // A step's token ids and positions: host spans for the CPU, i32 tensors on a GPU (uploaded
 // before a CUDA graph capture starts, since a graph cannot copy from pageable memory).
@@ -60,4 +60,4 @@ class StepRunner {
   std::shared_ptr<gpu::StepGraph> graph_;  // made at the first GPU decode step
 };
 
-}  // namespace attnscope::gpt2
+}  // namespace attnscope

@@ -3,25 +3,25 @@
 // Checked: the text is JSON (the parser's line and column are reported otherwise) and an
 // object; vocab_size, n_embd, n_layer, n_head and n_positions (or its older name n_ctx) are
 // present; every integer is a JSON integer (not 12.5, "12", true or null), every string a
-// string; then validate_config bounds each value so that nothing absurd sizes an allocation.
+// string; then validate_gpt2_config bounds each value so that nothing absurd sizes an
+// allocation. The file is read by runtime/strict_json's read_file.
 // Keys attnscope does not use are ignored, as config.json carries many.
 //
 // Cost: one parse of a small file; nothing here is on a hot path.
 
-#include "runtime/config.h"
+#include "models/gpt2/config.h"
 
 #include <array>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "runtime/error.h"
+#include "runtime/strict_json.h"
 
-namespace attnscope {
+namespace attnscope::gpt2 {
 namespace {
 
 using json = nlohmann::json;
@@ -94,16 +94,9 @@ void check_range(std::int64_t value, std::int64_t low, std::int64_t high, const 
             ", " + std::to_string(high) + "]");
 }
 
-// The parser's message without its "[json.exception.parse_error.101] " prefix.
-std::string parser_message(const json::exception& error) {
-  const std::string_view what = error.what();
-  const std::size_t prefix_end = what.find("] ");
-  return std::string(prefix_end == std::string_view::npos ? what : what.substr(prefix_end + 2));
-}
-
 }  // namespace
 
-ModelConfig parse_model_config(std::string_view json_text, const std::string& label) {
+Gpt2Config parse_gpt2_config(std::string_view json_text, const std::string& label) {
   // nlohmann::json stops at a NUL byte as if the text ended there; refuse it instead.
   const std::size_t nul = json_text.find('\0');
   check(nul == std::string_view::npos, label,
@@ -112,11 +105,11 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& la
   try {
     root = json::parse(json_text);
   } catch (const json::exception& error) {  // a parse_error, or out_of_range for 1e999
-    throw Error(label, "not valid JSON: " + parser_message(error));
+    throw Error(label, "not valid JSON: " + json_parser_message(error));
   }
   check(root.is_object(), label, "not a JSON object");
 
-  ModelConfig config;
+  Gpt2Config config;
   if (const std::optional<std::string> model_type = optional_string(root, "model_type", label)) {
     config.model_type = *model_type;
   }
@@ -167,37 +160,22 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& la
   }
   // reorder_and_upcast_attn only changes rounding, and attnscope computes attention in f32.
 
-  validate_config(config, label);
-  config.head_dim = config.d_model / config.n_heads;  // validate_config: n_head divides n_embd
+  validate_gpt2_config(config, label);
+  config.head_dim = config.d_model / config.n_heads;  // validated: n_head divides n_embd
   return config;
 }
 
-float ModelConfig::attention_scale(std::int64_t layer_index) const {
+float Gpt2Config::attention_scale(std::int64_t layer_index) const {
   double scale = scale_attn_weights ? 1.0 / std::sqrt(static_cast<double>(head_dim)) : 1.0;
   if (scale_attn_by_inverse_layer_idx) scale /= static_cast<double>(layer_index + 1);
   return static_cast<float>(scale);
 }
 
-ModelConfig read_model_config(const std::string& path) {
-  std::error_code error;
-  const std::filesystem::file_status status = std::filesystem::status(path, error);
-  check(status.type() != std::filesystem::file_type::not_found, path, "no such file");
-  check(!error, path, error.message());
-  check(std::filesystem::is_regular_file(status), path, "not a regular file");
-  const std::uintmax_t size = std::filesystem::file_size(path, error);
-  check(!error, path, "cannot read the file size: " + error.message());
-  check(size <= kMaxConfigFileBytes, path,
-        "file is " + std::to_string(size) + " bytes; a config.json is far smaller than 16 MiB");
-
-  std::ifstream file(path, std::ios::binary);
-  check(file.is_open(), path, "cannot open the file");
-  std::string text(size, '\0');
-  file.read(text.data(), static_cast<std::streamsize>(size));
-  check(static_cast<std::uintmax_t>(file.gcount()) == size, path, "cannot read the file");
-  return parse_model_config(text, path);
+Gpt2Config read_gpt2_config(const std::string& path) {
+  return parse_gpt2_config(read_file(path, kMaxConfigFileBytes), path);
 }
 
-void validate_config(const ModelConfig& config, const std::string& label) {
+void validate_gpt2_config(const Gpt2Config& config, const std::string& label) {
   check(config.model_type == "gpt2", label,
         "model_type " + json_quoted(config.model_type) + " is not supported (only \"gpt2\")");
   check_range(config.vocab_size, 1, kMaxVocabSize, "vocab_size", label);
@@ -231,4 +209,4 @@ void validate_config(const ModelConfig& config, const std::string& label) {
             " is not supported (valid: " + valid_activations + ")");
 }
 
-}  // namespace attnscope
+}  // namespace attnscope::gpt2

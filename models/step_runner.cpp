@@ -1,6 +1,6 @@
-// step_inputs and StepRunner (models/gpt2/step_runner.h): the uploads and the graph policy of a
+// step_inputs and StepRunner (models/step_runner.h): the uploads and the graph policy of a
 // forward step.
-#include "models/gpt2/step_runner.h"
+#include "models/step_runner.h"
 
 #include <string>
 
@@ -8,7 +8,7 @@
 #include "runtime/error.h"
 #include "runtime/transfer.h"
 
-namespace attnscope::gpt2 {
+namespace attnscope {
 
 StepInputs step_inputs(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t length,
                        std::int64_t start, std::int64_t vocab_size) {
@@ -60,4 +60,4 @@ Tensor StepRunner::run(Context& ctx, bool decode, const std::function<Tensor()>&
   return step();
 }
 
-}  // namespace attnscope::gpt2
+}  // namespace attnscope

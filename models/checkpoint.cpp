@@ -1,0 +1,96 @@
+// The loader pieces every model family shares (models/checkpoint.h).
+//
+// Cost: placing converts each tensor once on the host and copies it to the device once; the rest
+// is bookkeeping.
+#include "models/checkpoint.h"
+
+#include "runtime/error.h"
+#include "runtime/q8_0.h"
+#include "runtime/transfer.h"
+
+namespace attnscope {
+
+namespace {
+
+constexpr std::string_view kSyntheticPrefix = "synthetic:";
+
+}  // namespace
+
+ModelDTypes model_dtypes(Device device, DType requested) {
+  check(requested != DType::I32, "--dtype", "i32 is not a model dtype");
+  check(!(device == Device::CUDA && requested == DType::Q8_0), "--dtype",
+        "q8_0 runs on the cpu only (on cuda use f32, f16 or bf16)");
+  if (device == Device::CUDA) return {requested, requested};
+  return {DType::F32, requested};
+}
+
+void check_weight_dtype_fits(std::initializer_list<RowWidth> row_widths, DType weights) {
+  if (weights != DType::Q8_0) return;
+  for (const RowWidth& row : row_widths) {
+    check(row.width % kQ8_0BlockElements == 0, "--dtype", [&] {
+      return "q8_0 quantizes rows in blocks of " + std::to_string(kQ8_0BlockElements) +
+             " values, but this model's " + std::string(row.name) + " is " +
+             std::to_string(row.width) + " (use f32, f16 or bf16)";
+    });
+  }
+}
+
+std::vector<StoredTensor> stored_tensors(const SafetensorsCheckpoint& file) {
+  std::vector<StoredTensor> stored;
+  for (const SafetensorsEntry& e : file.entries()) {
+    stored.push_back({e.name, e.dtype, e.shape, e.end - e.begin});
+  }
+  return stored;
+}
+
+std::optional<std::string> synthetic_name(const std::string& spec) {
+  if (!spec.starts_with(kSyntheticPrefix)) return std::nullopt;
+  return spec.substr(kSyntheticPrefix.size());
+}
+
+std::filesystem::path find_checkpoint(const std::filesystem::path& spec) {
+  namespace fs = std::filesystem;
+  check(fs::exists(spec), spec.string(), "no such file or directory");
+  const std::string pickle_help =
+      ": pickle checkpoints (pytorch_model.bin) are refused because loading them can run "
+      "arbitrary code; convert it to model.safetensors with python: "
+      "transformers.AutoModelForCausalLM.from_pretrained(DIR)"
+      ".save_pretrained(DIR, safe_serialization=True)";
+  if (!fs::is_directory(spec)) {
+    if (spec.extension() == ".bin") throw Error(spec.string() + pickle_help);
+    return spec;
+  }
+  for (const char* name : {"model.safetensors", "model.safetensors.index.json"}) {
+    if (fs::exists(spec / name)) return spec / name;
+  }
+  for (const char* name : {"pytorch_model.bin", "pytorch_model.bin.index.json"}) {
+    if (fs::exists(spec / name)) throw Error((spec / name).string() + pickle_help);
+  }
+  throw Error(spec.string(), "no model.safetensors (or model.safetensors.index.json) here");
+}
+
+Allocator& staging_allocator(Context& ctx) {
+  return ctx.device() == Device::CPU ? ctx.allocator() : ctx.host_allocator();
+}
+
+void place_tensor(Context& ctx, Tensor& t, DType dtype) {
+  const Tensor converted = t.dtype() == dtype ? t : t.to_dtype(dtype, staging_allocator(ctx));
+  t = ctx.device() == Device::CPU ? converted : to_device(ctx, converted);
+}
+
+void place_weights(Context& ctx, std::span<const Placement> tensors, const Tensor& token_embedding,
+                   Tensor& lm_head, ModelDTypes dtypes) {
+  if (ctx.device() == Device::CPU && dtypes.weights == DType::F32) return;
+  const bool tied = lm_head.raw_data() == token_embedding.raw_data();
+  for (const Placement& p : tensors) {
+    place_tensor(ctx, *p.tensor, p.matrix ? dtypes.weights : dtypes.activations);
+  }
+  if (tied) {
+    lm_head = token_embedding;
+  } else {
+    place_tensor(ctx, lm_head, dtypes.weights);
+  }
+  ctx.synchronize();
+}
+
+}  // namespace attnscope

@@ -1,0 +1,90 @@
+// What every model family's loader shares: the dtypes a model is stored in, finding a checkpoint
+// on disk, the tensors as the checkpoint stores them, and placing the weights on the device.
+//
+// A family (models/gpt2/, models/llama/) knows its own tensors: their names, shapes and layout.
+// How they reach the device is the same for all of them: read in f32 on the host (straight into
+// their final place on the CPU), each matrix narrowed to the weight dtype and every other tensor
+// to the activation dtype, then copied to the device, one tensor at a time so that peak memory is
+// the f32 model plus one tensor.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <initializer_list>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/allocator.h"
+#include "runtime/context.h"
+#include "runtime/safetensors_index.h"
+#include "runtime/tensor.h"
+
+namespace attnscope {
+
+// The dtypes a model is stored and computed in, from the one --dtype a user asks for.
+//  - cuda: weights, activations and the KV cache are all stored in it (math accumulates in f32).
+//  - cpu: it is the storage dtype of the matrices only (the linear weights and the token
+//    embedding, which a tied LM head shares): they are what a decode step reads, so 16 bits
+//    halve its memory traffic, and q8_0 (blocks of 32 int8 values sharing an f16 scale,
+//    runtime/q8_0.h) cuts it to 34/32 bytes per weight. Activations, biases, norms, a position
+//    embedding, the KV cache and the logits stay f32, because the cpu kernels compute on f32
+//    activations.
+struct ModelDTypes {
+  DType activations = DType::F32;
+  DType weights = DType::F32;
+};
+// Throws Error for i32, and for q8_0 on cuda (q8_0 runs on the cpu only).
+ModelDTypes model_dtypes(Device device, DType requested);
+
+// The width of one kind of matrix row, named as the config names it ("n_inner").
+struct RowWidth {
+  std::string_view name;
+  std::int64_t width = 0;
+};
+// Throws Error unless a model's matrices can be stored in `weights`: q8_0 needs every row width
+// (each family lists its own) to be whole blocks of 32 values.
+void check_weight_dtype_fits(std::initializer_list<RowWidth> row_widths, DType weights);
+
+// One tensor as the checkpoint stores it, for `attnscope inspect`.
+struct StoredTensor {
+  std::string name;
+  std::string dtype;
+  Shape shape;
+  std::uint64_t bytes = 0;
+};
+// Every tensor of `file`, as stored.
+std::vector<StoredTensor> stored_tensors(const SafetensorsCheckpoint& file);
+
+// NAME when `spec` is "synthetic:NAME" (seeded random weights of a known shape), else nothing.
+std::optional<std::string> synthetic_name(const std::string& spec);
+
+// The checkpoint file inside `spec`: a directory's model.safetensors, else its sharded
+// model.safetensors.index.json, or `spec` itself when it is a file. Pickle checkpoints
+// (pytorch_model.bin) are refused with instructions to convert them, because loading one can run
+// arbitrary code. Throws Error when nothing is found.
+std::filesystem::path find_checkpoint(const std::filesystem::path& spec);
+
+// Where weights are read in f32 before they are placed: on the CPU their final allocator, on a
+// GPU the host allocator.
+Allocator& staging_allocator(Context& ctx);
+
+// Replaces `t` by its conversion to `dtype` (on the host) placed on ctx's device; the original is
+// freed once nothing else holds it.
+void place_tensor(Context& ctx, Tensor& t, DType dtype);
+
+// One tensor of a model to place, and whether it is a matrix (stored in the weight dtype; every
+// other tensor is stored in the activation dtype).
+struct Placement {
+  Tensor* tensor = nullptr;
+  bool matrix = false;
+};
+// Places every tensor of `tensors` (which include the token embedding) with place_tensor, then
+// the LM head: a head tied to the token embedding stays that one tensor (one copy, not two), an
+// untied one is a matrix. Nothing to do for f32 weights on the CPU, which are in place already.
+void place_weights(Context& ctx, std::span<const Placement> tensors, const Tensor& token_embedding,
+                   Tensor& lm_head, ModelDTypes dtypes);
+
+}  // namespace attnscope
