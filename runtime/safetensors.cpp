@@ -107,7 +107,7 @@ Shape read_shape(const json& shape, const std::string& where) {
   for (const json& dim : shape) {
     const std::optional<std::uint64_t> value = as_non_negative_integer(dim);
     check(value.has_value(), where,
-          "\"shape\" must hold non-negative integers, found " + dim.dump());
+          "\"shape\" must hold non-negative integers, found " + json_excerpt(dim));
     check(*value <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()), where,
           "dimension " + std::to_string(*value) + " is too large");
     dims.push_back(static_cast<std::int64_t>(*value));
@@ -152,7 +152,7 @@ SafetensorsEntry read_entry(const std::string& name, const json& value,
   const std::optional<std::uint64_t> begin = as_non_negative_integer(offsets[0]);
   const std::optional<std::uint64_t> end = as_non_negative_integer(offsets[1]);
   check(begin.has_value() && end.has_value(), where,
-        "\"data_offsets\" must hold non-negative integers, found " + offsets.dump());
+        "\"data_offsets\" must hold non-negative integers, found " + json_excerpt(offsets));
   entry.begin = *begin;
   entry.end = *end;
 

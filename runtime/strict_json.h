@@ -9,12 +9,23 @@
 
 namespace attnscope {
 
-// Parses `text`, refusing a NUL byte (nlohmann::json would stop there as if the text ended) and
-// a duplicate key at any depth (nlohmann::json would keep the last one, and a file whose two
-// readers disagree on which duplicate wins is a classic attack). Throws Error
-// "<label>: <what> is not valid JSON: ..." or "<label>: <what>: duplicate key '<key>'".
+// How deeply objects and arrays may nest in an untrusted file. The deepest file attnscope reads
+// (a tokenizer.json) nests under 10 levels; a file nested a million deep would overflow the stack
+// of a recursive copy or dump later.
+constexpr int kMaxJsonDepth = 64;
+
+// Parses `text` in time linear in its length, refusing a NUL byte (nlohmann::json would stop
+// there as if the text ended), nesting deeper than kMaxJsonDepth, and a duplicate key at any
+// depth (nlohmann::json would keep the last one, and a file whose two readers disagree on which
+// duplicate wins is a classic attack). Throws Error "<label>: <what> is not valid JSON: ...",
+// "<label>: <what> nests objects and arrays deeper than 64 levels" or
+// "<label>: <what>: duplicate key '<key>'".
 nlohmann::json parse_json_refusing_duplicates(std::string_view text, const std::string& label,
                                               const std::string& what);
+
+// A JSON value as an error message may quote it: its compact dump, on one line, invalid UTF-8
+// replaced, cut to about 60 bytes ("...") so a huge untrusted value never fills a message.
+std::string json_excerpt(const nlohmann::json& value);
 
 // 'text' in single quotes, with control characters written as \xNN.
 std::string single_quoted(std::string_view text);
