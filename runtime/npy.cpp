@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "runtime/error.h"
+#include "runtime/input_file.h"
 
 namespace attnscope {
 
@@ -87,7 +88,9 @@ void NpyWriter::finish() {
   check(!out_.fail(), path_, "write failed");
 }
 
-NpyReader::NpyReader(const std::string& path) : path_(path), in_(path, std::ios::binary) {
+NpyReader::NpyReader(const std::string& path) : path_(path) {
+  const std::uint64_t file_size = InputFile::open(path).size();  // a regular file, or refused
+  in_.open(path, std::ios::binary);
   check(in_.good(), path, "cannot be read");
   char preamble[kPreamble] = {};
   in_.read(preamble, kPreamble);
@@ -110,9 +113,14 @@ NpyReader::NpyReader(const std::string& path) : path_(path), in_(path, std::ios:
         "the array must be 2-D, shape (rows, cols)");
   rows_ = parse_dimension(shape.substr(1, comma - 1), path);
   cols_ = parse_dimension(shape.substr(comma + 1), path);
-  const auto data_bytes = static_cast<std::uintmax_t>(rows_ * cols_) * sizeof(float);
-  check(std::filesystem::file_size(path) == kPreamble + header_len + data_bytes, path,
-        "the file size does not match the shape in its header");
+  // rows x cols == the floats after the header, compared by division: the product may overflow.
+  const std::uint64_t data_bytes = file_size - (kPreamble + header_len);  // the header was read
+  const std::uint64_t floats = data_bytes / sizeof(float);
+  const auto rows = static_cast<std::uint64_t>(rows_), cols = static_cast<std::uint64_t>(cols_);
+  const bool size_matches =
+      data_bytes % sizeof(float) == 0 &&
+      (rows == 0 || cols == 0 ? floats == 0 : floats % rows == 0 && floats / rows == cols);
+  check(size_matches, path, "the file size does not match the shape in its header");
 }
 
 void NpyReader::read_row(std::span<float> row) {

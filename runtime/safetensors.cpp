@@ -21,10 +21,7 @@
 
 #include "runtime/safetensors.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -34,9 +31,9 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <set>
 
 #include "runtime/error.h"
+#include "runtime/input_file.h"
 #include "runtime/strict_json.h"
 
 namespace attnscope {
@@ -107,7 +104,7 @@ Shape read_shape(const json& shape, const std::string& where) {
   for (const json& dim : shape) {
     const std::optional<std::uint64_t> value = as_non_negative_integer(dim);
     check(value.has_value(), where,
-          "\"shape\" must hold non-negative integers, found " + dim.dump());
+          "\"shape\" must hold non-negative integers, found " + json_excerpt(dim));
     check(*value <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()), where,
           "dimension " + std::to_string(*value) + " is too large");
     dims.push_back(static_cast<std::int64_t>(*value));
@@ -152,7 +149,7 @@ SafetensorsEntry read_entry(const std::string& name, const json& value,
   const std::optional<std::uint64_t> begin = as_non_negative_integer(offsets[0]);
   const std::optional<std::uint64_t> end = as_non_negative_integer(offsets[1]);
   check(begin.has_value() && end.has_value(), where,
-        "\"data_offsets\" must hold non-negative integers, found " + offsets.dump());
+        "\"data_offsets\" must hold non-negative integers, found " + json_excerpt(offsets));
   entry.begin = *begin;
   entry.end = *end;
 
@@ -223,40 +220,17 @@ class Mapping {
   std::size_t size_;
 };
 
-// Closes a file descriptor when it goes out of scope.
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  ~FileDescriptor() { ::close(fd_); }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 }  // namespace
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    throw Error(path, errno == ENOENT ? std::string("no such file") : std::strerror(errno));
-  }
-  const FileDescriptor file(fd);
-  struct stat status {};
-  check(::fstat(file.get(), &status) == 0, path, std::strerror(errno));
-  check(S_ISREG(status.st_mode), path, "not a regular file");
-  const auto size = static_cast<std::uint64_t>(status.st_size);
-  check_holds_length_prefix(size, path);
-
+  const InputFile file = InputFile::open(path);
+  check_holds_length_prefix(file.size(), path);
   // The descriptor is closed on return; the mapping stays valid until munmap (POSIX).
-  void* address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file.get(), 0);
+  void* address = ::mmap(nullptr, file.size(), PROT_READ, MAP_PRIVATE, file.descriptor(), 0);
   check(address != MAP_FAILED, path, std::string("mmap failed: ") + std::strerror(errno));
-  auto mapping = std::make_shared<const Mapping>(address, size);
+  auto mapping = std::make_shared<const Mapping>(address, file.size());
   const std::uint8_t* bytes = mapping->bytes();
-  return parse(std::move(mapping), bytes, size, path);
+  return parse(std::move(mapping), bytes, file.size(), path);
 }
 
 SafetensorsFile SafetensorsFile::parse(std::shared_ptr<const void> keep_alive,

@@ -7,11 +7,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <numeric>
 
 #include "runtime/error.h"
+#include "runtime/input_file.h"
 #include "runtime/strict_json.h"
 
 namespace attnscope {
@@ -20,19 +20,6 @@ namespace {
 using json = nlohmann::json;
 
 constexpr std::uintmax_t kMaxIndexBytes = std::uintmax_t{64} << 20;
-
-std::string read_index_file(const std::string& path) {
-  std::error_code error;
-  const std::uintmax_t size = std::filesystem::file_size(path, error);
-  check(!error, path, error ? error.message() : "");
-  check(size <= kMaxIndexBytes, path,
-        "file is " + std::to_string(size) + " bytes, over the 64 MiB limit for an index");
-  std::ifstream file(path, std::ios::binary);
-  std::string text(size, '\0');
-  file.read(text.data(), static_cast<std::streamsize>(size));
-  check(file.good() || file.eof(), path, "cannot read the file");
-  return text;
-}
 
 // A shard must be a file beside the index: no folders, so an index cannot reach elsewhere.
 void check_shard_name(const std::string& shard, const std::string& tensor,
@@ -48,7 +35,7 @@ void check_shard_name(const std::string& shard, const std::string& tensor,
 SafetensorsCheckpoint SafetensorsCheckpoint::open(const std::string& path) {
   if (path.ends_with(".index.json")) {
     const std::string folder = std::filesystem::path(path).parent_path().string();
-    return open_index(read_index_file(path), folder, path);
+    return open_index(read_input_file(path, kMaxIndexBytes, "an index"), folder, path);
   }
   SafetensorsCheckpoint checkpoint;
   checkpoint.label_ = path;
@@ -70,21 +57,22 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open_index(std::string_view index_t
 
   // Shards in order of first mention; each tensor's listed shard.
   std::vector<std::string> shard_names;
+  std::map<std::string, std::size_t, std::less<>> shard_number;  // position in shard_names
   std::map<std::string, std::size_t, std::less<>> listed_shard;
   for (const auto& item : weight_map->items()) {
     check(item.value().is_string(), label,
           "weight_map: the shard of " + single_quoted(item.key()) + " is not a string");
     const std::string& shard = item.value().get_ref<const std::string&>();
     check_shard_name(shard, item.key(), label);
-    auto known = std::find(shard_names.begin(), shard_names.end(), shard);
-    if (known == shard_names.end()) known = shard_names.insert(shard_names.end(), shard);
-    listed_shard[item.key()] = static_cast<std::size_t>(known - shard_names.begin());
+    const auto known = shard_number.try_emplace(shard, shard_names.size()).first;
+    if (known->second == shard_names.size()) shard_names.push_back(shard);
+    listed_shard[item.key()] = known->second;
   }
 
   SafetensorsCheckpoint checkpoint;
   checkpoint.label_ = label;
   for (std::size_t s = 0; s < shard_names.size(); ++s) {
-    const std::string path = (std::filesystem::path(folder) / shard_names[s]).string();
+    const std::string path = model_folder_file(folder, shard_names[s]).string();
     check(std::filesystem::exists(path), label,
           "shard " + single_quoted(shard_names[s]) + " is missing from " + folder);
     checkpoint.shards_.push_back(SafetensorsFile::open(path));

@@ -80,4 +80,15 @@ TEST_CASE("NpyReader reads numpy's own padding and refuses what it cannot read")
   testing::write_file(dir.file("text.npy"), "hello, not numpy");
   CHECK_THROWS_WITH_AS(NpyReader(dir.file("text.npy")), doctest::Contains("magic"), Error);
   CHECK_THROWS_AS(NpyReader(dir.file("missing.npy")), Error);
+  // A shape whose byte count overflows 64 bits must not wrap to the file's size (2^62 x 2^2
+  // floats is 2^66 bytes, 0 modulo 2^64, beside an empty data section).
+  std::string huge_dict = "{'descr':'<f4','fortran_order':False,'shape':(4611686018427387904,4)}";
+  huge_dict.resize(127 - 10, ' ');
+  huge_dict += '\n';
+  testing::write_file(
+      dir.file("huge.npy"),
+      std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(huge_dict.size()) + '\0' + huge_dict);
+  CHECK_THROWS_WITH_AS(NpyReader(dir.file("huge.npy")), doctest::Contains("file size"), Error);
+  CHECK_THROWS_WITH_AS(NpyReader(dir.path().string()), doctest::Contains("not a regular file"),
+                       Error);
 }

@@ -276,6 +276,47 @@ TEST_CASE("safetensors: duplicate keys are refused at every depth") {
             .size() == 2);
 }
 
+TEST_CASE("safetensors: headers nested deeper than the JSON depth limit are refused") {
+  // A million levels used to overflow the stack (the error path dumped the value).
+  const std::string deep =
+      "{\"a\":" + std::string(1'000'000, '[') + std::string(1'000'000, ']') + "}";
+  CHECK(parse_failure(deep) ==
+        "t.safetensors: header nests objects and arrays deeper than 64 levels");
+  const std::string at_limit =
+      "{\"a\":" + std::string(63, '[') + std::string(63, ']') + "}";
+  CHECK(parse_failure(at_limit) == "t.safetensors: tensor 'a': entry is not a JSON object");
+  CHECK(parse_failure("{\"a\":" + std::string(64, '[') + std::string(64, ']') + "}") ==
+        "t.safetensors: header nests objects and arrays deeper than 64 levels");
+}
+
+// Parsing is linear in the number of tensors: 100,000 entries took minutes before (the
+// duplicate-key check walked the whole object once per entry), and take well under a second now.
+TEST_CASE("safetensors: a header with 100,000 tensors parses in linear time" *
+          doctest::timeout(60)) {
+  constexpr int kTensors = 100'000;
+  std::string header = "{";
+  for (int i = 0; i < kTensors; ++i) {
+    if (i > 0) header += ',';
+    header += "\"t" + std::to_string(i) + "\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[" +
+              std::to_string(i) + "," + std::to_string(i + 1) + "]}";
+  }
+  header += "}";
+  const SafetensorsFile file = parse_header(header, kTensors);
+  CHECK(file.entries().size() == kTensors);
+  CHECK(file.find("t99999") != nullptr);
+}
+
+TEST_CASE("safetensors: a huge value is quoted in messages only as an excerpt") {
+  const std::string message =
+      parse_failure(one_entry("\"dtype\":\"F32\",\"shape\":[\"" + std::string(100'000, 'x') +
+                              "\"],\"data_offsets\":[0,4]"),
+                    4);
+  CHECK(message.find("\"shape\" must hold non-negative integers, found \"xxx") !=
+        std::string::npos);
+  CHECK(message.size() < 200);
+  CHECK(message.substr(message.size() - 3) == "...");
+}
+
 TEST_CASE("safetensors: entries must be objects with exactly dtype, shape and data_offsets") {
   CHECK(parse_failure(R"({"a":[1,2]})") == "t.safetensors: tensor 'a': entry is not a JSON object");
   CHECK(parse_failure(R"({"a":"F32"})") == "t.safetensors: tensor 'a': entry is not a JSON object");

@@ -369,7 +369,7 @@ TEST_CASE("load names the missing or invalid file and says what is wrong") {
   }
   SUBCASE("the vocabulary") {
     nlohmann::json vocabulary = small_vocabulary();
-    CHECK(contains(vocabulary_error("{\"a\": 1,"), "vocab.json: invalid JSON: parse error"));
+    CHECK(contains(vocabulary_error("{\"a\": 1,"), "vocab.json: not valid JSON: parse error"));
     CHECK(contains(vocabulary_error("[1, 2]"), "vocab.json: expected a JSON object"));
     vocabulary["aa"] = "256";
     CHECK(contains(vocabulary_error(vocabulary.dump()), "\"aa\": id \"256\" is not an integer"));

@@ -275,7 +275,7 @@ TEST_CASE("load refuses what it does not support, in one line naming it") {
     std::ofstream(fs::path(empty.path()) / "tokenizer.json") << "{\"model\": ";
     CHECK(TokenizerJson::present_in(empty.path()));
     CHECK_THROWS_WITH_AS(TokenizerJson::load(empty.path()),
-                         doctest::Contains("tokenizer.json: invalid JSON"), Error);
+                         doctest::Contains("tokenizer.json: not valid JSON"), Error);
   }
   SUBCASE("the normalizer") {
     tokenizer["normalizer"] = {{"type", "NFC"}};

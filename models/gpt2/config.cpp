@@ -4,7 +4,7 @@
 // object; vocab_size, n_embd, n_layer, n_head and n_positions (or its older name n_ctx) are
 // present; every integer is a JSON integer (not 12.5, "12", true or null), every string a
 // string; then validate_gpt2_config bounds each value so that nothing absurd sizes an
-// allocation. The file is read by runtime/strict_json's read_file.
+// allocation. The file is read by runtime/input_file.h and parsed by runtime/strict_json.h.
 // Keys attnscope does not use are ignored, as config.json carries many.
 //
 // Cost: one parse of a small file; nothing here is on a hot path.
@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "runtime/error.h"
+#include "runtime/input_file.h"
 #include "runtime/strict_json.h"
 
 namespace attnscope::gpt2 {
@@ -32,7 +33,6 @@ constexpr std::int64_t kMaxDModel = std::int64_t{1} << 16;
 constexpr std::int64_t kMaxLayers = 1024;
 constexpr std::int64_t kMaxHeads = 1024;
 constexpr std::int64_t kMaxDFF = std::int64_t{1} << 18;
-constexpr std::uintmax_t kMaxConfigFileBytes = std::uintmax_t{16} << 20;
 
 // Activations of transformers' ACT2FN that carry learned parameters (stored in the checkpoint
 // as h.{i}.mlp.act.*): known names, refused with their own reason.
@@ -97,16 +97,7 @@ void check_range(std::int64_t value, std::int64_t low, std::int64_t high, const 
 }  // namespace
 
 Gpt2Config parse_gpt2_config(std::string_view json_text, const std::string& label) {
-  // nlohmann::json stops at a NUL byte as if the text ended there; refuse it instead.
-  const std::size_t nul = json_text.find('\0');
-  check(nul == std::string_view::npos, label,
-        "not valid JSON: NUL byte at offset " + std::to_string(nul));
-  json root;
-  try {
-    root = json::parse(json_text);
-  } catch (const json::exception& error) {  // a parse_error, or out_of_range for 1e999
-    throw Error(label, "not valid JSON: " + json_parser_message(error));
-  }
+  const json root = parse_json_refusing_duplicates(json_text, label, "");
   check(root.is_object(), label, "not a JSON object");
 
   Gpt2Config config;
@@ -172,7 +163,7 @@ float Gpt2Config::attention_scale(std::int64_t layer_index) const {
 }
 
 Gpt2Config read_gpt2_config(const std::string& path) {
-  return parse_gpt2_config(read_file(path, kMaxConfigFileBytes), path);
+  return parse_gpt2_config(read_input_file(path, kMaxConfigBytes, "a config.json"), path);
 }
 
 void validate_gpt2_config(const Gpt2Config& config, const std::string& label) {

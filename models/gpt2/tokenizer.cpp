@@ -32,6 +32,7 @@
 #include "models/tokenizer/regex_splitter.h"
 #include "models/tokenizer/utf8.h"
 #include "runtime/error.h"
+#include "runtime/input_file.h"
 #include "runtime/strict_json.h"
 
 namespace attnscope::gpt2 {
@@ -110,7 +111,7 @@ Vocabulary read_vocabulary(const fs::path& path) {
 
 // The merges file: an optional "#version" first line, then "left right" per line, best first.
 tokenizer::MergeTable read_merges(const fs::path& path, const Vocabulary& vocabulary) {
-  const std::string text = read_file(path);
+  const std::string text = read_input_file(path, kMaxTokenizerBytes, "a tokenizer file");
   tokenizer::MergeTable merges;
   std::int32_t rank = 0;
   std::size_t line_number = 0;

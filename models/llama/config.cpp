@@ -1,6 +1,7 @@
 // Reader for a Hugging Face Llama config.json (models/llama/config.h says what is read and
-// refused). The file is read and its JSON parsed by runtime/strict_json (NUL bytes and duplicate
-// keys refused); then each key is read with its JSON type checked and each value bounded.
+// refused). The file is read by runtime/input_file.h and its JSON parsed by runtime/strict_json.h
+// (NUL bytes, duplicate keys and deep nesting refused); then each key is read with its JSON type
+// checked and each value bounded.
 //
 // Cost: one parse of a small file; nothing here is on a hot path.
 #include "models/llama/config.h"
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/error.h"
+#include "runtime/input_file.h"
 #include "runtime/strict_json.h"
 
 namespace attnscope::llama {
@@ -25,7 +27,6 @@ constexpr std::int64_t kMaxIntermediateSize = std::int64_t{1} << 18;
 constexpr std::int64_t kMaxLayers = 1024;
 constexpr std::int64_t kMaxHeads = 1024;
 constexpr std::int64_t kMaxHeadDim = 1024;
-constexpr std::uintmax_t kMaxConfigFileBytes = std::uintmax_t{16} << 20;
 
 // How a wrongly typed value is named in a message: "12.5", "a string", "null".
 std::string describe(const json& value) {
@@ -242,7 +243,7 @@ LlamaConfig parse_llama_config(std::string_view json_text, const std::string& la
 }
 
 LlamaConfig read_llama_config(const std::string& path) {
-  return parse_llama_config(read_file(path, kMaxConfigFileBytes), path);
+  return parse_llama_config(read_input_file(path, kMaxConfigBytes, "a config.json"), path);
 }
 
 }  // namespace attnscope::llama

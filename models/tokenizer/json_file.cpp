@@ -4,17 +4,14 @@
 #include <cstdio>
 
 #include "runtime/error.h"
+#include "runtime/input_file.h"
 #include "runtime/strict_json.h"
 
 namespace attnscope::tokenizer {
 
 nlohmann::json read_json_file(const std::filesystem::path& path) {
-  const std::string text = read_file(path);
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& error) {
-    throw Error(path.string(), "invalid JSON: " + json_parser_message(error));
-  }
+  const std::string text = read_input_file(path, kMaxTokenizerBytes, "a tokenizer file");
+  return parse_json_refusing_duplicates(text, path.string(), "");
 }
 
 std::string json_literal(std::string_view text) {

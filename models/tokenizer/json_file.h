@@ -8,7 +8,8 @@
 
 namespace attnscope::tokenizer {
 
-// The parsed JSON of a file (read by runtime/strict_json's read_file). Throws Error naming the
+// The parsed JSON of a file (read by runtime/input_file.h under the tokenizer files' size cap,
+// parsed by runtime/strict_json.h: no duplicate keys, nesting capped). Throws Error naming the
 // file when it cannot be read, or with the parser's message.
 nlohmann::json read_json_file(const std::filesystem::path& path);
 
