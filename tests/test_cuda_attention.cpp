@@ -153,7 +153,8 @@ void check_backend(const std::string& name) {
       copy_into(ctx, poison, call.out);
 
       const Measured measured = run(backend, ctx, call);
-      const ops::attention::CostModel model = backend.cost_model(ctx, call);
+      const ops::attention::CostModel model =
+          backend.cost_model(ctx, ops::attention::shape_of(call));
 
       const Tensor out = to_host(ctx, call.out).to_dtype(DType::F32, host);
       CHECK(worst_error(out, expected) <= tolerance(name, dtype));
@@ -240,7 +241,7 @@ TEST_CASE("at the study's shape in bf16 the GPU cost models are the CPU formulas
   };
   for (const Expected& e : expected) {
     const ops::attention::CostModel model =
-        ops::attention::find_backend(e.name).cost_model(ctx, call);
+        ops::attention::find_backend(e.name).cost_model(ctx, ops::attention::shape_of(call));
     MESSAGE(e.name << ": " << model.steps << " launches, "
                    << static_cast<double>(model.temporary_bytes) / (1 << 20)
                    << " MiB of temporaries");

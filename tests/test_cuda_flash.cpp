@@ -226,7 +226,7 @@ TEST_CASE("cuda flash decodes with split-KV against short and long caches") {
     const DeviceCall d = random_call(ctx, c, DType::F32, rng);
     CAPTURE(c.q_len);
     CAPTURE(c.kv_len);
-    CHECK(flash().cost_model(ctx, d.call).steps == 2);
+    CHECK(flash().cost_model(ctx, ops::attention::shape_of(d.call)).steps == 2);
   }
   check_cases(ctx, cases, rng);
 }
@@ -260,7 +260,8 @@ TEST_CASE("cuda flash allocates exactly the bytes its cost model states and laun
   };
   for (const StepCase& c : cases) {
     const DeviceCall d = random_call(ctx, c.shape, c.dtype, rng);
-    const ops::attention::CostModel model = flash().cost_model(ctx, d.call);
+    const ops::attention::CostModel model =
+        flash().cost_model(ctx, ops::attention::shape_of(d.call));
     const std::size_t before = ctx.allocator().current_bytes();
     ctx.allocator().reset_peak();
     const std::vector<std::string> steps = direct_steps(ctx, d.call);
@@ -285,7 +286,8 @@ TEST_CASE("cuda flash allocates exactly the bytes its cost model states and laun
   }
   // One head against a long cache is cut into several chunks (up to 4096 / 128 = 32).
   const DeviceCall d = random_call(ctx, {1, 1, 1, 1, 4096, 4096, 64}, DType::F16, rng);
-  CHECK(flash().cost_model(ctx, d.call).temporary_bytes >= 2 * (64 + 2) * 4);
+  CHECK(flash().cost_model(ctx, ops::attention::shape_of(d.call)).temporary_bytes >=
+        2 * (64 + 2) * 4);
 }
 
 TEST_CASE("cuda flash refuses what it cannot serve, with the reason") {

@@ -112,7 +112,7 @@ TEST_CASE("flash takes the split-KV path for few rows against a long cache, and 
     CAPTURE(c.shape.q_heads);
     CAPTURE(c.shape.q_len);
     CAPTURE(c.shape.kv_len);
-    CHECK(flash().cost_model(ctx, call).steps == 2);
+    CHECK(flash().cost_model(ctx, ops::attention::shape_of(call)).steps == 2);
     CHECK(direct_steps(ctx, call) == kSplitSteps);
     CHECK(flash_error(ctx, call) < 1e-5);
   }
@@ -174,7 +174,8 @@ TEST_CASE("flash allocates exactly the bytes its cost model states, on both path
     Context ctx(threads);
     for (const FlashCase& c : cases) {
       const ops::attention::Call call = random_call(c, rng, ctx.allocator());
-      const ops::attention::CostModel model = flash().cost_model(ctx, call);
+      const ops::attention::CostModel model =
+          flash().cost_model(ctx, ops::attention::shape_of(call));
       const std::size_t before = ctx.allocator().current_bytes();
       ctx.allocator().reset_peak();
       const std::vector<std::string> steps = direct_steps(ctx, call);

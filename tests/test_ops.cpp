@@ -858,7 +858,8 @@ TEST_CASE("every backend allocates exactly the bytes and runs the steps its cost
       for (const std::string& name : ops::attention::backend_names()) {
         const ops::attention::Backend& backend = ops::attention::find_backend(name);
         const auto [bytes, steps] = measure(backend, ctx, call);
-        const ops::attention::CostModel model = backend.cost_model(ctx, call);
+        const ops::attention::CostModel model =
+            backend.cost_model(ctx, ops::attention::shape_of(call));
         CAPTURE(name);
         CAPTURE(threads);
         CAPTURE(c.q_len);
@@ -882,7 +883,9 @@ TEST_CASE("at the study's shape the formulas order naive > inplace > fused > fla
   call.kv_len = 1024;
   std::vector<std::size_t> bytes;
   for (const char* name : {"naive", "inplace", "fused", "flash"}) {
-    bytes.push_back(ops::attention::find_backend(name).cost_model(ctx, call).temporary_bytes);
+    bytes.push_back(ops::attention::find_backend(name)
+                        .cost_model(ctx, ops::attention::shape_of(call))
+                        .temporary_bytes);
   }
   const std::size_t scores = 8ull * 16 * 1024 * 1024 * sizeof(float);  // 512 MiB
   CHECK(bytes[0] == 4 * scores);
@@ -891,5 +894,7 @@ TEST_CASE("at the study's shape the formulas order naive > inplace > fused > fla
   CHECK(bytes[3] < scores / 64);
   CHECK(std::is_sorted(bytes.rbegin(), bytes.rend()));
   // math pays for its copies and its mask on top of three score buffers.
-  CHECK(ops::attention::find_backend("math").cost_model(ctx, call).temporary_bytes > 3 * scores);
+  CHECK(ops::attention::find_backend("math")
+            .cost_model(ctx, ops::attention::shape_of(call))
+            .temporary_bytes > 3 * scores);
 }

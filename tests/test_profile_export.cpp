@@ -168,7 +168,8 @@ TEST_CASE("every backend runs the steps and temporaries its cost model predicts"
     call.v = cache.values(0);
     call.out = Tensor::empty(call.q.shape(), DType::F32, ctx.allocator());
     call.kv_len = 4;
-    const ops::attention::CostModel expected = model.attention().cost_model(ctx, call);
+    const ops::attention::CostModel expected =
+        model.attention().cost_model(ctx, ops::attention::shape_of(call));
     int calls = 0;
     for (const profiler::Event& e : tracer.events()) {
       if (e.category != "attention") continue;

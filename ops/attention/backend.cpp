@@ -1,5 +1,5 @@
-// The checks every attention backend makes before touching memory, the head layout its steps
-// iterate over, and the useful FLOPs of a call.
+// The checks every attention backend makes before touching memory, the shape and head layout of
+// a call, and the costs every backend shares (FLOPs, bytes moved at least).
 #include "ops/attention/backend.h"
 
 #include <string>
@@ -10,17 +10,23 @@
 
 namespace attnscope::ops::attention {
 
-HeadLayout layout_of(const Call& call) {
-  return {call.batch(), call.q_heads(), call.kv_heads(), call.q_len(),
-          call.kv_len,  call.k.dim(2),  call.head_dim()};
+Shape shape_of(const Call& call) {
+  return {call.batch(), call.q_heads(),  call.kv_heads(), call.q_len(),
+          call.kv_len,  call.head_dim(), call.q.dtype()};
 }
 
-double useful_flops(std::int64_t batch, std::int64_t heads, std::int64_t head_dim,
-                    std::int64_t q_len, std::int64_t kv_len) {
-  // Queries 0..Tq-1 see (kv_len - Tq) past keys each, plus 1..Tq of their own tokens.
-  const double visible_pairs = static_cast<double>(q_len) * static_cast<double>(kv_len - q_len) +
-                               static_cast<double>(q_len) * static_cast<double>(q_len + 1) / 2;
-  return 4.0 * static_cast<double>(batch * heads * head_dim) * visible_pairs;
+HeadLayout layout_of(const Call& call) { return {shape_of(call), call.k.dim(2)}; }
+
+CostModel cost_of(const Shape& s, std::size_t temporary_bytes, int steps) {
+  // Causal: queries 0..Tq-1 see (kv_len - Tq) past keys each, plus 1..Tq of their own tokens.
+  const double q_len = static_cast<double>(s.q_len);
+  const double visible_pairs =
+      s.causal ? q_len * static_cast<double>(s.kv_len - s.q_len) + q_len * (q_len + 1) / 2
+               : q_len * static_cast<double>(s.kv_len);
+  const double flops = 4.0 * static_cast<double>(s.heads() * s.head_dim) * visible_pairs;
+  const std::size_t bytes = storage_bytes(
+      s.dtype, s.batch * s.head_dim * (2 * s.q_heads * s.q_len + 2 * s.kv_heads * s.kv_len));
+  return {temporary_bytes, steps, flops, bytes};
 }
 
 void validate_call(const Call& call) {

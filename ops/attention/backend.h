@@ -44,14 +44,25 @@ struct Call {
   std::int64_t head_dim() const { return q.dim(3); }
 };
 
-// The sizes of a call that the steps iterate over. K and V rows of one kv head are `capacity`
-// rows apart, so the same steps read the KV cache in place and compact copies of it.
-struct HeadLayout {
-  std::int64_t batch = 0, q_heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, capacity = 0,
-               head_dim = 0;
+// The shape of a call, all that its cost depends on: the cost model and the tools read it, and
+// shape_of(call) gives it for a call. Every call the backends serve is causal.
+struct Shape {
+  std::int64_t batch = 0, q_heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, head_dim = 0;
+  DType dtype = DType::F32;  // of q, k, v and out
+  bool causal = true;        // query i sees keys 0..kv_len - Tq + i (backend.h's top comment)
 
   std::int64_t heads() const { return batch * q_heads; }  // (batch, query head) pairs
   std::int64_t score_elements() const { return heads() * q_len * kv_len; }
+};
+
+Shape shape_of(const Call& call);
+
+// The steps' view of a call: its shape, and where K and V rows lie. K and V rows of one kv head
+// are `capacity` rows apart, so the same steps read the KV cache in place and compact copies of
+// it.
+struct HeadLayout : Shape {
+  std::int64_t capacity = 0;
+
   // Offset of the first K/V row that query head `bh` (= b * q_heads + h) reads.
   std::int64_t kv_offset(std::int64_t bh) const {
     const std::int64_t b = bh / q_heads;
@@ -62,19 +73,29 @@ struct HeadLayout {
 
 HeadLayout layout_of(const Call& call);
 
-// The useful work of a call of this shape, whatever the backend: 4 D FLOPs (q . k and p v, a
-// multiply and an add each) per visible (query, key) pair, over batch x heads query heads. Query
-// i sees kv_len - Tq + i + 1 keys; masked pairs are not counted.
-double useful_flops(std::int64_t batch, std::int64_t heads, std::int64_t head_dim,
-                    std::int64_t q_len, std::int64_t kv_len);
-
-// What a backend's header comment promises, as numbers that tests and the profiler check
-// against measurements.
+// The cost of one call: what its backend's header comment promises, as numbers that the tests
+// and the profiler check against measurements and that every tool prints.
 struct CostModel {
   std::size_t temporary_bytes = 0;  // peak bytes taken from ctx.allocator() during one call
   int steps = 0;  // passes over memory per call, each its own profiler scope directly inside the
                   // backend's scope (on a GPU: kernel launches)
+  // The useful work, whatever the backend: 4 D FLOPs (q . k and p v, a multiply and an add each)
+  // per visible (query, key) pair, over the B Hq query heads; masked pairs are not counted.
+  // Query i sees kv_len - Tq + i + 1 keys, so a square causal call (Tq = Tk = T) does
+  // 4 B Hq D T (T + 1) / 2: FlashAttention's causal convention (half of 4 B H T^2 D), up to the
+  // T / 2 pairs of the diagonal.
+  double flops = 0;
+  // The bytes every backend moves at least: q read, the kv_len valid rows of K and V read once
+  // per kv head, out written.
+  std::size_t bytes = 0;
+
+  // bytes, plus every temporary written once and read once: the least this backend moves.
+  std::size_t bytes_with_temporaries() const { return bytes + 2 * temporary_bytes; }
 };
+
+// The cost model of a call of `shape` whose backend takes `temporary_bytes` and runs `steps`:
+// the FLOPs and bytes every backend shares, computed here once.
+CostModel cost_of(const Shape& shape, std::size_t temporary_bytes, int steps);
 
 class Backend {
  public:
@@ -85,8 +106,9 @@ class Backend {
   // Computes call.out on the device of the call's tensors. Throws Error when the backend cannot
   // serve the call.
   virtual void forward(Context& ctx, const Call& call) const = 0;
-  // The cost of forward(ctx, call), from the backend's formulas (the one place they are stated).
-  virtual CostModel cost_model(const Context& ctx, const Call& call) const = 0;
+  // The cost of forward(ctx, call) for any call of `shape`, from the backend's formulas (the one
+  // place they are stated). `ctx` gives the device and threads, which decide flash's plan.
+  virtual CostModel cost_model(const Context& ctx, const Shape& shape) const = 0;
 };
 
 // Throws Error unless the tensors of `call` have consistent shapes, dtypes and devices.

@@ -72,9 +72,9 @@ class Flash final : public Backend {
     return "tiled online softmax with causal tile skipping; split-KV (flash-decoding) for decode";
   }
 
-  CostModel cost_model(const Context& ctx, const Call& call) const override {
-    const FlashPlan plan = bodies_for(ctx.device()).plan(ctx, call);
-    return {plan.temporary_bytes, plan.path == FlashPath::tiled ? 1 : 2};
+  CostModel cost_model(const Context& ctx, const Shape& shape) const override {
+    const FlashPlan plan = bodies_for(ctx.device()).plan(ctx, shape);
+    return cost_of(shape, plan.temporary_bytes, plan.path == FlashPath::tiled ? 1 : 2);
   }
 
   void forward(Context& ctx, const Call& call) const override {
@@ -83,14 +83,15 @@ class Flash final : public Backend {
     const Device device = call.q.device();
     if (device == Device::CUDA) check_gpu_limits(call);
     const FlashBodies& bodies = bodies_for(device);
-    const FlashPlan plan = bodies.plan(ctx, call);
+    const Shape shape = shape_of(call);
+    const FlashPlan plan = bodies.plan(ctx, shape);
     if (plan.path == FlashPath::tiled) {
       profiler::KernelStep step(ctx, kFlashTiledStep);
       bodies.tiled(ctx, call);
       return;
     }
     Tensor partials =
-        Tensor::empty({split_kv_partial_floats(call, plan.chunks)}, DType::F32, ctx.allocator());
+        Tensor::empty({split_kv_partial_floats(shape, plan.chunks)}, DType::F32, ctx.allocator());
     {
       profiler::KernelStep step(ctx, kFlashPartialsStep);
       bodies.split_kv_partials(ctx, call, plan, partials);

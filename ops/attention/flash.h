@@ -46,8 +46,8 @@ struct FlashPlan {
 
 // The split-KV partials: for every (batch, query head, chunk) and query row, the unnormalised
 // output O [D] and the running max m and sum l: B Hq chunks Tq (D + 2) floats.
-inline std::int64_t split_kv_partial_floats(const Call& call, std::int64_t chunks) {
-  return call.batch() * call.q_heads() * chunks * call.q_len() * (call.head_dim() + 2);
+inline std::int64_t split_kv_partial_floats(const Shape& shape, std::int64_t chunks) {
+  return shape.heads() * chunks * shape.q_len * (shape.head_dim + 2);
 }
 
 // Calls f(std::integral_constant<int, C>{}) with C = 1, 2, 4 or 8 the number of 32-wide chunks a
@@ -71,10 +71,10 @@ void with_lane_chunks(std::int64_t head_dim, F&& f) {
 // What flash.cpp calls on one device: one table per device (flash_cpu.cpp; flash_simt.cu for the
 // GPU, whose `tiled` picks the MMA or the SIMT kernel). `plan` is that device's half of the cost
 // model: the path, and the temporaries it allocates. The partials tensor holds
-// split_kv_partial_floats(call, plan.chunks) floats; flash.cpp allocates it around the two
+// split_kv_partial_floats(shape, plan.chunks) floats; flash.cpp allocates it around the two
 // split-KV steps. A build without the CUDA path has no CUDA table.
 struct FlashBodies {
-  FlashPlan (*plan)(const Context& ctx, const Call& call);
+  FlashPlan (*plan)(const Context& ctx, const Shape& shape);
   void (*tiled)(Context& ctx, const Call& call);
   void (*split_kv_partials)(Context& ctx, const Call& call, const FlashPlan& plan,
                             Tensor& partials);

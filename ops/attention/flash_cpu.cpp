@@ -103,8 +103,7 @@ std::int64_t round_up_to_cache_line(std::int64_t floats) {
   return (floats + kCacheLineFloats - 1) / kCacheLineFloats * kCacheLineFloats;
 }
 
-Tiling tiling_of(const Context& ctx, const Call& call) {
-  const HeadLayout l = layout_of(call);
+Tiling tiling_of(const Context& ctx, const Shape& l) {
   Tiling plan;
   plan.threads = ctx.threads();
   plan.key_block = std::clamp(l.kv_len, std::int64_t{1}, kKeyBlock);
@@ -189,13 +188,13 @@ void attend_key_range(const Head& head, std::int64_t first_row, const StateLayou
   }
 }
 
-FlashPlan flash_plan(const Context& ctx, const Call& call) {
-  const Tiling tiling = tiling_of(ctx, call);
+FlashPlan flash_plan(const Context& ctx, const Shape& shape) {
+  const Tiling tiling = tiling_of(ctx, shape);
   return {tiling.path, tiling.chunks, tiling.temporary_bytes()};
 }
 
 void flash_tiled(Context& ctx, const Call& call) {
-  const Tiling plan = tiling_of(ctx, call);
+  const Tiling plan = tiling_of(ctx, shape_of(call));
   const HeadLayout l = layout_of(call);
   Tensor scratch = Tensor::empty({plan.threads, plan.scratch_floats}, DType::F32, ctx.allocator());
   const std::int64_t query_tiles = (l.q_len + plan.query_block - 1) / plan.query_block;
@@ -221,7 +220,7 @@ void flash_tiled(Context& ctx, const Call& call) {
 // Partial (m_c, l_c, O_c) of every (batch, head, chunk), in the StateLayout of Tq rows.
 void flash_split_kv_partials(Context& ctx, const Call& call, const FlashPlan& /*plan*/,
                              Tensor& partials) {
-  const Tiling plan = tiling_of(ctx, call);
+  const Tiling plan = tiling_of(ctx, shape_of(call));
   const HeadLayout l = layout_of(call);
   Tensor scratch = Tensor::empty({plan.threads, plan.scratch_floats}, DType::F32, ctx.allocator());
 #pragma omp parallel for num_threads(plan.threads) schedule(dynamic, 1)
@@ -239,7 +238,7 @@ void flash_split_kv_partials(Context& ctx, const Call& call, const FlashPlan& /*
 
 void flash_split_kv_combine(Context& ctx, const Call& call, const FlashPlan& /*plan*/,
                             const Tensor& partials) {
-  const Tiling plan = tiling_of(ctx, call);
+  const Tiling plan = tiling_of(ctx, shape_of(call));
   const HeadLayout l = layout_of(call);
 #pragma omp parallel for num_threads(plan.threads) schedule(static)
   for (std::int64_t row = 0; row < l.heads() * l.q_len; ++row) {

@@ -134,8 +134,8 @@ void launch_tiles(Context& ctx, const Call& call,
 }
 
 // The GPU's flash bodies (flash.h's FlashBodies; the table is in flash_simt.cu).
-void flash_tiled_mma(Context& ctx, const Call& call);        // flash_mma.cu
-FlashPlan flash_plan(const Context& ctx, const Call& call);  // flash_split_kv.cu, from here on
+void flash_tiled_mma(Context& ctx, const Call& call);          // flash_mma.cu
+FlashPlan flash_plan(const Context& ctx, const Shape& shape);  // flash_split_kv.cu, from here on
 void flash_split_kv_partials(Context& ctx, const Call& call, const FlashPlan& plan,
                              Tensor& partials);
 void flash_split_kv_combine(Context& ctx, const Call& call, const FlashPlan& plan,

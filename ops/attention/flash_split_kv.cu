@@ -247,15 +247,15 @@ void with_typed_call(const Call& call, F&& f) {
 
 }  // namespace
 
-FlashPlan flash_plan(const Context& ctx, const Call& call) {
-  if (call.q_len() > kSplitKvMaxQueries) return {FlashPath::tiled, 1, 0};  // no temporaries
-  const std::int64_t heads = call.batch() * call.q_heads();
+FlashPlan flash_plan(const Context& ctx, const Shape& shape) {
+  if (shape.q_len > kSplitKvMaxQueries) return {FlashPath::tiled, 1, 0};  // no temporaries
+  const std::int64_t heads = shape.heads();
   const std::int64_t ctas = kCtasPerSm * gpu::device_state(ctx).properties.multiProcessorCount;
   const std::int64_t wanted = heads > 0 ? (ctas + heads - 1) / heads : 1;
-  const std::int64_t most = std::max<std::int64_t>(1, call.kv_len / kMinChunkKeys);
+  const std::int64_t most = std::max<std::int64_t>(1, shape.kv_len / kMinChunkKeys);
   const std::int64_t chunks = std::clamp<std::int64_t>(wanted, 1, most);
   return {FlashPath::split_kv, chunks,
-          static_cast<std::size_t>(split_kv_partial_floats(call, chunks)) * sizeof(float)};
+          static_cast<std::size_t>(split_kv_partial_floats(shape, chunks)) * sizeof(float)};
 }
 
 void flash_split_kv_partials(Context& ctx, const Call& call, const FlashPlan& plan,

@@ -25,7 +25,7 @@ static void fused(Context& ctx, const Call& call, const HeadLayout& layout, Tens
   pv_gemm(ctx, "fused.pv_gemm", layout, scores, call.v, out);
 }
 
-static CostModel fused_cost(const Call& call) { return {score_bytes(call), 3}; }
+static CostModel fused_cost(const Shape& shape) { return cost_of(shape, score_bytes(shape), 3); }
 
 const Backend& fused_backend() {
   static const Recipe backend("fused", "GEMM, one fused scale + mask + softmax pass, GEMM",

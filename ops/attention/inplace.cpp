@@ -26,7 +26,9 @@ static void inplace(Context& ctx, const Call& call, const HeadLayout& layout, Te
   pv_gemm(ctx, "inplace.pv_gemm", layout, probs, call.v, out);
 }
 
-static CostModel inplace_cost(const Call& call) { return {3 * score_bytes(call), 5}; }
+static CostModel inplace_cost(const Shape& shape) {
+  return cost_of(shape, 3 * score_bytes(shape), 5);
+}
 
 const Backend& inplace_backend() {
   static const Recipe backend(

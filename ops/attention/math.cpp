@@ -48,13 +48,12 @@ static void math(Context& ctx, const Call& call, const HeadLayout& layout, Tenso
   convert(ctx, "math.downcast_out", out32, out);
 }
 
-static CostModel math_cost(const Call& call) {
-  const HeadLayout l = layout_of(call);
-  const auto q = static_cast<std::size_t>(l.heads() * l.q_len * l.head_dim);
-  const auto kv = static_cast<std::size_t>(l.batch * l.kv_heads * l.kv_len * l.head_dim);
-  const auto scores = static_cast<std::size_t>(l.score_elements());
-  const auto mask = static_cast<std::size_t>(l.q_len * l.kv_len);
-  return {sizeof(float) * (2 * q + 2 * kv + 3 * scores) + mask, 11};
+static CostModel math_cost(const Shape& s) {
+  const auto q = static_cast<std::size_t>(s.heads() * s.q_len * s.head_dim);
+  const auto kv = static_cast<std::size_t>(s.batch * s.kv_heads * s.kv_len * s.head_dim);
+  const auto scores = static_cast<std::size_t>(s.score_elements());
+  const auto mask = static_cast<std::size_t>(s.q_len * s.kv_len);
+  return cost_of(s, sizeof(float) * (2 * q + 2 * kv + 3 * scores) + mask, 11);
 }
 
 const Backend& math_backend() {

@@ -32,7 +32,9 @@ static void naive(Context& ctx, const Call& call, const HeadLayout& layout, Tens
   pv_gemm(ctx, "naive.pv_gemm", layout, probs, call.v, out);
 }
 
-static CostModel naive_cost(const Call& call) { return {4 * score_bytes(call), 6}; }
+static CostModel naive_cost(const Shape& shape) {
+  return cost_of(shape, 4 * score_bytes(shape), 6);
+}
 
 const Backend& naive_backend() {
   static const Recipe backend("naive",

@@ -36,7 +36,9 @@ Recipe::Recipe(std::string_view name, std::string_view summary, CostFunction cos
       steps_(steps),
       any_float_on_cpu_(any_float_on_cpu) {}
 
-CostModel Recipe::cost_model(const Context& /*ctx*/, const Call& call) const { return cost_(call); }
+CostModel Recipe::cost_model(const Context& /*ctx*/, const Shape& shape) const {
+  return cost_(shape);
+}
 
 void Recipe::forward(Context& ctx, const Call& call) const {
   profiler::Scope scope(ctx, scope_.c_str(), "attention");
@@ -45,8 +47,8 @@ void Recipe::forward(Context& ctx, const Call& call) const {
   steps_(ctx, call, layout_of(call), out);
 }
 
-std::size_t score_bytes(const Call& call) {
-  return static_cast<std::size_t>(layout_of(call).score_elements()) * dtype_size(call.q.dtype());
+std::size_t score_bytes(const Shape& shape) {
+  return static_cast<std::size_t>(shape.score_elements()) * dtype_size(shape.dtype);
 }
 
 Tensor qk_gemm(Context& ctx, const char* step, const HeadLayout& layout, const Tensor& q,

@@ -33,12 +33,13 @@
 
 namespace attnscope::ops::attention {
 
-// An eager backend: a name, a one-line summary, the cost model and the recipe, each a plain
-// function of the call. forward() opens the backend's scope ("attention.<name>"), validates the
-// call (validate_call) and runs the recipe, which writes `out` (a handle on call.out).
+// An eager backend: a name, a one-line summary, the cost model (a plain function of the shape)
+// and the recipe (a plain function of the call). forward() opens the backend's scope
+// ("attention.<name>"), validates the call (validate_call) and runs the recipe, which writes `out`
+// (a handle on call.out).
 class Recipe final : public Backend {
  public:
-  using CostFunction = CostModel (*)(const Call& call);
+  using CostFunction = CostModel (*)(const Shape& shape);
   using StepsFunction = void (*)(Context& ctx, const Call& call, const HeadLayout& layout,
                                  Tensor& out);
   Recipe(std::string_view name, std::string_view summary, CostFunction cost, StepsFunction steps,
@@ -46,7 +47,7 @@ class Recipe final : public Backend {
 
   std::string_view name() const override { return name_; }
   std::string_view summary() const override { return summary_; }
-  CostModel cost_model(const Context& ctx, const Call& call) const override;
+  CostModel cost_model(const Context& ctx, const Shape& shape) const override;
   void forward(Context& ctx, const Call& call) const override;
 
  private:
@@ -65,7 +66,7 @@ class Recipe final : public Backend {
 constexpr float kMaskedScore = -std::numeric_limits<float>::infinity();
 
 // The bytes of one score-sized tensor of the call's dtype: S e.
-std::size_t score_bytes(const Call& call);
+std::size_t score_bytes(const Shape& shape);
 
 // The steps. A step that returns a Tensor allocates it from ctx's allocator (a new tensor, as an
 // eager framework's out-of-place op); a name ending in `_` works in place, as PyTorch's

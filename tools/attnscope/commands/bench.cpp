@@ -297,7 +297,7 @@ json run_attention_grid(const BenchFlags& flags, int& threads) {
         op.threads = flags.threads;
         const AttentionReport report = measure_attention(op, "bench --op attention");
         threads = report.threads;
-        const AttentionCase& shape = report.shape;
+        const ops::attention::Shape& shape = report.shape;
         for (const BackendResult& r : report.results) {
           json row = shape_json(shape);
           row.update({{"op", "attention"},
@@ -306,7 +306,7 @@ json run_attention_grid(const BenchFlags& flags, int& threads) {
                       {"device", device},
                       {"dtype", dtype},
                       {"threads", report.threads},
-                      {"causal", true},
+                      {"causal", shape.causal},
                       {"test", shape.q_len == 1 ? "decode" : "prefill"}});
           if (r.unsupported_reason) {
             row["error"] = *r.unsupported_reason;
@@ -315,7 +315,7 @@ json run_attention_grid(const BenchFlags& flags, int& threads) {
           }
           add_stats(row, "time_ms", r.stats);
           row.update({{"samples_ms", r.times_ms},
-                      {"gflops", gflop_per_s(shape, r.stats.median)},
+                      {"gflops", gflop_per_s(r.predicted, r.stats.median)},
                       {"peak_temporary_bytes", r.peak_temporary_bytes},
                       {"predicted_temporary_bytes", r.predicted.temporary_bytes},
                       {"steps_observed", r.steps_observed},

@@ -32,8 +32,8 @@ std::string mebibytes(std::size_t bytes) {
 }
 
 void print_markdown(const AttentionReport& report, const AttentionBenchFlags& flags) {
-  const AttentionCase& shape = report.shape;
-  std::cout << "Attention alone: " << shape.description() << "; " << dtype_name(shape.dtype)
+  const ops::attention::Shape& shape = report.shape;
+  std::cout << "Attention alone: " << describe_shape(shape) << "; " << dtype_name(shape.dtype)
             << " on " << report.device << ", threads " << report.threads << ", CPU " << cpu_model()
             << "; warmup " << flags.warmup << ", reps " << flags.reps << "\n\n";
   using Align = MarkdownTable::Align;
@@ -54,7 +54,7 @@ void print_markdown(const AttentionReport& report, const AttentionBenchFlags& fl
     }
     const TimingStats& s = r.stats;
     table.add_row({r.backend, fixed(s.median, 3), fixed(s.min, 3) + ".." + fixed(s.max, 3),
-                   fixed(s.stddev, 3), fixed(gflop_per_s(shape, s.median), 2),
+                   fixed(s.stddev, 3), fixed(gflop_per_s(r.predicted, s.median), 2),
                    mebibytes(r.peak_temporary_bytes), mebibytes(r.predicted.temporary_bytes),
                    std::to_string(r.steps_observed) + "/" + std::to_string(r.predicted.steps),
                    naive_ms ? fixed(*naive_ms / s.median, 2) + "x" : "-"});
@@ -63,7 +63,7 @@ void print_markdown(const AttentionReport& report, const AttentionBenchFlags& fl
 }
 
 void print_json(const AttentionReport& report, const AttentionBenchFlags& flags) {
-  const AttentionCase& shape = report.shape;
+  const ops::attention::Shape& shape = report.shape;
   const std::optional<double> naive_ms = naive_median_ms(report.results);
   nlohmann::json rows = nlohmann::json::array();
   for (const BackendResult& r : report.results) {
@@ -80,7 +80,7 @@ void print_json(const AttentionReport& report, const AttentionBenchFlags& flags)
         {"max_ms", s.max},
         {"mean_ms", s.mean},
         {"stddev_ms", s.stddev},
-        {"gflops", gflop_per_s(shape, s.median)},
+        {"gflops", gflop_per_s(r.predicted, s.median)},
         {"peak_temporary_bytes", r.peak_temporary_bytes},
         {"predicted_temporary_bytes", r.predicted.temporary_bytes},
         {"steps_observed", r.steps_observed},
@@ -91,7 +91,7 @@ void print_json(const AttentionReport& report, const AttentionBenchFlags& flags)
   }
   nlohmann::json shape_fields = shape_json(shape);
   shape_fields.update(
-      {{"dtype", dtype_name(shape.dtype)}, {"device", flags.device}, {"causal", true}});
+      {{"dtype", dtype_name(shape.dtype)}, {"device", flags.device}, {"causal", shape.causal}});
   const nlohmann::json out = {
       {"shape", shape_fields}, {"device", report.device}, {"threads", report.threads},
       {"cpu", cpu_model()},    {"warmup", flags.warmup},  {"reps", flags.reps},

@@ -39,8 +39,8 @@ struct ProfileFlags {
   std::string attention = "naive";
   std::int64_t prompt_len = 128;
   std::int64_t gen = 16;
-  std::int64_t model_batch = 1;  // --batch when given with --model
-  AttentionShape shape;
+  std::int64_t model_batch = 1;               // --batch when given with --model
+  ops::attention::Shape shape = kStudyShape;  // --op attention's causal prefill
   int reps = 4;
   DeviceOptions device;
   std::string gpu_timer = "cupti";
@@ -147,7 +147,8 @@ int run_profile(const ProfileFlags& flags) {
   if (!flags.op.empty()) {
     const ops::attention::Backend& backend = ops::attention::find_backend(flags.attention);
     AttentionRunOptions options;
-    options.shape = flags.shape.in(parse_attention_dtype(flags.device.dtype));
+    options.shape = flags.shape;
+    options.shape.dtype = parse_attention_dtype(flags.device.dtype);
     options.reps = flags.reps;
     options.seed = flags.seed;
     options.gpu_timing = timing;
@@ -252,12 +253,19 @@ Subcommand add_profile(CLI::App& app) {
                       "Rows: --model's prompts decoded together (default 1), --op attention's "
                       "batch (default 8)")
           ->check(positive);
-  sub->add_option("--heads", flags->shape.heads, "--op attention: heads")
-      ->capture_default_str()
+  // A prefill: every query head has its own kv head, and the keys are the queries' own tokens.
+  sub->add_option_function<std::int64_t>(
+         "--heads",
+         [flags](std::int64_t heads) { flags->shape.q_heads = flags->shape.kv_heads = heads; },
+         "--op attention: heads")
+      ->default_str(std::to_string(kStudyShape.q_heads))
       ->check(positive)
       ->needs(op);
-  sub->add_option("--seq-len", flags->shape.seq_len, "--op attention: causal prefill length")
-      ->capture_default_str()
+  sub->add_option_function<std::int64_t>(
+         "--seq-len",
+         [flags](std::int64_t tokens) { flags->shape.q_len = flags->shape.kv_len = tokens; },
+         "--op attention: causal prefill length")
+      ->default_str(std::to_string(kStudyShape.q_len))
       ->check(positive)
       ->needs(op);
   sub->add_option("--head-dim", flags->shape.head_dim, "--op attention: head dimension")

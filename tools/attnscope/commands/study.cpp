@@ -43,7 +43,7 @@ namespace {
 namespace attention = ops::attention;
 
 struct StudyFlags {
-  AttentionShape shape;
+  attention::Shape shape = kStudyShape;
   std::vector<std::string> backends = attention::backend_names();
   RepetitionPlan plan;
   DeviceOptions device;
@@ -53,7 +53,7 @@ struct StudyFlags {
 
 // The profiled call of one backend: what its steps, temporaries and kernels were, and its trace.
 void observe(Context& ctx, const attention::Backend& backend, const StudyFlags& flags,
-             const AttentionCase& shape, StudyBackend& result) {
+             const attention::Shape& shape, StudyBackend& result) {
   AttentionRunOptions options;
   options.shape = shape;
   options.reps = 1;
@@ -77,7 +77,8 @@ void observe(Context& ctx, const attention::Backend& backend, const StudyFlags& 
 
 int run_study(const StudyFlags& flags) {
   create_output_directory(flags.out_dir);
-  const AttentionCase shape = flags.shape.in(parse_attention_dtype(flags.device.dtype));
+  attention::Shape shape = flags.shape;
+  shape.dtype = parse_attention_dtype(flags.device.dtype);
   const std::unique_ptr<Context> context = make_context(flags.device);
   Context& ctx = *context;
 
@@ -145,9 +146,18 @@ Subcommand add_study(CLI::App& app) {
   sub->add_option("--batch", flags->shape.batch, "Batch size")
       ->capture_default_str()
       ->check(positive);
-  sub->add_option("--heads", flags->shape.heads, "Heads")->capture_default_str()->check(positive);
-  sub->add_option("--seq-len", flags->shape.seq_len, "Tokens (queries and keys)")
-      ->capture_default_str()
+  // A prefill: every query head has its own kv head, and the keys are the queries' own tokens.
+  sub->add_option_function<std::int64_t>(
+         "--heads",
+         [flags](std::int64_t heads) { flags->shape.q_heads = flags->shape.kv_heads = heads; },
+         "Heads")
+      ->default_str(std::to_string(kStudyShape.q_heads))
+      ->check(positive);
+  sub->add_option_function<std::int64_t>(
+         "--seq-len",
+         [flags](std::int64_t tokens) { flags->shape.q_len = flags->shape.kv_len = tokens; },
+         "Tokens (queries and keys)")
+      ->default_str(std::to_string(kStudyShape.q_len))
       ->check(positive);
   sub->add_option("--head-dim", flags->shape.head_dim, "Head dimension")
       ->capture_default_str()

@@ -60,7 +60,7 @@ BackendResult bench_backend(Context& ctx, const attention::Backend& backend,
     result.steps_observed = static_cast<int>(
         std::count_if(tracer.events().begin(), tracer.events().end(),
                       [](const profiler::Event& event) { return event.depth == 1; }));
-    result.predicted = backend.cost_model(ctx, call);
+    result.predicted = backend.cost_model(ctx, attention::shape_of(call));
   } catch (const DeviceError&) {
     throw;  // a fault of the GPU, not a limit of the backend: it must fail the run
   } catch (const Error& e) {
@@ -71,28 +71,20 @@ BackendResult bench_backend(Context& ctx, const attention::Backend& backend,
 
 }  // namespace
 
-double AttentionCase::useful_flops() const {
-  return ops::attention::useful_flops(batch, heads, head_dim, q_len, kv_len);
-}
-
-std::string AttentionCase::description() const {
+std::string describe_shape(const attention::Shape& shape) {
   std::ostringstream text;
-  text << "batch " << batch << ", heads " << heads << " (kv " << kv_heads << "), q_len " << q_len
-       << ", kv_len " << kv_len << ", head_dim " << head_dim << ", causal "
-       << (q_len == 1 ? "decode" : "prefill");
+  text << "batch " << shape.batch << ", heads " << shape.q_heads << " (kv " << shape.kv_heads
+       << "), q_len " << shape.q_len << ", kv_len " << shape.kv_len << ", head_dim "
+       << shape.head_dim << ", causal " << (shape.q_len == 1 ? "decode" : "prefill");
   return text.str();
 }
 
-nlohmann::json shape_json(const AttentionCase& shape) {
-  return {{"batch", shape.batch}, {"heads", shape.heads},   {"kv_heads", shape.kv_heads},
+nlohmann::json shape_json(const attention::Shape& shape) {
+  return {{"batch", shape.batch}, {"heads", shape.q_heads}, {"kv_heads", shape.kv_heads},
           {"q_len", shape.q_len}, {"kv_len", shape.kv_len}, {"head_dim", shape.head_dim}};
 }
 
-AttentionCase AttentionShape::in(DType dtype) const {
-  return {batch, heads, heads, seq_len, seq_len, head_dim, dtype};
-}
-
-attention::Call random_attention_call(Context& ctx, const AttentionCase& shape,
+attention::Call random_attention_call(Context& ctx, const attention::Shape& shape,
                                       std::uint64_t seed) {
   Allocator& staging = ctx.device() == Device::CPU ? ctx.allocator() : ctx.host_allocator();
   std::mt19937_64 rng(seed);
@@ -102,7 +94,7 @@ attention::Call random_attention_call(Context& ctx, const AttentionCase& shape,
     for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = normal(rng);
     return to_device(ctx, shape.dtype == DType::F32 ? t : t.to_dtype(shape.dtype, staging));
   };
-  const Shape q_dims = {shape.batch, shape.heads, shape.q_len, shape.head_dim};
+  const Shape q_dims = {shape.batch, shape.q_heads, shape.q_len, shape.head_dim};
   const Shape kv_dims = {shape.batch, shape.kv_heads, shape.kv_len, shape.head_dim};
   attention::Call call;
   call.q = random(q_dims);
@@ -152,13 +144,13 @@ void finish_attention_shape(AttentionBenchFlags& flags, const CLI::Option& kv_he
 
 AttentionReport measure_attention(const AttentionBenchFlags& flags, const std::string& label) {
   AttentionReport report;
-  const AttentionCase shape = {flags.batch,
-                               flags.heads,
-                               flags.kv_heads,
-                               flags.decode ? 1 : flags.seq_len,
-                               flags.seq_len,
-                               flags.head_dim,
-                               parse_attention_dtype(flags.dtype)};
+  const attention::Shape shape = {flags.batch,
+                                  flags.heads,
+                                  flags.kv_heads,
+                                  flags.decode ? 1 : flags.seq_len,
+                                  flags.seq_len,
+                                  flags.head_dim,
+                                  parse_attention_dtype(flags.dtype)};
   report.shape = shape;
   const std::vector<const attention::Backend*> backends =
       attention::resolve_backends(flags.backends);

@@ -25,32 +25,21 @@
 
 namespace attnscope::cli {
 
-// The shape of one attention call: prefill (q_len = kv_len) or decode (q_len = 1).
-struct AttentionCase {
-  std::int64_t batch = 0, heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, head_dim = 0;
-  DType dtype = DType::F32;
+// The study's call, the default of `profile --op attention` and `study`: a causal prefill of
+// B=8, H=16, T=1024, D=64 in f32 (its dtype f16/bf16 on a GPU only).
+inline constexpr ops::attention::Shape kStudyShape = {8, 16, 16, 1024, 1024, 64};
 
-  // FLOPs of the two GEMMs over the keys each query may see (the masked half is not counted):
-  // 4 B Hq D per visible (query, key) pair, query i seeing kv_len - q_len + i + 1 keys.
-  double useful_flops() const;
-  // "batch 8, heads 16 (kv 16), q_len 1024, ..." for table captions.
-  std::string description() const;
-};
+// "batch 8, heads 16 (kv 16), q_len 1024, ..." for table captions: the shape of a prefill
+// (q_len = kv_len) or a decode (q_len = 1) call.
+std::string describe_shape(const ops::attention::Shape& shape);
 // {"batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim"} for JSON reports.
-nlohmann::json shape_json(const AttentionCase& shape);
+nlohmann::json shape_json(const ops::attention::Shape& shape);
 
-// The shape flags of `profile --op attention` and `study`: causal prefill of seq_len tokens.
-struct AttentionShape {
-  std::int64_t batch = 8, heads = 16, seq_len = 1024, head_dim = 64;
-  // The call's case in `dtype`, every head with its own keys and values.
-  AttentionCase in(DType dtype) const;
-};
-
-// The call of causal attention on Normal(0, 1) inputs of `shape` drawn from `seed`: q, k, v and
-// out on ctx's device in the case's dtype. Inputs are drawn in f32 on the host, converted there
-// and copied to the device (on the CPU they are made in ctx's allocator directly, as a measured
-// run's own).
-ops::attention::Call random_attention_call(Context& ctx, const AttentionCase& shape,
+// The attention call of `shape` on Normal(0, 1) inputs drawn from `seed`: q, k, v and out on
+// ctx's device in shape.dtype, the cache holding exactly kv_len rows. Inputs are drawn in f32 on
+// the host, converted there and copied to the device (on the CPU they are made in ctx's
+// allocator directly, as a measured run's own).
+ops::attention::Call random_attention_call(Context& ctx, const ops::attention::Shape& shape,
                                            std::uint64_t seed);
 
 // Milliseconds of one call of `backend`, timed to the end of its work.
@@ -86,7 +75,7 @@ struct BackendResult {
 };
 
 struct AttentionReport {
-  AttentionCase shape;
+  ops::attention::Shape shape;
   int threads = 0;
   std::string device;  // Context::describe(): "cpu (2 threads)", "cuda: NVIDIA H200, ..."
   std::vector<BackendResult> results;  // one per chosen backend, in the order asked
@@ -107,9 +96,9 @@ void finish_attention_shape(AttentionBenchFlags& flags, const CLI::Option& kv_he
 // progress lines on stderr. Throws Error when the device cannot be used.
 AttentionReport measure_attention(const AttentionBenchFlags& flags, const std::string& label);
 
-// GFLOP/s of a call of `shape` that took `ms` milliseconds.
-inline double gflop_per_s(const AttentionCase& shape, double ms) {
-  return shape.useful_flops() / (ms * 1e-3) / 1e9;
+// GFLOP/s of a call that does `cost.flops` useful FLOPs in `ms` milliseconds.
+inline double gflop_per_s(const ops::attention::CostModel& cost, double ms) {
+  return cost.flops / (ms * 1e-3) / 1e9;
 }
 
 }  // namespace attnscope::cli

@@ -1,3 +1,4 @@
+// Profiled runs of a model or of the attention op alone (tools/attnscope/measure/profile_run.h).
 #include "tools/attnscope/measure/profile_run.h"
 
 #include <algorithm>
@@ -22,13 +23,6 @@ namespace {
 // P U U P: steps 0 and 3 of every 4 are profiled.
 bool profiled_in_turn(std::int64_t index) { return index % 4 == 0 || index % 4 == 3; }
 
-// q and out [B, Hq, Tq, D], k and v [B, Hkv, kv_len, D], all of `dtype`.
-double attention_bytes(DType dtype, std::int64_t batch, std::int64_t heads, std::int64_t kv_heads,
-                       std::int64_t head_dim, std::int64_t q_len, std::int64_t kv_len) {
-  return static_cast<double>(
-      storage_bytes(dtype, batch * head_dim * (2 * heads * q_len + 2 * kv_heads * kv_len)));
-}
-
 // A scope's time for the step's facts: the device time when the GPU side measured it, else the
 // host time.
 std::int64_t measured_ns(const profiler::Event& e) {
@@ -36,16 +30,16 @@ std::int64_t measured_ns(const profiler::Event& e) {
 }
 
 // The attention events of [first, end) and their direct children: fills the step's attention
-// time, observed steps, mismatches and temporaries; sets FLOPs and bytes on the attention events.
-void read_attention_calls(std::vector<profiler::Event>& events, StepRecord& step, double flops,
-                          double bytes) {
+// time, observed steps, mismatches and temporaries; sets the FLOPs and bytes of step.expected on
+// the attention events.
+void read_attention_calls(std::vector<profiler::Event>& events, StepRecord& step) {
   std::int64_t attention_ns = 0;
   bool first = true;
   for (std::size_t i = step.first_event; i < step.end_event; ++i) {
     profiler::Event& call = events[i];
     if (call.category != "attention") continue;
-    call.flops = static_cast<std::uint64_t>(flops);
-    call.bytes = static_cast<std::uint64_t>(bytes);
+    call.flops = static_cast<std::uint64_t>(step.expected.flops);
+    call.bytes = step.expected.bytes;
     attention_ns += measured_ns(call);
     ++step.attention_calls;
     const auto children = static_cast<int>(
@@ -59,26 +53,6 @@ void read_attention_calls(std::vector<profiler::Event>& events, StepRecord& step
     step.temporary_bytes = std::max(step.temporary_bytes, call.peak_bytes);
   }
   step.attention_ms = static_cast<double>(attention_ns) / 1e6;
-}
-
-// The backend's cost model for a call of this shape, asked with tensors of the right shapes and
-// dtype. On the CPU they come from a scratch context, so that the measured run's allocator never
-// sees them; on a GPU from ctx's allocator (the cost model must see device tensors), after the
-// step's memory was measured and while no profiler watches.
-attention::CostModel expected_cost(Context& ctx, const attention::Backend& backend, DType dtype,
-                                   std::int64_t batch, std::int64_t heads, std::int64_t kv_heads,
-                                   std::int64_t head_dim, std::int64_t q_len, std::int64_t kv_len) {
-  Context scratch(ctx.threads());
-  Context& owner = ctx.device() == Device::CPU ? scratch : ctx;
-  Allocator& allocator = owner.allocator();
-  attention::Call call;
-  call.q = Tensor::empty({batch, heads, q_len, head_dim}, dtype, allocator);
-  call.k = Tensor::empty({batch, kv_heads, kv_len, head_dim}, dtype, allocator);
-  call.v = Tensor::empty({batch, kv_heads, kv_len, head_dim}, dtype, allocator);
-  call.out = Tensor::empty(call.q.shape(), dtype, allocator);
-  call.kv_len = kv_len;
-  call.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  return backend.cost_model(owner, call);
 }
 
 // On a GPU: gives the run its device recorder, and says that the steps run without CUDA graphs.
@@ -148,9 +122,9 @@ ProfiledRun profile_model(Context& ctx, const LanguageModel& model,
   std::vector<std::int32_t> prompt(static_cast<std::size_t>(batch * options.prompt_len));
   for (std::int32_t& id : prompt) id = token(rng);
 
-  const std::int64_t heads = config.n_heads, kv_heads = config.n_kv_heads;
-  const std::int64_t head_dim = config.head_dim;
-  const DType dtype = model.activation_dtype();  // of q, k, v: attention's bytes
+  // One layer's attention call of a step: q, k and v in the activation dtype.
+  attention::Shape shape = {batch, config.n_heads,  config.n_kv_heads,       0,
+                            0,     config.head_dim, model.activation_dtype()};
   const auto weight_bytes = static_cast<double>(model.weight_bytes());
   const double projection_flops_per_token = 2.0 * static_cast<double>(model.projection_weights());
   // The LM head [V, C] runs on one row per step and batch row (the last position's).
@@ -172,17 +146,15 @@ ProfiledRun profile_model(Context& ctx, const LanguageModel& model,
     step.profiled = profiled;
     run_step(ctx, run, step, [&] { model.forward(ctx, ids, batch, cache, runner); });
     if (profiled) {
-      step.expected = expected_cost(ctx, model.attention(), dtype, batch, heads, kv_heads, head_dim,
-                                    step.q_len, step.kv_len);
-      const double flops = attention::useful_flops(batch, heads, head_dim, step.q_len, step.kv_len);
-      read_attention_calls(
-          run.tracer->events(), step, flops,
-          attention_bytes(dtype, batch, heads, kv_heads, head_dim, step.q_len, step.kv_len));
+      shape.q_len = step.q_len;
+      shape.kv_len = step.kv_len;
+      step.expected = model.attention().cost_model(ctx, shape);
+      read_attention_calls(run.tracer->events(), step);
       profiler::Event& forward = run.tracer->events()[step.end_event - 1];
       forward.flops = static_cast<std::uint64_t>(
           (projection_flops_per_token * static_cast<double>(step.q_len) + head_flops) *
               static_cast<double>(batch) +
-          flops * static_cast<double>(config.n_layers));
+          step.expected.flops * static_cast<double>(config.n_layers));
       forward.bytes = static_cast<std::uint64_t>(weight_bytes);
     }
     run.steps.push_back(step);
@@ -199,14 +171,14 @@ ProfiledRun profile_model(Context& ctx, const LanguageModel& model,
 
 ProfiledRun profile_attention_op(Context& ctx, const attention::Backend& backend,
                                  const AttentionRunOptions& options) {
-  const AttentionCase& shape = options.shape;
+  const attention::Shape& shape = options.shape;
   const attention::Call call = random_attention_call(ctx, shape, options.seed);
 
   ProfiledRun run;
   attach_device(ctx, run, options.gpu_timing);
   backend.forward(ctx, call);  // warm-up
   ctx.synchronize();
-  const attention::CostModel expected = backend.cost_model(ctx, call);
+  const attention::CostModel expected = backend.cost_model(ctx, shape);
   for (int i = 0; i < options.reps; ++i) {
     StepRecord step;
     step.phase = "attention";
@@ -215,11 +187,7 @@ ProfiledRun profile_attention_op(Context& ctx, const attention::Backend& backend
     step.profiled = profiled_in_turn(i);
     step.expected = expected;
     run_step(ctx, run, step, [&] { backend.forward(ctx, call); });
-    if (step.profiled) {
-      read_attention_calls(run.tracer->events(), step, shape.useful_flops(),
-                           attention_bytes(shape.dtype, shape.batch, shape.heads, shape.kv_heads,
-                                           shape.head_dim, shape.q_len, shape.kv_len));
-    }
+    if (step.profiled) read_attention_calls(run.tracer->events(), step);
     run.steps.push_back(step);
   }
   return run;

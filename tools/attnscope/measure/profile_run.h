@@ -8,7 +8,7 @@
 // tracer and what was learnt from them: attention time, steps directly inside every attention
 // call against the backend's cost model, the attention calls' temporaries, the allocator's
 // absolute peak. FLOPs and bytes are filled in where the work is known: the attention calls
-// (useful FLOPs, 4 B Hq D per visible query-key pair; bytes of q, k, v read and out written)
+// (the backend's cost model: useful FLOPs and the bytes of q, k, v read and out written)
 // and the forward steps (2 FLOPs per weight per token in the projections plus attention; every
 // weight read once).
 //
@@ -81,15 +81,15 @@ struct ModelRunOptions {
 ProfiledRun profile_model(Context& ctx, const LanguageModel& model, const ModelRunOptions& options);
 
 struct AttentionRunOptions {
-  AttentionCase shape;  // its dtype: of q, k, v and out (f16/bf16 on a GPU only)
+  ops::attention::Shape shape = kStudyShape;
   int reps = 4;
   std::uint64_t seed = 0;
   profiler::GpuTiming gpu_timing = profiler::GpuTiming::Cupti;  // GPU runs only
 };
 
-// Causal attention on random inputs (random_attention_call, on ctx's device): one
-// unprofiled warm-up call, then `reps` calls alternating profiled and unprofiled as decode
-// steps do.
+// Attention of options.shape on random inputs (random_attention_call, on ctx's device): one
+// unprofiled warm-up call, then `reps` calls alternating profiled and unprofiled as decode steps
+// do.
 ProfiledRun profile_attention_op(Context& ctx, const ops::attention::Backend& backend,
                                  const AttentionRunOptions& options);
 

@@ -274,12 +274,7 @@ json build_study_report(const StudySetup& setup, const std::vector<StudyBackend>
   for (const StudyBackend* b : ran) {
     if (b->backend == "inplace") baseline = b;
   }
-  const AttentionCase& shape = setup.shape;
-  const double useful_flops = shape.useful_flops();
-  // q, k, v read and out written once.
-  const double io_bytes =
-      4.0 * static_cast<double>(storage_bytes(
-                shape.dtype, shape.batch * shape.heads * shape.q_len * shape.head_dim));
+  const ops::attention::Shape& shape = setup.shape;
   json entries = json::array();
   for (const StudyBackend& b : backends) {
     json entry = {{"backend", b.backend}};
@@ -293,11 +288,10 @@ json build_study_report(const StudySetup& setup, const std::vector<StudyBackend>
       entries.push_back(entry);
       continue;
     }
-    entry["prediction"] = {
-        {"steps", b.predicted.steps},
-        {"temporary_bytes", b.predicted.temporary_bytes},
-        {"useful_flops", useful_flops},
-        {"bytes_at_least", static_cast<std::size_t>(io_bytes) + 2 * b.predicted.temporary_bytes}};
+    entry["prediction"] = {{"steps", b.predicted.steps},
+                           {"temporary_bytes", b.predicted.temporary_bytes},
+                           {"useful_flops", b.predicted.flops},
+                           {"bytes_at_least", b.predicted.bytes_with_temporaries()}};
     const Estimate time = median_estimate(b.times_ms, kReportConfidence);
     json observation = {{"steps_observed", {b.steps_observed_min, b.steps_observed_max}},
                         {"temporary_bytes", b.temporary_bytes},
@@ -306,7 +300,7 @@ json build_study_report(const StudySetup& setup, const std::vector<StudyBackend>
                         {"times_ms", b.times_ms},
                         {"median_ms", time.value},
                         {"interval_ms", interval_json(time.interval)},
-                        {"gflop_per_s", gflop_per_s(shape, time.value)},
+                        {"gflop_per_s", b.predicted.flops / (time.value * 1e-3) / 1e9},
                         {"trace", b.trace_file},
                         {"x_inplace", nullptr},
                         {"x_inplace_interval", nullptr}};
@@ -332,10 +326,10 @@ json build_study_report(const StudySetup& setup, const std::vector<StudyBackend>
       {"version", 1},
       {"setup",
        {{"batch", shape.batch},
-        {"heads", shape.heads},
+        {"heads", shape.q_heads},
         {"seq_len", shape.q_len},
         {"head_dim", shape.head_dim},
-        {"causal", true},
+        {"causal", shape.causal},
         {"dtype", dtype_name(shape.dtype)},
         {"device", setup.device},
         {"cpu", setup.cpu},

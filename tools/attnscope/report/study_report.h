@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "ops/attention/backend.h"
-#include "tools/attnscope/measure/attention_timing.h"
 #include "tools/attnscope/measure/repetition_plan.h"
 
 namespace attnscope::cli {
@@ -37,8 +36,8 @@ struct StudyBackend {
 };
 
 struct StudySetup {
-  AttentionCase shape;  // causal prefill: q_len = kv_len
-  std::string device;   // Context::describe()
+  ops::attention::Shape shape;  // causal prefill: q_len = kv_len
+  std::string device;           // Context::describe()
   std::string cpu;
   int threads = 0;
   RoundsRun rounds;
