@@ -41,13 +41,6 @@ void add_repetition_flags(CLI::App& app, RepetitionPlan& plan, const std::string
       ->check(CLI::Range(2, 1000));
 }
 
-void RoundsRun::add_to(nlohmann::json& report) const {
-  report["setup"]["rounds"] = rounds;
-  report["setup"]["elapsed_s"] = elapsed_s;
-  report["setup"].update(plan.to_json());
-  report["conditions"] = conditions;
-}
-
 RoundsRun run_rounds(const RepetitionPlan& plan, int threads,
                      const std::function<double()>& widest_percent,
                      const std::function<void(int round)>& round) {

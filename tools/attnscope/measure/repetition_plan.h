@@ -34,10 +34,6 @@ struct RoundsRun {
   int rounds = 0;  // rounds run (each gives every cell one repetition)
   double elapsed_s = 0;
   nlohmann::json conditions;  // RunConditions::to_json()
-
-  // Into report["setup"]: rounds, elapsed_s and the plan (RepetitionPlan::to_json()); into
-  // report["conditions"]: the conditions.
-  void add_to(nlohmann::json& report) const;
 };
 
 // Calls round(r) for r = 0, 1, ... while plan.another_round says one more is due; the load and

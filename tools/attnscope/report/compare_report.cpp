@@ -339,27 +339,23 @@ json build_report(const CompareSetup& setup, const std::vector<CaseResult>& case
                   });
   }
   const Estimate pooled = median_estimate(overheads, level);
-  json report = {
-      {"format", "attnscope-compare"},
-      {"version", 2},
-      {"setup",
-       {{"model", setup.model},
-        {"cpu", setup.cpu},
-        {"cpu_kernels", setup.cpu_kernels},
-        {"threads", setup.threads},
-        {"device", setup.device.empty() ? nlohmann::json() : nlohmann::json(setup.device)},
-        {"dtype", setup.dtype},
-        {"weight_bytes", setup.weight_bytes},
-        {"decode_steps", setup.gen}}},
-      {"statistics", statistics_json(decisions, level, 100.0 * widest_deciding_width(cases))},
-      {"cases", out_cases},
-      {"comparisons", comparisons},
-      {"overhead",
-       {{"median_percent", pooled.value},
-        {"interval", interval_json(pooled.interval)},
-        {"runs", overheads.size()}}},
-  };
-  setup.rounds.add_to(report);
+  const json setup_json = {
+      {"model", setup.model},
+      {"cpu", setup.cpu},
+      {"cpu_kernels", setup.cpu_kernels},
+      {"threads", setup.threads},
+      {"device", setup.device.empty() ? nlohmann::json() : nlohmann::json(setup.device)},
+      {"dtype", setup.dtype},
+      {"weight_bytes", setup.weight_bytes},
+      {"decode_steps", setup.gen}};
+  json report =
+      report_skeleton("attnscope-compare", 2, setup_json, setup.rounds,
+                      statistics_json(decisions, level, 100.0 * widest_deciding_width(cases)));
+  report["cases"] = out_cases;
+  report["comparisons"] = comparisons;
+  report["overhead"] = {{"median_percent", pooled.value},
+                        {"interval", interval_json(pooled.interval)},
+                        {"runs", overheads.size()}};
   report["findings"] = findings_of(report);
   return report;
 }

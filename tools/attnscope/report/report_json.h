@@ -1,7 +1,8 @@
 // How reports write numbers, intervals and comparisons into their JSON and Markdown, so that
 // `compare` and `study` read alike: an interval is [low, high]; a comparison of two cells is its
 // ratio, interval, verdict (finding_rule.h) and how much the two could differ; the "statistics"
-// block says how the intervals were made. (The Markdown parts are in markdown.h.)
+// block says how the intervals were made; report_skeleton is what every timed report starts
+// with. (The Markdown parts are in markdown.h.)
 #pragma once
 
 #include <iomanip>
@@ -9,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "tools/attnscope/measure/repetition_plan.h"
 #include "tools/attnscope/report/finding_rule.h"
 #include "tools/attnscope/report/statistics.h"
 
@@ -53,6 +55,21 @@ inline nlohmann::json statistics_json(int decisions, double per_decision_confide
           {"decisions", decisions},
           {"per_decision_confidence", per_decision_confidence},
           {"widest_deciding_width_percent", widest_deciding_width_percent}};
+}
+
+// What every timed report (compare, study) starts with: its format and version, its `setup`
+// with the rounds run and their plan, the conditions of the run and its `statistics`
+// (statistics_json). The caller adds its results, then the findings computed from them.
+inline nlohmann::json report_skeleton(const std::string& format, int version, nlohmann::json setup,
+                                      const RoundsRun& rounds, nlohmann::json statistics) {
+  setup["rounds"] = rounds.rounds;
+  setup["elapsed_s"] = rounds.elapsed_s;
+  setup.update(rounds.plan.to_json());
+  return {{"format", format},
+          {"version", version},
+          {"setup", std::move(setup)},
+          {"conditions", rounds.conditions},
+          {"statistics", std::move(statistics)}};
 }
 
 }  // namespace attnscope::cli

@@ -321,25 +321,16 @@ json build_study_report(const StudySetup& setup, const std::vector<StudyBackend>
     c["second"] = ran[pair.second]->backend;
     comparisons.push_back(c);
   }
-  json report = {
-      {"format", "attnscope-study"},
-      {"version", 1},
-      {"setup",
-       {{"batch", shape.batch},
-        {"heads", shape.q_heads},
-        {"seq_len", shape.q_len},
-        {"head_dim", shape.head_dim},
-        {"causal", shape.causal},
-        {"dtype", dtype_name(shape.dtype)},
-        {"device", setup.device},
-        {"cpu", setup.cpu},
-        {"threads", setup.threads}}},
-      {"statistics", statistics_json(decisions, level, 100.0 * study_widest_width(backends))},
-      {"backends", entries},
-      {"comparisons", comparisons},
-      {"published_unmatched", kUnmatched},
-  };
-  setup.rounds.add_to(report);
+  const json setup_json = {
+      {"batch", shape.batch},       {"heads", shape.q_heads}, {"seq_len", shape.q_len},
+      {"head_dim", shape.head_dim}, {"causal", shape.causal}, {"dtype", dtype_name(shape.dtype)},
+      {"device", setup.device},     {"cpu", setup.cpu},       {"threads", setup.threads}};
+  json report =
+      report_skeleton("attnscope-study", 1, setup_json, setup.rounds,
+                      statistics_json(decisions, level, 100.0 * study_widest_width(backends)));
+  report["backends"] = entries;
+  report["comparisons"] = comparisons;
+  report["published_unmatched"] = kUnmatched;
   report["findings"] = study_findings(report);
   return report;
 }
