@@ -108,7 +108,7 @@ Measured run(const ops::attention::Backend& backend, Context& ctx,
   ctx.allocator().reset_peak();
   ctx.set_profiler(&sink);
   try {
-    backend.forward(ctx, call);
+    backend.attend(ctx, call);
   } catch (...) {
     ctx.set_profiler(nullptr);
     throw;
@@ -265,7 +265,7 @@ TEST_CASE("the GPU attention backends refuse integer tensors") {
   call.kv_len = 2;
   for (const char* name : {"naive", "inplace", "math", "fused"}) {
     CAPTURE(name);
-    CHECK_THROWS_WITH_AS(ops::attention::find_backend(name).forward(ctx, call),
+    CHECK_THROWS_WITH_AS(ops::attention::find_backend(name).attend(ctx, call),
                          doctest::Contains("f32, f16 or bf16"), Error);
   }
 }

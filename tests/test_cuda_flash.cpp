@@ -107,7 +107,7 @@ double tolerance(DType dtype) {
 
 // Runs flash on the device and returns its error against float64 attention of the same inputs.
 double flash_error(Context& ctx, const DeviceCall& d) {
-  flash().forward(ctx, d.call);
+  flash().attend(ctx, d.call);
   ctx.synchronize();
   const Tensor out = to_host(ctx, d.call.out).to_dtype(DType::F32, ctx.host_allocator());
   return attention_error(out,
@@ -133,7 +133,7 @@ void check_cases(Context& ctx, const std::vector<FlashCase>& cases, std::mt19937
 std::vector<std::string> direct_steps(Context& ctx, const ops::attention::Call& call) {
   profiler::CpuTracer tracer;
   ctx.set_profiler(&tracer);
-  flash().forward(ctx, call);
+  flash().attend(ctx, call);
   ctx.set_profiler(nullptr);
   ctx.synchronize();
   std::vector<std::string> names;
@@ -298,11 +298,11 @@ TEST_CASE("cuda flash refuses what it cannot serve, with the reason") {
   Context ctx(Device::CUDA, 1);
   std::mt19937 rng(26);
   const DeviceCall wide = random_call(ctx, {1, 2, 2, 8, 8, 8, 300}, DType::BF16, rng);
-  CHECK_THROWS_WITH_AS(flash().forward(ctx, wide.call), doctest::Contains("head dim 300"), Error);
+  CHECK_THROWS_WITH_AS(flash().attend(ctx, wide.call), doctest::Contains("head dim 300"), Error);
 
   ops::attention::Call ints = random_call(ctx, {1, 2, 2, 8, 8, 8, 64}, DType::F32, rng).call;
   for (Tensor* t : {&ints.q, &ints.k, &ints.v, &ints.out}) {
     *t = Tensor::empty(t->shape(), DType::I32, ctx.allocator());
   }
-  CHECK_THROWS_WITH_AS(flash().forward(ctx, ints), doctest::Contains("f32, f16 or bf16"), Error);
+  CHECK_THROWS_WITH_AS(flash().attend(ctx, ints), doctest::Contains("f32, f16 or bf16"), Error);
 }

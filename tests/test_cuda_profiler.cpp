@@ -235,7 +235,7 @@ TEST_CASE("CUPTI and CUDA events agree on the attention op's kernels") {
   call.out = Tensor::empty(dims, DType::F32, ctx.allocator());
   call.kv_len = dims[2];
   call.scale = 0.125f;
-  backend.forward(ctx, call);  // warm-up
+  backend.attend(ctx, call);  // warm-up
   ctx.synchronize();
 
   profiler::CpuTracer tracer;
@@ -243,7 +243,7 @@ TEST_CASE("CUPTI and CUDA events agree on the attention op's kernels") {
   tracer.set_device_recorder(recorder.get());
   {
     const profiler::Profiling on(ctx, tracer);
-    for (int i = 0; i < 3; ++i) backend.forward(ctx, call);
+    for (int i = 0; i < 3; ++i) backend.attend(ctx, call);
   }
   recorder->collect(tracer.trace());
   if (cupti_missing(tracer.trace())) return;
@@ -294,7 +294,7 @@ TEST_CASE("flash launches the kernel its dispatch promises for each kind of call
     tracer.set_device_recorder(recorder.get());
     {
       const profiler::Profiling on(ctx, tracer);
-      flash.forward(ctx, call);
+      flash.attend(ctx, call);
     }
     recorder->collect(tracer.trace());
     if (cupti_missing(tracer.trace())) return;

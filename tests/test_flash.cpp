@@ -39,7 +39,7 @@ ops::attention::Call random_call(const FlashCase& c, std::mt19937& rng, Allocato
 
 // Runs flash on `call` and returns its largest error against float64 attention.
 double flash_error(Context& ctx, const ops::attention::Call& call) {
-  flash().forward(ctx, call);
+  flash().attend(ctx, call);
   const auto expected =
       testing::reference_attention(call.q, call.k, call.v, call.kv_len, call.scale);
   return max_relative_error(call.out, expected, 1.0);
@@ -49,7 +49,7 @@ double flash_error(Context& ctx, const ops::attention::Call& call) {
 std::vector<std::string> direct_steps(Context& ctx, const ops::attention::Call& call) {
   profiler::CpuTracer tracer;
   ctx.set_profiler(&tracer);
-  flash().forward(ctx, call);
+  flash().attend(ctx, call);
   ctx.set_profiler(nullptr);
   std::vector<std::string> names;
   for (const profiler::Event& e : tracer.events()) {
@@ -143,11 +143,11 @@ TEST_CASE("flash gives the same answer on 1, 2 and 3 threads") {
   for (const FlashCase& c : cases) {
     Context ctx(1);
     const ops::attention::Call call = random_call(c, rng, ctx.allocator());
-    flash().forward(ctx, call);
+    flash().attend(ctx, call);
     const std::vector<double> one_thread = testing::to_double(call.out);
     for (int threads : {2, 3}) {
       Context other(threads);
-      flash().forward(other, call);
+      flash().attend(other, call);
       CAPTURE(threads);
       CAPTURE(c.q_len);
       if (c.q_len > ops::attention::kSplitKvMaxQueries) {
@@ -200,5 +200,5 @@ TEST_CASE("flash refuses dtypes other than f32 on the cpu") {
   for (Tensor* t : {&call.q, &call.k, &call.v, &call.out}) {
     *t = t->to_dtype(DType::F16, ctx.allocator());
   }
-  CHECK_THROWS_WITH_AS(flash().forward(ctx, call), doctest::Contains("must be f32"), Error);
+  CHECK_THROWS_WITH_AS(flash().attend(ctx, call), doctest::Contains("must be f32"), Error);
 }

@@ -716,7 +716,7 @@ void check_backend(const ops::attention::Backend& backend, const AttentionCase& 
   std::fill_n(call.out.data<float>(), call.out.numel(), NAN);  // unwritten outputs show up
   call.kv_len = c.kv_len;
   call.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  backend.forward(ctx, call);
+  backend.attend(ctx, call);
   const auto expected = testing::reference_attention(call.q, call.k, call.v, c.kv_len, call.scale);
   CAPTURE(backend.name());
   CAPTURE(c.batch);
@@ -808,14 +808,14 @@ TEST_CASE("math attention serves bf16 and f16 inputs through its f32 upcast") {
     call.out = Tensor::empty(q_shape, dtype, ctx.allocator());
     call.kv_len = 8;
     call.scale = 1.0f / std::sqrt(32.0f);
-    ops::attention::find_backend("math").forward(ctx, call);
+    ops::attention::find_backend("math").attend(ctx, call);
     const auto expected = testing::reference_attention(
         call.q.to_dtype(DType::F32, ctx.allocator()), call.k.to_dtype(DType::F32, ctx.allocator()),
         call.v.to_dtype(DType::F32, ctx.allocator()), call.kv_len, call.scale);
     const Tensor out = call.out.to_dtype(DType::F32, ctx.allocator());
     // The only error left is the final rounding to the dtype: 2^-8 (bf16) or 2^-11 (f16).
     CHECK(max_relative_error(out, expected, 1.0) <= (dtype == DType::BF16 ? 0x1.0p-8 : 0x1.0p-11));
-    CHECK_THROWS_WITH_AS(ops::attention::find_backend("naive").forward(ctx, call),
+    CHECK_THROWS_WITH_AS(ops::attention::find_backend("naive").attend(ctx, call),
                          doctest::Contains("must be f32"), Error);
   }
 }
@@ -830,7 +830,7 @@ std::pair<std::size_t, int> measure(const ops::attention::Backend& backend, Cont
   ctx.set_profiler(&tracer);
   const std::size_t before = ctx.allocator().current_bytes();
   ctx.allocator().reset_peak();
-  backend.forward(ctx, call);
+  backend.attend(ctx, call);
   ctx.set_profiler(nullptr);
   const auto direct_children = std::count_if(tracer.events().begin(), tracer.events().end(),
                                              [](const profiler::Event& e) { return e.depth == 1; });

@@ -143,7 +143,7 @@ void Model::attention_block(Context& ctx, const LayerWeights& layer, std::int64_
   ops::split_qkv(ctx, qkv.reshape({batch, tokens, 3 * width}), call.q, call.k, call.v,
                  cache.length());
   call.out = Tensor::empty(call.q.shape(), dtypes_.activations, allocator);
-  attention_->forward(ctx, call);
+  attention_->attend(ctx, call);
 
   // [B, H, T, D] -> [B, T, H D]; with one token per row the two layouts are the same bytes.
   Tensor merged = call.out.reshape({batch, tokens, width});

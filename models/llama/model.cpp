@@ -179,7 +179,7 @@ void Model::attention_block(Context& ctx, const LayerWeights& layer, std::int64_
                  cache.length());
   ops::rotary_embedding_(ctx, call.q, call.k, rotary_, cache.length());
   call.out = Tensor::empty(call.q.shape(), dtypes_.activations, allocator);
-  attention_->forward(ctx, call);
+  attention_->attend(ctx, call);
 
   // [B, Hq, T, D] -> [B, T, Hq D]; with one token per row the two layouts are the same bytes.
   const std::int64_t attended = heads * head_dim;

@@ -16,7 +16,8 @@
 // tokens) against a longer cache. Hkv may divide Hq (grouped-query attention).
 //
 // A backend runs on whichever device the call's tensors live on: the eager ones are recipes of
-// device-dispatched steps (steps.h), flash has one implementation per device. A backend that
+// device-dispatched steps (steps.h), flash has one implementation per device (flash.h). Their
+// device code lives beside this file, in cpu/ and cuda/. A backend that
 // cannot serve a call throws Error with the reason: there is no silent fallback.
 #pragma once
 
@@ -105,8 +106,8 @@ class Backend {
   virtual std::string_view summary() const = 0;
   // Computes call.out on the device of the call's tensors. Throws Error when the backend cannot
   // serve the call.
-  virtual void forward(Context& ctx, const Call& call) const = 0;
-  // The cost of forward(ctx, call) for any call of `shape`, from the backend's formulas (the one
+  virtual void attend(Context& ctx, const Call& call) const = 0;
+  // The cost of attend(ctx, call) for any call of `shape`, from the backend's formulas (the one
   // place they are stated). `ctx` gives the device and threads, which decide flash's plan.
   virtual CostModel cost_model(const Context& ctx, const Shape& shape) const = 0;
 };

@@ -11,11 +11,14 @@
 //   l = exp(m - m') l + sum_j P_j,   O = exp(m - m') O + sum_j P_j v_j,   m = m'
 //   after the last tile: out_i = O / l
 //
-// A masked score is never exponentiated and never enters the max: there is no mask value, so
-// nothing can overflow in any dtype. Each row's first tile holds key 0, so m is finite from then
-// on. Key rows at or beyond kv_len are never read.
+// (the online-softmax update: the running max m, the rescale factor exp(m - m') and the row sum
+// l; written once per device, online_softmax_update in cpu/flash.cpp and cuda/online_softmax.cuh,
+// and used by every path). A masked score is never exponentiated and never enters the max: there is
+// no mask value, so nothing can overflow in any dtype. Each row's first tile holds key 0, so m is
+// finite from then on. Key rows at or beyond kv_len are never read.
 //
-// Two paths, chosen by flash_plan (flash.h) and named by the same steps on both devices:
+// Two paths, chosen by each device's flash_plan (cpu/flash.h, cuda/flash.h) and named by the same
+// steps on both devices:
 //   tiled (one step, "flash.tiled"): one task (CPU) or CTA (GPU) per tile of query rows of one
 //     (batch, head), looping over key tiles from key 0 to the tile's last query position.
 //   split-KV, flash-decoding (two steps, "flash.split_kv_partials" and "flash.split_kv_combine"),
@@ -27,7 +30,7 @@
 //
 // Cost model (cost_model below; each device's plan function gives the temporaries, because the
 // tiles it cuts the work into are its own): steps 1 (tiled) or 2 (split-KV). Temporaries: on the
-// CPU one score tile and one (O, m, l) state per thread (flash_cpu.cpp), plus the partials when
+// CPU one score tile and one (O, m, l) state per thread (cpu/flash.cpp), plus the partials when
 // split; on a GPU none (tiled) or the partials, B Hq chunks Tq (D + 2) floats. Memory: q read and
 // out written once; K and V read once per query tile up to the diagonal (mostly from cache) or
 // exactly once when split; no score-sized traffic at all. FLOPs: 4 D per visible (query, key)
@@ -37,7 +40,10 @@
 #include <limits>
 #include <string>
 
+#include "ops/attention/cpu/flash.h"
+#include "ops/attention/cuda/flash.h"
 #include "ops/check.h"
+#include "ops/dispatch.h"
 #include "profiler/scope.h"
 
 namespace attnscope::ops::attention {
@@ -57,12 +63,14 @@ void check_gpu_limits(const Call& call) {
         "batch x heads and the cache length must fit in 32-bit ints");
 }
 
-// The bodies for `device` (a CPU-only build never has a CUDA tensor, nor a CUDA table).
-const FlashBodies& bodies_for(Device device) {
-  if constexpr (kCudaBuild) {
-    if (device == Device::CUDA) return cuda_flash_bodies();
+// Which path, chunks and temporaries a call of `shape` takes on the context's device, from that
+// device's plan (cpu/flash.cpp, cuda/flash_split_kv.cu). Every device dispatch below follows
+// ops/dispatch.h: a CPU-only build never has a CUDA context or tensor.
+FlashPlan plan_of(const Context& ctx, const Shape& shape) {
+  if (ctx.device() == Device::CUDA) {
+    if constexpr (kCudaBuild) return cuda::flash_plan(ctx, shape);
   }
-  return cpu_flash_bodies();
+  return cpu::flash_plan(ctx, shape);
 }
 
 class Flash final : public Backend {
@@ -73,31 +81,42 @@ class Flash final : public Backend {
   }
 
   CostModel cost_model(const Context& ctx, const Shape& shape) const override {
-    const FlashPlan plan = bodies_for(ctx.device()).plan(ctx, shape);
+    const FlashPlan plan = plan_of(ctx, shape);
     return cost_of(shape, plan.temporary_bytes, plan.path == FlashPath::tiled ? 1 : 2);
   }
 
-  void forward(Context& ctx, const Call& call) const override {
+  void attend(Context& ctx, const Call& call) const override {
     profiler::Scope scope(ctx, "attention.flash", "attention");
-    validate_call(ctx, call, kWhere);
-    const Device device = call.q.device();
-    if (device == Device::CUDA) check_gpu_limits(call);
-    const FlashBodies& bodies = bodies_for(device);
+    validate_call(ctx, call, kWhere);  // the tensors live on ctx's device
+    const bool on_gpu = call.q.device() == Device::CUDA;
+    if (on_gpu) check_gpu_limits(call);
     const Shape shape = shape_of(call);
-    const FlashPlan plan = bodies.plan(ctx, shape);
+    const FlashPlan plan = plan_of(ctx, shape);
     if (plan.path == FlashPath::tiled) {
       profiler::KernelStep step(ctx, kFlashTiledStep);
-      bodies.tiled(ctx, call);
+      if (on_gpu) {
+        if constexpr (kCudaBuild) cuda::flash_tiled(ctx, call);
+      } else {
+        cpu::flash_tiled(ctx, call);
+      }
       return;
     }
     Tensor partials =
         Tensor::empty({split_kv_partial_floats(shape, plan.chunks)}, DType::F32, ctx.allocator());
     {
       profiler::KernelStep step(ctx, kFlashPartialsStep);
-      bodies.split_kv_partials(ctx, call, plan, partials);
+      if (on_gpu) {
+        if constexpr (kCudaBuild) cuda::flash_split_kv_partials(ctx, call, plan, partials);
+      } else {
+        cpu::flash_split_kv_partials(ctx, call, plan, partials);
+      }
     }
     profiler::KernelStep step(ctx, kFlashCombineStep);
-    bodies.split_kv_combine(ctx, call, plan, partials);
+    if (on_gpu) {
+      if constexpr (kCudaBuild) cuda::flash_split_kv_combine(ctx, call, plan, partials);
+    } else {
+      cpu::flash_split_kv_combine(ctx, call, plan, partials);
+    }
   }
 };
 

@@ -1,14 +1,18 @@
 // What the two devices' flash implementations share: the paths and their step names, the
-// split-KV threshold, the plan (which path, how many chunks, what it allocates), the compile-time
-// switches the kernels share, and the entry points flash.cpp dispatches to. The algorithm is
-// FlashAttention's tiling with online softmax (flash.cpp states it once); how it is cut into
-// work differs by device, so each device has its own files:
+// split-KV threshold, the plan (which path, how many chunks, what it allocates) and the
+// compile-time switches the kernels share. The algorithm is FlashAttention's tiling with online
+// softmax (flash.cpp states it once); how it is cut into work differs by device, so each device
+// has its own files, whose entry points (a plan and three bodies) cpu/flash.h and cuda/flash.h
+// declare and flash.cpp dispatches to:
 //
-//   cpu:  flash_cpu.cpp        tiles of 64 queries x 256 keys per task, Eigen GEMMs per tile
-//   cuda: flash_mma.cu         tensor-core kernel (f16/bf16, D = 64 or 128)
-//         flash_simt.cu        f32-FMA kernel (f32 storage, or any D up to 256)
-//         flash_kernels.cuh    what the GPU kernels share (sizes, a CTA's work, the launch)
-//         flash_split_kv.cu    the split-KV (flash-decoding) pair of kernels
+//   cpu:  cpu/flash.cpp             tiles of 64 queries x 256 keys per task, Eigen GEMMs per tile,
+//                                   and the online-softmax update of one row
+//   cuda: cuda/flash_mma.cu         tensor-core kernel (f16/bf16, D = 64 or 128)
+//         cuda/flash_simt.cu        f32-FMA kernel (f32 storage, or any D up to 256); picks
+//                                   which of the two tiled kernels takes a call
+//         cuda/flash_split_kv.cu    the split-KV (flash-decoding) pair of kernels
+//         cuda/flash_kernels.cuh    what the GPU kernels share (sizes, a CTA's work, the launch)
+//         cuda/online_softmax.cuh   the online-softmax update and the combine's rescale
 #pragma once
 
 #include <cstddef>
@@ -29,7 +33,7 @@ constexpr const char* kFlashCombineStep = "flash.split_kv_combine";
 // Calls with this many query rows or fewer (decode of one token, or a few speculative ones)
 // against a long cache take the split-KV path, on both devices. 4 is the most rows the GPU's
 // split kernel keeps per CTA (its state arrays are sized by it); on the CPU, splitting was
-// measured to pay at 1 and 4 rows (flash_cpu.cpp). Every chunk holds at least this many keys,
+// measured to pay at 1 and 4 rows (cpu/flash.cpp). Every chunk holds at least this many keys,
 // so it starts at or before the first query row's position.
 constexpr std::int64_t kSplitKvMaxQueries = 4;
 
@@ -41,7 +45,7 @@ enum class FlashPath { tiled, split_kv };
 struct FlashPlan {
   FlashPath path = FlashPath::tiled;
   std::int64_t chunks = 1;          // split-KV: key ranges per (batch, query head)
-  std::size_t temporary_bytes = 0;  // what forward() takes from ctx.allocator(), at the peak
+  std::size_t temporary_bytes = 0;  // what attend() takes from ctx.allocator(), at the peak
 };
 
 // The split-KV partials: for every (batch, query head, chunk) and query row, the unnormalised
@@ -67,21 +71,5 @@ void with_lane_chunks(std::int64_t head_dim, F&& f) {
     throw Error("attention flash", "head dim " + std::to_string(head_dim) + " is above 256");
   }
 }
-
-// What flash.cpp calls on one device: one table per device (flash_cpu.cpp; flash_simt.cu for the
-// GPU, whose `tiled` picks the MMA or the SIMT kernel). `plan` is that device's half of the cost
-// model: the path, and the temporaries it allocates. The partials tensor holds
-// split_kv_partial_floats(shape, plan.chunks) floats; flash.cpp allocates it around the two
-// split-KV steps. A build without the CUDA path has no CUDA table.
-struct FlashBodies {
-  FlashPlan (*plan)(const Context& ctx, const Shape& shape);
-  void (*tiled)(Context& ctx, const Call& call);
-  void (*split_kv_partials)(Context& ctx, const Call& call, const FlashPlan& plan,
-                            Tensor& partials);
-  void (*split_kv_combine)(Context& ctx, const Call& call, const FlashPlan& plan,
-                           const Tensor& partials);
-};
-const FlashBodies& cpu_flash_bodies();
-const FlashBodies& cuda_flash_bodies();
 
 }  // namespace attnscope::ops::attention

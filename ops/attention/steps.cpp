@@ -1,9 +1,14 @@
 // The eager backends' steps (steps.h): the checks every device shares, one profiler scope each,
-// then the body for the device the tensors live on, from that device's StepBodies table.
+// then the body for the device the tensors live on, as every op dispatches (ops/dispatch.h):
+// cuda::step (cuda/steps.cu) or cpu::step (cpu/steps.cpp).
 #include "ops/attention/steps.h"
 
+#include "ops/attention/cpu/steps.h"
+#include "ops/attention/cuda/steps.h"
+#include "ops/cast.h"
 #include "ops/check.h"
 #include "ops/dispatch.h"
+#include "ops/softmax.h"
 #include "profiler/scope.h"
 
 namespace attnscope::ops::attention {
@@ -13,15 +18,6 @@ namespace {
 void require_score_shape(const Tensor& scores, const HeadLayout& layout, const char* step) {
   require_shape(scores, {layout.batch, layout.q_heads, layout.q_len, layout.kv_len}, step,
                 "scores");
-}
-
-// The bodies for `device`. A CPU-only build cannot make a CUDA tensor, so it never asks for the
-// CUDA table (and does not reference it: it does not exist there).
-const StepBodies& bodies_for(Device device) {
-  if constexpr (kCudaBuild) {
-    if (device == Device::CUDA) return cuda_step_bodies();
-  }
-  return cpu_step_bodies();
 }
 
 }  // namespace
@@ -40,7 +36,7 @@ CostModel Recipe::cost_model(const Context& /*ctx*/, const Shape& shape) const {
   return cost_(shape);
 }
 
-void Recipe::forward(Context& ctx, const Call& call) const {
+void Recipe::attend(Context& ctx, const Call& call) const {
   profiler::Scope scope(ctx, scope_.c_str(), "attention");
   validate_call(ctx, call, where_.c_str(), any_float_on_cpu_);
   Tensor out = call.out;  // a handle on the caller's output, not a copy of its bytes
@@ -58,7 +54,11 @@ Tensor qk_gemm(Context& ctx, const char* step, const HeadLayout& layout, const T
   profiler::KernelStep scope(ctx, step);
   Tensor scores = Tensor::empty({layout.batch, layout.q_heads, layout.q_len, layout.kv_len},
                                 q.dtype(), ctx.allocator());
-  bodies_for(device).qk_gemm(ctx, layout, q, k, scores);
+  if (device == Device::CUDA) {
+    if constexpr (kCudaBuild) cuda::qk_gemm(ctx, layout, q, k, scores);
+  } else {
+    cpu::qk_gemm(ctx, layout, q, k, scores);
+  }
   return scores;
 }
 
@@ -70,7 +70,11 @@ void pv_gemm(Context& ctx, const char* step, const HeadLayout& layout, const Ten
   require_score_shape(probs, layout, step);
   require_shape(out, {layout.batch, layout.q_heads, layout.q_len, layout.head_dim}, step, "out");
   profiler::KernelStep scope(ctx, step);
-  bodies_for(device).pv_gemm(ctx, layout, probs, v, out);
+  if (device == Device::CUDA) {
+    if constexpr (kCudaBuild) cuda::pv_gemm(ctx, layout, probs, v, out);
+  } else {
+    cpu::pv_gemm(ctx, layout, probs, v, out);
+  }
 }
 
 Tensor pv_gemm(Context& ctx, const char* step, const HeadLayout& layout, const Tensor& probs,
@@ -85,21 +89,33 @@ Tensor scale(Context& ctx, const char* step, const Tensor& in, float factor) {
   const Device device = common_device(step, {{in, "in"}});
   profiler::KernelStep scope(ctx, step);
   Tensor out = Tensor::empty(in.shape(), in.dtype(), ctx.allocator());
-  bodies_for(device).scale(ctx, in, out, factor);
+  if (device == Device::CUDA) {
+    if constexpr (kCudaBuild) cuda::scale(ctx, in, out, factor);
+  } else {
+    cpu::scale(ctx, in, out, factor);
+  }
   return out;
 }
 
 void scale_(Context& ctx, const char* step, Tensor& x, float factor) {
   const Device device = common_device(step, {{x, "x"}});
   profiler::KernelStep scope(ctx, step);
-  bodies_for(device).scale(ctx, x, x, factor);
+  if (device == Device::CUDA) {
+    if constexpr (kCudaBuild) cuda::scale(ctx, x, x, factor);
+  } else {
+    cpu::scale(ctx, x, x, factor);
+  }
 }
 
 Tensor copy(Context& ctx, const char* step, const Tensor& in) {
   const Device device = common_device(step, {{in, "in"}});
   profiler::KernelStep scope(ctx, step);
   Tensor out = Tensor::empty(in.shape(), in.dtype(), ctx.allocator());
-  bodies_for(device).copy(ctx, in, out);
+  if (device == Device::CUDA) {
+    if constexpr (kCudaBuild) cuda::copy(ctx, in, out);
+  } else {
+    cpu::copy(ctx, in, out);
+  }
   return out;
 }
 
@@ -108,14 +124,22 @@ void causal_fill_(Context& ctx, const char* step, const HeadLayout& layout, Tens
   const Device device = common_device(step, {{scores, "scores"}});
   require_score_shape(scores, layout, step);
   profiler::KernelStep scope(ctx, step);
-  bodies_for(device).causal_fill(ctx, layout, scores, value);
+  if (device == Device::CUDA) {
+    if constexpr (kCudaBuild) cuda::causal_fill(ctx, layout, scores, value);
+  } else {
+    cpu::causal_fill(ctx, layout, scores, value);
+  }
 }
 
 Tensor softmax(Context& ctx, const char* step, const Tensor& in) {
   const Device device = common_device(step, {{in, "in"}});
   profiler::KernelStep scope(ctx, step);
   Tensor out = Tensor::empty(in.shape(), in.dtype(), ctx.allocator());
-  bodies_for(device).softmax(ctx, in, out);
+  if (device == Device::CUDA) {
+    if constexpr (kCudaBuild) ops::cuda::softmax(ctx, in, out);
+  } else {
+    ops::cpu::softmax(ctx, in, out);
+  }
   return out;
 }
 
@@ -123,7 +147,11 @@ Tensor safe_softmax(Context& ctx, const char* step, const Tensor& in) {
   const Device device = common_device(step, {{in, "in"}});
   profiler::KernelStep scope(ctx, step);
   Tensor out = Tensor::empty(in.shape(), in.dtype(), ctx.allocator());
-  bodies_for(device).safe_softmax(ctx, in, out);
+  if (device == Device::CUDA) {
+    if constexpr (kCudaBuild) ops::cuda::safe_softmax(ctx, in, out);
+  } else {
+    ops::cpu::safe_softmax(ctx, in, out);
+  }
   return out;
 }
 
@@ -132,14 +160,22 @@ void scale_mask_softmax_(Context& ctx, const char* step, const HeadLayout& layou
   const Device device = common_device(step, {{scores, "scores"}});
   require_score_shape(scores, layout, step);
   profiler::KernelStep scope(ctx, step);
-  bodies_for(device).scale_mask_softmax(ctx, layout, scores, factor);
+  if (device == Device::CUDA) {
+    if constexpr (kCudaBuild) cuda::scale_mask_softmax(ctx, layout, scores, factor);
+  } else {
+    cpu::scale_mask_softmax(ctx, layout, scores, factor);
+  }
 }
 
 void convert(Context& ctx, const char* step, const Tensor& in, Tensor& out) {
   const Device device = common_device(step, {{in, "in"}, {out, "out"}});
   require_shape(out, in.shape(), step, "out");
   profiler::KernelStep scope(ctx, step);
-  bodies_for(device).convert(ctx, in, out);
+  if (device == Device::CUDA) {
+    if constexpr (kCudaBuild) ops::cuda::cast(ctx, in, out);
+  } else {
+    ops::cpu::cast(ctx, in, out);
+  }
 }
 
 Tensor convert(Context& ctx, const char* step, const Tensor& in, DType dtype) {
@@ -154,7 +190,11 @@ Tensor upcast_cache_rows(Context& ctx, const char* step, const HeadLayout& layou
   profiler::KernelStep scope(ctx, step);
   Tensor out = Tensor::empty({layout.batch, layout.kv_heads, layout.kv_len, layout.head_dim},
                              DType::F32, ctx.allocator());
-  bodies_for(device).upcast_cache_rows(ctx, layout, cache, out);
+  if (device == Device::CUDA) {
+    if constexpr (kCudaBuild) cuda::upcast_cache_rows(ctx, layout, cache, out);
+  } else {
+    cpu::upcast_cache_rows(ctx, layout, cache, out);
+  }
   return out;
 }
 
@@ -162,7 +202,11 @@ void build_causal_mask(Context& ctx, const char* step, const HeadLayout& layout,
   check(keep.size() >= static_cast<std::size_t>(layout.q_len * layout.kv_len), step,
         "the mask needs Tq x Tk bytes");
   profiler::KernelStep scope(ctx, step);
-  bodies_for(keep.device()).build_causal_mask(ctx, layout, keep);
+  if (keep.device() == Device::CUDA) {
+    if constexpr (kCudaBuild) cuda::build_causal_mask(ctx, layout, keep);
+  } else {
+    cpu::build_causal_mask(ctx, layout, keep);
+  }
 }
 
 Tensor where(Context& ctx, const char* step, const Buffer& keep, const Tensor& scores) {
@@ -174,7 +218,11 @@ Tensor where(Context& ctx, const char* step, const Buffer& keep, const Tensor& s
       step, "the mask needs Tq x Tk bytes");
   profiler::KernelStep scope(ctx, step);
   Tensor masked = Tensor::empty(scores.shape(), DType::F32, ctx.allocator());
-  bodies_for(device).where(ctx, keep, scores, masked);
+  if (device == Device::CUDA) {
+    if constexpr (kCudaBuild) cuda::where(ctx, keep, scores, masked);
+  } else {
+    cpu::where(ctx, keep, scores, masked);
+  }
   return masked;
 }
 

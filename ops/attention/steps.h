@@ -1,8 +1,8 @@
 // The steps the eager backends (naive, inplace, math, fused) are written in. Each is one pass
 // over memory with one signature on every device: it checks that its tensors share a device,
 // opens the profiler step `step` (profiler::KernelStep, directly inside the backend's scope) and
-// runs the body for that device (StepBodies below): ops/cpu/attention_steps.cpp (a parallel loop
-// or an Eigen product per head) or ops/cuda/attention_steps.cu (one launch on the context's
+// runs the body for that device, as every op dispatches (ops/dispatch.h): cpu/steps.cpp (a
+// parallel loop or an Eigen product per head) or cuda/steps.cu (one launch on the context's
 // stream: a cuBLAS call or one kernel, never a synchronisation, so a whole call can be captured
 // in a CUDA graph).
 //
@@ -34,7 +34,7 @@
 namespace attnscope::ops::attention {
 
 // An eager backend: a name, a one-line summary, the cost model (a plain function of the shape)
-// and the recipe (a plain function of the call). forward() opens the backend's scope
+// and the recipe (a plain function of the call). attend() opens the backend's scope
 // ("attention.<name>"), validates the call (validate_call) and runs the recipe, which writes `out`
 // (a handle on call.out).
 class Recipe final : public Backend {
@@ -48,7 +48,7 @@ class Recipe final : public Backend {
   std::string_view name() const override { return name_; }
   std::string_view summary() const override { return summary_; }
   CostModel cost_model(const Context& ctx, const Shape& shape) const override;
-  void forward(Context& ctx, const Call& call) const override;
+  void attend(Context& ctx, const Call& call) const override;
 
  private:
   std::string name_;
@@ -92,28 +92,5 @@ Tensor upcast_cache_rows(Context& ctx, const char* step, const HeadLayout& layou
                          const Tensor& cache);
 void build_causal_mask(Context& ctx, const char* step, const HeadLayout& layout, Buffer& keep);
 Tensor where(Context& ctx, const char* step, const Buffer& keep, const Tensor& scores);
-
-// The bodies of the steps on one device, called after the checks: one table per device
-// (ops/cpu/attention_steps.cpp, ops/cuda/attention_steps.cu; softmax and convert are the bodies
-// of ops/softmax.h and ops/cast.h). A build without the CUDA path has no CUDA table.
-struct StepBodies {
-  void (*qk_gemm)(Context& ctx, const HeadLayout& layout, const Tensor& q, const Tensor& k,
-                  Tensor& scores);
-  void (*pv_gemm)(Context& ctx, const HeadLayout& layout, const Tensor& probs, const Tensor& v,
-                  Tensor& out);
-  void (*scale)(Context& ctx, const Tensor& in, Tensor& out, float factor);
-  void (*copy)(Context& ctx, const Tensor& in, Tensor& out);
-  void (*causal_fill)(Context& ctx, const HeadLayout& layout, Tensor& scores, float value);
-  void (*softmax)(Context& ctx, const Tensor& in, Tensor& out);
-  void (*safe_softmax)(Context& ctx, const Tensor& in, Tensor& out);
-  void (*scale_mask_softmax)(Context& ctx, const HeadLayout& layout, Tensor& scores, float factor);
-  void (*convert)(Context& ctx, const Tensor& in, Tensor& out);
-  void (*upcast_cache_rows)(Context& ctx, const HeadLayout& layout, const Tensor& cache,
-                            Tensor& out);
-  void (*build_causal_mask)(Context& ctx, const HeadLayout& layout, Buffer& keep);
-  void (*where)(Context& ctx, const Buffer& keep, const Tensor& scores, Tensor& masked);
-};
-const StepBodies& cpu_step_bodies();
-const StepBodies& cuda_step_bodies();
 
 }  // namespace attnscope::ops::attention

@@ -31,8 +31,8 @@
 #   The build, timed on the development machine (2026-11-30: 2 cores, nvcc 13.0, sm_90 only,
 #   attnscope and the five GPU suites, 92 ninja steps, no cache hits): 998 s wall while another
 #   build shared the 2 cores (load about 6), 653 s of CPU (user 609 + sys 44), so about 330 s on
-#   2 idle cores; the longest single unit, flash_cuda.cu (since split into flash_mma.cu and
-#   flash_simt.cu), took 72 s wall under that load (a guess: 25-35 s alone). Scaled to the device's 16 cores: 653 / 16 = 41 s of parallel work, but the
+#   2 idle cores; the longest single unit, flash_cuda.cu (since split into
+#   ops/attention/cuda/flash_mma.cu and flash_simt.cu), took 72 s wall under that load (a guess: 25-35 s alone). Scaled to the device's 16 cores: 653 / 16 = 41 s of parallel work, but the
 #   longest units and the links run on few cores, so expect 60-90 s there; `build` gets 150 s.
 #   The rest are first guesses (nothing has run on the GPU yet); correct them from the times in
 #   summary.txt after the first run.

@@ -103,7 +103,7 @@ int run_study(const StudyFlags& flags) {
 
   const attention::Call call = random_attention_call(ctx, shape, flags.seed + 1);
   for (const attention::Backend* backend : backends) {
-    if (backend) backend->forward(ctx, call);  // warm-up on the shared inputs
+    if (backend) backend->attend(ctx, call);  // warm-up on the shared inputs
   }
   ctx.synchronize();
   auto widest_percent = [&] { return 100.0 * study_widest_width(results); };

@@ -38,7 +38,7 @@ BackendResult bench_backend(Context& ctx, const attention::Backend& backend,
   BackendResult result;
   result.backend = std::string(backend.name());
   try {
-    for (int i = 0; i < flags.warmup; ++i) backend.forward(ctx, call);
+    for (int i = 0; i < flags.warmup; ++i) backend.attend(ctx, call);
     ctx.synchronize();
     for (int i = 0; i < flags.reps; ++i)
       result.times_ms.push_back(time_attention(ctx, backend, call));
@@ -53,7 +53,7 @@ BackendResult bench_backend(Context& ctx, const attention::Backend& backend,
     profiler::CpuTracer tracer;
     {
       const ProfilerOn profiling(ctx, tracer);
-      backend.forward(ctx, call);
+      backend.attend(ctx, call);
       ctx.synchronize();
     }
     result.peak_temporary_bytes = allocator.peak_bytes() - baseline;
@@ -110,7 +110,7 @@ double time_attention(Context& ctx, const attention::Backend& backend,
                       const attention::Call& call) {
   ctx.synchronize();
   const auto start = std::chrono::steady_clock::now();
-  backend.forward(ctx, call);
+  backend.attend(ctx, call);
   ctx.synchronize();
   return seconds_since(start) * 1e3;
 }

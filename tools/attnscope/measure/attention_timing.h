@@ -4,7 +4,7 @@
 // bench-attention and bench --op attention (its flags, and each backend timed beside its cost
 // model).
 //
-// A time is a steady clock around forward(); on a GPU the stream is drained before the clock
+// A time is a steady clock around attend(); on a GPU the stream is drained before the clock
 // starts and again before it stops, so a time is the launches plus the kernels, as a caller
 // waiting for the result sees it.
 //

@@ -176,7 +176,7 @@ ProfiledRun profile_attention_op(Context& ctx, const attention::Backend& backend
 
   ProfiledRun run;
   attach_device(ctx, run, options.gpu_timing);
-  backend.forward(ctx, call);  // warm-up
+  backend.attend(ctx, call);  // warm-up
   ctx.synchronize();
   const attention::CostModel expected = backend.cost_model(ctx, shape);
   for (int i = 0; i < options.reps; ++i) {
@@ -186,7 +186,7 @@ ProfiledRun profile_attention_op(Context& ctx, const attention::Backend& backend
     step.kv_len = shape.kv_len;
     step.profiled = profiled_in_turn(i);
     step.expected = expected;
-    run_step(ctx, run, step, [&] { backend.forward(ctx, call); });
+    run_step(ctx, run, step, [&] { backend.attend(ctx, call); });
     if (step.profiled) read_attention_calls(run.tracer->events(), step);
     run.steps.push_back(step);
   }

@@ -1,17 +1,16 @@
 // The eager attention steps on the cpu (ops/attention/steps.h states them; arguments checked by
-// ops/attention/steps.cpp). Each one is one parallel pass: over the (batch, query head) pairs for
-// the GEMMs, over score rows for the masks and the fused softmax, over elements otherwise.
-// Scores are f32 here.
+// ops/attention/steps.cpp, which calls these bodies, declared in cpu/steps.h). Each one is one
+// parallel pass: over the (batch, query head) pairs for the GEMMs, over score rows for the masks
+// and the fused softmax, over elements otherwise. Scores are f32 here.
+#include "ops/attention/cpu/steps.h"
+
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
-#include "ops/attention/steps.h"
-#include "ops/cast.h"
 #include "ops/cpu/eigen_maps.h"
-#include "ops/softmax.h"
 #include "runtime/dtype.h"
 
 namespace attnscope::ops::attention::cpu {
@@ -122,25 +121,3 @@ void where(Context& ctx, const Buffer& keep, const Tensor& scores, Tensor& maske
 }
 
 }  // namespace attnscope::ops::attention::cpu
-
-namespace attnscope::ops::attention {
-
-const StepBodies& cpu_step_bodies() {
-  static const StepBodies bodies = {
-      .qk_gemm = cpu::qk_gemm,
-      .pv_gemm = cpu::pv_gemm,
-      .scale = cpu::scale,
-      .copy = cpu::copy,
-      .causal_fill = cpu::causal_fill,
-      .softmax = ops::cpu::softmax,
-      .safe_softmax = ops::cpu::safe_softmax,
-      .scale_mask_softmax = cpu::scale_mask_softmax,
-      .convert = ops::cpu::cast,
-      .upcast_cache_rows = cpu::upcast_cache_rows,
-      .build_causal_mask = cpu::build_causal_mask,
-      .where = cpu::where,
-  };
-  return bodies;
-}
-
-}  // namespace attnscope::ops::attention

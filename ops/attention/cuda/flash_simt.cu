@@ -5,12 +5,13 @@
 // 4 warps, 32 query rows per CTA (8 per warp), key tiles of 32. Q, K and V tiles in shared
 // memory as f32 (K rows padded by one float: lane = key reads a column without bank conflicts).
 // Per tile and warp: lane j scores key j against the warp's 8 rows (Q broadcast), warp max and
-// warp sum per row, then lane d accumulates O[., d] += P V (P broadcast by shuffles). Shared
-// memory (96 D + 32) x 4 bytes: 24.1 KiB at D = 64, 96.1 KiB at D = 256 (raised limit above
-// 48 KiB). This file also holds the GPU's FlashBodies table: which kernel takes which call.
+// warp sum per row (online_softmax_update, online_softmax.cuh), then lane d accumulates
+// O[., d] += P V (P broadcast by shuffles). Shared memory (96 D + 32) x 4 bytes: 24.1 KiB at
+// D = 64, 96.1 KiB at D = 256 (raised limit above 48 KiB). This file also holds flash_tiled
+// (cuda/flash.h): which kernel takes which call.
 #include <cstdint>
 
-#include "ops/attention/flash_kernels.cuh"
+#include "ops/attention/cuda/flash_kernels.cuh"
 #include "ops/cuda/device_math.cuh"
 
 namespace attnscope::ops::attention::cuda {
@@ -94,15 +95,7 @@ __global__ void __launch_bounds__(kSimtThreads)
     float p[kSimtRowsPerWarp];
 #pragma unroll
     for (int r = 0; r < kSimtRowsPerWarp; ++r) {
-      const bool visible = key <= position[r];
-      const float x = score[r] * s.scale_log2;
-      const float new_max = fmaxf(m[r], warp_max(visible ? x : -INFINITY));
-      const float correction = rescale_factor(m[r], new_max);
-      p[r] = visible ? exp2f(x - new_max) : 0.0f;
-      l[r] = l[r] * correction + warp_sum(p[r]);
-      m[r] = new_max;
-#pragma unroll
-      for (int c = 0; c < DC; ++c) o[r][c] *= correction;
+      p[r] = online_softmax_update(score[r] * s.scale_log2, key <= position[r], m[r], l[r], o[r]);
     }
 
     // O += P V: lane = output element.
@@ -150,6 +143,8 @@ void flash_tiled_simt(Context& ctx, const Call& call) {
   });
 }
 
+}  // namespace
+
 // The tiled step: tensor cores for 16-bit storage at the head dims the MMA kernel is built for,
 // the SIMT kernel for everything else.
 void flash_tiled(Context& ctx, const Call& call) {
@@ -161,20 +156,4 @@ void flash_tiled(Context& ctx, const Call& call) {
   }
 }
 
-}  // namespace
-
 }  // namespace attnscope::ops::attention::cuda
-
-namespace attnscope::ops::attention {
-
-const FlashBodies& cuda_flash_bodies() {
-  static const FlashBodies bodies = {
-      .plan = cuda::flash_plan,
-      .tiled = cuda::flash_tiled,
-      .split_kv_partials = cuda::flash_split_kv_partials,
-      .split_kv_combine = cuda::flash_split_kv_combine,
-  };
-  return bodies;
-}
-
-}  // namespace attnscope::ops::attention

@@ -6,7 +6,8 @@
 // a head (the work is triangular), so the short ones even out the end of a dynamic schedule. Per
 // task, for each key tile of up to Bk keys from key 0 up to the tile's last query position:
 // S = Q_tile K_tile^T ([Bq, Bk], Eigen GEMM), the online-softmax update of each row over its
-// visible keys (all of them except on a diagonal tile), O += P V_tile ([Bq, D] GEMM); then
+// visible keys (online_softmax_update below, which the split-KV path uses too; all of the keys
+// except on a diagonal tile), O += P V_tile ([Bq, D] GEMM); then
 // out_tile = O / l row by row. The key range ends at the tile's last query position, so the
 // masked work is at most the Bq x Bq triangle of the last key tile, whatever Bk is.
 //
@@ -45,6 +46,8 @@
 // (flash.h), both live during the first step. Eigen's GEMM packing buffers (stack memory up to
 // 128 KiB, heap beyond, as in the other CPU GEMMs) are not counted.
 
+#include "ops/attention/cpu/flash.h"
+
 #include <omp.h>
 
 #include <Eigen/Core>
@@ -52,10 +55,9 @@
 #include <cmath>
 #include <numeric>
 
-#include "ops/attention/flash.h"
 #include "ops/cpu/eigen_maps.h"
 
-namespace attnscope::ops::attention {
+namespace attnscope::ops::attention::cpu {
 
 namespace {
 
@@ -138,6 +140,34 @@ Head head_of(const Call& call, const HeadLayout& l, std::int64_t bh) {
           call.v.data<float>() + l.kv_offset(bh), l.head_dim, l.kv_len - l.q_len};
 }
 
+// exp(m - new_max): the rescale factor that moves a state kept relative to max m onto new_max.
+float rescale_factor(float m, float new_max) { return std::exp(m - new_max); }
+
+// The online-softmax update of one query row over one key tile (flash.cpp's algorithm; the
+// pieces named as in flash-attention's softmax.h): `scores` holds the row's visible raw scores
+// q . k and leaves with P = exp(scale q . k - m'), where m' is the new running max; the row sum
+// l and the unnormalised output O (`out_row`) move onto m' by the rescale factor exp(m - m')
+// before P's sum is added to l (P V is added to O by the caller, one GEMM per tile). On the
+// row's first tile (`first`) m and l start from the tile, and O, not yet written, is left alone.
+void online_softmax_update(Eigen::Ref<Eigen::RowVectorXf> scores, float scale, bool first,
+                           float& running_max, float& row_sum,
+                           Eigen::Ref<Eigen::RowVectorXf> out_row) {
+  auto kept = scores.array();
+  const float tile_max = (kept * scale).maxCoeff();
+  if (first) {
+    running_max = tile_max;
+    kept = (kept * scale - tile_max).exp();
+    row_sum = kept.sum();
+    return;
+  }
+  const float new_max = std::max(running_max, tile_max);
+  const float factor = rescale_factor(running_max, new_max);
+  kept = (kept * scale - new_max).exp();
+  row_sum = row_sum * factor + kept.sum();
+  running_max = new_max;
+  out_row *= factor;
+}
+
 // Attends query rows [first_row, first_row + layout.rows) of `head` to keys
 // [key_begin, key_end), one tile of up to `key_block` keys at a time, leaving the unnormalised
 // state in `state` (see StateLayout). `scores` holds rows x key_block floats. Requires
@@ -150,7 +180,7 @@ void attend_key_range(const Head& head, std::int64_t first_row, const StateLayou
   const ConstMatrixMap q_tile(head.q + first_row * d, rows, d);
   MatrixMap out(state, rows, d);
   float* running_max = state + layout.max_offset();
-  float* running_sum = state + layout.sum_offset();
+  float* row_sum = state + layout.sum_offset();
   for (std::int64_t key_start = key_begin; key_start < key_end; key_start += key_block) {
     const std::int64_t cols = std::min(key_block, key_end - key_start);
     const ConstMatrixMap k_tile(head.k + key_start * d, cols, d);
@@ -165,20 +195,8 @@ void attend_key_range(const Head& head, std::int64_t first_row, const StateLayou
       auto row = s.row(r);
       row.tail(cols - visible).setZero();
       if (visible == 0) continue;
-      auto kept = row.head(visible).array();
-      const float tile_max = (kept * scale).maxCoeff();
-      if (first_tile) {
-        running_max[r] = tile_max;
-        kept = (kept * scale - tile_max).exp();
-        running_sum[r] = kept.sum();
-      } else {
-        const float new_max = std::max(running_max[r], tile_max);
-        const float correction = std::exp(running_max[r] - new_max);
-        kept = (kept * scale - new_max).exp();
-        running_sum[r] = running_sum[r] * correction + kept.sum();
-        running_max[r] = new_max;
-        out.row(r) *= correction;
-      }
+      online_softmax_update(row.head(visible), scale, first_tile, running_max[r], row_sum[r],
+                            out.row(r));
     }
     if (first_tile) {
       out.noalias() = s * v_tile;
@@ -187,6 +205,8 @@ void attend_key_range(const Head& head, std::int64_t first_row, const StateLayou
     }
   }
 }
+
+}  // namespace
 
 FlashPlan flash_plan(const Context& ctx, const Shape& shape) {
   const Tiling tiling = tiling_of(ctx, shape);
@@ -255,7 +275,7 @@ void flash_split_kv_combine(Context& ctx, const Call& call, const FlashPlan& /*p
     float sum = 0.0f;
     for (std::int64_t c = 0; c < plan.chunks; ++c) {
       const float* partial = first_partial + c * plan.partial.floats();
-      const float weight = std::exp(partial_max(c) - max_value);
+      const float weight = rescale_factor(partial_max(c), max_value);
       sum += weight * partial[plan.partial.sum_offset() + r];
       out += weight * Eigen::Map<const Eigen::RowVectorXf>(partial + r * l.head_dim, l.head_dim);
     }
@@ -263,16 +283,4 @@ void flash_split_kv_combine(Context& ctx, const Call& call, const FlashPlan& /*p
   }
 }
 
-}  // namespace
-
-const FlashBodies& cpu_flash_bodies() {
-  static const FlashBodies bodies = {
-      .plan = flash_plan,
-      .tiled = flash_tiled,
-      .split_kv_partials = flash_split_kv_partials,
-      .split_kv_combine = flash_split_kv_combine,
-  };
-  return bodies;
-}
-
-}  // namespace attnscope::ops::attention
+}  // namespace attnscope::ops::attention::cpu

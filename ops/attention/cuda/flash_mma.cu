@@ -50,7 +50,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "ops/attention/flash_kernels.cuh"
+#include "ops/attention/cuda/flash_kernels.cuh"
 #include "ops/cuda/device_math.cuh"
 
 namespace attnscope::ops::attention::cuda {
@@ -247,12 +247,8 @@ __global__ void __launch_bounds__(kMmaThreads)
         if (!diagonal || key <= position1) tile_max1 = fmaxf(tile_max1, sc[nb][2 + i]);
       }
     }
-    const float new_max0 = fmaxf(m0, quad_max(tile_max0));
-    const float new_max1 = fmaxf(m1, quad_max(tile_max1));
-    const float correction0 = rescale_factor(m0, new_max0);
-    const float correction1 = rescale_factor(m1, new_max1);
-    m0 = new_max0;
-    m1 = new_max1;
+    const float correction0 = update_running_max(m0, quad_max(tile_max0));
+    const float correction1 = update_running_max(m1, quad_max(tile_max1));
     l0 *= correction0;
     l1 *= correction1;
 #pragma unroll

@@ -1,6 +1,7 @@
 // The eager attention steps on a GPU (ops/attention/steps.h states them; arguments checked by
-// ops/attention/steps.cpp). Each function is one launch on the context's stream: a cuBLAS
-// strided-batched GEMM or one kernel, never a synchronisation.
+// ops/attention/steps.cpp, which calls these bodies, declared in cuda/steps.h). Each function is
+// one launch on the context's stream: a cuBLAS strided-batched GEMM or one kernel, never a
+// synchronisation.
 //
 // Costs, with S = B Hq Tq Tk score elements of e bytes each:
 //   qk_gemm / pv_gemm:  2 S D FLOPs each; read q (or probs) and the kv_len valid K (V) rows,
@@ -27,10 +28,9 @@
 #include <cstdint>
 #include <string>
 
-#include "ops/attention/steps.h"
-#include "ops/cast.h"
+#include "ops/attention/cuda/steps.h"
+#include "ops/check.h"
 #include "ops/cuda/device_math.cuh"
-#include "ops/softmax.h"
 #include "runtime/cuda/cuda_context.h"
 #include "runtime/error.h"
 
@@ -313,25 +313,3 @@ void where(Context& ctx, const Buffer& keep, const Tensor& scores, Tensor& maske
 }
 
 }  // namespace attnscope::ops::attention::cuda
-
-namespace attnscope::ops::attention {
-
-const StepBodies& cuda_step_bodies() {
-  static const StepBodies bodies = {
-      .qk_gemm = cuda::qk_gemm,
-      .pv_gemm = cuda::pv_gemm,
-      .scale = cuda::scale,
-      .copy = cuda::copy,
-      .causal_fill = cuda::causal_fill,
-      .softmax = ops::cuda::softmax,
-      .safe_softmax = ops::cuda::safe_softmax,
-      .scale_mask_softmax = cuda::scale_mask_softmax,
-      .convert = ops::cuda::cast,
-      .upcast_cache_rows = cuda::upcast_cache_rows,
-      .build_causal_mask = cuda::build_causal_mask,
-      .where = cuda::where,
-  };
-  return bodies;
-}
-
-}  // namespace attnscope::ops::attention

@@ -34,7 +34,7 @@
 #include <limits>
 #include <string>
 
-#include "ops/attention/flash_kernels.cuh"
+#include "ops/attention/cuda/flash_kernels.cuh"
 #include "ops/check.h"
 #include "ops/cuda/device_math.cuh"
 #include "runtime/cuda/cuda_context.h"
@@ -66,12 +66,6 @@ template <typename F>
 __device__ __forceinline__ Partials<F> partials_of(F* base, const FlashShape& s) {
   const std::int64_t slots = static_cast<std::int64_t>(s.heads) * s.chunks * s.q_len;
   return {base, base + slots * s.head_dim, base + slots * (s.head_dim + 1)};
-}
-
-// The weight of a state kept relative to max m when the merged max is `merged`: 2^(m - merged),
-// and 0 for a state that saw no key (m = -inf), whatever `merged` is.
-__device__ __forceinline__ float merge_weight(float m, float merged) {
-  return m == -INFINITY ? 0.0f : exp2f(m - merged);
 }
 
 // Step 1: one CTA per (head, chunk), blockIdx.x = head * chunks + chunk. DC = lane chunks of a
@@ -138,15 +132,8 @@ __global__ void __launch_bounds__(kSplitThreads)
 #pragma unroll
     for (int r = 0; r < kMaxRows; ++r) {
       if (r >= s.q_len) continue;
-      const bool visible = in_range && key <= position[r];
-      const float x = score[r] * s.scale_log2;
-      const float new_max = fmaxf(m[r], warp_max(visible ? x : -INFINITY));
-      const float correction = m[r] == new_max ? 1.0f : exp2f(m[r] - new_max);
-      p[r] = visible ? exp2f(x - new_max) : 0.0f;
-      l[r] = l[r] * correction + warp_sum(p[r]);
-      m[r] = new_max;
-#pragma unroll
-      for (int c = 0; c < DC; ++c) o[r][c] *= correction;
+      p[r] = online_softmax_update(score[r] * s.scale_log2, in_range && key <= position[r], m[r],
+                                   l[r], o[r]);
     }
     // O += P V: lane = output element, p of key j broadcast from lane j.
     const int group_keys = min(kGroupKeys, key_end - group);

@@ -1,7 +1,7 @@
 // What the flash kernels on a GPU share (flash_mma.cu, flash_simt.cu, flash_split_kv.cu): the
-// call's sizes as the kernels read them, which query tile and keys a CTA owns, the
-// online-softmax rescaling factor, the tiled launch, and the GPU's bodies. Only for files
-// compiled by nvcc.
+// call's sizes as the kernels read them, which query tile and keys a CTA owns, and the tiled
+// launch; the online-softmax update they all use is online_softmax.cuh. Only for files compiled
+// by nvcc.
 //
 // The kernels work in log2 units: with x_j = scale log2(e) q_i . k_j, 2^(x_j - m) is
 // exp(scale q.k - max), the same softmax as flash.cpp states with one exp2 per score.
@@ -19,7 +19,8 @@
 #include <cstdint>
 #include <limits>
 
-#include "ops/attention/flash.h"
+#include "ops/attention/cuda/flash.h"
+#include "ops/attention/cuda/online_softmax.cuh"
 #include "ops/check.h"
 #include "ops/cuda/device_math.cuh"
 #include "runtime/cuda/cuda_context.h"
@@ -29,8 +30,6 @@ namespace attnscope::ops::attention::cuda {
 // The device_math.cuh building blocks the kernels use.
 using ops::cuda::from_f32;
 using ops::cuda::load_f32;
-using ops::cuda::warp_max;
-using ops::cuda::warp_sum;
 
 constexpr std::size_t kDefaultSharedBytes = 48 * 1024;
 
@@ -92,12 +91,6 @@ __device__ __forceinline__ CtaWork cta_work(const FlashShape& s, int tile_rows, 
   return w;
 }
 
-// 2^(m - new_max): the factor that moves a state kept relative to max m onto new_max; 1 when the
-// max did not change (also when both are still -inf: no key seen yet).
-__device__ __forceinline__ float rescale_factor(float m, float new_max) {
-  return m == new_max ? 1.0f : exp2f(m - new_max);
-}
-
 inline FlashShape tile_shape(const Call& call, int rows_per_tile) {
   const std::int64_t heads = call.batch() * call.q_heads();
   const std::int64_t query_tiles = (call.q_len() + rows_per_tile - 1) / rows_per_tile;
@@ -133,12 +126,8 @@ void launch_tiles(Context& ctx, const Call& call,
   gpu::check_launch(name);
 }
 
-// The GPU's flash bodies (flash.h's FlashBodies; the table is in flash_simt.cu).
-void flash_tiled_mma(Context& ctx, const Call& call);          // flash_mma.cu
-FlashPlan flash_plan(const Context& ctx, const Shape& shape);  // flash_split_kv.cu, from here on
-void flash_split_kv_partials(Context& ctx, const Call& call, const FlashPlan& plan,
-                             Tensor& partials);
-void flash_split_kv_combine(Context& ctx, const Call& call, const FlashPlan& plan,
-                            const Tensor& partials);
+// The tensor-core kernel's launch (flash_mma.cu), which flash_tiled (flash_simt.cu) picks for
+// 16-bit storage at D = 64 or 128.
+void flash_tiled_mma(Context& ctx, const Call& call);
 
 }  // namespace attnscope::ops::attention::cuda
