@@ -893,7 +893,7 @@ TEST_CASE("perplexity refuses bad input with one line") {
       run(model + dir.file("other.txt") + " --ctx 32 --stride 8 --kl-divergence " + baseline), 1,
       "another text");
   check_one_line_error(run(model + text + " --kl-divergence " + dir.file("none.npy")), 1,
-                       "cannot be read");
+                       "none.npy: no such file");
   check_one_line_error(run(model + text + " --save-logits a --kl-divergence b"), 2, "excludes");
 }
 

@@ -1,13 +1,13 @@
-// The bootstrap intervals of tools/attnscope/statistics.h against known distributions and an
-// exact formula, and the finding rule of tools/attnscope/finding_rule.h.
+// The bootstrap intervals of tools/attnscope/report/statistics.h against known distributions and an
+// exact formula, and the finding rule of tools/attnscope/report/finding_rule.h.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <random>
 #include <vector>
 
-#include "tools/attnscope/finding_rule.h"
-#include "tools/attnscope/statistics.h"
+#include "tools/attnscope/report/finding_rule.h"
+#include "tools/attnscope/report/statistics.h"
 
 using namespace attnscope::cli;
 

@@ -9,7 +9,7 @@
 
 #include "runtime/cpu_features.h"
 #include "runtime/error.h"
-#include "tools/attnscope/commands.h"
+#include "tools/attnscope/commands/commands.h"
 
 int main(int argc, char** argv) {
   using namespace attnscope;

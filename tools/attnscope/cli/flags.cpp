@@ -1,0 +1,117 @@
+// The shared flags (tools/attnscope/cli/flags.h): their CLI11 options, the context the device flags
+// describe, and token ids given on the command line.
+#include "tools/attnscope/cli/flags.h"
+
+#include <sstream>
+
+#include "ops/attention/registry.h"
+#include "runtime/error.h"
+
+namespace attnscope::cli {
+
+void add_model_flag(CLI::App& app, std::string& spec) {
+  app.add_option("--model", spec,
+                 "A directory with config.json + model.safetensors (Hugging Face layout: GPT-2 "
+                 "or Llama), or synthetic:NAME with NAME in gpt2, gpt2-medium, gpt2-large, "
+                 "gpt2-xl, tiny, smollm2-135m, llama-3.2-1b, llama-tiny")
+      ->required();
+}
+
+namespace {
+
+// A registered backend name or alias (and "all" where the list allows it).
+CLI::Validator backend_validator(AttentionList list) {
+  return CLI::Validator(
+      [list](const std::string& name) -> std::string {
+        const bool all = list == AttentionList::AllowingAll;
+        if (all && name == "all") return {};
+        try {
+          ops::attention::find_backend(name);
+          return {};
+        } catch (const Error& e) {
+          if (!all) return e.what();
+          return "unknown attention backend '" + name + "' (valid: all, " +
+                 ops::attention::backend_list() + ")";
+        }
+      },
+      "BACKEND");
+}
+
+}  // namespace
+
+void add_attention_flag(CLI::App& app, std::string& name) {
+  app.add_option("--attn", name, "Attention backend: " + ops::attention::backend_list())
+      ->capture_default_str()
+      ->check(backend_validator(AttentionList::NamesOnly));
+}
+
+CLI::Option* add_attention_list_flag(CLI::App& app, std::vector<std::string>& names,
+                                     AttentionList list, const std::string& help,
+                                     const std::string& default_text) {
+  return app.add_option("--attn", names, help)
+      ->delimiter(',')
+      ->default_str(default_text)
+      ->check(backend_validator(list));
+}
+
+void add_threads_flag(CLI::App& app, int& threads) {
+  app.add_option("--threads", threads, "CPU threads (0 = every hardware thread)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+}
+
+void add_device_flags(CLI::App& app, DeviceOptions& options) {
+  app.add_option("--device", options.device, "Where to compute: cpu, or cuda (GPU 0)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--dtype", options.dtype,
+                 "Storage dtype: f32, f16, bf16, q8_0. On cuda of weights and activations (q8_0: "
+                 "cpu only); on the cpu of the weight matrices only (activations and KV cache "
+                 "stay f32; q8_0 = blocks of 32 int8 with an f16 scale, 34 bytes per 32 "
+                 "weights). Math accumulates in f32")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}));
+  add_threads_flag(app, options.threads);
+}
+
+std::unique_ptr<Context> make_context(const DeviceOptions& options) {
+  // Refused before a GPU is looked for, so the answer is the same on a machine without one.
+  check(!(options.device == "cuda" && options.dtype == "q8_0"), "--dtype",
+        "q8_0 runs on the cpu only (on cuda use f32, f16 or bf16)");
+  const Device device = options.device == "cuda" ? Device::CUDA : Device::CPU;
+  return std::make_unique<Context>(device, options.threads);
+}
+
+DType parse_attention_dtype(const std::string& name) {
+  const DType dtype = parse_dtype(name);
+  check(dtype != DType::Q8_0, "--dtype",
+        "q8_0 is a weight format; the attention op takes f32, f16 or bf16");
+  return dtype;
+}
+
+std::vector<std::int32_t> parse_ids(const std::vector<std::string>& items, const char* flag) {
+  std::vector<std::int32_t> ids;
+  for (const std::string& item : items) {
+    std::string text = item;
+    for (char& c : text) {
+      if (c == ',') c = ' ';
+    }
+    std::istringstream in(text);
+    std::string word;
+    while (in >> word) {
+      std::size_t used = 0;
+      long long value = -1;
+      try {
+        value = std::stoll(word, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      check(used == word.size() && value >= 0 && value <= INT32_MAX, flag,
+            "'" + word + "' is not a token id (a non-negative integer)");
+      ids.push_back(static_cast<std::int32_t>(value));
+    }
+  }
+  return ids;
+}
+
+}  // namespace attnscope::cli

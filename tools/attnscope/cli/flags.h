@@ -1,0 +1,53 @@
+// The flags several subcommands share (--model, --attn, --threads, --device, --dtype), what the
+// device flags turn into (a Context), and the parsing of token ids given on the command line.
+// --attn, one backend or a list, has one definition and one validator here.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/context.h"
+#include "runtime/dtype.h"
+
+namespace attnscope::cli {
+
+// --model DIR|synthetic:NAME (required).
+void add_model_flag(CLI::App& app, std::string& spec);
+// What an --attn list may say besides the registered names and aliases.
+enum class AttentionList {
+  NamesOnly,    // a usage error lists the names: "(valid: naive, ...)"
+  AllowingAll,  // "all" stands for every backend: "(valid: all, naive, ...)"
+};
+// --attn NAME: one backend, checked against the registry at parse time (a usage error lists the
+// names).
+void add_attention_flag(CLI::App& app, std::string& name);
+// --attn A,B,...: a comma list of backends, each checked as --attn NAME is (and "all" where the
+// list allows it); `default_text` is what the help shows as the default ("": none shown).
+CLI::Option* add_attention_list_flag(CLI::App& app, std::vector<std::string>& names,
+                                     AttentionList list, const std::string& help,
+                                     const std::string& default_text);
+// --threads N (0 = every hardware thread).
+void add_threads_flag(CLI::App& app, int& threads);
+
+// Where and in what the model computes.
+struct DeviceOptions {
+  std::string device = "cpu";  // cpu | cuda
+  std::string dtype = "f32";   // f32 | f16 | bf16 | q8_0 (storage, ModelDTypes; math in f32)
+  int threads = 0;             // CPU threads (0 = every hardware thread)
+};
+// --device, --dtype and --threads.
+void add_device_flags(CLI::App& app, DeviceOptions& options);
+// The context for `options`; throws Error with one line when the device cannot be used.
+std::unique_ptr<Context> make_context(const DeviceOptions& options);
+
+// --dtype of the attention op alone (bench-attention, profile --op, study): f32, f16 or bf16;
+// throws Error for q8_0 (a weight format) and anything else.
+DType parse_attention_dtype(const std::string& name);
+
+// Parses ids given as "1,2,3", "1 2 3" or several arguments; throws Error on anything else.
+std::vector<std::int32_t> parse_ids(const std::vector<std::string>& items, const char* flag);
+
+}  // namespace attnscope::cli

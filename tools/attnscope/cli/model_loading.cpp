@@ -1,0 +1,69 @@
+// Loading the model and its tokenizer for a subcommand (tools/attnscope/cli/model_loading.h).
+#include "tools/attnscope/cli/model_loading.h"
+
+#include <filesystem>
+#include <iostream>
+
+#include "models/llama/weights.h"
+#include "tools/attnscope/cli/elapsed.h"
+
+namespace attnscope::cli {
+
+std::unique_ptr<LanguageModel> load_model(const std::string& spec, Context& ctx, DType dtype) {
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<LanguageModel> model = open_model(spec, ctx, 0, dtype);
+  const double took = seconds_since(start);
+  std::cerr << "attnscope: loaded " << spec << " ("
+            << static_cast<double>(model->parameter_count()) / 1e6 << "M parameters) in " << took
+            << " s\n";
+  const ModelConfig& config = model->config();
+  if (!config.eos_in_vocabulary()) {
+    std::cerr << "attnscope: warning: eos_token_id = " << config.eos_token_id
+              << " is outside the vocabulary [0, " << config.vocab_size
+              << "): generation will not stop at an end-of-text token\n";
+  }
+  return model;
+}
+
+namespace {
+
+// The tokenizer files in `dir`: GPT-2's pair, else a tokenizer.json.
+std::optional<TextTokenizer> tokenizer_in(const std::string& dir) {
+  if (gpt2::Tokenizer::present_in(dir)) return TextTokenizer(gpt2::Tokenizer::load(dir));
+  if (tokenizer::TokenizerJson::present_in(dir)) {
+    return TextTokenizer(tokenizer::TokenizerJson::load(dir));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+ModelOnDevice load_model_on_device(const std::string& spec, const DeviceOptions& device,
+                                   const std::string& attention) {
+  ModelOnDevice loaded;
+  loaded.ctx = make_context(device);
+  loaded.model = load_model(spec, *loaded.ctx, parse_dtype(device.dtype));
+  loaded.model->set_attention(attention);
+  return loaded;
+}
+
+std::optional<TextTokenizer> find_tokenizer(const std::string& flag_dir,
+                                            const std::string& model_spec) {
+  if (!flag_dir.empty()) {
+    if (std::optional<TextTokenizer> found = tokenizer_in(flag_dir)) return found;
+    return TextTokenizer(gpt2::Tokenizer::load(flag_dir));  // its error names what is missing
+  }
+  namespace fs = std::filesystem;
+  if (model_spec.starts_with("synthetic:")) {
+    if (llama::is_llama(model_spec)) return std::nullopt;
+    // Synthetic GPT-2 models use GPT-2's vocabulary by construction.
+    const std::string shared = ATTNSCOPE_DEFAULT_TOKENIZER_DIR;
+    if (gpt2::Tokenizer::present_in(shared)) return TextTokenizer(gpt2::Tokenizer::load(shared));
+    return std::nullopt;
+  }
+  const fs::path dir =
+      fs::is_directory(model_spec) ? fs::path(model_spec) : fs::path(model_spec).parent_path();
+  return tokenizer_in(dir.string());
+}
+
+}  // namespace attnscope::cli

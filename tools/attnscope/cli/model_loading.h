@@ -1,0 +1,38 @@
+// Loading what a subcommand runs: the model (with a line of progress on stderr) and the
+// tokenizer that goes with it.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "models/language_model.h"
+#include "runtime/context.h"
+#include "tools/attnscope/cli/flags.h"
+#include "tools/attnscope/cli/text_tokenizer.h"
+
+namespace attnscope::cli {
+
+// Loads the model (GPT-2 or Llama, see open_model in models/language_model.h) onto ctx's device
+// in `dtype`, then says what and how long on stderr (nothing is printed on failure, so the error
+// stays the only line).
+std::unique_ptr<LanguageModel> load_model(const std::string& spec, Context& ctx,
+                                          DType dtype = DType::F32);
+
+// A context made from the device flags and a model loaded onto it (in their --dtype) with the
+// attention backend `attention` set: what generate and perplexity run.
+struct ModelOnDevice {
+  std::unique_ptr<Context> ctx;
+  std::unique_ptr<LanguageModel> model;
+};
+ModelOnDevice load_model_on_device(const std::string& spec, const DeviceOptions& device,
+                                   const std::string& attention);
+
+// The tokenizer in `flag_dir` when given (an error if it has none); otherwise the model
+// directory's own files (vocab.json + merges.txt, else tokenizer.json), or for synthetic GPT-2
+// models the GPT-2 files this build was configured with (the shared fixtures); nullopt when
+// none is found (synthetic Llama shapes have none: their vocabularies are not GPT-2's).
+std::optional<TextTokenizer> find_tokenizer(const std::string& flag_dir,
+                                            const std::string& model_spec);
+
+}  // namespace attnscope::cli

@@ -1,0 +1,242 @@
+// `attnscope generate`: prefill a prompt, then decode token by token with the KV cache,
+// streaming text to stdout and timings to stderr (or one JSON object with --json, with each
+// token's log-probabilities under --top-logprobs K). --logits-out FILE saves the f32 logits each
+// generated token was chosen from as a .npy array [tokens, vocab].
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+
+#include "ops/sample.h"
+#include "runtime/error.h"
+#include "runtime/npy.h"
+#include "runtime/sampler.h"
+#include "runtime/transfer.h"
+#include "tools/attnscope/cli/elapsed.h"
+#include "tools/attnscope/cli/flags.h"
+#include "tools/attnscope/cli/machine_info.h"
+#include "tools/attnscope/cli/model_loading.h"
+#include "tools/attnscope/cli/utf8_stream.h"
+#include "tools/attnscope/commands/commands.h"
+#include "tools/attnscope/measure/token_log_probs.h"
+
+namespace attnscope::cli {
+
+namespace {
+
+struct GenerateFlags {
+  std::string model;
+  std::string tokenizer;
+  std::string prompt;
+  std::vector<std::string> prompt_ids;
+  std::int64_t max_new_tokens = 32;
+  SamplingOptions sampling;
+  std::string attention = "naive";
+  DeviceOptions device;
+  bool no_cuda_graphs = false;
+  bool ignore_eos = false;
+  bool json = false;
+  std::int64_t top_logprobs = -1;  // -1: no log-probabilities in the JSON
+  std::string logits_out;          // empty: no .npy file
+};
+
+int run_generate(const GenerateFlags& flags) {
+  validate_sampling(flags.sampling);
+  const ModelOnDevice loaded = load_model_on_device(flags.model, flags.device, flags.attention);
+  Context& ctx = *loaded.ctx;
+  LanguageModel& model = *loaded.model;
+  StepRunner runner(!flags.no_cuda_graphs);
+  const ModelConfig& config = model.config();
+  const std::optional<TextTokenizer> tokenizer = find_tokenizer(flags.tokenizer, flags.model);
+
+  std::vector<std::int32_t> prompt;
+  if (!flags.prompt_ids.empty()) {
+    prompt = parse_ids(flags.prompt_ids, "--prompt-ids");
+  } else if (!flags.prompt.empty()) {
+    check(tokenizer.has_value(), "--prompt",
+          "no tokenizer for this model: pass --tokenizer DIR (vocab.json + merges.txt, or "
+          "tokenizer.json) or use --prompt-ids");
+    prompt = tokenizer->encode(flags.prompt);
+  }
+  if (prompt.empty()) {
+    check(config.eos_in_vocabulary(), "prompt",
+          "an empty prompt starts from eos_token_id = " + std::to_string(config.eos_token_id) +
+              ", which is outside the vocabulary: pass --prompt or --prompt-ids");
+    prompt.push_back(static_cast<std::int32_t>(config.eos_token_id));
+  }
+  for (std::int32_t id : prompt) {
+    check(id < config.vocab_size, "prompt",
+          "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+              std::to_string(config.vocab_size) + ")");
+  }
+  const auto prompt_length = static_cast<std::int64_t>(prompt.size());
+  // The last new token is never fed back, so the cache holds the prompt and all but one of them.
+  const std::int64_t positions =
+      prompt_length + std::max<std::int64_t>(flags.max_new_tokens - 1, 0);
+  check(positions <= config.context_length, "prompt",
+        std::to_string(prompt_length) + " prompt tokens + " + std::to_string(flags.max_new_tokens) +
+            " new tokens need " + std::to_string(positions) +
+            " positions, more than the context length of " + std::to_string(config.context_length) +
+            " (shorten the prompt or lower --max-new-tokens)");
+
+  KVCache cache = model.new_cache(ctx, 1, positions);
+  Utf8Stream stream;
+  const bool stream_text = !flags.json && tokenizer.has_value();
+  std::vector<std::int32_t> generated;
+  std::string stop_reason = "length";
+  auto emit = [&](std::int32_t id) {
+    generated.push_back(id);
+    if (stream_text) {
+      std::cout << stream.push(tokenizer->token_bytes(id)) << std::flush;
+    } else if (!flags.json) {
+      std::cout << (generated.size() > 1 ? " " : "") << id << std::flush;
+    }
+  };
+  // The next token from logits [1, 1, V], chosen on ctx's device: on a GPU only the chosen id
+  // crosses to the host (which also waits for the step to finish).
+  std::uint64_t draws = 0;
+  // With --top-logprobs or --logits-out the whole row of logits also crosses, once per token
+  // (inside the timed steps, so decode tokens/s include it).
+  std::optional<NpyWriter> logits_file;
+  if (!flags.logits_out.empty()) logits_file.emplace(flags.logits_out, config.vocab_size);
+  nlohmann::json log_probs = nlohmann::json::array();
+  auto next_token = [&](const Tensor& logits) -> std::int32_t {
+    Tensor id = Tensor::empty({1}, DType::I32, ctx.allocator());
+    ops::sample_tokens(ctx, logits.reshape({1, config.vocab_size}), flags.sampling, draws++, id);
+    const std::int32_t chosen = to_host(ctx, id).data<std::int32_t>()[0];
+    // False only for the prefill's pick under -n 0, which is never emitted.
+    const bool kept = static_cast<std::int64_t>(generated.size()) < flags.max_new_tokens;
+    if (kept && (logits_file || flags.top_logprobs >= 0)) {
+      const Tensor host = to_host(ctx, logits);
+      const std::span<const float> row(host.data<float>(),
+                                       static_cast<std::size_t>(config.vocab_size));
+      if (logits_file) logits_file->append_row(row);
+      if (flags.top_logprobs >= 0) {
+        log_probs.push_back(
+            token_log_probs(row, chosen, flags.top_logprobs, tokenizer ? &*tokenizer : nullptr));
+      }
+    }
+    return chosen;
+  };
+
+  if (stream_text) std::cout << tokenizer->decode(prompt) << std::flush;
+  const auto prefill_start = std::chrono::steady_clock::now();
+  Tensor logits = model.forward(ctx, prompt, 1, cache, runner);
+  std::int32_t next = next_token(logits);
+  const double prefill_seconds = seconds_since(prefill_start);
+
+  double decode_seconds = 0.0;
+  std::int64_t decode_steps = 0;
+  while (flags.max_new_tokens > 0) {
+    emit(next);
+    if (!flags.ignore_eos && next == config.eos_token_id) {
+      stop_reason = "eos";
+      break;
+    }
+    if (static_cast<std::int64_t>(generated.size()) == flags.max_new_tokens) break;
+    const auto step_start = std::chrono::steady_clock::now();
+    logits = model.forward(ctx, std::span<const std::int32_t>(&next, 1), 1, cache, runner);
+    next = next_token(logits);
+    decode_seconds += seconds_since(step_start);
+    ++decode_steps;
+  }
+  if (!flags.json) std::cout << stream.flush() << "\n" << std::flush;
+  if (logits_file) logits_file->finish();
+
+  const double prefill_rate = static_cast<double>(prompt_length) / prefill_seconds;
+  const double decode_rate =
+      decode_steps ? static_cast<double>(decode_steps) / decode_seconds : 0.0;
+  const bool graphs = ctx.device() == Device::CUDA && runner.cuda_graphs();
+  std::cerr << "attnscope: attention " << model.attention().name() << ", " << ctx.describe() << ", "
+            << model.dtype_summary() << (graphs ? ", cuda graphs" : "") << " | prefill "
+            << prompt_length << " tokens, " << prefill_rate << " tokens/s | decode " << decode_steps
+            << " tokens, " << decode_rate << " tokens/s\n";
+  if (flags.json) {
+    nlohmann::json out = {
+        {"model", flags.model},
+        {"attention", model.attention().name()},
+        {"threads", ctx.threads()},
+        {"device", ctx.describe()},
+        {"dtype", dtype_name(model.weight_dtype())},
+        {"activation_dtype", dtype_name(model.activation_dtype())},
+        {"cpu_kernels",  // null on cuda
+         ctx.device() == Device::CPU ? nlohmann::json(cpu_kernels()) : nlohmann::json(nullptr)},
+        {"cuda_graphs", graphs},
+        {"cuda_graph_instantiations", runner.graph_counts().instantiations},
+        {"cuda_graph_updates", runner.graph_counts().updates},
+        {"prompt_ids", prompt},
+        {"generated_ids", generated},
+        {"stop_reason", stop_reason},
+        {"prefill_tokens", prompt_length},
+        {"prefill_seconds", prefill_seconds},
+        {"prefill_tokens_per_s", prefill_rate},
+        {"decode_tokens", decode_steps},
+        {"decode_seconds", decode_seconds},
+        {"decode_tokens_per_s", decode_rate},
+        {"peak_bytes", ctx.allocator().peak_bytes()},
+    };
+    if (tokenizer) {
+      // Invalid UTF-8 (a token cut mid-character) becomes U+FFFD rather than failing the dump.
+      out["text"] = tokenizer->decode(generated);
+    }
+    if (flags.top_logprobs >= 0) out["logprobs"] = {{"content", log_probs}};
+    std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_generate(CLI::App& app) {
+  auto flags = std::make_shared<GenerateFlags>();
+  CLI::App* sub = app.add_subcommand("generate", "Generate text from a prompt");
+  add_model_flag(*sub, flags->model);
+  sub->add_option("--tokenizer", flags->tokenizer,
+                  "Directory with vocab.json + merges.txt (or encoder.json + vocab.bpe), or "
+                  "with a tokenizer.json; default: the model directory's own");
+  CLI::Option* prompt = sub->add_option("--prompt", flags->prompt, "Prompt text");
+  sub->add_option("--prompt-ids", flags->prompt_ids, "Prompt as token ids, e.g. 464,2068")
+      ->excludes(prompt);
+  sub->add_option("-n,--max-new-tokens", flags->max_new_tokens, "Tokens to generate")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));
+  sub->add_option("--temperature", flags->sampling.temperature, "0 = greedy")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100.0));
+  sub->add_option("--top-k", flags->sampling.top_k, "Keep the K most probable tokens (0 = all)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--top-p", flags->sampling.top_p, "Nucleus sampling mass in (0, 1]")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](const std::string& value) -> std::string {
+            const float p = std::stof(value);
+            return p > 0.0f && p <= 1.0f ? "" : "must be in (0, 1]";
+          },
+          "(0, 1]"));
+  sub->add_option("--seed", flags->sampling.seed, "Sampling seed")->capture_default_str();
+  add_attention_flag(*sub, flags->attention);
+  add_device_flags(*sub, flags->device);
+  sub->add_flag("--no-cuda-graphs", flags->no_cuda_graphs,
+                "On a GPU, launch each decode step's kernels one by one instead of as one CUDA "
+                "graph");
+  sub->add_flag("--ignore-eos", flags->ignore_eos,
+                "Keep generating after <|endoftext|> (for benchmarks)");
+  CLI::Option* json =
+      sub->add_flag("--json", flags->json, "Print one JSON object with ids, text and timings");
+  sub->add_option("--top-logprobs", flags->top_logprobs,
+                  "With --json: each generated token's log-probability and the K most probable "
+                  "tokens at its step (logprobs.content[i] = {id, token, bytes, logprob, "
+                  "top_logprobs}; K = 0: the chosen token's only)")
+      ->needs(json)
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1000}));
+  sub->add_option("--logits-out", flags->logits_out,
+                  "Save the f32 logits each generated token was chosen from as a .npy array "
+                  "[tokens, vocab] (numpy.load reads it)");
+  return {sub, [flags] { return run_generate(*flags); }};
+}
+
+}  // namespace attnscope::cli

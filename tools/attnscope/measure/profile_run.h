@@ -1,0 +1,106 @@
+// Profiled runs shared by `attnscope profile` and `attnscope compare`: a model's prefill and
+// decode steps, or the attention op alone, with the profiler on for the steps asked for.
+//
+// Every step is timed with the steady clock whether profiled or not. Decode steps (and the
+// repetitions of the op alone) alternate profiled and unprofiled in the order P U U P, P U U P,
+// ..., so the profiler's overhead is measured in the same run and the slow growth of the cache
+// cancels out of the comparison. Each profiled step keeps the range of its events in the
+// tracer and what was learnt from them: attention time, steps directly inside every attention
+// call against the backend's cost model, the attention calls' temporaries, the allocator's
+// absolute peak. FLOPs and bytes are filled in where the work is known: the attention calls
+// (the backend's cost model: useful FLOPs and the bytes of q, k, v read and out written)
+// and the forward steps (2 FLOPs per weight per token in the projections plus attention; every
+// weight read once).
+//
+// On a GPU (a CUDA context) the run also holds a DeviceRecorder (profiler/device_recorder.h):
+// every step is timed up to the end of its GPU work (ctx.synchronize() inside the clock), each
+// profiled step's device activity is collected right after it, and the attention and forward
+// times of profiled steps are device times (the kernels inside the scopes), since host scopes
+// only time the queuing of asynchronous work. Profiling turns CUDA graphs off (attach.h): the
+// steps run eagerly, and a note in the trace says so.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/language_model.h"
+#include "ops/attention/backend.h"
+#include "profiler/cpu_tracer.h"
+#include "profiler/device_recorder.h"
+#include "runtime/context.h"
+#include "tools/attnscope/measure/attention_timing.h"
+
+namespace attnscope::cli {
+
+enum class Capture { Prefill, Decode, All };
+
+// "prefill", "decode" or "all"; throws Error otherwise.
+Capture parse_capture(const std::string& text);
+
+struct StepRecord {
+  std::string phase;  // "prefill", "decode" or "attention" (the op alone)
+  std::int64_t q_len = 0;
+  std::int64_t kv_len = 0;  // keys attended to, the new tokens' own included
+  bool profiled = false;
+  double wall_ms = 0;          // steady clock around the whole step
+  std::size_t peak_bytes = 0;  // the allocator's highest live bytes during the step
+  // The rest is known for profiled steps only.
+  std::size_t first_event = 0, end_event = 0;  // [first, end) in the tracer's events
+  bool device_times = false;  // forward_ms and attention_ms are device times (GPU runs)
+  double forward_ms = 0;      // the step's top-level scope
+  double attention_ms = 0;    // all attention calls of the step
+  int attention_calls = 0;
+  ops::attention::CostModel expected;  // the backend's cost model for this step's calls
+  int steps_observed_min = 0, steps_observed_max = 0;
+  int step_mismatches = 0;          // attention calls whose step count differs
+  std::size_t temporary_bytes = 0;  // the largest peak_bytes of one attention call
+};
+
+struct ProfiledRun {
+  std::unique_ptr<profiler::CpuTracer> tracer = std::make_unique<profiler::CpuTracer>();
+  std::unique_ptr<profiler::DeviceRecorder> device;  // GPU runs only
+  std::vector<StepRecord> steps;
+  std::size_t peak_bytes = 0;  // the allocator's highest live bytes over the run
+};
+
+struct ModelRunOptions {
+  std::int64_t batch = 1;  // rows decoded together, each with its own prompt
+  std::int64_t prompt_len = 128;
+  std::int64_t gen = 16;
+  Capture capture = Capture::All;
+  std::uint64_t seed = 0;
+  profiler::GpuTiming gpu_timing = profiler::GpuTiming::Cupti;  // GPU runs only
+};
+
+// Prefill of `batch` rows of prompt_len seeded random ids, then `gen` decode steps of `batch`
+// tokens (random ids as well: the cost of a step does not depend on which token it is). Throws
+// Error past the context length.
+ProfiledRun profile_model(Context& ctx, const LanguageModel& model, const ModelRunOptions& options);
+
+struct AttentionRunOptions {
+  ops::attention::Shape shape = kStudyShape;
+  int reps = 4;
+  std::uint64_t seed = 0;
+  profiler::GpuTiming gpu_timing = profiler::GpuTiming::Cupti;  // GPU runs only
+};
+
+// Attention of options.shape on random inputs (random_attention_call, on ctx's device): one
+// unprofiled warm-up call, then `reps` calls alternating profiled and unprofiled as decode steps
+// do.
+ProfiledRun profile_attention_op(Context& ctx, const ops::attention::Backend& backend,
+                                 const AttentionRunOptions& options);
+
+// Median step time of the profiled and the unprofiled steps of one phase.
+struct Overhead {
+  double profiled_ms = 0, unprofiled_ms = 0;
+  int profiled_steps = 0, unprofiled_steps = 0;
+  double percent() const { return 100.0 * (profiled_ms - unprofiled_ms) / unprofiled_ms; }
+};
+// nullopt when the phase has no profiled or no unprofiled step.
+std::optional<Overhead> measure_overhead(const std::vector<StepRecord>& steps,
+                                         const std::string& phase);
+
+}  // namespace attnscope::cli
