@@ -2,10 +2,17 @@
 // step (its checks, inputs, launch and the cache's advance), the KV cache, the backend choice.
 #include "models/language_model.h"
 
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+
 #include "models/gpt2/model.h"
 #include "models/llama/model.h"
 #include "profiler/scope.h"
 #include "runtime/error.h"
+#include "runtime/input_file.h"
+#include "runtime/strict_json.h"
 #include "runtime/transfer.h"
 
 namespace attnscope {
@@ -73,9 +80,52 @@ Tensor rows_for_logits(Context& ctx, const Tensor& hidden, std::int64_t batch, s
   return last;
 }
 
+namespace {
+
+bool contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+}  // namespace
+
+ModelFamily model_family(const std::string& spec) {
+  if (const std::optional<std::string> name = synthetic_name(spec)) {
+    if (contains(gpt2::synthetic_names(), *name)) return ModelFamily::Gpt2;
+    if (contains(llama::synthetic_names(), *name)) return ModelFamily::Llama;
+    std::string valid;
+    for (const auto& names : {gpt2::synthetic_names(), llama::synthetic_names()}) {
+      for (const std::string& n : names) valid += (valid.empty() ? "" : ", ") + n;
+    }
+    throw Error("--model", "unknown synthetic model '" + *name + "' (valid: " + valid + ")");
+  }
+  namespace fs = std::filesystem;
+  std::error_code error;
+  check(fs::exists(spec, error), spec, [&] {
+    return "no such file or directory (--model takes a Hugging Face checkpoint folder, which "
+           "`python3 weights/download.py` fetches, or a built-in shape with random weights: "
+           "synthetic:gpt2, synthetic:smollm2-135m, ...)";
+  });
+  const fs::path folder =
+      fs::is_directory(spec, error) ? fs::path(spec) : fs::path(spec).parent_path();
+  const fs::path config_path = model_folder_file(folder, "config.json");
+  if (!fs::exists(config_path, error)) return ModelFamily::Gpt2;  // its loader says what is missing
+  const std::string label = config_path.string();
+  const nlohmann::json config = parse_json_refusing_duplicates(
+      read_input_file(config_path, kMaxConfigBytes, "a config.json"), label, "");
+  check(config.is_object(), label, "not a JSON object");
+  const auto model_type = config.find("model_type");
+  if (model_type == config.end()) return ModelFamily::Gpt2;
+  check(model_type->is_string(), label,
+        [&] { return "model_type must be a string, found " + json_excerpt(*model_type); });
+  const std::string& type = model_type->get_ref<const std::string&>();
+  if (type == "gpt2") return ModelFamily::Gpt2;
+  if (type == "llama") return ModelFamily::Llama;
+  throw Error(label, "unsupported model_type " + single_quoted(type) + " (supported: gpt2, llama)");
+}
+
 std::unique_ptr<LanguageModel> open_model(const std::string& spec, Context& ctx,
                                           std::uint64_t synthetic_seed, DType dtype) {
-  if (llama::is_llama(spec)) {
+  if (model_family(spec) == ModelFamily::Llama) {
     return std::make_unique<llama::Model>(llama::Model::open(spec, ctx, synthetic_seed, dtype));
   }
   return std::make_unique<gpt2::Model>(gpt2::Model::open(spec, ctx, synthetic_seed, dtype));

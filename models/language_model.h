@@ -112,8 +112,17 @@ class LanguageModel {
 Tensor rows_for_logits(Context& ctx, const Tensor& hidden, std::int64_t batch, std::int64_t length,
                        bool all_positions);
 
-// Opens `spec` as a Llama model when llama::is_llama(spec) says so (a synthetic Llama shape or a
-// config.json with model_type "llama"), else as GPT-2. Throws Error on any problem.
+// The families attnscope runs, and the one a `--model` spec names: a synthetic shape of either
+// family ("synthetic:gpt2", "synthetic:smollm2-135m"), or a checkpoint whose config.json says
+// "model_type": "gpt2" (or says none, as old GPT-2 configs do) or "llama". Reads config.json
+// through the one opener (runtime/input_file.h) before any weight is touched. Throws Error naming
+// what is wrong: a spec that names no file (with how to get a checkpoint or use a synthetic
+// model), an unknown synthetic name (with every valid one), a model_type that is not a string,
+// or an unsupported one ("unsupported model_type 'mistral' (supported: gpt2, llama)").
+enum class ModelFamily { Gpt2, Llama };
+ModelFamily model_family(const std::string& spec);
+
+// Opens `spec` as a model of model_family(spec). Throws Error on any problem.
 std::unique_ptr<LanguageModel> open_model(const std::string& spec, Context& ctx,
                                           std::uint64_t synthetic_seed = 0,
                                           DType dtype = DType::F32);

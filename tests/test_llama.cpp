@@ -3,6 +3,7 @@
 // off, tied and untied heads, llama3 rope scaling, a sharded checkpoint), logits and greedy
 // tokens for every attention backend; the synthetic shapes; the loader's refusals.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -202,15 +203,56 @@ TEST_CASE("llama: q8_0 weights on the cpu: decode stays near the f32 logits and 
   check_greedy_tokens(ctx, model, reference, bound);
 }
 
+TEST_CASE("model families: the spec or config.json names one, or one clear error says why not") {
+  CHECK_THROWS_WITH_AS(
+      model_family("synthetic:llama-huge"),
+      "--model: unknown synthetic model 'llama-huge' (valid: gpt2, gpt2-medium, gpt2-large, "
+      "gpt2-xl, tiny, llama-tiny, smollm2-135m, llama-3.2-1b)",
+      Error);
+  CHECK_THROWS_WITH_AS(model_family("gpt2"),
+                       doctest::Contains("gpt2: no such file or directory (--model takes a Hugging "
+                                         "Face checkpoint folder, which `python3 "
+                                         "weights/download.py` fetches, or a built-in shape"),
+                       Error);
+  testing::TempDir dir;
+  const auto config_says = [&](const std::string& text) {
+    std::ofstream(dir.file("config.json"), std::ios::binary | std::ios::trunc) << text;
+    return model_family(dir.path().string());
+  };
+  const std::string config = dir.file("config.json");
+  CHECK(config_says(R"({"model_type": "gpt2", "n_layer": 1})") == ModelFamily::Gpt2);
+  CHECK(config_says(R"({"n_layer": 1})") == ModelFamily::Gpt2);  // old GPT-2 configs
+  CHECK(config_says(R"({"model_type": "llama"})") == ModelFamily::Llama);
+  CHECK_THROWS_WITH_AS(
+      config_says(R"({"model_type": "mistral"})"),
+      (config + ": unsupported model_type 'mistral' (supported: gpt2, llama)").c_str(), Error);
+  CHECK_THROWS_WITH_AS(config_says(R"({"model_type": ["llama"]})"),
+                       (config + ": model_type must be a string, found [\"llama\"]").c_str(),
+                       Error);
+  CHECK_THROWS_WITH_AS(config_says("[" + std::string(100000, '[')),
+                       (config + ": nests objects and arrays deeper than 64 levels").c_str(),
+                       Error);
+  // Read through the one opener: a FIFO is refused at once, a huge file before it is parsed.
+  std::filesystem::remove(config);
+  REQUIRE(::mkfifo(config.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH_AS(model_family(dir.path().string()), (config + ": not a regular file").c_str(),
+                       Error);
+  std::filesystem::remove(config);
+  std::ofstream(config, std::ios::binary) << "{}";
+  std::filesystem::resize_file(config, std::uint64_t{64} << 20);
+  CHECK_THROWS_WITH_AS(model_family(dir.path().string()),
+                       doctest::Contains("over the 16 MiB limit"), Error);
+}
+
 TEST_CASE("llama: synthetic shapes, parameter counts and seeded weights") {
   // Hugging Face's counts for the real models (tied heads counted once).
   CHECK(llama::count_parameters(llama::synthetic_config("smollm2-135m")) == 134515008);
   CHECK(llama::count_parameters(llama::synthetic_config("llama-3.2-1b")) == 1235814400);
   CHECK_THROWS_WITH_AS(llama::synthetic_config("llama-huge"),
                        doctest::Contains("unknown synthetic Llama model"), Error);
-  CHECK(llama::is_llama("synthetic:llama-tiny"));
-  CHECK_FALSE(llama::is_llama("synthetic:tiny"));
-  CHECK(llama::is_llama(fixture_dir("mha-untied")));
+  CHECK(model_family("synthetic:llama-tiny") == ModelFamily::Llama);
+  CHECK(model_family("synthetic:tiny") == ModelFamily::Gpt2);
+  CHECK(model_family(fixture_dir("mha-untied")) == ModelFamily::Llama);
 
   Context ctx(2);
   const llama::Model a = llama::Model::open("synthetic:llama-tiny", ctx, 7);

@@ -190,22 +190,6 @@ std::vector<Placement> placements(Weights& weights) {
 
 }  // namespace
 
-bool is_llama(const std::string& spec) {
-  if (const std::optional<std::string> name = synthetic_name(spec)) {
-    for (const std::string& n : synthetic_names()) {
-      if (n == *name) return true;
-    }
-    return false;
-  }
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::is_directory(spec) ? fs::path(spec) : fs::path(spec).parent_path();
-  std::ifstream file(dir / "config.json");
-  if (!file) return false;
-  // Only the model type chooses the family; read_llama_config checks everything else later.
-  const nlohmann::json config = nlohmann::json::parse(file, nullptr, false);
-  return config.is_object() && config.value("model_type", "") == "llama";
-}
-
 Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t synthetic_seed,
                            DType dtype) {
   Checkpoint checkpoint;

@@ -57,10 +57,6 @@ struct Checkpoint {
 Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t synthetic_seed,
                            DType dtype);
 
-// Whether `spec` names a Llama model: a synthetic Llama shape, or a checkpoint whose config.json
-// says model_type "llama".
-bool is_llama(const std::string& spec);
-
 // The synthetic shapes: "llama-tiny" (2 layers of width 64, 4 query and 2 key/value heads, a
 // 512-token vocabulary: for tests), "smollm2-135m" and "llama-3.2-1b" (the real shapes).
 LlamaConfig synthetic_config(const std::string& name);

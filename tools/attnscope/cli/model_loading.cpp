@@ -55,7 +55,7 @@ std::optional<TextTokenizer> find_tokenizer(const std::string& flag_dir,
   }
   namespace fs = std::filesystem;
   if (model_spec.starts_with("synthetic:")) {
-    if (llama::is_llama(model_spec)) return std::nullopt;
+    if (model_family(model_spec) == ModelFamily::Llama) return std::nullopt;
     // Synthetic GPT-2 models use GPT-2's vocabulary by construction.
     const std::string shared = ATTNSCOPE_DEFAULT_TOKENIZER_DIR;
     if (gpt2::Tokenizer::present_in(shared)) return TextTokenizer(gpt2::Tokenizer::load(shared));
