@@ -5,6 +5,7 @@
 #include "models/checkpoint.h"
 
 #include "runtime/error.h"
+#include "runtime/input_file.h"
 #include "runtime/q8_0.h"
 #include "runtime/transfer.h"
 
@@ -61,7 +62,7 @@ std::filesystem::path find_checkpoint(const std::filesystem::path& spec) {
     return spec;
   }
   for (const char* name : {"model.safetensors", "model.safetensors.index.json"}) {
-    if (fs::exists(spec / name)) return spec / name;
+    if (fs::exists(spec / name)) return model_folder_file(spec, name);  // the symlink policy
   }
   for (const char* name : {"pytorch_model.bin", "pytorch_model.bin.index.json"}) {
     if (fs::exists(spec / name)) throw Error((spec / name).string() + pickle_help);

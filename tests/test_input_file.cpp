@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "models/checkpoint.h"
 #include "runtime/error.h"
 #include "runtime/input_file.h"
 #include "runtime/safetensors_index.h"
@@ -97,6 +98,16 @@ TEST_CASE("input files: a model folder's files may link inside it, or into a Hug
   fs::create_directories(lookalike);
   fs::create_symlink(fs::canonical(entry / "blobs" / "10c66461e4c109"), lookalike / "config.json");
   CHECK_THROWS_AS(model_folder_file(lookalike, "config.json"), Error);
+}
+
+TEST_CASE("input files: a model folder's weights may not link out of it") {
+  const TempDir dir;
+  const fs::path model = dir.path() / "model";
+  fs::create_directories(model);
+  write_text(dir.path() / "elsewhere.safetensors", "x");
+  fs::create_symlink("../elsewhere.safetensors", model / "model.safetensors");
+  CHECK_THROWS_WITH_AS(find_checkpoint(model), doctest::Contains("outside the model folder"),
+                       Error);
 }
 
 TEST_CASE("input files: a sharded checkpoint's shard may not link out of the index's folder") {
