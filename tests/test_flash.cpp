@@ -97,6 +97,19 @@ TEST_CASE("flash takes the split-KV path for few rows against a long cache, and 
     int threads;
   };
   std::mt19937 rng(12);
+  // Runs flash on `c` with its thread count: the steps it takes (split-KV, which its cost model
+  // predicts too, or tiled) and its error against float64.
+  auto check_case = [&rng](const SplitCase& c, bool split) {
+    Context ctx(c.threads);
+    const ops::attention::Call call = random_call(c.shape, rng, ctx.allocator());
+    CAPTURE(c.threads);
+    CAPTURE(c.shape.q_heads);
+    CAPTURE(c.shape.q_len);
+    CAPTURE(c.shape.kv_len);
+    if (split) CHECK(flash().cost_model(ctx, ops::attention::shape_of(call)).steps == 2);
+    CHECK(direct_steps(ctx, call) == (split ? kSplitSteps : kTiledSteps));
+    CHECK(flash_error(ctx, call) < 1e-5);
+  };
   const std::vector<SplitCase> cases = {
       {{1, 2, 1, 1, 1001, 1024, 64}, 3},  // decode, odd length, grouped heads: 3 chunks
       {{1, 1, 1, 1, 512, 512, 128}, 2},   // the shortest cache that splits: 2 x 256 keys
@@ -105,33 +118,14 @@ TEST_CASE("flash takes the split-KV path for few rows against a long cache, and 
       {{1, 1, 1, 4, 515, 515, 64}, 3},    // the most rows that split; last key tile 2 wide
       {{2, 1, 1, 4, 2049, 2100, 16}, 3},  // batch 2, 3 chunks
   };
-  for (const SplitCase& c : cases) {
-    Context ctx(c.threads);
-    const ops::attention::Call call = random_call(c.shape, rng, ctx.allocator());
-    CAPTURE(c.threads);
-    CAPTURE(c.shape.q_heads);
-    CAPTURE(c.shape.q_len);
-    CAPTURE(c.shape.kv_len);
-    CHECK(flash().cost_model(ctx, ops::attention::shape_of(call)).steps == 2);
-    CHECK(direct_steps(ctx, call) == kSplitSteps);
-    CHECK(flash_error(ctx, call) < 1e-5);
-  }
+  for (const SplitCase& c : cases) check_case(c, true);
   // One thread, heads that share out evenly, a short cache, or many rows: no split.
   const std::vector<SplitCase> tiled = {
       {{1, 1, 1, 1, 4096, 4096, 64}, 1}, {{1, 12, 12, 1, 1024, 1024, 64}, 2},
       {{1, 2, 1, 1, 4096, 4096, 64}, 2}, {{1, 1, 1, 1, 511, 511, 64}, 2},
       {{1, 1, 1, 5, 1024, 1024, 64}, 2},
   };
-  for (const SplitCase& c : tiled) {
-    Context ctx(c.threads);
-    const ops::attention::Call call = random_call(c.shape, rng, ctx.allocator());
-    CAPTURE(c.threads);
-    CAPTURE(c.shape.q_heads);
-    CAPTURE(c.shape.q_len);
-    CAPTURE(c.shape.kv_len);
-    CHECK(direct_steps(ctx, call) == kTiledSteps);
-    CHECK(flash_error(ctx, call) < 1e-5);
-  }
+  for (const SplitCase& c : tiled) check_case(c, false);
 }
 
 TEST_CASE("flash gives the same answer on 1, 2 and 3 threads") {

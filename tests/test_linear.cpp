@@ -117,6 +117,17 @@ void for_each_cpu_level(Body body) {
   set_cpu_level_cap(std::nullopt);
 }
 
+// Runs `body(dtype)` for bf16 and for f16 weights, at every kernel level this CPU has.
+template <typename Body>
+void for_each_16bit_dtype_at_every_cpu_level(Body body) {
+  for_each_cpu_level([&] {
+    for (DType dtype : {DType::BF16, DType::F16}) {
+      CAPTURE(dtype_name(dtype));
+      body(dtype);
+    }
+  });
+}
+
 }  // namespace
 
 TEST_CASE("linear with f32 weights: the prefill GEMM at every cpu level, edges and blocks") {
@@ -156,22 +167,19 @@ TEST_CASE("linear with f32 weights: decode rows 1..15 at every cpu level") {
 TEST_CASE("linear with bf16 and f16 weights: decode rows 1..15 at every cpu level") {
   Context ctx(2);
   std::mt19937 rng(15);
-  for_each_cpu_level([&] {
-    for (DType dtype : {DType::BF16, DType::F16}) {
-      CAPTURE(dtype_name(dtype));
-      for (std::int64_t rows = 1; rows < 16; ++rows) {
-        // K 67: no multiple of 8, 16 or 32, so every kernel runs its tail; 131 outputs: two
-        // thread blocks, the second partial and odd (a tile's last weight row without a twin).
-        check_linear(ctx, {rows, 67, 131}, dtype, rows % 2 == 1, rows % 3 == 0, rng);
-      }
-      // 96 and 131: the avx512 kernel's whole rounds of 32, then (131) a masked tail of 3; 57:
-      // a tail of 25, in two masked steps.
-      for (std::int64_t in : {1, 7, 16, 32, 33, 57, 96, 131, 768}) {
-        for (bool accumulate : {false, true}) {
-          check_linear(ctx, {1, in, 70}, dtype, true, accumulate, rng);
-          check_linear(ctx, {3, in, 70}, dtype, true, accumulate, rng);
-          check_linear(ctx, {5, in, 70}, dtype, false, accumulate, rng);
-        }
+  for_each_16bit_dtype_at_every_cpu_level([&](DType dtype) {
+    for (std::int64_t rows = 1; rows < 16; ++rows) {
+      // K 67: no multiple of 8, 16 or 32, so every kernel runs its tail; 131 outputs: two
+      // thread blocks, the second partial and odd (a tile's last weight row without a twin).
+      check_linear(ctx, {rows, 67, 131}, dtype, rows % 2 == 1, rows % 3 == 0, rng);
+    }
+    // 96 and 131: the avx512 kernel's whole rounds of 32, then (131) a masked tail of 3; 57:
+    // a tail of 25, in two masked steps.
+    for (std::int64_t in : {1, 7, 16, 32, 33, 57, 96, 131, 768}) {
+      for (bool accumulate : {false, true}) {
+        check_linear(ctx, {1, in, 70}, dtype, true, accumulate, rng);
+        check_linear(ctx, {3, in, 70}, dtype, true, accumulate, rng);
+        check_linear(ctx, {5, in, 70}, dtype, false, accumulate, rng);
       }
     }
   });
@@ -180,18 +188,15 @@ TEST_CASE("linear with bf16 and f16 weights: decode rows 1..15 at every cpu leve
 TEST_CASE("linear with bf16 and f16 weights: prefill rows >= 16 at every cpu level") {
   Context ctx(2);
   std::mt19937 rng(16);
-  for_each_cpu_level([&] {
-    for (DType dtype : {DType::BF16, DType::F16}) {
-      CAPTURE(dtype_name(dtype));
-      for (bool with_bias : {false, true}) {
-        for (bool accumulate : {false, true}) {
-          check_linear(ctx, {16, 67, 130}, dtype, with_bias, accumulate, rng);
-          check_linear(ctx, {33, 33, 45}, dtype, with_bias, accumulate, rng);
-        }
+  for_each_16bit_dtype_at_every_cpu_level([&](DType dtype) {
+    for (bool with_bias : {false, true}) {
+      for (bool accumulate : {false, true}) {
+        check_linear(ctx, {16, 67, 130}, dtype, with_bias, accumulate, rng);
+        check_linear(ctx, {33, 33, 45}, dtype, with_bias, accumulate, rng);
       }
-      // A wide row (4000 bytes widened): each thread widens 384 rows into one block.
-      check_linear(ctx, {17, 1000, 700}, dtype, true, true, rng);
     }
+    // A wide row (4000 bytes widened): each thread widens 384 rows into one block.
+    check_linear(ctx, {17, 1000, 700}, dtype, true, true, rng);
   });
 }
 

@@ -21,11 +21,14 @@
 #include "fixture_paths.h"
 #include "models/gpt2/tokenizer.h"
 #include "runtime/error.h"
+#include "safetensors_writer.h"
 
 namespace {
 
 using attnscope::Error;
 using attnscope::gpt2::Tokenizer;
+using attnscope::testing::TempDir;
+using attnscope::testing::write_file;
 using Ids = std::vector<std::int32_t>;
 namespace fs = std::filesystem;
 
@@ -35,32 +38,14 @@ const Tokenizer& gpt2() {
   return tokenizer;
 }
 
-// A scratch directory, removed with its files at the end of the test.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = (fs::temp_directory_path() / "attnscope-tokenizer-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-
-  void write(const std::string& name, const std::string& content) const {
-    std::ofstream(path_ / name, std::ios::binary) << content;
-  }
-  std::string path() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
+// decode(encode(text)) gives back every byte of `text`, valid UTF-8 or not.
+void check_round_trip(const Tokenizer& tokenizer, const std::string& text) {
+  CAPTURE(text);
+  CHECK(tokenizer.decode(tokenizer.encode(text)) == text);
+}
 
 // The message of the Error that loading `dir` throws, or "no error".
-std::string load_error(const ScratchDir& dir) {
+std::string load_error(const TempDir& dir) {
   try {
     Tokenizer::load(dir.path());
   } catch (const Error& error) {
@@ -238,10 +223,7 @@ TEST_CASE("invalid UTF-8 bytes become their own one-byte tokens") {
                                          std::string("nul\0byte", 8),  // NUL is valid UTF-8
                                          "  \xff  ",  // whitespace around a bad byte
                                          "<|endoftext|>\xff<|endoftext|>"};
-  for (const std::string& text : invalid) {
-    CAPTURE(text);
-    CHECK(tokenizer.decode(tokenizer.encode(text)) == text);
-  }
+  for (const std::string& text : invalid) check_round_trip(tokenizer, text);
 }
 
 TEST_CASE("decode(encode(text)) == text for random UTF-8 and random bytes") {
@@ -249,16 +231,8 @@ TEST_CASE("decode(encode(text)) == text for random UTF-8 and random bytes") {
   const Tokenizer& tokenizer = gpt2();
   std::mt19937 rng(20240531);
   std::uniform_int_distribution<std::size_t> pick_length(0, 80);
-  for (int i = 0; i < 2000; ++i) {
-    const std::string text = random_utf8(rng, pick_length(rng));
-    CAPTURE(text);
-    CHECK(tokenizer.decode(tokenizer.encode(text)) == text);
-  }
-  for (int i = 0; i < 2000; ++i) {
-    const std::string bytes = random_bytes(rng, pick_length(rng));
-    CAPTURE(bytes);
-    CHECK(tokenizer.decode(tokenizer.encode(bytes)) == bytes);
-  }
+  for (int i = 0; i < 2000; ++i) check_round_trip(tokenizer, random_utf8(rng, pick_length(rng)));
+  for (int i = 0; i < 2000; ++i) check_round_trip(tokenizer, random_bytes(rng, pick_length(rng)));
 }
 
 TEST_CASE("encode gives the same ids from several threads at once") {
@@ -287,9 +261,9 @@ TEST_CASE("encode gives the same ids from several threads at once") {
 }
 
 TEST_CASE("BPE merges a pair's occurrences in rounds, as the reference implementations do") {
-  const ScratchDir dir;
-  dir.write("vocab.json", small_vocabulary().dump());
-  dir.write("merges.txt", kSmallMerges);
+  const TempDir dir;
+  write_file(dir.file("vocab.json"), small_vocabulary().dump());
+  write_file(dir.file("merges.txt"), kSmallMerges);
   const Tokenizer tokenizer = Tokenizer::load(dir.path());
   // "a a" merges everywhere first; only then may "aa a" join what it made.
   CHECK(tokenizer.encode("aaaa") == Ids{256, 256});
@@ -301,9 +275,9 @@ TEST_CASE("BPE merges a pair's occurrences in rounds, as the reference implement
 }
 
 TEST_CASE("decode and token_bytes refuse ids outside the vocabulary") {
-  const ScratchDir dir;
-  dir.write("vocab.json", small_vocabulary().dump());
-  dir.write("merges.txt", kSmallMerges);
+  const TempDir dir;
+  write_file(dir.file("vocab.json"), small_vocabulary().dump());
+  write_file(dir.file("merges.txt"), kSmallMerges);
   const Tokenizer tokenizer = Tokenizer::load(dir.path());
   CHECK(tokenizer.decode(Ids{256, 258}) == "aa<|endoftext|>");
   CHECK_THROWS_AS(tokenizer.decode(Ids{259}), Error);
@@ -314,45 +288,45 @@ TEST_CASE("decode and token_bytes refuse ids outside the vocabulary") {
 }
 
 TEST_CASE("both names of the files load") {
-  const ScratchDir hugging_face;
-  hugging_face.write("vocab.json", small_vocabulary().dump());
-  hugging_face.write("merges.txt", kSmallMerges);
-  const ScratchDir openai;
-  openai.write("encoder.json", small_vocabulary().dump());
-  openai.write("vocab.bpe", kSmallMerges);
-  const ScratchDir empty;
+  const TempDir hugging_face;
+  write_file(hugging_face.file("vocab.json"), small_vocabulary().dump());
+  write_file(hugging_face.file("merges.txt"), kSmallMerges);
+  const TempDir openai;
+  write_file(openai.file("encoder.json"), small_vocabulary().dump());
+  write_file(openai.file("vocab.bpe"), kSmallMerges);
+  const TempDir empty;
 
   CHECK(Tokenizer::present_in(hugging_face.path()));
   CHECK(Tokenizer::present_in(openai.path()));
   CHECK_FALSE(Tokenizer::present_in(empty.path()));
-  CHECK_FALSE(Tokenizer::present_in(empty.path() + "/not-there"));
+  CHECK_FALSE(Tokenizer::present_in(empty.file("not-there")));
   CHECK(Tokenizer::load(hugging_face.path()).encode("aaaaa") == Ids{256, 257});
   CHECK(Tokenizer::load(openai.path()).encode("aaaaa") == Ids{256, 257});
 }
 
 TEST_CASE("GPT-2's files load under Hugging Face's names") {
   if (!attnscope::testing::shared_fixtures_present()) return;
-  const ScratchDir dir;
+  const TempDir dir;
   const fs::path shared = attnscope::testing::gpt2_tokenizer_dir();
-  fs::copy_file(shared / "encoder.json", fs::path(dir.path()) / "vocab.json");
-  fs::copy_file(shared / "vocab.bpe", fs::path(dir.path()) / "merges.txt");
+  fs::copy_file(shared / "encoder.json", dir.file("vocab.json"));
+  fs::copy_file(shared / "vocab.bpe", dir.file("merges.txt"));
   const std::string text = "Hello, world! It's 2026.";
   CHECK(Tokenizer::load(dir.path()).encode(text) == gpt2().encode(text));
 }
 
 TEST_CASE("load names the missing or invalid file and says what is wrong") {
-  const ScratchDir dir;
+  const TempDir dir;
   const auto contains = [](const std::string& message, const std::string& part) {
     return message.find(part) != std::string::npos;
   };
   const auto vocabulary_error = [&](const std::string& vocabulary) {
-    dir.write("vocab.json", vocabulary);
-    dir.write("merges.txt", kSmallMerges);
+    write_file(dir.file("vocab.json"), vocabulary);
+    write_file(dir.file("merges.txt"), kSmallMerges);
     return load_error(dir);
   };
   const auto merges_error = [&](const std::string& merges) {
-    dir.write("vocab.json", small_vocabulary().dump());
-    dir.write("merges.txt", merges);
+    write_file(dir.file("vocab.json"), small_vocabulary().dump());
+    write_file(dir.file("merges.txt"), merges);
     return load_error(dir);
   };
 
@@ -361,10 +335,10 @@ TEST_CASE("load names the missing or invalid file and says what is wrong") {
         contains(load_error(dir), "expected vocab.json + merges.txt or encoder.json + vocab.bpe"));
   }
   SUBCASE("half a pair") {
-    dir.write("encoder.json", small_vocabulary().dump());
+    write_file(dir.file("encoder.json"), small_vocabulary().dump());
     CHECK(contains(load_error(dir), "vocab.bpe: missing (needed with encoder.json)"));
-    fs::remove(fs::path(dir.path()) / "encoder.json");
-    dir.write("merges.txt", kSmallMerges);
+    fs::remove(dir.file("encoder.json"));
+    write_file(dir.file("merges.txt"), kSmallMerges);
     CHECK(contains(load_error(dir), "vocab.json: missing (needed with merges.txt)"));
   }
   SUBCASE("the vocabulary") {
@@ -412,8 +386,8 @@ TEST_CASE("load names the missing or invalid file and says what is wrong") {
         contains(merges_error("a a\r\naa a\r\na a\r\n"), "merges.txt:3: duplicate merge \"a a\""));
   }
   SUBCASE("an empty merges file is valid: every byte stays a token") {
-    dir.write("vocab.json", small_vocabulary().dump());
-    dir.write("merges.txt", "");
+    write_file(dir.file("vocab.json"), small_vocabulary().dump());
+    write_file(dir.file("merges.txt"), "");
     CHECK(Tokenizer::load(dir.path()).encode("aaa") == Ids{'a', 'a', 'a'});
   }
 }

@@ -23,6 +23,7 @@
 #include "models/tokenizer/tokenizer_json.h"
 #include "models/tokenizer/utf8.h"
 #include "runtime/error.h"
+#include "safetensors_writer.h"
 
 namespace {
 
@@ -66,29 +67,12 @@ std::vector<Case> read_cases(const std::string& style) {
   return cases;
 }
 
-// A scratch directory, removed with its files at the end of the test.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = (fs::temp_directory_path() / "attnscope-tokenizer-json-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
+using attnscope::testing::TempDir;
 
-  void write(const Json& tokenizer) const {
-    std::ofstream(path_ / "tokenizer.json", std::ios::binary) << tokenizer.dump();
-  }
-  std::string path() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
+// Writes `tokenizer` as dir/tokenizer.json, where TokenizerJson::load(dir) looks for it.
+void write_tokenizer_json(const TempDir& dir, const Json& tokenizer) {
+  attnscope::testing::write_file(dir.file("tokenizer.json"), tokenizer.dump());
+}
 
 // A minimal byte-level BPE tokenizer.json: byte b has id b, then "aa" 256, "aaa" 257; the merges
 // "aa a" before "a a" (an order no training makes, where the merge orders differ).
@@ -127,8 +111,8 @@ Json small_tokenizer() {
 
 // The message of the Error that loading `tokenizer` throws, or "no error".
 std::string load_error(const Json& tokenizer) {
-  const ScratchDir dir;
-  dir.write(tokenizer);
+  const TempDir dir;
+  write_tokenizer_json(dir, tokenizer);
   try {
     TokenizerJson::load(dir.path());
   } catch (const Error& error) {
@@ -211,8 +195,8 @@ TEST_CASE("merges written as \"left right\" strings load as the [left, right] pa
   for (Json& merge : tokenizer["model"]["merges"]) {
     merge = merge[0].get<std::string>() + " " + merge[1].get<std::string>();
   }
-  const ScratchDir dir;
-  dir.write(tokenizer);
+  const TempDir dir;
+  write_tokenizer_json(dir, tokenizer);
   const TokenizerJson strings = TokenizerJson::load(dir.path());
   const TokenizerJson pairs = TokenizerJson::load(style_dir("llama3"));
   for (const Case& reference : read_cases("llama3")) {
@@ -222,8 +206,8 @@ TEST_CASE("merges written as \"left right\" strings load as the [left, right] pa
 }
 
 TEST_CASE("BPE merges the best pair first, pairs just made included, as `tokenizers` does") {
-  const ScratchDir dir;
-  dir.write(small_tokenizer());
+  const TempDir dir;
+  write_tokenizer_json(dir, small_tokenizer());
   const TokenizerJson tokenizer = TokenizerJson::load(dir.path());
   // The ids tokenizers 0.23.3 gives (GPT-2's rounds would give "aaaa" as {256, 256}).
   CHECK(tokenizer.encode("aaaa", false) == Ids{257, 'a'});
@@ -253,8 +237,8 @@ TEST_CASE("decode(encode(text)) == text for random text and random bytes") {
 }
 
 TEST_CASE("decode and token_bytes refuse ids that name no token") {
-  const ScratchDir dir;
-  dir.write(small_tokenizer());
+  const TempDir dir;
+  write_tokenizer_json(dir, small_tokenizer());
   const TokenizerJson tokenizer = TokenizerJson::load(dir.path());
   CHECK(tokenizer.vocab_size() == 258);
   CHECK(tokenizer.decode(Ids{256, ' ', 257}) == "aa aaa");
@@ -268,11 +252,11 @@ TEST_CASE("load refuses what it does not support, in one line naming it") {
   Json tokenizer = small_tokenizer();
   CHECK(load_error(tokenizer) == "no error");
   SUBCASE("the file") {
-    const ScratchDir empty;
+    const TempDir empty;
     CHECK_FALSE(TokenizerJson::present_in(empty.path()));
     CHECK_THROWS_WITH_AS(TokenizerJson::load(empty.path()),
                          doctest::Contains("missing (expected a tokenizer.json)"), Error);
-    std::ofstream(fs::path(empty.path()) / "tokenizer.json") << "{\"model\": ";
+    std::ofstream(empty.file("tokenizer.json")) << "{\"model\": ";
     CHECK(TokenizerJson::present_in(empty.path()));
     CHECK_THROWS_WITH_AS(TokenizerJson::load(empty.path()),
                          doctest::Contains("tokenizer.json: not valid JSON"), Error);
@@ -362,8 +346,8 @@ TEST_CASE("a Split with a String pattern isolates the literal") {
   byte_level["use_regex"] = false;
   tokenizer["pre_tokenizer"] = {{"type", "Sequence"},
                                 {"pretokenizers", Json::array({split, byte_level})}};
-  const ScratchDir dir;
-  dir.write(tokenizer);
+  const TempDir dir;
+  write_tokenizer_json(dir, tokenizer);
   const TokenizerJson loaded = TokenizerJson::load(dir.path());
   // "aaa.aa" -> "aa", "a.", "aa": the literal "a." (not the regex a.) is cut out.
   CHECK(loaded.encode("aaa.aa", false) == Ids{256, 'a', '.', 256});
@@ -377,16 +361,16 @@ TEST_CASE("ignore_merges: a piece in the vocabulary is one token; add_prefix_spa
   tokenizer["model"]["ignore_merges"] = true;
   tokenizer["model"]["vocab"]["\u0120ab"] = 258;
   {
-    const ScratchDir dir;
-    dir.write(tokenizer);
+    const TempDir dir;
+    write_tokenizer_json(dir, tokenizer);
     const TokenizerJson loaded = TokenizerJson::load(dir.path());
     CHECK(loaded.encode("x ab", false) == Ids{'x', 258});
     CHECK(loaded.encode("x abab", false) == Ids{'x', ' ', 'a', 'b', 'a', 'b'});
     CHECK(loaded.encode("aaaa", false) == Ids{257, 'a'});
   }
   tokenizer["pre_tokenizer"]["add_prefix_space"] = true;
-  const ScratchDir dir;
-  dir.write(tokenizer);
+  const TempDir dir;
+  write_tokenizer_json(dir, tokenizer);
   const TokenizerJson loaded = TokenizerJson::load(dir.path());
   CHECK(loaded.encode("ab", false) == Ids{258});
   CHECK(loaded.encode(" ab", false) == Ids{258});
