@@ -46,14 +46,10 @@ Tensor to_f32(const Tensor& src, bool transpose, Allocator& allocator, int threa
 
 Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t synthetic_seed,
                            DType dtype) {
-  const CheckpointReaders<Gpt2Config, Weights> readers{
-      .synthetic_config = &synthetic_config,
-      .synthetic_weights = &synthetic_weights,
-      .synthetic_tensor_list = &synthetic_tensor_list,
-      .read_config = &read_gpt2_config,
-      .load_weights = &load_weights,
-  };
-  Checkpoint checkpoint = read_checkpoint(spec, ctx, synthetic_seed, dtype, readers);
+  Checkpoint checkpoint = read_checkpoint<Gpt2Config, Weights>(
+      spec, ctx, synthetic_seed, dtype,
+      {&synthetic_config, &synthetic_weights, &synthetic_tensor_list, &read_gpt2_config,
+       &load_weights});
   // Every matrix row is d_model (qkv, attn out, mlp up, token embedding) or d_ff (mlp down) wide.
   check_weight_dtype_fits(
       {{"n_embd", checkpoint.config.d_model}, {"n_inner", checkpoint.config.d_ff}},

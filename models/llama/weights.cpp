@@ -199,16 +199,14 @@ bool is_llama(const std::string& spec) {
 
 Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t synthetic_seed,
                            DType dtype) {
-  const CheckpointReaders<LlamaConfig, Weights> readers{
-      .synthetic_config = &synthetic_config,
-      .synthetic_weights = &synthetic_weights,
-      .synthetic_tensor_list = &synthetic_tensor_list,
-      .read_config = &read_llama_config,
-      .load_weights = [](const SafetensorsCheckpoint& file, const LlamaConfig& config,
-                         Allocator& allocator,
-                         int /*threads*/) { return load_weights(file, config, allocator); },
-  };
-  Checkpoint checkpoint = read_checkpoint(spec, ctx, synthetic_seed, dtype, readers);
+  // Llama's reader copies each tensor once, as it is, so it takes no thread count.
+  auto load_f32 = [](const SafetensorsCheckpoint& file, const LlamaConfig& config,
+                     Allocator& allocator,
+                     int /*threads*/) { return load_weights(file, config, allocator); };
+  Checkpoint checkpoint =
+      read_checkpoint<LlamaConfig, Weights>(spec, ctx, synthetic_seed, dtype,
+                                            {&synthetic_config, &synthetic_weights,
+                                             &synthetic_tensor_list, &read_llama_config, load_f32});
   // Rows are hidden_size (q, k, v, gate, up, embedding, head), Hq D (o_proj) or F (down) wide.
   const LlamaConfig& config = checkpoint.config;
   check_weight_dtype_fits(
