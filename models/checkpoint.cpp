@@ -94,4 +94,23 @@ void place_weights(Context& ctx, std::span<const Placement> tensors, const Tenso
   ctx.synchronize();
 }
 
+Tensor CheckedTensorReader::read(const std::string& name, const Shape& shape) {
+  const SafetensorsEntry* entry = file_.find(name);
+  check(entry != nullptr, file_.label(), "missing tensor '" + name + "'");
+  check(entry->shape == shape, file_.label(),
+        "tensor '" + name + "': expected shape " + shape_string(shape) + ", found " +
+            shape_string(entry->shape));
+  read_.insert(name);
+  return file_.tensor(name);
+}
+
+void CheckedTensorReader::refuse_unread(
+    std::string_view family, const std::function<bool(const std::string& name)>& ignored) const {
+  for (const SafetensorsEntry& e : file_.entries()) {
+    check(read_.contains(e.name) || ignored(e.name), file_.label(),
+          "unexpected tensor '" + e.name + "' (not part of a " + std::string(family) +
+              " model with this config)");
+  }
+}
+
 }  // namespace attnscope

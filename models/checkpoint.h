@@ -10,8 +10,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <initializer_list>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -61,6 +63,47 @@ std::vector<StoredTensor> stored_tensors(const SafetensorsCheckpoint& file);
 // NAME when `spec` is "synthetic:NAME" (seeded random weights of a known shape), else nothing.
 std::optional<std::string> synthetic_name(const std::string& spec);
 
+// A model's parameters ready to compute with: its config, the dtypes its weights were converted
+// to, its weights on the context's device, and the tensors as the checkpoint stores them. Each
+// family names its own (gpt2::Checkpoint, llama::Checkpoint).
+template <typename Config, typename Weights>
+struct ModelCheckpoint {
+  Config config;
+  ModelDTypes dtypes;  // what the weights were converted to
+  Weights weights;
+  std::vector<StoredTensor> stored;
+};
+
+// Reads a family's tensors out of a checkpoint file by name, checking that each is there with the
+// shape the config gives it, and remembers the names it read so that refuse_unread can reject a
+// checkpoint with tensors the model does not have.
+class CheckedTensorReader {
+ public:
+  explicit CheckedTensorReader(const SafetensorsCheckpoint& file) : file_(file) {}
+  // The tensor `name` as stored (any dtype). Throws Error when it is missing or not of `shape`.
+  Tensor read(const std::string& name, const Shape& shape);
+  // Throws Error for the first tensor of the file that was not read and that `ignored` does not
+  // accept, as "not part of a `family` model with this config".
+  void refuse_unread(std::string_view family,
+                     const std::function<bool(const std::string& name)>& ignored) const;
+
+ private:
+  const SafetensorsCheckpoint& file_;
+  std::set<std::string, std::less<>> read_;
+};
+
+// The family's functions that read_checkpoint (below) reads a model through.
+template <typename Config, typename Weights>
+struct CheckpointReaders {
+  Config (*synthetic_config)(const std::string& name);
+  Weights (*synthetic_weights)(const Config& config, std::uint64_t seed, Allocator& allocator,
+                               int threads);
+  std::vector<StoredTensor> (*synthetic_tensor_list)(const Config& config);
+  Config (*read_config)(const std::string& config_json_path);
+  Weights (*load_weights)(const SafetensorsCheckpoint& file, const Config& config,
+                          Allocator& allocator, int threads);
+};
+
 // The checkpoint file inside `spec`: a directory's model.safetensors, else its sharded
 // model.safetensors.index.json, or `spec` itself when it is a file. Pickle checkpoints
 // (pytorch_model.bin) are refused with instructions to convert them, because loading one can run
@@ -86,5 +129,31 @@ struct Placement {
 // untied one is a matrix. Nothing to do for f32 weights on the CPU, which are in place already.
 void place_weights(Context& ctx, std::span<const Placement> tensors, const Tensor& token_embedding,
                    Tensor& lm_head, ModelDTypes dtypes);
+
+// The first half of every family's load_checkpoint: the dtypes for ctx's device and `dtype`, then
+// the config, f32 weights (in staging_allocator(ctx)) and stored tensors either of the synthetic
+// model `spec` names or of the checkpoint find_checkpoint finds there (config.json beside it).
+// The family then checks its row widths and places the weights.
+template <typename Config, typename Weights>
+ModelCheckpoint<Config, Weights> read_checkpoint(const std::string& spec, Context& ctx,
+                                                 std::uint64_t synthetic_seed, DType dtype,
+                                                 const CheckpointReaders<Config, Weights>& read) {
+  ModelCheckpoint<Config, Weights> checkpoint;
+  checkpoint.dtypes = model_dtypes(ctx.device(), dtype);
+  Allocator& staging = staging_allocator(ctx);
+  if (const std::optional<std::string> name = synthetic_name(spec)) {
+    checkpoint.config = read.synthetic_config(*name);
+    checkpoint.weights =
+        read.synthetic_weights(checkpoint.config, synthetic_seed, staging, ctx.threads());
+    checkpoint.stored = read.synthetic_tensor_list(checkpoint.config);
+  } else {
+    const std::filesystem::path checkpoint_file = find_checkpoint(spec);
+    checkpoint.config = read.read_config((checkpoint_file.parent_path() / "config.json").string());
+    const SafetensorsCheckpoint file = SafetensorsCheckpoint::open(checkpoint_file.string());
+    checkpoint.weights = read.load_weights(file, checkpoint.config, staging, ctx.threads());
+    checkpoint.stored = stored_tensors(file);
+  }
+  return checkpoint;
+}
 
 }  // namespace attnscope

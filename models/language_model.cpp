@@ -9,6 +9,9 @@
 
 #include "models/gpt2/model.h"
 #include "models/llama/model.h"
+#include "ops/embedding.h"
+#include "ops/heads.h"
+#include "ops/linear.h"
 #include "profiler/scope.h"
 #include "runtime/error.h"
 #include "runtime/input_file.h"
@@ -67,6 +70,56 @@ Tensor LanguageModel::forward(Context& ctx, std::span<const std::int32_t> tokens
       ctx, length == 1, [&] { return run_step(ctx, inputs, batch, length, cache, all_positions); });
   cache.advance(length);
   return logits;
+}
+
+Tensor LanguageModel::embed(Context& ctx, const StepInputs& inputs, const Tensor& token_embedding,
+                            const Tensor& position_embedding, std::int64_t rows,
+                            std::int64_t width) const {
+  Tensor hidden = Tensor::empty({rows, width}, dtypes_.activations, ctx.allocator());
+  if (inputs.device_ids.defined()) {
+    ops::embedding(ctx, token_embedding, position_embedding, inputs.device_ids,
+                   inputs.device_positions, hidden);
+  } else {
+    ops::embedding(ctx, token_embedding, position_embedding, inputs.tokens, inputs.positions,
+                   hidden);
+  }
+  return hidden;
+}
+
+ops::attention::Call LanguageModel::attention_call(Context& ctx, KVCache& cache,
+                                                   std::int64_t layer_index, std::int64_t heads,
+                                                   std::int64_t tokens, std::int64_t head_dim,
+                                                   float scale) const {
+  ops::attention::Call call;
+  call.q =
+      Tensor::empty({cache.batch(), heads, tokens, head_dim}, dtypes_.activations, ctx.allocator());
+  call.k = cache.keys(layer_index);
+  call.v = cache.values(layer_index);
+  call.kv_len = cache.length() + tokens;
+  call.scale = scale;
+  return call;
+}
+
+Tensor LanguageModel::attend_and_merge_heads(Context& ctx, ops::attention::Call& call) const {
+  call.out = Tensor::empty(call.q.shape(), dtypes_.activations, ctx.allocator());
+  attention_->attend(ctx, call);
+  const std::int64_t batch = call.q.dim(0);
+  const std::int64_t tokens = call.q.dim(2);
+  const std::int64_t width = call.q.dim(1) * call.q.dim(3);
+  Tensor merged = call.out.reshape({batch, tokens, width});
+  if (tokens > 1) {
+    merged = Tensor::empty({batch, tokens, width}, dtypes_.activations, ctx.allocator());
+    ops::merge_heads(ctx, call.out, merged);
+  }
+  return merged.reshape({batch * tokens, width});
+}
+
+Tensor LanguageModel::lm_head_logits(Context& ctx, const Tensor& normed, const Tensor& lm_head,
+                                     std::int64_t batch) const {
+  const std::int64_t vocab = lm_head.dim(0);
+  Tensor logits = Tensor::empty({normed.dim(0), vocab}, DType::F32, ctx.allocator());
+  ops::linear(ctx, normed, lm_head, Tensor(), logits);
+  return logits.reshape({batch, normed.dim(0) / batch, vocab});
 }
 
 Tensor rows_for_logits(Context& ctx, const Tensor& hidden, std::int64_t batch, std::int64_t length,

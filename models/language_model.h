@@ -95,6 +95,26 @@ class LanguageModel {
   virtual Tensor run_step(Context& ctx, const StepInputs& inputs, std::int64_t batch,
                           std::int64_t length, KVCache& cache, bool all_positions) const = 0;
 
+  // The first op of every run_step: hidden [batch * length, width] in the activation dtype, each
+  // token's row of `token_embedding` plus the row of `position_embedding` its position names. The
+  // ids and positions are read on the device when step_inputs placed them there, else on the host.
+  Tensor embed(Context& ctx, const StepInputs& inputs, const Tensor& token_embedding,
+               const Tensor& position_embedding, std::int64_t rows, std::int64_t width) const;
+  // The attention call of layer `layer_index` for `tokens` new tokens of each of the cache's
+  // sequences: q [batch, heads, tokens, head_dim] to be filled (split_qkv), k and v the layer's
+  // cache, which the new tokens' keys and values extend to kv_len = cache.length() + tokens.
+  ops::attention::Call attention_call(Context& ctx, KVCache& cache, std::int64_t layer_index,
+                                      std::int64_t heads, std::int64_t tokens,
+                                      std::int64_t head_dim, float scale) const;
+  // Runs the attention backend on `call` and returns its output as rows
+  // [batch * tokens, heads * head_dim], ready for the output projection: [B, H, T, D] ->
+  // [B, T, H D] (merge_heads); with one token per row the two layouts are the same bytes.
+  Tensor attend_and_merge_heads(Context& ctx, ops::attention::Call& call) const;
+  // The last op of every run_step: f32 logits [batch, rows, V] of the final norm's output
+  // `normed` ([batch * rows, C]) against `lm_head` ([V, C]).
+  Tensor lm_head_logits(Context& ctx, const Tensor& normed, const Tensor& lm_head,
+                        std::int64_t batch) const;
+
   // Set by each family's open().
   ModelDTypes dtypes_;
   std::string source_;

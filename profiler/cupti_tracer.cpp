@@ -13,6 +13,7 @@
 #include <new>
 #include <string>
 #include <unordered_set>
+#include <utility>
 
 namespace attnscope::profiler {
 
@@ -137,15 +138,31 @@ std::string api_name(CUpti_CallbackDomain domain, CUpti_CallbackId callback_id) 
   return name;
 }
 
-DeviceEvent from_kernel(const CUpti_ActivityKernel10& record) {
+// The fields every activity record has: its kind and name, its span on the clock and the
+// correlation id of the API call that caused it. Each from_* below adds the fields of its kind.
+template <typename Record>
+DeviceEvent timed_event(DeviceEventKind kind, std::string name, const Record& record) {
   DeviceEvent event;
-  event.kind = DeviceEventKind::Kernel;
-  event.name = demangled(record.name);
-  event.device = static_cast<int>(record.deviceId);
-  event.stream = static_cast<int>(record.streamId);
+  event.kind = kind;
+  event.name = std::move(name);
   event.start_ns = static_cast<std::int64_t>(record.start);
   event.end_ns = static_cast<std::int64_t>(record.end);
   event.correlation_id = record.correlationId;
+  return event;
+}
+
+// timed_event plus the device and stream, for the work that runs on a stream (kernels, copies,
+// memsets).
+template <typename Record>
+DeviceEvent stream_event(DeviceEventKind kind, std::string name, const Record& record) {
+  DeviceEvent event = timed_event(kind, std::move(name), record);
+  event.device = static_cast<int>(record.deviceId);
+  event.stream = static_cast<int>(record.streamId);
+  return event;
+}
+
+DeviceEvent from_kernel(const CUpti_ActivityKernel10& record) {
+  DeviceEvent event = stream_event(DeviceEventKind::Kernel, demangled(record.name), record);
   event.grid_x = record.gridX;
   event.grid_y = record.gridY;
   event.grid_z = record.gridZ;
@@ -159,52 +176,32 @@ DeviceEvent from_kernel(const CUpti_ActivityKernel10& record) {
 }
 
 DeviceEvent from_memcpy(const CUpti_ActivityMemcpy6& record) {
-  DeviceEvent event;
-  event.kind = DeviceEventKind::Memcpy;
-  event.name = memcpy_direction(record.copyKind);
-  event.device = static_cast<int>(record.deviceId);
-  event.stream = static_cast<int>(record.streamId);
-  event.start_ns = static_cast<std::int64_t>(record.start);
-  event.end_ns = static_cast<std::int64_t>(record.end);
-  event.correlation_id = record.correlationId;
+  DeviceEvent event =
+      stream_event(DeviceEventKind::Memcpy, memcpy_direction(record.copyKind), record);
   event.bytes = record.bytes;
   return event;
 }
 
 DeviceEvent from_memset(const CUpti_ActivityMemset4& record) {
-  DeviceEvent event;
-  event.kind = DeviceEventKind::Memset;
-  event.name = "Memset";
-  event.device = static_cast<int>(record.deviceId);
-  event.stream = static_cast<int>(record.streamId);
-  event.start_ns = static_cast<std::int64_t>(record.start);
-  event.end_ns = static_cast<std::int64_t>(record.end);
-  event.correlation_id = record.correlationId;
+  DeviceEvent event = stream_event(DeviceEventKind::Memset, "Memset", record);
   event.bytes = record.bytes;
   return event;
 }
 
 DeviceEvent from_synchronization(const CUpti_ActivitySynchronization2& record) {
-  DeviceEvent event;
-  event.kind = DeviceEventKind::Synchronization;
-  event.name = synchronization_name(record.type);
+  DeviceEvent event =
+      timed_event(DeviceEventKind::Synchronization, synchronization_name(record.type), record);
   event.stream = static_cast<int>(record.streamId);
-  event.start_ns = static_cast<std::int64_t>(record.start);
-  event.end_ns = static_cast<std::int64_t>(record.end);
-  event.correlation_id = record.correlationId;
   return event;
 }
 
 DeviceEvent from_api_call(const CUpti_ActivityAPI& record) {
-  DeviceEvent event;
   const bool runtime = record.kind == CUPTI_ACTIVITY_KIND_RUNTIME;
-  event.kind = runtime ? DeviceEventKind::RuntimeApi : DeviceEventKind::DriverApi;
-  event.name =
-      api_name(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, record.cbid);
+  DeviceEvent event = timed_event(
+      runtime ? DeviceEventKind::RuntimeApi : DeviceEventKind::DriverApi,
+      api_name(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, record.cbid),
+      record);
   event.thread = record.threadId;
-  event.start_ns = static_cast<std::int64_t>(record.start);
-  event.end_ns = static_cast<std::int64_t>(record.end);
-  event.correlation_id = record.correlationId;
   return event;
 }
 

@@ -4,7 +4,6 @@
 
 #include "models/gpt2/tensor_map.h"
 #include "ops/activation.h"
-#include "ops/embedding.h"
 #include "ops/heads.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
@@ -51,14 +50,8 @@ Tensor Model::run_step(Context& ctx, const StepInputs& inputs, std::int64_t batc
                        std::int64_t length, KVCache& cache, bool all_positions) const {
   const std::int64_t width = config_.d_model;
   Allocator& allocator = ctx.allocator();
-  Tensor hidden = Tensor::empty({batch * length, width}, dtypes_.activations, allocator);
-  if (inputs.device_ids.defined()) {
-    ops::embedding(ctx, weights_.token_embedding, weights_.position_embedding, inputs.device_ids,
-                   inputs.device_positions, hidden);
-  } else {
-    ops::embedding(ctx, weights_.token_embedding, weights_.position_embedding, inputs.tokens,
-                   inputs.positions, hidden);
-  }
+  Tensor hidden = embed(ctx, inputs, weights_.token_embedding, weights_.position_embedding,
+                        batch * length, width);
 
   for (std::int64_t i = 0; i < config_.n_layers; ++i) {
     profiler::Scope layer_scope(ctx, "layer", "layer");
@@ -68,14 +61,11 @@ Tensor Model::run_step(Context& ctx, const StepInputs& inputs, std::int64_t batc
   }
 
   // Only the rows whose logits are wanted go through the final norm and the LM head.
-  const std::int64_t rows = all_positions ? length : 1;
   const Tensor last = rows_for_logits(ctx, hidden, batch, length, all_positions);
   Tensor normed = Tensor::empty(last.shape(), dtypes_.activations, allocator);
   ops::layer_norm(ctx, last, weights_.ln_f_weight, weights_.ln_f_bias,
                   static_cast<float>(config_.layer_norm_epsilon), normed);
-  Tensor logits = Tensor::empty({batch * rows, config_.vocab_size}, DType::F32, allocator);
-  ops::linear(ctx, normed, weights_.lm_head, Tensor(), logits);
-  return logits.reshape({batch, rows, config_.vocab_size});
+  return lm_head_logits(ctx, normed, weights_.lm_head, batch);
 }
 
 void Model::attention_block(Context& ctx, const LayerWeights& layer, std::int64_t layer_index,
@@ -94,26 +84,13 @@ void Model::attention_block(Context& ctx, const LayerWeights& layer, std::int64_
   Tensor qkv = Tensor::empty({rows, 3 * width}, dtypes_.activations, allocator);
   ops::linear(ctx, normed, layer.attn_qkv_weight, layer.attn_qkv_bias, qkv);
 
-  ops::attention::Call call;
-  call.q = Tensor::empty({batch, heads, tokens, head_dim}, dtypes_.activations, allocator);
-  call.k = cache.keys(layer_index);
-  call.v = cache.values(layer_index);
-  call.kv_len = cache.length() + tokens;
-  call.scale = config_.attention_scale(layer_index);
+  ops::attention::Call call = attention_call(ctx, cache, layer_index, heads, tokens, head_dim,
+                                             config_.attention_scale(layer_index));
   ops::split_qkv(ctx, qkv.reshape({batch, tokens, 3 * width}), call.q, call.k, call.v,
                  cache.length());
-  call.out = Tensor::empty(call.q.shape(), dtypes_.activations, allocator);
-  attention_->attend(ctx, call);
-
-  // [B, H, T, D] -> [B, T, H D]; with one token per row the two layouts are the same bytes.
-  Tensor merged = call.out.reshape({batch, tokens, width});
-  if (tokens > 1) {
-    merged = Tensor::empty({batch, tokens, width}, dtypes_.activations, allocator);
-    ops::merge_heads(ctx, call.out, merged);
-  }
+  const Tensor merged = attend_and_merge_heads(ctx, call);
   // The residual connection is the projection's own: hidden += merged W_o^T + b_o.
-  ops::linear_residual(ctx, merged.reshape({rows, width}), layer.attn_out_weight,
-                       layer.attn_out_bias, hidden);
+  ops::linear_residual(ctx, merged, layer.attn_out_weight, layer.attn_out_bias, hidden);
 }
 
 void Model::mlp_block(Context& ctx, const LayerWeights& layer, Tensor& hidden) const {

@@ -9,7 +9,6 @@
 #include "models/gpt2/weights.h"
 
 #include <filesystem>
-#include <set>
 #include <string_view>
 
 #include "models/gpt2/tensor_map.h"
@@ -47,21 +46,10 @@ Tensor to_f32(const Tensor& src, bool transpose, Allocator& allocator, int threa
 
 Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t synthetic_seed,
                            DType dtype) {
-  Checkpoint checkpoint;
-  checkpoint.dtypes = model_dtypes(ctx.device(), dtype);
-  Allocator& staging = staging_allocator(ctx);
-  if (const std::optional<std::string> name = synthetic_name(spec)) {
-    checkpoint.config = synthetic_config(*name);
-    checkpoint.weights =
-        synthetic_weights(checkpoint.config, synthetic_seed, staging, ctx.threads());
-    checkpoint.stored = synthetic_tensor_list(checkpoint.config);
-  } else {
-    const std::filesystem::path checkpoint_file = find_checkpoint(spec);
-    checkpoint.config = read_gpt2_config((checkpoint_file.parent_path() / "config.json").string());
-    const SafetensorsCheckpoint file = SafetensorsCheckpoint::open(checkpoint_file.string());
-    checkpoint.weights = load_weights(file, checkpoint.config, staging, ctx.threads());
-    checkpoint.stored = stored_tensors(file);
-  }
+  Checkpoint checkpoint = read_checkpoint<Gpt2Config, Weights>(
+      spec, ctx, synthetic_seed, dtype,
+      {&synthetic_config, &synthetic_weights, &synthetic_tensor_list, &read_gpt2_config,
+       &load_weights});
   // Every matrix row is d_model (qkv, attn out, mlp up, token embedding) or d_ff (mlp down) wide.
   check_weight_dtype_fits(
       {{"n_embd", checkpoint.config.d_model}, {"n_inner", checkpoint.config.d_ff}},
@@ -82,15 +70,9 @@ Weights load_weights(const SafetensorsCheckpoint& file, const Gpt2Config& config
   bool prefixed = false;
   for (const SafetensorsEntry& e : file.entries()) prefixed |= e.name.starts_with(kPrefix);
 
-  std::set<std::string, std::less<>> used;
+  CheckedTensorReader reader(file);
   auto load = [&](const std::string& key, const Shape& shape, bool transpose) {
-    const SafetensorsEntry* entry = file.find(key);
-    check(entry != nullptr, file.label(), "missing tensor '" + key + "'");
-    check(entry->shape == shape, file.label(),
-          "tensor '" + key + "': expected shape " + shape_string(shape) + ", found " +
-              shape_string(entry->shape));
-    used.insert(key);
-    return to_f32(file.tensor(key), transpose, allocator, threads);
+    return to_f32(reader.read(key, shape), transpose, allocator, threads);
   };
   for (const TensorSlot& slot : slots) {
     const std::string key = prefixed ? std::string(kPrefix) + slot.name : slot.name;
@@ -100,10 +82,7 @@ Weights load_weights(const SafetensorsCheckpoint& file, const Gpt2Config& config
                         ? load("lm_head.weight", {config.vocab_size, config.d_model}, false)
                         : weights.token_embedding;
 
-  for (const SafetensorsEntry& e : file.entries()) {
-    check(used.contains(e.name) || is_legacy_buffer(e.name), file.label(),
-          "unexpected tensor '" + e.name + "' (not part of a GPT-2 model with this config)");
-  }
+  reader.refuse_unread("GPT-2", is_legacy_buffer);
   return weights;
 }
 

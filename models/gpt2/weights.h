@@ -38,14 +38,8 @@ struct Weights {
   Tensor lm_head;                 // [V, C]: wte itself when tied (always, in GPT-2)
 };
 
-// A model's parameters ready to compute with: its config, its weights on the context's device,
-// and the tensors as the checkpoint stores them.
-struct Checkpoint {
-  Gpt2Config config;
-  ModelDTypes dtypes;  // what the weights were converted to
-  Weights weights;
-  std::vector<StoredTensor> stored;
-};
+// A model's parameters ready to compute with (models/checkpoint.h).
+using Checkpoint = ModelCheckpoint<Gpt2Config, Weights>;
 
 // `spec` is "synthetic:NAME" (seeded random weights of a known shape) or a directory holding
 // config.json and model.safetensors, or a sharded model.safetensors.index.json with its shards

@@ -4,7 +4,6 @@
 
 #include <cmath>
 
-#include "ops/embedding.h"
 #include "ops/heads.h"
 #include "ops/linear.h"
 #include "ops/rms_norm.h"
@@ -85,14 +84,8 @@ Tensor Model::run_step(Context& ctx, const StepInputs& inputs, std::int64_t batc
   const std::int64_t width = config_.hidden_size;
   const float eps = static_cast<float>(config_.rms_norm_eps);
   Allocator& allocator = ctx.allocator();
-  Tensor hidden = Tensor::empty({batch * length, width}, dtypes_.activations, allocator);
-  if (inputs.device_ids.defined()) {
-    ops::embedding(ctx, weights_.token_embedding, weights_.no_position, inputs.device_ids,
-                   inputs.device_positions, hidden);
-  } else {
-    ops::embedding(ctx, weights_.token_embedding, weights_.no_position, inputs.tokens,
-                   inputs.positions, hidden);
-  }
+  Tensor hidden =
+      embed(ctx, inputs, weights_.token_embedding, weights_.no_position, batch * length, width);
 
   for (std::int64_t i = 0; i < config_.num_hidden_layers; ++i) {
     profiler::Scope layer_scope(ctx, "layer", "layer");
@@ -102,13 +95,10 @@ Tensor Model::run_step(Context& ctx, const StepInputs& inputs, std::int64_t batc
   }
 
   // Only the rows whose logits are wanted go through the final norm and the LM head.
-  const std::int64_t rows = all_positions ? length : 1;
   const Tensor last = rows_for_logits(ctx, hidden, batch, length, all_positions);
   Tensor normed = Tensor::empty(last.shape(), dtypes_.activations, allocator);
   ops::rms_norm(ctx, last, weights_.final_norm, eps, normed);
-  Tensor logits = Tensor::empty({batch * rows, config_.vocab_size}, DType::F32, allocator);
-  ops::linear(ctx, normed, weights_.lm_head, Tensor(), logits);
-  return logits.reshape({batch, rows, config_.vocab_size});
+  return lm_head_logits(ctx, normed, weights_.lm_head, batch);
 }
 
 void Model::attention_block(Context& ctx, const LayerWeights& layer, std::int64_t layer_index,
@@ -127,26 +117,13 @@ void Model::attention_block(Context& ctx, const LayerWeights& layer, std::int64_
   Tensor qkv = Tensor::empty({rows, qkv_width}, dtypes_.activations, allocator);
   ops::linear(ctx, normed, layer.qkv, Tensor(), qkv);
 
-  ops::attention::Call call;
-  call.q = Tensor::empty({batch, heads, tokens, head_dim}, dtypes_.activations, allocator);
-  call.k = cache.keys(layer_index);
-  call.v = cache.values(layer_index);
-  call.kv_len = cache.length() + tokens;
-  call.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  ops::attention::Call call = attention_call(ctx, cache, layer_index, heads, tokens, head_dim,
+                                             1.0f / std::sqrt(static_cast<float>(head_dim)));
   ops::split_qkv(ctx, qkv.reshape({batch, tokens, qkv_width}), call.q, call.k, call.v,
                  cache.length());
   ops::rotary_embedding_(ctx, call.q, call.k, rotary_, cache.length());
-  call.out = Tensor::empty(call.q.shape(), dtypes_.activations, allocator);
-  attention_->attend(ctx, call);
-
-  // [B, Hq, T, D] -> [B, T, Hq D]; with one token per row the two layouts are the same bytes.
-  const std::int64_t attended = heads * head_dim;
-  Tensor merged = call.out.reshape({batch, tokens, attended});
-  if (tokens > 1) {
-    merged = Tensor::empty({batch, tokens, attended}, dtypes_.activations, allocator);
-    ops::merge_heads(ctx, call.out, merged);
-  }
-  ops::linear_residual(ctx, merged.reshape({rows, attended}), layer.out, Tensor(), hidden);
+  const Tensor merged = attend_and_merge_heads(ctx, call);
+  ops::linear_residual(ctx, merged, layer.out, Tensor(), hidden);
 }
 
 void Model::mlp_block(Context& ctx, const LayerWeights& layer, Tensor& hidden) const {

@@ -12,7 +12,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "runtime/error.h"
 #include "runtime/safetensors_index.h"
@@ -134,15 +133,9 @@ Weights load_weights(const SafetensorsCheckpoint& file, const LlamaConfig& confi
                      Allocator& allocator) {
   Weights weights;
   const std::vector<TensorSlot> slots = tensor_slots(config, weights, &allocator);
-  std::set<std::string, std::less<>> used;
+  CheckedTensorReader reader(file);
   auto read = [&](const std::string& name, const Shape& shape, Tensor rows) {
-    const SafetensorsEntry* entry = file.find(name);
-    check(entry != nullptr, file.label(), "missing tensor '" + name + "'");
-    check(entry->shape == shape, file.label(),
-          "tensor '" + name + "': expected shape " + shape_string(shape) + ", found " +
-              shape_string(entry->shape));
-    used.insert(name);
-    const Tensor wide = file.tensor(name).to_dtype(DType::F32, allocator);
+    const Tensor wide = reader.read(name, shape).to_dtype(DType::F32, allocator);
     std::memcpy(rows.raw_data(), wide.raw_data(), wide.nbytes());
   };
   for (const TensorSlot& slot : slots) read(slot.name, slot.shape, slot_rows(slot));
@@ -153,12 +146,10 @@ Weights load_weights(const SafetensorsCheckpoint& file, const LlamaConfig& confi
     weights.lm_head = Tensor::empty(head_shape, DType::F32, allocator);
     read("lm_head.weight", head_shape, weights.lm_head);
   }
-  for (const SafetensorsEntry& e : file.entries()) {
-    // A tied checkpoint may still carry the head's copy; it is the embedding, so it is skipped.
-    const bool tied_copy = config.tie_word_embeddings && e.name == "lm_head.weight";
-    check(used.contains(e.name) || tied_copy, file.label(),
-          "unexpected tensor '" + e.name + "' (not part of a Llama model with this config)");
-  }
+  // A tied checkpoint may still carry the head's copy; it is the embedding, so it is skipped.
+  reader.refuse_unread("Llama", [&](const std::string& name) {
+    return config.tie_word_embeddings && name == "lm_head.weight";
+  });
   return weights;
 }
 
@@ -192,21 +183,14 @@ std::vector<Placement> placements(Weights& weights) {
 
 Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t synthetic_seed,
                            DType dtype) {
-  Checkpoint checkpoint;
-  checkpoint.dtypes = model_dtypes(ctx.device(), dtype);
-  Allocator& staging = staging_allocator(ctx);
-  if (const std::optional<std::string> name = synthetic_name(spec)) {
-    checkpoint.config = synthetic_config(*name);
-    checkpoint.weights =
-        synthetic_weights(checkpoint.config, synthetic_seed, staging, ctx.threads());
-    checkpoint.stored = synthetic_tensor_list(checkpoint.config);
-  } else {
-    const std::filesystem::path checkpoint_file = find_checkpoint(spec);
-    checkpoint.config = read_llama_config((checkpoint_file.parent_path() / "config.json").string());
-    const SafetensorsCheckpoint file = SafetensorsCheckpoint::open(checkpoint_file.string());
-    checkpoint.weights = load_weights(file, checkpoint.config, staging);
-    checkpoint.stored = stored_tensors(file);
-  }
+  // Llama's reader copies each tensor once, as it is, so it takes no thread count.
+  auto load_f32 = [](const SafetensorsCheckpoint& file, const LlamaConfig& config,
+                     Allocator& allocator,
+                     int /*threads*/) { return load_weights(file, config, allocator); };
+  Checkpoint checkpoint =
+      read_checkpoint<LlamaConfig, Weights>(spec, ctx, synthetic_seed, dtype,
+                                            {&synthetic_config, &synthetic_weights,
+                                             &synthetic_tensor_list, &read_llama_config, load_f32});
   // Rows are hidden_size (q, k, v, gate, up, embedding, head), Hq D (o_proj) or F (down) wide.
   const LlamaConfig& config = checkpoint.config;
   check_weight_dtype_fits(
@@ -215,7 +199,7 @@ Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t 
        {"num_attention_heads x head_dim", config.num_attention_heads * config.head_dim}},
       checkpoint.dtypes.weights);
   checkpoint.weights.no_position =
-      Tensor::zeros({1, checkpoint.config.hidden_size}, DType::F32, staging);
+      Tensor::zeros({1, checkpoint.config.hidden_size}, DType::F32, staging_allocator(ctx));
   place_weights(ctx, placements(checkpoint.weights), checkpoint.weights.token_embedding,
                 checkpoint.weights.lm_head, checkpoint.dtypes);
   return checkpoint;

@@ -42,13 +42,8 @@ struct Weights {
   Tensor lm_head;     // [V, C]  lm_head, or token_embedding itself when tied
 };
 
-// A Llama model's parameters ready to compute with.
-struct Checkpoint {
-  LlamaConfig config;
-  ModelDTypes dtypes;  // what the weights were converted to
-  Weights weights;
-  std::vector<StoredTensor> stored;
-};
+// A model's parameters ready to compute with (models/checkpoint.h).
+using Checkpoint = ModelCheckpoint<LlamaConfig, Weights>;
 
 // `spec` is "synthetic:NAME" or a directory with config.json and model.safetensors (or a sharded
 // model.safetensors.index.json; find_checkpoint in models/checkpoint.h). The weights are read in
