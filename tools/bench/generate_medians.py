@@ -10,22 +10,12 @@ Markdown table of medians and spread (min..max). Python standard library only.
 """
 import argparse
 import json
-import platform
 import random
 import statistics
 import subprocess
 import sys
 
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+from cpu_model import cpu_model
 
 
 def run_once(args, prompt_len):

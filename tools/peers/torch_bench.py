@@ -26,24 +26,16 @@ import argparse
 import datetime
 import inspect
 import json
-import platform
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import torch
 import transformers
 
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from cpu_model import cpu_model  # noqa: E402  (tools/bench/cpu_model.py)
 
 
 TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
@@ -294,7 +286,7 @@ def main():
         "transformers_version": transformers.__version__, "attnscope_revision": None,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "op": args.op, "repetitions": args.repetitions, "warmup": args.warmup,
-        "machine": {"cpu": cpu_model(), "threads": threads, "gpu": gpu,
+        "machine": {"cpu": cpu_model(unknown="unknown CPU"), "threads": threads, "gpu": gpu,
                     "gpu_driver": torch.version.cuda if gpu else None},
         "results": rows,
     }

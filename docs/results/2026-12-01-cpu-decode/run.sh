@@ -4,12 +4,9 @@
 # and q8_0 weights, in interleaved rounds (every dtype once per round), between two
 # `bench --op membw` runs. Run from the repository root after a Release build in build/.
 # Usage: run.sh [rounds] (default 3).
-set -euo pipefail
-out=docs/results/2026-12-01-cpu-decode
-bin=build/tools/attnscope
 rounds=${1:-3}
-mkdir -p "$out/raw"
-git rev-parse --short HEAD > "$out/revision.txt"
+source tools/bench/record.sh docs/results/2026-12-01-cpu-decode
+record_revision
 uptime | tee "$out/uptime.txt"
 "$bin" bench --op membw -r 5 -o jsonl > "$out/raw/membw-before.jsonl" 2>/dev/null
 for round in $(seq 1 "$rounds"); do

@@ -5,12 +5,8 @@
 # interleaved rounds. Run from the repository root after a Release build in build/, with the
 # peer's Python (torch, transformers) as $PYTHON.
 # Usage: PYTHON=/path/to/python run-smollm2.sh [rounds] (default 5).
-set -euo pipefail
-out=docs/results/2026-12-01-cpu-emerald-rapids
-bin=build/tools/attnscope
-python=${PYTHON:-python3}
 rounds=${1:-5}
-mkdir -p "$out/raw"
+source tools/bench/record.sh docs/results/2026-12-01-cpu-emerald-rapids
 rm -f "$out"/raw/smollm2-*.jsonl
 uptime | tee "$out/uptime-smollm2.txt"
 "$bin" bench --op membw -r 5 -o jsonl > "$out/raw/smollm2-membw-before.jsonl" 2>/dev/null
@@ -21,8 +17,7 @@ for round in $(seq 1 "$rounds"); do
     --threads 2 -r 1 --warmup 1 -o jsonl >> "$out/raw/smollm2-pp512-attnscope.jsonl" 2>/dev/null
   "$python" tools/peers/torch_bench.py --model smollm2-135m --threads 2 -p 512 -n 0 -r 1 \
     --warmup 1 2>/dev/null |
-    "$python" -c 'import json, sys; [print(json.dumps(r)) for r in json.load(sys.stdin)["results"]]' \
-      >> "$out/raw/smollm2-pp512-torch.jsonl"
+    results_as_lines >> "$out/raw/smollm2-pp512-torch.jsonl"
   uptime | tee -a "$out/uptime-smollm2.txt"
 done
 "$bin" bench --op membw -r 5 -o jsonl > "$out/raw/smollm2-membw-after.jsonl" 2>/dev/null

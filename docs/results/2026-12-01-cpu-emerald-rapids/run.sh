@@ -7,14 +7,10 @@
 # profile of pp512. Run from the repository root after a Release build in build/, with the
 # peer's Python (torch, transformers) as $PYTHON.
 # Usage: PYTHON=/path/to/python run.sh [rounds] (default 5).
-set -euo pipefail
-out=docs/results/2026-12-01-cpu-emerald-rapids
-bin=build/tools/attnscope
-python=${PYTHON:-python3}
 rounds=${1:-5}
-mkdir -p "$out/raw"
+source tools/bench/record.sh docs/results/2026-12-01-cpu-emerald-rapids
 rm -f "$out"/raw/*.jsonl
-git rev-parse --short HEAD > "$out/revision.txt"
+record_revision
 uptime | tee "$out/uptime.txt"
 "$bin" bench --op membw -r 5 -o jsonl > "$out/raw/membw-before.jsonl" 2>/dev/null
 for round in $(seq 1 "$rounds"); do
@@ -27,8 +23,7 @@ for round in $(seq 1 "$rounds"); do
   "$bin" bench -p 512 -n 0 -b 1 --dtype f32 --attn flash,naive --threads 2 -r 1 --warmup 1 \
     -o jsonl >> "$out/raw/pp512-attnscope.jsonl" 2>/dev/null
   "$python" tools/peers/torch_bench.py --threads 2 -p 512 -n 0 -r 1 --warmup 1 2>/dev/null |
-    "$python" -c 'import json, sys; [print(json.dumps(r)) for r in json.load(sys.stdin)["results"]]' \
-      >> "$out/raw/pp512-torch.jsonl"
+    results_as_lines >> "$out/raw/pp512-torch.jsonl"
   uptime | tee -a "$out/uptime.txt"
 done
 "$bin" bench --op membw -r 5 -o jsonl > "$out/raw/membw-after.jsonl" 2>/dev/null

@@ -3,11 +3,8 @@
 # PyTorch peer (transformers, sdpa, last-position logits), 2 threads, interleaved in rounds so
 # that the machine's load drifts over all of them alike. Run from the repository root after a
 # Release build in build/. Usage: run.sh [rounds] (default 6).
-set -euo pipefail
-out=docs/results/2026-12-01-cpu-prefill
-bin=build/tools/attnscope
 rounds=${1:-6}
-mkdir -p "$out/raw"
+source tools/bench/record.sh docs/results/2026-12-01-cpu-prefill
 uptime | tee "$out/uptime-start.txt"
 for round in $(seq 1 "$rounds"); do
   for dtype in f32 bf16 f16; do

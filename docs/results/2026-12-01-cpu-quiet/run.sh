@@ -3,11 +3,8 @@
 # bf16, f16 and q8_0 weights beside PyTorch (transformers GPT-2, sdpa, last-position logits only)
 # in interleaved rounds, then tg128 of every dtype between two `bench --op membw` runs.
 # Run from the repository root after a Release build in build/. Usage: run.sh [rounds] (default 3).
-set -euo pipefail
-out=docs/results/2026-12-01-cpu-quiet
-bin=build/tools/attnscope
 rounds=${1:-3}
-mkdir -p "$out/raw"
+source tools/bench/record.sh docs/results/2026-12-01-cpu-quiet
 uptime | tee "$out/uptime.txt"
 for round in $(seq 1 "$rounds"); do
   for dtype in f32 bf16 f16 q8_0; do

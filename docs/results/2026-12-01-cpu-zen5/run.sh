@@ -9,22 +9,17 @@
 # f32 decode and pp512, the same three ways. Run from the repository root after a Release build
 # in build/, with the peer's Python (torch, transformers) as $PYTHON.
 # Usage: PYTHON=/path/to/python BASELINE=/path/to/attnscope-8f30ea7 run.sh [rounds] (default 5).
-set -euo pipefail
-out=docs/results/2026-12-01-cpu-zen5
-bin=build/tools/attnscope
-baseline=${BASELINE:?BASELINE must name an attnscope binary built at the previous revision}
-python=${PYTHON:-python3}
 rounds=${1:-5}
-mkdir -p "$out/raw"
+baseline=${BASELINE:?BASELINE must name an attnscope binary built at the previous revision}
+source tools/bench/record.sh docs/results/2026-12-01-cpu-zen5
 rm -f "$out"/raw/*.jsonl
-git rev-parse --short HEAD > "$out/revision.txt"
+record_revision
 uptime | tee "$out/uptime.txt"
 # bench -o jsonl appends one line per configuration; torch_bench.py prints one JSON document.
 bench() { "$1" bench "${@:3}" --threads 2 -r 1 --warmup 1 -o jsonl >> "$out/raw/$2.jsonl" 2>/dev/null; }
 torch() {
   "$python" tools/peers/torch_bench.py "${@:2}" --threads 2 -r 1 --warmup 1 2>/dev/null |
-    "$python" -c 'import json, sys; [print(json.dumps(r)) for r in json.load(sys.stdin)["results"]]' \
-      >> "$out/raw/$1.jsonl"
+    results_as_lines >> "$out/raw/$1.jsonl"
 }
 for round in $(seq 1 "$rounds"); do
   "$bin" bench --op membw -r 3 -o jsonl >> "$out/raw/membw.jsonl" 2>/dev/null

@@ -18,6 +18,16 @@ def by_dtype(results):
     return series
 
 
+def rounds_text(values):
+    """A series' rounds as the tables list them: "812, 790, 805"."""
+    return ", ".join(f"{v:.0f}" for v in values)
+
+
+def per_round_ratio(values, reference):
+    """The median of the ratios of each round's value to the same round's reference."""
+    return statistics.median(v / r for v, r in zip(values, reference))
+
+
 membw = [r["gb_per_s_median"] for r in rows("membw")]
 
 
@@ -33,10 +43,9 @@ def decode_table(label, results):
         # Each decode step reads the weights once for the whole batch.
         gbs = [weight_bytes[dtype] * v / batch / 1e9 for v in values]
         share = [g / m for g, m in zip(gbs, membw)]
-        ratio = statistics.median(v / f for v, f in zip(values, f32))
         print(f"| {dtype} | {weight_bytes[dtype] / 1e6:.1f} MB | "
-              f"{', '.join(f'{v:.0f}' for v in values)} | {statistics.median(values):.1f} | "
-              f"{ratio:.2f} | {statistics.median(gbs):.1f} | {statistics.median(share):.0%} |")
+              f"{rounds_text(values)} | {statistics.median(values):.1f} | "
+              f"{per_round_ratio(values, f32):.2f} | {statistics.median(gbs):.1f} | {statistics.median(share):.0%} |")
     print()
 
 
@@ -46,9 +55,8 @@ def baseline_table(label, ours, baseline):
           f"per-round ratio (median) |")
     print("|---|---|---|---:|")
     for dtype, values in mine.items():
-        ratio = statistics.median(a / b for a, b in zip(values, theirs[dtype]))
-        print(f"| {dtype} | {', '.join(f'{v:.0f}' for v in values)} | "
-              f"{', '.join(f'{v:.0f}' for v in theirs[dtype])} | {ratio:.2f} |")
+        print(f"| {dtype} | {rounds_text(values)} | {rounds_text(theirs[dtype])} | "
+              f"{per_round_ratio(values, theirs[dtype]):.2f} |")
     print()
 
 
@@ -59,9 +67,8 @@ def ratio_table(label, series, reference, reference_name):
           f"(median) |")
     print("|---|---|---:|---:|")
     for name, values in series.items():
-        ratio = statistics.median(v / r for v, r in zip(values, series[reference]))
-        print(f"| {name} | {', '.join(f'{v:.0f}' for v in values)} | "
-              f"{statistics.median(values):.0f} | {ratio:.2f} |")
+        print(f"| {name} | {rounds_text(values)} | {statistics.median(values):.0f} | "
+              f"{per_round_ratio(values, series[reference]):.2f} |")
 
 
 def dtype_prefill_table(label, results):
@@ -78,7 +85,7 @@ def peer_prefill_table(label, ours, baseline, torch):
         series.setdefault(f"PyTorch {r['backend']}", []).extend(r["samples_tokens_per_s"])
     ratio_table(label, series, "PyTorch sdpa", "PyTorch sdpa")
     ours_f32 = list(series.values())
-    gain = statistics.median(a / b for a, b in zip(ours_f32[0], ours_f32[1]))
+    gain = per_round_ratio(ours_f32[0], ours_f32[1])
     print(f"\nThis revision against 8f30ea7, median of per-round ratios: {gain:.2f}x\n")
 
 

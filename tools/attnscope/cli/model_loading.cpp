@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "models/llama/weights.h"
 #include "tools/attnscope/cli/elapsed.h"
@@ -45,6 +46,22 @@ ModelOnDevice load_model_on_device(const std::string& spec, const DeviceOptions&
   loaded.model = load_model(spec, *loaded.ctx, parse_dtype(device.dtype));
   loaded.model->set_attention(attention);
   return loaded;
+}
+
+std::string run_description(const LanguageModel& model, const Context& ctx) {
+  std::ostringstream text;
+  text << "attention " << model.attention().name() << ", " << ctx.describe() << ", "
+       << model.dtype_summary();
+  return text.str();
+}
+
+nlohmann::json run_json(const std::string& spec, const LanguageModel& model, const Context& ctx) {
+  return {{"model", spec},
+          {"attention", model.attention().name()},
+          {"threads", ctx.threads()},
+          {"device", ctx.describe()},
+          {"dtype", dtype_name(model.weight_dtype())},
+          {"activation_dtype", dtype_name(model.activation_dtype())}};
 }
 
 std::optional<TextTokenizer> find_tokenizer(const std::string& flag_dir,

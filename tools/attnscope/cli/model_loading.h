@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -27,6 +28,12 @@ struct ModelOnDevice {
 };
 ModelOnDevice load_model_on_device(const std::string& spec, const DeviceOptions& device,
                                    const std::string& attention);
+// "attention NAME, DEVICE, DTYPES": what ran, as generate's and perplexity's summary line on
+// stderr begins it.
+std::string run_description(const LanguageModel& model, const Context& ctx);
+// {"model": spec, "attention", "threads", "device", "dtype", "activation_dtype"}: the fields of
+// generate's and perplexity's --json object that say what ran.
+nlohmann::json run_json(const std::string& spec, const LanguageModel& model, const Context& ctx);
 
 // The tokenizer in `flag_dir` when given (an error if it has none); otherwise the model
 // directory's own files (vocab.json + merges.txt, else tokenizer.json), or for synthetic GPT-2

@@ -22,4 +22,12 @@ void write_text_file(const std::filesystem::path& path, const std::string& text)
   open_output(path) << text;
 }
 
+void write_report_files(const std::filesystem::path& dir, const nlohmann::json& report,
+                        const std::string& markdown,
+                        const std::vector<std::pair<std::string, std::string>>& charts) {
+  write_text_file(dir / "report.json", report.dump(2) + "\n");
+  write_text_file(dir / "report.md", markdown);
+  for (const auto& [file, svg] : charts) write_text_file(dir / file, svg);
+}
+
 }  // namespace attnscope::cli

@@ -152,11 +152,8 @@ int run_compare(const CompareFlags& flags) {
   setup.gen = flags.gen;
   setup.rounds = rounds;
   const nlohmann::json report = build_report(setup, cases);
-  const std::filesystem::path dir(flags.out_dir);
-  write_text_file(dir / "report.json", report.dump(2) + "\n");
   const std::string markdown = report_markdown(report);
-  write_text_file(dir / "report.md", markdown);
-  for (const auto& [file, svg] : report_charts(report)) write_text_file(dir / file, svg);
+  write_report_files(flags.out_dir, report, markdown, report_charts(report));
   std::cout << markdown;
   return 0;
 }

@@ -150,18 +150,12 @@ int run_generate(const GenerateFlags& flags) {
   const double decode_rate =
       decode_steps ? static_cast<double>(decode_steps) / decode_seconds : 0.0;
   const bool graphs = ctx.device() == Device::CUDA && runner.cuda_graphs();
-  std::cerr << "attnscope: attention " << model.attention().name() << ", " << ctx.describe() << ", "
-            << model.dtype_summary() << (graphs ? ", cuda graphs" : "") << " | prefill "
-            << prompt_length << " tokens, " << prefill_rate << " tokens/s | decode " << decode_steps
-            << " tokens, " << decode_rate << " tokens/s\n";
+  std::cerr << "attnscope: " << run_description(model, ctx) << (graphs ? ", cuda graphs" : "")
+            << " | prefill " << prompt_length << " tokens, " << prefill_rate
+            << " tokens/s | decode " << decode_steps << " tokens, " << decode_rate << " tokens/s\n";
   if (flags.json) {
-    nlohmann::json out = {
-        {"model", flags.model},
-        {"attention", model.attention().name()},
-        {"threads", ctx.threads()},
-        {"device", ctx.describe()},
-        {"dtype", dtype_name(model.weight_dtype())},
-        {"activation_dtype", dtype_name(model.activation_dtype())},
+    nlohmann::json out = run_json(flags.model, model, ctx);
+    out.update({
         {"cpu_kernels",  // null on cuda
          ctx.device() == Device::CPU ? nlohmann::json(cpu_kernels()) : nlohmann::json(nullptr)},
         {"cuda_graphs", graphs},
@@ -177,7 +171,7 @@ int run_generate(const GenerateFlags& flags) {
         {"decode_seconds", decode_seconds},
         {"decode_tokens_per_s", decode_rate},
         {"peak_bytes", ctx.allocator().peak_bytes()},
-    };
+    });
     if (tokenizer) {
       // Invalid UTF-8 (a token cut mid-character) becomes U+FFFD rather than failing the dump.
       out["text"] = tokenizer->decode(generated);

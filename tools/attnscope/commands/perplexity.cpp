@@ -148,18 +148,12 @@ int run_perplexity(const PerplexityFlags& flags) {
   if (save) save->finish();
   const double rate = static_cast<double>(evaluated) / seconds;
 
-  std::cerr << "attnscope: attention " << model.attention().name() << ", " << ctx.describe() << ", "
-            << model.dtype_summary() << " | " << evaluated << " tokens evaluated in " << seconds
-            << " s, " << rate << " tokens/s\n";
+  std::cerr << "attnscope: " << run_description(model, ctx) << " | " << evaluated
+            << " tokens evaluated in " << seconds << " s, " << rate << " tokens/s\n";
   if (flags.json) {
-    nlohmann::json out = {
-        {"model", flags.model},
+    nlohmann::json out = run_json(flags.model, model, ctx);
+    out.update({
         {"file", flags.file},
-        {"attention", model.attention().name()},
-        {"threads", ctx.threads()},
-        {"device", ctx.describe()},
-        {"dtype", dtype_name(model.weight_dtype())},
-        {"activation_dtype", dtype_name(model.activation_dtype())},
         {"tokens", token_count},
         {"ctx", window_length},
         {"stride", stride},
@@ -171,7 +165,7 @@ int run_perplexity(const PerplexityFlags& flags) {
         {"evaluated_tokens", evaluated},
         {"seconds", seconds},
         {"tokens_per_s", rate},
-    };
+    });
     if (compare) out["kl_divergence"] = compare->to_json();
     std::cout << out.dump() << "\n";
     return 0;

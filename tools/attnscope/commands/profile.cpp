@@ -253,25 +253,12 @@ Subcommand add_profile(CLI::App& app) {
                       "Rows: --model's prompts decoded together (default 1), --op attention's "
                       "batch (default 8)")
           ->check(positive);
-  // A prefill: every query head has its own kv head, and the keys are the queries' own tokens.
-  sub->add_option_function<std::int64_t>(
-         "--heads",
-         [flags](std::int64_t heads) { flags->shape.q_heads = flags->shape.kv_heads = heads; },
-         "--op attention: heads")
-      ->default_str(std::to_string(kStudyShape.q_heads))
-      ->check(positive)
-      ->needs(op);
-  sub->add_option_function<std::int64_t>(
-         "--seq-len",
-         [flags](std::int64_t tokens) { flags->shape.q_len = flags->shape.kv_len = tokens; },
-         "--op attention: causal prefill length")
-      ->default_str(std::to_string(kStudyShape.q_len))
-      ->check(positive)
-      ->needs(op);
-  sub->add_option("--head-dim", flags->shape.head_dim, "--op attention: head dimension")
-      ->capture_default_str()
-      ->check(positive)
-      ->needs(op);
+  const PrefillShapeHelp shape_help = {"--op attention: heads",
+                                       "--op attention: causal prefill length",
+                                       "--op attention: head dimension"};
+  for (CLI::Option* option : add_prefill_shape_flags(*sub, flags->shape, shape_help, positive)) {
+    option->needs(op);
+  }
   sub->add_option("--reps", flags->reps, "--op attention: calls after the warm-up")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000))

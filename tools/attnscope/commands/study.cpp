@@ -123,12 +123,8 @@ int run_study(const StudyFlags& flags) {
   setup.threads = ctx.threads();
   setup.rounds = rounds;
   const nlohmann::json report = build_study_report(setup, results);
-  const std::filesystem::path dir(flags.out_dir);
-  write_text_file(dir / "report.json", report.dump(2) + "\n");
   const std::string markdown = study_markdown(report);
-  write_text_file(dir / "report.md", markdown);
-  const auto [chart_file, chart] = study_chart(report);
-  write_text_file(dir / chart_file, chart);
+  write_report_files(flags.out_dir, report, markdown, {study_chart(report)});
   std::cout << markdown;
   return 0;
 }
@@ -146,22 +142,8 @@ Subcommand add_study(CLI::App& app) {
   sub->add_option("--batch", flags->shape.batch, "Batch size")
       ->capture_default_str()
       ->check(positive);
-  // A prefill: every query head has its own kv head, and the keys are the queries' own tokens.
-  sub->add_option_function<std::int64_t>(
-         "--heads",
-         [flags](std::int64_t heads) { flags->shape.q_heads = flags->shape.kv_heads = heads; },
-         "Heads")
-      ->default_str(std::to_string(kStudyShape.q_heads))
-      ->check(positive);
-  sub->add_option_function<std::int64_t>(
-         "--seq-len",
-         [flags](std::int64_t tokens) { flags->shape.q_len = flags->shape.kv_len = tokens; },
-         "Tokens (queries and keys)")
-      ->default_str(std::to_string(kStudyShape.q_len))
-      ->check(positive);
-  sub->add_option("--head-dim", flags->shape.head_dim, "Head dimension")
-      ->capture_default_str()
-      ->check(positive);
+  add_prefill_shape_flags(*sub, flags->shape,
+                          {"Heads", "Tokens (queries and keys)", "Head dimension"}, positive);
   add_attention_list_flag(*sub, flags->backends, AttentionList::AllowingAll,
                           "Backends, a comma list of " + attention::backend_list() + " (or all)",
                           attention::backend_list());

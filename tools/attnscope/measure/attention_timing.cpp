@@ -115,6 +115,25 @@ double time_attention(Context& ctx, const attention::Backend& backend,
   return seconds_since(start) * 1e3;
 }
 
+std::vector<CLI::Option*> add_prefill_shape_flags(CLI::App& app, attention::Shape& shape,
+                                                  const PrefillShapeHelp& help,
+                                                  const CLI::Validator& range) {
+  // An option that sets two fields to its value; its help shows the first field's default.
+  const auto add_tied_option = [&](const std::string& name, std::int64_t& first,
+                                   std::int64_t& second, const std::string& text) {
+    return app
+        .add_option_function<std::int64_t>(
+            name, [&first, &second](std::int64_t value) { first = second = value; }, text)
+        ->default_str(std::to_string(first))
+        ->check(range);
+  };
+  return {add_tied_option("--heads", shape.q_heads, shape.kv_heads, help.heads),
+          add_tied_option("--seq-len", shape.q_len, shape.kv_len, help.seq_len),
+          app.add_option("--head-dim", shape.head_dim, help.head_dim)
+              ->capture_default_str()
+              ->check(range)};
+}
+
 void add_attention_shape_flags(CLI::App& app, AttentionBenchFlags& flags,
                                CLI::Option*& kv_heads_option) {
   const auto positive = CLI::Range(std::int64_t{1}, std::int64_t{1} << 24);

@@ -29,6 +29,19 @@ namespace attnscope::cli {
 // B=8, H=16, T=1024, D=64 in f32 (its dtype f16/bf16 on a GPU only).
 inline constexpr ops::attention::Shape kStudyShape = {8, 16, 16, 1024, 1024, 64};
 
+// What the flags of a causal prefill of the attention op alone say in --help.
+struct PrefillShapeHelp {
+  std::string heads, seq_len, head_dim;
+};
+// --heads, --seq-len and --head-dim of a causal prefill of the attention op alone (`profile --op
+// attention`, `study`), each checked by `range`: every query head has its own kv head (--heads
+// sets q_heads and kv_heads) and the keys are the queries' own tokens (--seq-len sets q_len and
+// kv_len). Their help shows `shape`'s values as the defaults. Returns the three options, for
+// the caller's own rules (needs, excludes).
+std::vector<CLI::Option*> add_prefill_shape_flags(CLI::App& app, ops::attention::Shape& shape,
+                                                  const PrefillShapeHelp& help,
+                                                  const CLI::Validator& range);
+
 // "batch 8, heads 16 (kv 16), q_len 1024, ..." for table captions: the shape of a prefill
 // (q_len = kv_len) or a decode (q_len = 1) call.
 std::string describe_shape(const ops::attention::Shape& shape);

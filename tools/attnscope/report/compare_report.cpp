@@ -278,38 +278,23 @@ json build_report(const CompareSetup& setup, const std::vector<CaseResult>& case
     const Estimate decode = median_estimate(c.decode_ms, kReportConfidence);
     const Estimate overhead = median_estimate(c.overhead_percent, kReportConfidence);
     overheads.insert(overheads.end(), c.overhead_percent.begin(), c.overhead_percent.end());
-    json speedup_prefill = nullptr, speedup_decode = nullptr;
-    json speedup_prefill_interval = nullptr, speedup_decode_interval = nullptr;
+    std::optional<Estimate> prefill_speedup, decode_speedup;
     if (const auto naive = naive_at.find(c.prompt_len); naive != naive_at.end()) {
-      const Estimate p = ratio_estimate(naive->second->prefill_ms, c.prefill_ms, kReportConfidence);
-      const Estimate d = ratio_estimate(naive->second->decode_ms, c.decode_ms, kReportConfidence);
-      speedup_prefill = p.value;
-      speedup_prefill_interval = interval_json(p.interval);
-      speedup_decode = d.value;
-      speedup_decode_interval = interval_json(d.interval);
+      prefill_speedup = ratio_estimate(naive->second->prefill_ms, c.prefill_ms, kReportConfidence);
+      decode_speedup = ratio_estimate(naive->second->decode_ms, c.decode_ms, kReportConfidence);
     }
-    out_cases.push_back({
+    json out_case = {
         {"backend", c.backend},
         {"prompt_len", c.prompt_len},
         {"repetitions", c.prefill_ms.size()},
         {"prefill_ms", c.prefill_ms},
-        {"prefill_ms_median", prefill.value},
-        {"prefill_ms_interval", interval_json(prefill.interval)},
         {"decode_ms", c.decode_ms},
-        {"decode_ms_per_token_median", decode.value},
-        {"decode_ms_per_token_interval", interval_json(decode.interval)},
         // A batch-1 decode step reads every weight once: the bandwidth its median achieves.
         {"decode_weight_gb_per_s",
          static_cast<double>(setup.weight_bytes) / (decode.value * 1e-3) / 1e9},
         {"decode_profiled_ms", c.decode_profiled_ms},
         {"decode_profiled_ms_median", median(c.decode_profiled_ms)},
         {"decode_overhead_percent_runs", c.overhead_percent},
-        {"decode_overhead_percent", overhead.value},
-        {"decode_overhead_percent_interval", interval_json(overhead.interval)},
-        {"prefill_speedup_vs_naive", speedup_prefill},
-        {"prefill_speedup_vs_naive_interval", speedup_prefill_interval},
-        {"decode_speedup_vs_naive", speedup_decode},
-        {"decode_speedup_vs_naive_interval", speedup_decode_interval},
         {"prefill_attention_share", c.prefill_attention_ms / c.prefill_forward_ms},
         {"decode_attention_share", c.decode_attention_ms / c.decode_forward_ms},
         {"prefill_steps_observed", {c.prefill_steps_observed_min, c.prefill_steps_observed_max}},
@@ -322,7 +307,17 @@ json build_report(const CompareSetup& setup, const std::vector<CaseResult>& case
         {"decode_temporary_bytes", c.decode_temporary_bytes},
         {"decode_temporary_bytes_expected", c.decode_temporary_bytes_expected},
         {"prefill_peak_memory_bytes", c.prefill_peak_bytes},
-    });
+    };
+    out_case.update(estimate_fields("prefill_ms_median", "prefill_ms_interval", prefill));
+    out_case.update(
+        estimate_fields("decode_ms_per_token_median", "decode_ms_per_token_interval", decode));
+    out_case.update(
+        estimate_fields("decode_overhead_percent", "decode_overhead_percent_interval", overhead));
+    out_case.update(estimate_fields("prefill_speedup_vs_naive", "prefill_speedup_vs_naive_interval",
+                                    prefill_speedup));
+    out_case.update(estimate_fields("decode_speedup_vs_naive", "decode_speedup_vs_naive_interval",
+                                    decode_speedup));
+    out_cases.push_back(out_case);
   }
   const int decisions = decision_count(cases);
   const double level = per_interval_confidence(kReportConfidence, decisions);

@@ -7,6 +7,7 @@
 
 #include <iomanip>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -33,6 +34,14 @@ inline std::string interval_text(const nlohmann::json& interval, int decimals) {
 
 inline nlohmann::json interval_json(const Interval& interval) {
   return {interval.low, interval.high};
+}
+
+// An estimate as a report's table row holds it: {value_key: its value, interval_key: its
+// interval}, both null when there is none (a ratio to a baseline that did not run).
+inline nlohmann::json estimate_fields(const std::string& value_key, const std::string& interval_key,
+                                      const std::optional<Estimate>& estimate) {
+  if (!estimate) return {{value_key, nullptr}, {interval_key, nullptr}};
+  return {{value_key, estimate->value}, {interval_key, interval_json(estimate->interval)}};
 }
 
 // {"ratio", "interval", "verdict", "could_differ_percent"} for time(second) / time(first).

@@ -298,17 +298,12 @@ json build_study_report(const StudySetup& setup, const std::vector<StudyBackend>
                         {"kernels", b.kernels},
                         {"repetitions", b.times_ms.size()},
                         {"times_ms", b.times_ms},
-                        {"median_ms", time.value},
-                        {"interval_ms", interval_json(time.interval)},
                         {"gflop_per_s", b.predicted.flops / (time.value * 1e-3) / 1e9},
-                        {"trace", b.trace_file},
-                        {"x_inplace", nullptr},
-                        {"x_inplace_interval", nullptr}};
-    if (baseline) {
-      const Estimate ratio = ratio_estimate(b.times_ms, baseline->times_ms, kReportConfidence);
-      observation["x_inplace"] = ratio.value;
-      observation["x_inplace_interval"] = interval_json(ratio.interval);
-    }
+                        {"trace", b.trace_file}};
+    observation.update(estimate_fields("median_ms", "interval_ms", time));
+    std::optional<Estimate> x_inplace;
+    if (baseline) x_inplace = ratio_estimate(b.times_ms, baseline->times_ms, kReportConfidence);
+    observation.update(estimate_fields("x_inplace", "x_inplace_interval", x_inplace));
     entry["observation"] = observation;
     entries.push_back(entry);
   }
