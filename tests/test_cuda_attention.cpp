@@ -11,11 +11,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "cuda_checks.h"
 #include "ops/attention/registry.h"
 #include "reference_ops.h"
 #include "runtime/cuda/device.h"
@@ -23,12 +23,10 @@
 #include "runtime/transfer.h"
 
 using namespace attnscope;
+using testing::AttentionCase;
+using testing::gpu_missing;
 
 namespace {
-
-struct AttentionCase {
-  std::int64_t batch, q_heads, kv_heads, q_len, kv_len, capacity, head_dim;
-};
 
 const std::vector<AttentionCase> kCases = {
     {2, 4, 2, 37, 37, 37, 64},      // prefill, grouped-query heads, a full cache
@@ -127,9 +125,7 @@ void check_backend(const std::string& name) {
   for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
     for (const AttentionCase& c : kCases) {
       CAPTURE(dtype_name(dtype));
-      CAPTURE(c.q_len);
-      CAPTURE(c.kv_len);
-      CAPTURE(c.head_dim);
+      CAPTURE(c);
       const Shape q_shape = {c.batch, c.q_heads, c.q_len, c.head_dim};
       const Shape kv_shape = {c.batch, c.kv_heads, c.capacity, c.head_dim};
       const Tensor q = random_host(q_shape, dtype, c.q_len, rng, host);
@@ -140,17 +136,14 @@ void check_backend(const std::string& name) {
       const std::vector<double> expected =
           testing::reference_attention(q.to_dtype(DType::F32, host), k.to_dtype(DType::F32, host),
                                        v.to_dtype(DType::F32, host), c.kv_len, scale);
-      Tensor poison = Tensor::empty(q_shape, dtype, host);
-      std::memset(poison.raw_data(), 0xFF, poison.nbytes());
 
       ops::attention::Call call;
       call.q = to_device(ctx, q);
       call.k = to_device(ctx, k);
       call.v = to_device(ctx, v);
-      call.out = Tensor::empty(q_shape, dtype, ctx.allocator());
+      call.out = testing::poisoned(ctx, q_shape, dtype);
       call.kv_len = c.kv_len;
       call.scale = static_cast<float>(scale);
-      copy_into(ctx, poison, call.out);
 
       const Measured measured = run(backend, ctx, call);
       const ops::attention::CostModel model =
@@ -182,42 +175,27 @@ void check_backend(const std::string& name) {
 }  // namespace
 
 TEST_CASE("naive on the GPU matches float64 attention and its cost model") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
+  if (gpu_missing()) return;
   check_backend("naive");
 }
 
 TEST_CASE("inplace on the GPU matches float64 attention and its cost model") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
+  if (gpu_missing()) return;
   check_backend("inplace");
 }
 
 TEST_CASE("math on the GPU matches float64 attention and its cost model") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
+  if (gpu_missing()) return;
   check_backend("math");
 }
 
 TEST_CASE("fused on the GPU matches float64 attention and its cost model") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
+  if (gpu_missing()) return;
   check_backend("fused");
 }
 
 TEST_CASE("at the study's shape in bf16 the GPU cost models are the CPU formulas in bf16 bytes") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
+  if (gpu_missing()) return;
   // B=8, H=16, T=1024, D=64: shapes only, nothing is allocated or run.
   Context ctx(Device::CUDA, 1);
   ops::attention::Call call;
@@ -252,10 +230,7 @@ TEST_CASE("at the study's shape in bf16 the GPU cost models are the CPU formulas
 }
 
 TEST_CASE("the GPU attention backends refuse integer tensors") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
+  if (gpu_missing()) return;
   Context ctx(Device::CUDA, 1);
   ops::attention::Call call;
   call.q = Tensor::empty({1, 1, 2, 16}, DType::I32, ctx.allocator());

@@ -18,13 +18,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "cuda_checks.h"
 #include "ops/attention/registry.h"
 #include "profiler/cpu_tracer.h"
 #include "reference_ops.h"
@@ -33,12 +33,10 @@
 #include "runtime/transfer.h"
 
 using namespace attnscope;
+using testing::AttentionCase;
+using testing::gpu_missing;
 
 namespace {
-
-struct FlashCase {
-  std::int64_t batch, q_heads, kv_heads, q_len, kv_len, capacity, head_dim;
-};
 
 const ops::attention::Backend& flash() { return ops::attention::find_backend("flash"); }
 
@@ -64,16 +62,14 @@ std::pair<Tensor, Tensor> random_input(Context& ctx, const Shape& shape, DType d
   return {to_device(ctx, stored), stored.to_dtype(DType::F32, host)};
 }
 
-DeviceCall random_call(Context& ctx, const FlashCase& c, DType dtype, std::mt19937& rng) {
+DeviceCall random_call(Context& ctx, const AttentionCase& c, DType dtype, std::mt19937& rng) {
   DeviceCall d;
   const Shape q_shape = {c.batch, c.q_heads, c.q_len, c.head_dim};
   const Shape kv_shape = {c.batch, c.kv_heads, c.capacity, c.head_dim};
   std::tie(d.call.q, d.q) = random_input(ctx, q_shape, dtype, rng, c.q_len);
   std::tie(d.call.k, d.k) = random_input(ctx, kv_shape, dtype, rng, c.kv_len);
   std::tie(d.call.v, d.v) = random_input(ctx, kv_shape, dtype, rng, c.kv_len);
-  Tensor poison = Tensor::empty(q_shape, dtype, ctx.host_allocator());
-  std::memset(poison.raw_data(), 0xFF, poison.nbytes());
-  d.call.out = to_device(ctx, poison);
+  d.call.out = testing::poisoned(ctx, q_shape, dtype);
   d.call.kv_len = c.kv_len;
   d.call.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   return d;
@@ -115,18 +111,21 @@ double flash_error(Context& ctx, const DeviceCall& d) {
 }
 
 // Checks flash against float64 attention on every case in every dtype.
-void check_cases(Context& ctx, const std::vector<FlashCase>& cases, std::mt19937& rng) {
+void check_cases(Context& ctx, const std::vector<AttentionCase>& cases, std::mt19937& rng) {
   for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
-    for (const FlashCase& c : cases) {
+    for (const AttentionCase& c : cases) {
       CAPTURE(dtype_name(dtype));
-      CAPTURE(c.batch);
-      CAPTURE(c.q_heads);
-      CAPTURE(c.q_len);
-      CAPTURE(c.kv_len);
-      CAPTURE(c.head_dim);
+      CAPTURE(c);
       CHECK(flash_error(ctx, random_call(ctx, c, dtype, rng)) < tolerance(dtype));
     }
   }
+}
+
+// The same on a fresh context, with inputs drawn from a generator seeded with `seed`.
+void check_cases(const std::vector<AttentionCase>& cases, std::uint32_t seed) {
+  Context ctx(Device::CUDA, 1);
+  std::mt19937 rng(seed);
+  check_cases(ctx, cases, rng);
 }
 
 // The names of the scopes flash opens directly inside its own scope.
@@ -146,66 +145,48 @@ std::vector<std::string> direct_steps(Context& ctx, const ops::attention::Call& 
 }  // namespace
 
 TEST_CASE("cuda flash matches float64 attention in prefill at lengths around its tiles") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
-  Context ctx(Device::CUDA, 1);
-  std::mt19937 rng(21);
+  if (gpu_missing()) return;
   // Tq = kv_len; a few unused (NaN) cache rows past the end. D = 64 and 128 take the
   // tensor-core kernel in f16/bf16 and the SIMT kernel in f32; T <= 4 takes split-KV.
-  std::vector<FlashCase> cases;
+  std::vector<AttentionCase> cases;
   for (std::int64_t d : {64, 128}) {
     // t <= 4 takes split-KV: a tiny prompt with no cache before it.
     for (std::int64_t t : {1, 2, 4, 17, 64, 65, 200}) cases.push_back({2, 4, 2, t, t, t + 7, d});
     cases.push_back({1, 2, 1, 1024, 1024, 1030, d});
   }
-  check_cases(ctx, cases, rng);
+  check_cases(cases, /*seed=*/21);
 }
 
 TEST_CASE(
     "cuda flash matches float64 attention at head dims the tensor-core kernel does not take") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
-  Context ctx(Device::CUDA, 1);
-  std::mt19937 rng(22);
-  std::vector<FlashCase> cases;
+  if (gpu_missing()) return;
+  std::vector<AttentionCase> cases;
   for (std::int64_t d : {16, 32}) {
     for (std::int64_t t : {1, 17, 64, 65, 200}) cases.push_back({2, 4, 2, t, t, t + 3, d});
   }
   // Odd widths, and the largest (its shared memory is above the default 48 KiB).
   for (std::int64_t d : {1, 33, 80, 256}) cases.push_back({1, 2, 1, 70, 90, 95, d});
-  check_cases(ctx, cases, rng);
+  check_cases(cases, /*seed=*/22);
 }
 
 TEST_CASE("cuda flash matches float64 attention for new rows against a longer cache") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
-  Context ctx(Device::CUDA, 1);
-  std::mt19937 rng(23);
+  if (gpu_missing()) return;
   // Query rows start at kv_len - Tq: the diagonal crosses the key tiles off their boundaries.
-  std::vector<FlashCase> cases;
+  std::vector<AttentionCase> cases;
   for (std::int64_t d : {32, 64, 128}) {
     cases.push_back({2, 4, 2, 5, 300, 310, d});  // the fewest rows of the tiled kernels
     cases.push_back({1, 2, 2, 9, 513, 520, d});
     cases.push_back({2, 2, 1, 70, 1000, 1024, d});  // two query tiles, one of 6 rows
     cases.push_back({1, 4, 1, 130, 200, 256, d});
   }
-  check_cases(ctx, cases, rng);
+  check_cases(cases, /*seed=*/23);
 }
 
 TEST_CASE("cuda flash decodes with split-KV against short and long caches") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
+  if (gpu_missing()) return;
   Context ctx(Device::CUDA, 1);
   std::mt19937 rng(24);
-  std::vector<FlashCase> cases;
+  std::vector<AttentionCase> cases;
   for (std::int64_t d : {32, 64, 128}) {
     for (std::int64_t kv_len : {1, 100, 1000, 4096}) {
       cases.push_back({2, 4, 2, 1, kv_len, kv_len + 50, d});
@@ -222,7 +203,7 @@ TEST_CASE("cuda flash decodes with split-KV against short and long caches") {
   // Many heads, so fewer, longer chunks (64 heads on 132 SMs: 9 chunks of ~455 keys): each warp
   // walks about four 32-key groups, rescaling its state between them; 4:1 grouped-query heads.
   cases.push_back({2, 32, 8, 1, 4096, 4100, 128});
-  for (const FlashCase& c : cases) {
+  for (const AttentionCase& c : cases) {
     const DeviceCall d = random_call(ctx, c, DType::F32, rng);
     CAPTURE(c.q_len);
     CAPTURE(c.kv_len);
@@ -232,14 +213,11 @@ TEST_CASE("cuda flash decodes with split-KV against short and long caches") {
 }
 
 TEST_CASE("cuda flash allocates exactly the bytes its cost model states and launches its steps") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
+  if (gpu_missing()) return;
   Context ctx(Device::CUDA, 1);
   std::mt19937 rng(25);
   struct StepCase {
-    FlashCase shape;
+    AttentionCase shape;
     DType dtype;
     std::vector<std::string> steps;
   };
@@ -291,10 +269,7 @@ TEST_CASE("cuda flash allocates exactly the bytes its cost model states and laun
 }
 
 TEST_CASE("cuda flash refuses what it cannot serve, with the reason") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
+  if (gpu_missing()) return;
   Context ctx(Device::CUDA, 1);
   std::mt19937 rng(26);
   const DeviceCall wide = random_call(ctx, {1, 2, 2, 8, 8, 8, 300}, DType::BF16, rng);

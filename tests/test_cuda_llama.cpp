@@ -8,6 +8,8 @@
 
 #include <cmath>
 
+#include "cuda_checks.h"
+#include "cuda_model_checks.h"
 #include "llama_fixtures.h"
 #include "model_checks.h"
 #include "models/llama/model.h"
@@ -21,33 +23,28 @@ using namespace attnscope;
 
 namespace {
 
+using testing::check_greedy_equals_reference;
 using testing::fixture_dir;
-using testing::greedy;
+using testing::gpu_missing;
 using testing::host_logits;
 using testing::kLlamaFixtures;
 using testing::logit_bound;
+using testing::Prefill;
+using testing::prefill_logits;
 using testing::read_reference;
 using testing::reference_prefill;
 using testing::RowErrors;
+using testing::worst_relative_error;
 using testing::worst_row_errors;
 
-bool gpu_missing() {
-  const std::string why = gpu::unavailable_reason();
-  if (!why.empty()) MESSAGE("SKIPPED: " << why);
-  return !why.empty();
-}
-
-// The largest |actual - expected| / max(|expected|, 1) over one position's logits (a NaN counts
-// as infinitely wrong).
-double worst_error(const float* actual, const nlohmann::json& expected, std::int64_t vocab) {
-  double worst = 0.0;
-  for (std::int64_t v = 0; v < vocab; ++v) {
-    const double e = expected[v].get<double>();
-    const double a = actual[v];
-    worst =
-        std::isnan(a) ? INFINITY : std::max(worst, std::fabs(a - e) / std::max(std::fabs(e), 1.0));
-  }
-  return worst;
+// Checks the worst logit row of a bf16 run against transformers' f32 logits: an rms error under
+// 7.5% and a largest error under 20% of the row's rms, about twice the modelled worst (the
+// derivation is at the bf16 prefill test). Decode rows are held to the same bounds.
+void check_bf16_rows(const RowErrors& worst) {
+  CAPTURE(worst.rms);
+  CAPTURE(worst.largest);
+  CHECK(worst.rms < 0.075);
+  CHECK(worst.largest < 0.2);
 }
 
 }  // namespace
@@ -58,21 +55,14 @@ TEST_CASE("GPU llama: f32 logits match transformers' within the derived bound, e
     const nlohmann::json reference = read_reference(name);
     Context ctx(Device::CUDA, 2);
     llama::Model model = llama::Model::open(fixture_dir(name), ctx);
-    const auto [flat, batch, length] = reference_prefill(reference);
+    const Prefill prefill = reference_prefill(reference);
     const std::int64_t vocab = model.llama_config().vocab_size;
-    const double bound = logit_bound(model.llama_config(), length);
+    const double bound = logit_bound(model.llama_config(), prefill.length);
     for (const std::string& backend : ops::attention::backend_names()) {
       model.set_attention(backend);
-      KVCache cache = model.new_cache(ctx, batch, length);
-      const std::vector<float> logits =
-          host_logits(ctx, model.forward(ctx, flat, batch, cache, true));
-      double worst = 0.0;
-      for (std::int64_t b = 0; b < batch; ++b) {
-        for (std::int64_t t = 0; t < length; ++t) {
-          worst = std::max(worst, worst_error(logits.data() + (b * length + t) * vocab,
-                                              reference["logits"][b][t], vocab));
-        }
-      }
+      const double worst =
+          worst_relative_error(host_logits(ctx, prefill_logits(ctx, model, prefill)),
+                               reference["logits"], prefill.batch, prefill.length, vocab);
       CAPTURE(name);
       CAPTURE(backend);
       CAPTURE(worst);
@@ -106,21 +96,16 @@ TEST_CASE("GPU llama: bf16 logits stay close to transformers' f32, every backend
     Context ctx(Device::CUDA, 2);
     llama::Model model = llama::Model::open(fixture_dir(name), ctx, 0, DType::BF16);
     REQUIRE(model.activation_dtype() == DType::BF16);
-    const auto [flat, batch, length] = reference_prefill(reference);
+    const Prefill prefill = reference_prefill(reference);
     const std::int64_t vocab = model.llama_config().vocab_size;
     for (const std::string& backend : ops::attention::backend_names()) {
       model.set_attention(backend);
-      KVCache cache = model.new_cache(ctx, batch, length);
-      const Tensor logits = model.forward(ctx, flat, batch, cache, true);
+      const Tensor logits = prefill_logits(ctx, model, prefill);
       REQUIRE(logits.dtype() == DType::F32);
-      const RowErrors worst =
-          worst_row_errors(host_logits(ctx, logits), reference["logits"], batch, length, vocab);
       CAPTURE(name);
       CAPTURE(backend);
-      CAPTURE(worst.rms);
-      CAPTURE(worst.largest);
-      CHECK(worst.rms < 0.075);
-      CHECK(worst.largest < 0.2);
+      check_bf16_rows(worst_row_errors(host_logits(ctx, logits), reference["logits"], prefill.batch,
+                                       prefill.length, vocab));
     }
   }
 }
@@ -131,8 +116,6 @@ TEST_CASE("GPU llama: greedy tokens equal transformers', CUDA graphs on and off"
     const nlohmann::json reference = read_reference(name);
     Context ctx(Device::CUDA, 2);
     llama::Model model = llama::Model::open(fixture_dir(name), ctx);
-    const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
-    const auto expected = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
     for (const std::string& backend : ops::attention::backend_names()) {
       model.set_attention(backend);
       for (const bool graphs : {false, true}) {
@@ -140,7 +123,7 @@ TEST_CASE("GPU llama: greedy tokens equal transformers', CUDA graphs on and off"
         CAPTURE(name);
         CAPTURE(backend);
         CAPTURE(graphs);
-        CHECK(greedy(ctx, model, runner, prompt, static_cast<int>(expected.size())) == expected);
+        check_greedy_equals_reference(ctx, model, runner, reference);
       }
     }
   }
@@ -161,7 +144,8 @@ TEST_CASE(
     const auto ids = reference["input_ids"][0].get<std::vector<std::int32_t>>();
     const auto length = static_cast<std::int64_t>(ids.size());
     const std::int64_t prefill = length / 2;
-    // transformers' logits of the decoded positions, as rows of one sequence [1][steps][vocab].
+    // transformers' logits of the decoded positions, as rows of one sequence [1][steps][vocab]:
+    // decoded step s is position prefill + s.
     nlohmann::json decoded_reference = nlohmann::json::array({nlohmann::json::array()});
     for (std::int64_t t = prefill; t < length; ++t) {
       decoded_reference[0].push_back(reference["logits"][0][t]);
@@ -188,20 +172,13 @@ TEST_CASE(
           CAPTURE(backend);
           CAPTURE(graphs);
           if (dtype == DType::F32) {
-            double worst = 0.0;
-            for (std::int64_t t = prefill; t < length; ++t) {
-              worst = std::max(worst, worst_error(decoded.data() + (t - prefill) * vocab,
-                                                  reference["logits"][0][t], vocab));
-            }
+            const double worst =
+                worst_relative_error(decoded, decoded_reference, 1, length - prefill, vocab);
             CAPTURE(worst);
             CHECK(worst <= bound);
           } else {
-            const RowErrors worst =
-                worst_row_errors(decoded, decoded_reference, 1, length - prefill, vocab);
-            CAPTURE(worst.rms);
-            CAPTURE(worst.largest);
-            CHECK(worst.rms < 0.075);  // the bf16 prefill test's bounds
-            CHECK(worst.largest < 0.2);
+            check_bf16_rows(
+                worst_row_errors(decoded, decoded_reference, 1, length - prefill, vocab));
           }
         }
       }

@@ -21,6 +21,8 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "cuda_checks.h"
+#include "cuda_model_checks.h"
 #include "fixture_paths.h"
 #include "hf_fixtures.h"
 #include "model_checks.h"
@@ -35,39 +37,18 @@ using namespace attnscope;
 
 namespace {
 
-using testing::greedy;
+using testing::check_greedy_equals_reference;
+using testing::gpu_missing;
 using testing::hf_fixture_dir;
 using testing::host_logits;
 using testing::kHfFixtures;
+using testing::Prefill;
+using testing::prefill_logits;
 using testing::read_hf_reference;
 using testing::reference_prefill;
 using testing::RowErrors;
+using testing::worst_relative_error;
 using testing::worst_row_errors;
-
-bool gpu_missing() {
-  const std::string why = gpu::unavailable_reason();
-  if (!why.empty()) MESSAGE("SKIPPED: " << why);
-  return !why.empty();
-}
-
-// Worst |actual - expected| / max(|expected|, 1) over every logit of every row; infinite when a
-// logit is NaN.
-double worst_relative_error(const std::vector<float>& actual, const nlohmann::json& expected,
-                            std::int64_t batch, std::int64_t length, std::int64_t vocab) {
-  double worst = 0.0;
-  for (std::int64_t b = 0; b < batch; ++b) {
-    for (std::int64_t t = 0; t < length; ++t) {
-      const auto& row = expected[b][t];
-      for (std::int64_t v = 0; v < vocab; ++v) {
-        const double e = row[v].get<double>();
-        const double a = actual[static_cast<std::size_t>((b * length + t) * vocab + v)];
-        if (std::isnan(a)) return INFINITY;
-        worst = std::max(worst, std::fabs(a - e) / std::max(std::fabs(e), 1.0));
-      }
-    }
-  }
-  return worst;
-}
 
 }  // namespace
 
@@ -75,7 +56,7 @@ TEST_CASE("GPU f32 logits match Hugging Face's for every backend; bf16 stays clo
   if (gpu_missing()) return;
   for (const char* name : kHfFixtures) {
     const nlohmann::json reference = read_hf_reference(name);
-    const auto [flat, batch, length] = reference_prefill(reference);
+    const Prefill prefill = reference_prefill(reference);
     const bool unscaled = std::string_view(name).starts_with("unscaled");
     for (const DType dtype : {DType::F32, DType::BF16}) {
       if (dtype == DType::BF16 && unscaled) continue;  // see the bounds at the top of the file
@@ -84,20 +65,21 @@ TEST_CASE("GPU f32 logits match Hugging Face's for every backend; bf16 stays clo
       const std::int64_t vocab = model.config().vocab_size;
       for (const std::string& backend : ops::attention::backend_names()) {
         model.set_attention(backend);
-        KVCache cache = model.new_cache(ctx, batch, length);
-        const Tensor logits = model.forward(ctx, flat, batch, cache, true);
-        REQUIRE(logits.shape() == Shape{batch, length, vocab});
+        const Tensor logits = prefill_logits(ctx, model, prefill);
+        REQUIRE(logits.shape() == Shape{prefill.batch, prefill.length, vocab});
         REQUIRE(logits.device() == Device::CUDA);
         const std::vector<float> actual = host_logits(ctx, logits);
         CAPTURE(name);
         CAPTURE(backend);
         CAPTURE(dtype_name(dtype));
         if (dtype == DType::F32) {
-          CHECK(worst_relative_error(actual, reference["logits"], batch, length, vocab) < 1e-4);
+          const double worst = worst_relative_error(actual, reference["logits"], prefill.batch,
+                                                    prefill.length, vocab);
+          CHECK(worst < 1e-4);
         } else {
           // bf16 keeps 8 significant bits: see the bounds at the top of the file.
           const RowErrors worst =
-              worst_row_errors(actual, reference["logits"], batch, length, vocab);
+              worst_row_errors(actual, reference["logits"], prefill.batch, prefill.length, vocab);
           CHECK(worst.rms < 0.06);
           CHECK(worst.largest < 0.2);
         }
@@ -112,8 +94,6 @@ TEST_CASE("GPU f32 greedy continuations equal Hugging Face's, with and without C
     const nlohmann::json reference = read_hf_reference(name);
     Context ctx(Device::CUDA, 2);
     gpt2::Model model = gpt2::Model::open(hf_fixture_dir(name), ctx);
-    const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
-    const auto expected = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
     StepRunner runner;
     for (const std::string& backend : ops::attention::backend_names()) {
       for (const bool graphs : {true, false}) {
@@ -122,7 +102,7 @@ TEST_CASE("GPU f32 greedy continuations equal Hugging Face's, with and without C
         CAPTURE(name);
         CAPTURE(backend);
         CAPTURE(graphs);
-        CHECK(greedy(ctx, model, runner, prompt, static_cast<int>(expected.size())) == expected);
+        check_greedy_equals_reference(ctx, model, runner, reference);
       }
     }
   }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_checks.h"
 #include "ops/activation.h"
 #include "ops/cast.h"
 #include "ops/embedding.h"
@@ -34,6 +35,8 @@
 #include "runtime/transfer.h"
 
 using namespace attnscope;
+using testing::gpu_missing;
+using testing::poisoned;
 using testing::random_tensor;
 
 namespace {
@@ -85,13 +88,6 @@ Tensor upload(Context& gpu, const Tensor& t, DType dtype) {
   return to_device(gpu, t.to_dtype(dtype, gpu.host_allocator()));
 }
 
-// A gpu tensor of 0xFF bytes: NaN in every float dtype (-1 in i32).
-Tensor poisoned(Context& gpu, const Shape& shape, DType dtype) {
-  Tensor host = Tensor::empty(shape, dtype, gpu.host_allocator());
-  std::memset(host.raw_data(), 0xFF, host.nbytes());
-  return to_device(gpu, host);
-}
-
 // A gpu tensor of `value` in every element: a finite poison, for outputs whose expected values
 // include NaN (an unwritten NaN-poisoned element would look right there).
 Tensor filled(Context& gpu, const Shape& shape, DType dtype, float value) {
@@ -104,6 +100,11 @@ Tensor filled(Context& gpu, const Shape& shape, DType dtype, float value) {
 Tensor download(Context& gpu, const Tensor& t) {
   const Tensor host = to_host(gpu, t);
   return host.dtype() == DType::F32 ? host : host.to_dtype(DType::F32, gpu.host_allocator());
+}
+
+// worst_error (floor 1) of a gpu result against the host f32 result it should equal.
+double device_error(Context& gpu, const Tensor& device_actual, const Tensor& host_expected) {
+  return worst_error(download(gpu, device_actual), testing::to_double(host_expected), 1.0);
 }
 
 Tensor host_i32(Context& host, const std::vector<std::int32_t>& values) {
@@ -177,10 +178,7 @@ TEST_CASE(
 // ---------------------------------------------------------------------------------------------
 
 TEST_CASE("cuda embedding adds token and position rows and writes NaN rows for bad ids") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
+  if (gpu_missing()) return;
   Context gpu(Device::CUDA, 1);
   Context cpu(2);
   std::mt19937 rng(11);
@@ -207,8 +205,7 @@ TEST_CASE("cuda embedding adds token and position rows and writes NaN rows for b
         CAPTURE(dtype_name(dtype));
         CAPTURE(width);
         CAPTURE(rows);
-        CHECK(worst_error(download(gpu, out), testing::to_double(expected), 1.0) <=
-              tolerance(dtype));
+        CHECK(device_error(gpu, out, expected) <= tolerance(dtype));
       }
     }
   }
@@ -229,10 +226,7 @@ TEST_CASE("cuda embedding adds token and position rows and writes NaN rows for b
 }
 
 TEST_CASE("cuda layer_norm matches the cpu op, with a large mean and in place") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
+  if (gpu_missing()) return;
   Context gpu(Device::CUDA, 1);
   Context cpu(2);
   std::mt19937 rng(12);
@@ -256,20 +250,15 @@ TEST_CASE("cuda layer_norm matches the cpu op, with a large mean and in place") 
         CAPTURE(dtype_name(dtype));
         CAPTURE(width);
         CAPTURE(rows);
-        CHECK(worst_error(download(gpu, out), testing::to_double(expected), 1.0) <=
-              tolerance(dtype));
-        CHECK(worst_error(download(gpu, in_place), testing::to_double(expected), 1.0) <=
-              tolerance(dtype));
+        CHECK(device_error(gpu, out, expected) <= tolerance(dtype));
+        CHECK(device_error(gpu, in_place, expected) <= tolerance(dtype));
       }
     }
   }
 }
 
 TEST_CASE("cuda activations and cast match the cpu ops, also in place") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
+  if (gpu_missing()) return;
   Context gpu(Device::CUDA, 1);
   Context cpu(2);
   std::mt19937 rng(13);
@@ -284,13 +273,11 @@ TEST_CASE("cuda activations and cast match the cpu ops, also in place") {
         ops::activation(cpu, entry.activation, x, expected);
         Tensor out = poisoned(gpu, {n}, dtype);
         ops::activation(gpu, entry.activation, upload(gpu, x, dtype), out);
-        CHECK(worst_error(download(gpu, out), testing::to_double(expected), 1.0) <=
-              tolerance(dtype));
+        CHECK(device_error(gpu, out, expected) <= tolerance(dtype));
 
         Tensor in_place = upload(gpu, x, dtype);
         ops::activation(gpu, entry.activation, in_place, in_place);
-        CHECK(worst_error(download(gpu, in_place), testing::to_double(expected), 1.0) <=
-              tolerance(dtype));
+        CHECK(device_error(gpu, in_place, expected) <= tolerance(dtype));
       }
     }
   }
@@ -332,10 +319,7 @@ TEST_CASE("cuda activations and cast match the cpu ops, also in place") {
 }
 
 TEST_CASE("cuda softmax and safe_softmax match the cpu ops on masked and fully masked rows") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
+  if (gpu_missing()) return;
   Context gpu(Device::CUDA, 1);
   Context cpu(2);
   std::mt19937 rng(14);
@@ -383,10 +367,7 @@ TEST_CASE("cuda softmax and safe_softmax match the cpu ops on masked and fully m
 
 TEST_CASE(
     "cuda split_qkv (MHA and GQA) appends to the cache at start > 0; merge_heads inverts it") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
+  if (gpu_missing()) return;
   Context gpu(Device::CUDA, 1);
   Context cpu(2);
   std::mt19937 rng(15);
@@ -420,15 +401,15 @@ TEST_CASE(
       Tensor device_k = poisoned(gpu, cache_shape, dtype);
       Tensor device_v = poisoned(gpu, cache_shape, dtype);
       ops::split_qkv(gpu, upload(gpu, qkv, dtype), device_q, device_k, device_v, c.start);
-      CHECK(worst_error(download(gpu, device_q), testing::to_double(q), 1.0) == 0.0);
-      CHECK(worst_error(download(gpu, device_k), testing::to_double(k), 1.0) == 0.0);
-      CHECK(worst_error(download(gpu, device_v), testing::to_double(v), 1.0) == 0.0);
+      CHECK(device_error(gpu, device_q, q) == 0.0);
+      CHECK(device_error(gpu, device_k, k) == 0.0);
+      CHECK(device_error(gpu, device_v, v) == 0.0);
 
       Tensor merged = Tensor::empty({c.batch, c.tokens, width}, DType::F32, cpu.allocator());
       ops::merge_heads(cpu, q, merged);
       Tensor device_merged = poisoned(gpu, merged.shape(), dtype);
       ops::merge_heads(gpu, device_q, device_merged);
-      CHECK(worst_error(download(gpu, device_merged), testing::to_double(merged), 1.0) == 0.0);
+      CHECK(device_error(gpu, device_merged, merged) == 0.0);
     }
   }
 }
@@ -458,10 +439,7 @@ std::vector<double> reference_linear(const Tensor& x, const Tensor& w, const Ten
 }  // namespace
 
 TEST_CASE("cuda linear and linear_residual match float64 with and without bias; f32 from bf16") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
+  if (gpu_missing()) return;
   Context gpu(Device::CUDA, 1);
   Context cpu(2);
   std::mt19937 rng(16);
@@ -582,10 +560,7 @@ Tensor random_logits(Context& cpu, std::int64_t rows, std::int64_t vocab, float 
 }  // namespace
 
 TEST_CASE("cuda greedy sampling is the cpu's arg max, lowest id on ties") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
+  if (gpu_missing()) return;
   Context gpu(Device::CUDA, 1);
   Context cpu(2);
   std::mt19937 rng(17);
@@ -610,10 +585,7 @@ TEST_CASE("cuda greedy sampling is the cpu's arg max, lowest id on ties") {
 }
 
 TEST_CASE("cuda top-k / top-p distributions match the cpu sampler's, ties included") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
+  if (gpu_missing()) return;
   Context gpu(Device::CUDA, 1);
   Context cpu(2);
   std::mt19937 rng(18);
@@ -665,10 +637,7 @@ TEST_CASE("cuda top-k / top-p distributions match the cpu sampler's, ties includ
 }
 
 TEST_CASE("cuda sampling frequencies follow the distribution, and a seed reproduces the draws") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
+  if (gpu_missing()) return;
   Context gpu(Device::CUDA, 1);
   Context cpu(2);
   std::mt19937 rng(19);
@@ -761,10 +730,7 @@ double two_roundings(DType dtype) {
 }  // namespace
 
 TEST_CASE("cuda rms_norm matches the cpu op on ordinary, huge and tiny rows, also in place") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
+  if (gpu_missing()) return;
   Context gpu(Device::CUDA, 1);
   Context cpu(2);
   std::mt19937 rng(31);
@@ -802,10 +768,7 @@ TEST_CASE("cuda rms_norm matches the cpu op on ordinary, huge and tiny rows, als
 }
 
 TEST_CASE("cuda swiglu matches the cpu op, large negative gates included") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
+  if (gpu_missing()) return;
   Context gpu(Device::CUDA, 1);
   Context cpu(2);
   std::mt19937 rng(32);
@@ -824,18 +787,14 @@ TEST_CASE("cuda swiglu matches the cpu op, large negative gates included") {
         CAPTURE(dtype_name(dtype));
         CAPTURE(half);
         CAPTURE(rows);
-        CHECK(worst_error(download(gpu, out), testing::to_double(expected), 1.0) <=
-              two_roundings(dtype));
+        CHECK(device_error(gpu, out, expected) <= two_roundings(dtype));
       }
     }
   }
 }
 
 TEST_CASE("cuda rotary_embedding_ matches the cpu op on grouped heads at cache offsets") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
+  if (gpu_missing()) return;
   Context gpu(Device::CUDA, 1);
   Context cpu(2);
   std::mt19937 rng(33);
@@ -867,8 +826,8 @@ TEST_CASE("cuda rotary_embedding_ matches the cpu op on grouped heads at cache o
       // here: < 1.5e-6 apart, under the 1e-5); the gpu then rounds once to its dtype.
       // Cache rows outside the append are untouched on both: equal.
       const double bound = unit_roundoff(dtype) + 1e-5;
-      CHECK(worst_error(download(gpu, device_q), testing::to_double(q), 1.0) <= bound);
-      CHECK(worst_error(download(gpu, device_k), testing::to_double(k), 1.0) <= bound);
+      CHECK(device_error(gpu, device_q, q) <= bound);
+      CHECK(device_error(gpu, device_k, k) <= bound);
     }
   }
 }
@@ -878,10 +837,7 @@ TEST_CASE("cuda rotary_embedding_ matches the cpu op on grouped heads at cache o
 // ---------------------------------------------------------------------------------------------
 
 TEST_CASE("ops refuse tensors spread over two devices") {
-  if (const std::string why = gpu::unavailable_reason(); !why.empty()) {
-    MESSAGE("SKIPPED: " << why);
-    return;
-  }
+  if (gpu_missing()) return;
   Context gpu(Device::CUDA, 1);
   Context cpu(1);
   Tensor host = Tensor::zeros({2, 3}, DType::F32, cpu.allocator());

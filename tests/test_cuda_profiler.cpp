@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -17,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cuda_checks.h"
 #include "models/gpt2/model.h"
 #include "ops/attention/registry.h"
 #include "profiler/attach.h"
@@ -28,14 +30,9 @@
 #include "runtime/transfer.h"
 
 using namespace attnscope;
+using testing::gpu_missing;
 
 namespace {
-
-bool gpu_missing() {
-  const std::string why = gpu::unavailable_reason();
-  if (!why.empty()) MESSAGE("SKIPPED: " << why);
-  return !why.empty();
-}
 
 // What every run timed by CUDA events alone has: no device records, and every scope's device time
 // is the time between its two events.
@@ -59,12 +56,16 @@ bool cupti_missing(const profiler::Trace& trace) {
   return true;
 }
 
-// A prefill of 5 tokens and one decode step of synthetic:tiny on ctx, profiled, collected.
-void profile_tiny_forward(Context& ctx, profiler::CpuTracer& tracer,
-                          profiler::DeviceRecorder& recorder) {
+// A prefill of 5 tokens and one decode step of synthetic:tiny on ctx, profiled into `tracer`
+// with the device timed by a recorder of `timing` (made before the model is opened), collected.
+// Returns that recorder: the tracer refers to it, so the caller keeps it as long as the tracer.
+std::unique_ptr<profiler::DeviceRecorder> profile_tiny_forward(Context& ctx,
+                                                               profiler::CpuTracer& tracer,
+                                                               profiler::GpuTiming timing) {
+  auto recorder = profiler::make_gpu_recorder(ctx, timing);
   const gpt2::Model model = gpt2::Model::open("synthetic:tiny", ctx, 0, DType::F32);
   KVCache cache = model.new_cache(ctx, 1, 8);
-  tracer.set_device_recorder(&recorder);
+  tracer.set_device_recorder(recorder.get());
   {
     const profiler::Profiling on(ctx, tracer);
     const std::vector<std::int32_t> prompt = {5, 6, 7, 8, 9};
@@ -72,7 +73,8 @@ void profile_tiny_forward(Context& ctx, profiler::CpuTracer& tracer,
     const std::int32_t next = 10;
     model.forward(ctx, {&next, 1}, 1, cache);
   }
-  recorder.collect(tracer.trace());
+  recorder->collect(tracer.trace());
+  return recorder;
 }
 
 // The names of `e` and its enclosing scopes.
@@ -96,8 +98,7 @@ TEST_CASE("CUPTI kernel records land inside the op scopes that launched them") {
   if (gpu_missing()) return;
   Context ctx(Device::CUDA, 1);
   profiler::CpuTracer tracer;
-  const auto recorder = profiler::make_gpu_recorder(ctx, profiler::GpuTiming::Cupti);
-  profile_tiny_forward(ctx, tracer, *recorder);
+  const auto recorder = profile_tiny_forward(ctx, tracer, profiler::GpuTiming::Cupti);
   const profiler::Trace& trace = tracer.trace();
   if (cupti_missing(trace)) return;
   CHECK(trace.device_timing == "cupti");
@@ -189,8 +190,7 @@ TEST_CASE("the CUDA-event fallback gives every scope a device time") {
   if (gpu_missing()) return;
   Context ctx(Device::CUDA, 1);
   profiler::CpuTracer tracer;
-  const auto recorder = profiler::make_gpu_recorder(ctx, profiler::GpuTiming::CudaEvents);
-  profile_tiny_forward(ctx, tracer, *recorder);
+  const auto recorder = profile_tiny_forward(ctx, tracer, profiler::GpuTiming::CudaEvents);
   const profiler::Trace& trace = tracer.trace();
   check_event_timing(trace);
   int kernel_scopes = 0;
