@@ -17,10 +17,12 @@ namespace attnscope::testing {
 
 // wide-heads has heads of width 16 (head_dim set, not hidden_size / heads = 8); its -bf16 and
 // -f16 variants hold its weights rounded to those dtypes (stored narrow), with transformers'
-// f32 logits of the rounded weights.
-inline const char* const kLlamaFixtures[] = {"gqa-tied-llama3",     "mha-untied",
-                                             "gqa1-untied-sharded", "wide-heads",
-                                             "wide-heads-bf16",     "wide-heads-f16"};
+// f32 logits of the rounded weights. tied-config-own-head's config.json ties the LM head to the
+// embedding, yet its checkpoint stores a different lm_head.weight: transformers keeps the stored
+// head, and so must attnscope.
+inline const char* const kLlamaFixtures[] = {
+    "gqa-tied-llama3", "mha-untied",      "tied-config-own-head", "gqa1-untied-sharded",
+    "wide-heads",      "wide-heads-bf16", "wide-heads-f16"};
 
 inline std::string fixture_dir(const std::string& name) {
   return testing::test_fixtures() + "/hf-llama/" + name;

@@ -1070,3 +1070,66 @@ TEST_CASE("profile and inspect cost a Llama by its real head_dim, key/value head
     CHECK(found == 2);
   }
 }
+
+TEST_CASE("a failed write is an error naming the output, never a silent success") {
+  // /dev/full accepts open() and fails every write with ENOSPC, as a full disk does.
+  if (!std::filesystem::exists("/dev/full")) {
+    MESSAGE("SKIPPED: no /dev/full on this system");
+    return;
+  }
+  attnscope::testing::TempDir dir;
+  // Standard output itself: the tokens are lost, so the run must not report success.
+  const std::string err = dir.file("stderr");
+  const int status =
+      std::system((std::string(ATTNSCOPE_BINARY) +
+                   " generate --model synthetic:tiny -n 4 --threads 1 >/dev/full 2>" + err)
+                      .c_str());
+  const Result to_full{WIFEXITED(status) ? WEXITSTATUS(status) : -1, "", read_all(err)};
+  check_one_line_error(to_full, 1, "standard output: write failed");
+
+  const std::string tiny = "profile --model synthetic:tiny --prompt-len 4 --gen 1 --threads 1 ";
+  check_one_line_error(run(tiny + "--trace /dev/full"), 1, "/dev/full: write failed");
+  check_one_line_error(run(tiny + "--json /dev/full"), 1, "/dev/full: write failed");
+
+  // A report file that cannot be written (here a link to /dev/full inside the output folder).
+  const std::string out = dir.file("report");
+  std::filesystem::create_directories(out);
+  std::filesystem::create_symlink("/dev/full", out + "/report.md");
+  check_one_line_error(run("compare --model synthetic:tiny --prompt-lens 4 --gen 2 --reps 2 "
+                           "--threads 1 --out " +
+                           out),
+                       1, "report.md: write failed");
+  const std::string study = dir.file("study");
+  std::filesystem::create_directories(study);
+  std::filesystem::create_symlink("/dev/full", study + "/trace-naive.json");
+  check_one_line_error(run("study --batch 1 --heads 2 --seq-len 32 --head-dim 8 --reps 3 "
+                           "--threads 1 --out " +
+                           study),
+                       1, "trace-naive.json: write failed");
+}
+
+TEST_CASE("inspect shows how positions enter and whether the LM head is the embedding") {
+  const std::string llama = attnscope::testing::test_fixtures() + "/hf-llama/";
+  auto config_of = [](const std::string& model) {
+    const Result r = run("inspect --json --model " + model);
+    CAPTURE(r.err);
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(r.out)["config"];
+  };
+  const auto tied = config_of(llama + "gqa-tied-llama3");
+  CHECK(tied["positions"] == "rotary");
+  CHECK(tied["rope_theta"] == 10000.0);
+  CHECK(tied["rope_scaling"] == "llama3 factor=8 low_freq_factor=1 high_freq_factor=4 original=16");
+  CHECK(tied["tied_embeddings"] == true);
+  // config.json says tied, the checkpoint's own different head is used (as transformers does).
+  const auto own_head = config_of(llama + "tied-config-own-head");
+  CHECK(own_head["tied_embeddings"] == false);
+  CHECK(own_head["rope_scaling"] == "none");
+  const auto gpt2 = config_of("synthetic:tiny");
+  CHECK(gpt2["positions"] == "learned");
+  CHECK(gpt2["tied_embeddings"] == true);
+  CHECK_FALSE(gpt2.contains("rope_theta"));
+  // The text form lines tensor names up whatever their length.
+  const Result text = run("inspect --model " + llama + "gqa-tied-llama3");
+  CHECK(text.out.find("post_attention_layernorm.weight  F32") != std::string::npos);
+}

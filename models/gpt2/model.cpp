@@ -21,6 +21,9 @@ Model Model::open(const std::string& spec, Context& ctx, std::uint64_t synthetic
   model.config_ = checkpoint.config;
   model.weights_ = std::move(checkpoint.weights);
   model.stored_ = std::move(checkpoint.stored);
+  model.config_.positions = "learned";
+  model.config_.tied_embeddings =
+      model.weights_.lm_head.raw_data() == model.weights_.token_embedding.raw_data();
   model.set_attention("naive");
   return model;
 }

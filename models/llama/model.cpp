@@ -3,6 +3,9 @@
 #include "models/llama/model.h"
 
 #include <cmath>
+#include <optional>
+#include <sstream>
+#include <string>
 
 #include "ops/heads.h"
 #include "ops/linear.h"
@@ -16,7 +19,17 @@ namespace attnscope::llama {
 
 namespace {
 
-ModelConfig summary_config(const LlamaConfig& llama) {
+// "none", or "llama3 factor=8 low_freq_factor=1 high_freq_factor=4 original=8192".
+std::string rope_scaling_text(const std::optional<ops::Llama3RopeScaling>& scaling) {
+  if (!scaling) return "none";
+  std::ostringstream text;
+  text << "llama3 factor=" << scaling->factor << " low_freq_factor=" << scaling->low_freq_factor
+       << " high_freq_factor=" << scaling->high_freq_factor
+       << " original=" << scaling->original_max_position_embeddings;
+  return text.str();
+}
+
+ModelConfig summary_config(const LlamaConfig& llama, const Weights& weights) {
   ModelConfig config;
   config.model_type = "llama";
   config.vocab_size = llama.vocab_size;
@@ -29,6 +42,10 @@ ModelConfig summary_config(const LlamaConfig& llama) {
   config.d_ff = llama.intermediate_size;
   config.layer_norm_epsilon = llama.rms_norm_eps;
   config.activation = "silu";
+  config.positions = "rotary";
+  config.rope_theta = llama.rope_theta;
+  config.rope_scaling = rope_scaling_text(llama.rope_scaling);
+  config.tied_embeddings = weights.lm_head.raw_data() == weights.token_embedding.raw_data();
   config.eos_token_id = llama.eos_token_ids.empty() ? -1 : llama.eos_token_ids.front();
   return config;
 }
@@ -52,7 +69,7 @@ Model Model::open(const std::string& spec, Context& ctx, std::uint64_t synthetic
     model.rotary_ = {to_device(ctx, model.rotary_.cos), to_device(ctx, model.rotary_.sin)};
     ctx.synchronize();
   }
-  model.summary_ = summary_config(model.config_);
+  model.summary_ = summary_config(model.config_, model.weights_);
   model.set_attention("naive");
   return model;
 }

@@ -139,17 +139,19 @@ Weights load_weights(const SafetensorsCheckpoint& file, const LlamaConfig& confi
     std::memcpy(rows.raw_data(), wide.raw_data(), wide.nbytes());
   };
   for (const TensorSlot& slot : slots) read(slot.name, slot.shape, slot_rows(slot));
+  // The head: a stored lm_head.weight is used even when the config ties it to the embedding, as
+  // transformers 5 does (it warns and keeps a stored head that differs from the embedding); one
+  // equal to the embedding is shared with it, as a tied head is.
   const Shape head_shape = {config.vocab_size, config.hidden_size};
-  if (config.tie_word_embeddings) {
-    weights.lm_head = weights.token_embedding;
-  } else {
-    weights.lm_head = Tensor::empty(head_shape, DType::F32, allocator);
-    read("lm_head.weight", head_shape, weights.lm_head);
+  weights.lm_head = weights.token_embedding;
+  if (!config.tie_word_embeddings || file.find("lm_head.weight")) {
+    Tensor head = Tensor::empty(head_shape, DType::F32, allocator);
+    read("lm_head.weight", head_shape, head);
+    const bool same_as_embedding =
+        std::memcmp(head.raw_data(), weights.token_embedding.raw_data(), head.nbytes()) == 0;
+    if (!same_as_embedding) weights.lm_head = head;
   }
-  // A tied checkpoint may still carry the head's copy; it is the embedding, so it is skipped.
-  reader.refuse_unread("Llama", [&](const std::string& name) {
-    return config.tie_word_embeddings && name == "lm_head.weight";
-  });
+  reader.refuse_unread("Llama", [](const std::string&) { return false; });
   return weights;
 }
 

@@ -9,6 +9,7 @@
 
 #include "runtime/cpu_features.h"
 #include "runtime/error.h"
+#include "tools/attnscope/cli/output_files.h"
 #include "tools/attnscope/commands/commands.h"
 
 int main(int argc, char** argv) {
@@ -41,7 +42,10 @@ int main(int argc, char** argv) {
   try {
     cpu_level();  // an unknown ATTNSCOPE_CPU_LEVEL fails here, before any work is done
     for (const cli::Subcommand& subcommand : subcommands) {
-      if (subcommand.app->parsed()) return subcommand.run();
+      if (!subcommand.app->parsed()) continue;
+      const int exit_code = subcommand.run();
+      cli::flush_standard_output();
+      return exit_code;
     }
     return 2;
   } catch (const Error& e) {

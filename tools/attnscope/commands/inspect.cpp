@@ -1,5 +1,6 @@
 // `attnscope inspect`: a model's config, parameter count and tensors, and the bytes its weights
 // take when loaded on the cpu at --dtype (bf16/f16/q8_0 narrow the matrices, ModelDTypes).
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -19,18 +20,25 @@ struct InspectFlags {
 };
 
 nlohmann::json config_json(const ModelConfig& c) {
-  return {{"model_type", c.model_type},
-          {"vocab_size", c.vocab_size},
-          {"context_length", c.context_length},
-          {"d_model", c.d_model},
-          {"n_layers", c.n_layers},
-          {"n_heads", c.n_heads},
-          {"n_kv_heads", c.n_kv_heads},
-          {"head_dim", c.head_dim},
-          {"d_ff", c.d_ff},
-          {"layer_norm_epsilon", c.layer_norm_epsilon},
-          {"activation", c.activation},
-          {"eos_token_id", c.eos_token_id}};
+  nlohmann::json json = {{"model_type", c.model_type},
+                         {"vocab_size", c.vocab_size},
+                         {"context_length", c.context_length},
+                         {"d_model", c.d_model},
+                         {"n_layers", c.n_layers},
+                         {"n_heads", c.n_heads},
+                         {"n_kv_heads", c.n_kv_heads},
+                         {"head_dim", c.head_dim},
+                         {"d_ff", c.d_ff},
+                         {"layer_norm_epsilon", c.layer_norm_epsilon},
+                         {"activation", c.activation},
+                         {"eos_token_id", c.eos_token_id},
+                         {"positions", c.positions},
+                         {"tied_embeddings", c.tied_embeddings}};
+  if (c.positions == "rotary") {
+    json["rope_theta"] = c.rope_theta;
+    json["rope_scaling"] = c.rope_scaling;
+  }
+  return json;
 }
 
 int run_inspect(const InspectFlags& flags) {
@@ -70,9 +78,12 @@ int run_inspect(const InspectFlags& flags) {
             << "weights     " << model.weight_bytes() << " bytes (" << model.dtype_summary()
             << ")\n"
             << "resident    " << ctx.allocator().current_bytes() << " bytes\n\n";
+  std::size_t name_width = 0;
+  for (const StoredTensor& t : model.stored_tensors())
+    name_width = std::max(name_width, t.name.size());
   for (const StoredTensor& t : model.stored_tensors()) {
-    std::cout << std::left << std::setw(40) << t.name << std::setw(6) << t.dtype << std::setw(20)
-              << shape_string(t.shape) << t.bytes << "\n";
+    std::cout << std::left << std::setw(static_cast<int>(name_width + 2)) << t.name << std::setw(6)
+              << t.dtype << std::setw(20) << shape_string(t.shape) << t.bytes << "\n";
   }
   return 0;
 }

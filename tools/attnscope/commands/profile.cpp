@@ -11,10 +11,10 @@
 // shape, theoretical occupancy) follows, and the Chrome trace gets the GPU's streams and flow
 // arrows from each launch to its kernel. --fidelity times every scope both ways and prints
 // CUPTI's kernel durations against the CUDA events around the same launches.
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <ostream>
 
 #include "profiler/chrome_trace.h"
 #include "profiler/device_time.h"
@@ -179,8 +179,9 @@ int run_profile(const ProfileFlags& flags) {
   const std::int64_t wall = profiler::wall_ns(trace.events);
   const std::int64_t device_wall = profiler::device_wall_ns(trace.events);
   if (!flags.trace_path.empty()) {
-    std::ofstream out = open_output(flags.trace_path);
-    profiler::write_chrome_trace(trace, process_name, out);
+    write_output_file(flags.trace_path, [&](std::ostream& out) {
+      profiler::write_chrome_trace(trace, process_name, out);
+    });
   }
   if (!flags.json_path.empty()) {
     nlohmann::json json = profiler::summary_json(rows, wall, run.peak_bytes, device_wall,
@@ -206,8 +207,7 @@ int run_profile(const ProfileFlags& flags) {
       }
       json["fidelity"] = fidelity;
     }
-    std::ofstream out = open_output(flags.json_path);
-    out << json.dump(2) << "\n";
+    write_text_file(flags.json_path, json.dump(2) + "\n");
   }
   if (flags.summary || (flags.trace_path.empty() && flags.json_path.empty())) {
     std::cout << process_name << ", "

@@ -18,9 +18,10 @@
 // matrices, 2 GiB at the default shape in f32); per round one call of every backend (about
 // 1-2 s for naive and math at the default shape on 2 CPU cores).
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <ostream>
 
 #include "ops/attention/registry.h"
 #include "profiler/chrome_trace.h"
@@ -52,27 +53,36 @@ struct StudyFlags {
 };
 
 // The profiled call of one backend: what its steps, temporaries and kernels were, and its trace.
-void observe(Context& ctx, const attention::Backend& backend, const StudyFlags& flags,
-             const attention::Shape& shape, StudyBackend& result) {
+// Profiles one call of `backend` and fills `result` with what it observed; returns the run, whose
+// trace run_study writes. Throws Error when the backend does not support `shape`.
+ProfiledRun observe(Context& ctx, const attention::Backend& backend, const StudyFlags& flags,
+                    const attention::Shape& shape, StudyBackend& result) {
   AttentionRunOptions options;
   options.shape = shape;
   options.reps = 1;
   options.seed = flags.seed;
-  const ProfiledRun run = profile_attention_op(ctx, backend, options);
+  ProfiledRun run = profile_attention_op(ctx, backend, options);
   const StepRecord& step = run.steps.front();
   result.predicted = step.expected;
   result.steps_observed_min = step.steps_observed_min;
   result.steps_observed_max = step.steps_observed_max;
   result.temporary_bytes = step.temporary_bytes;
-  const profiler::Trace& trace = run.tracer->trace();
-  for (const profiler::KernelRow& row : profiler::summarize_kernels(trace)) {
+  for (const profiler::KernelRow& row : profiler::summarize_kernels(run.tracer->trace())) {
     if (std::find(result.kernels.begin(), result.kernels.end(), row.name) == result.kernels.end()) {
       result.kernels.push_back(row.name);
     }
   }
+  return run;
+}
+
+// Writes the trace of `run` as OUT_DIR/trace-BACKEND.json and names it in `result`.
+void write_backend_trace(const StudyFlags& flags, const ProfiledRun& run, StudyBackend& result) {
   result.trace_file = "trace-" + result.backend + ".json";
-  std::ofstream out = open_output(std::filesystem::path(flags.out_dir) / result.trace_file);
-  profiler::write_chrome_trace(trace, "attnscope study attention." + result.backend, out);
+  write_output_file(std::filesystem::path(flags.out_dir) / result.trace_file,
+                    [&](std::ostream& out) {
+                      profiler::write_chrome_trace(
+                          run.tracer->trace(), "attnscope study attention." + result.backend, out);
+                    });
 }
 
 int run_study(const StudyFlags& flags) {
@@ -89,15 +99,16 @@ int run_study(const StudyFlags& flags) {
     StudyBackend result;
     result.backend = std::string(backend.name());
     std::cerr << "study: profiling " << result.backend << "\n";
+    std::optional<ProfiledRun> run;
     try {
-      observe(ctx, backend, flags, shape, result);
-      backends.push_back(&backend);
+      run = observe(ctx, backend, flags, shape, result);
     } catch (const DeviceError&) {
       throw;  // a fault of the GPU, not a limit of the backend: it must fail the run
     } catch (const Error& e) {
       result.unsupported_reason = e.what();
-      backends.push_back(nullptr);
     }
+    if (run) write_backend_trace(flags, *run, result);  // a failed write fails the run
+    backends.push_back(run ? &backend : nullptr);
     results.push_back(std::move(result));
   }
 

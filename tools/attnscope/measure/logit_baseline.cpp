@@ -7,6 +7,7 @@
 
 #include "runtime/error.h"
 #include "runtime/log_probs.h"
+#include "tools/attnscope/cli/output_files.h"
 
 namespace attnscope::cli {
 
@@ -19,11 +20,9 @@ std::string source_path(const std::string& path) { return path + ".json"; }
 BaselineWriter::BaselineWriter(const std::string& path, const BaselineSource& source,
                                std::int64_t vocab)
     : rows_(path, vocab) {
-  std::ofstream out(source_path(path));
-  check(out.good(), source_path(path), "cannot be written");
-  out << nlohmann::json{{"tokens", source.tokens}, {"ctx", source.ctx}, {"stride", source.stride}}
-      << "\n";
-  check(out.good(), source_path(path), "write failed");
+  const nlohmann::json sidecar = {
+      {"tokens", source.tokens}, {"ctx", source.ctx}, {"stride", source.stride}};
+  write_text_file(source_path(path), sidecar.dump() + "\n");
 }
 
 BaselineComparison::BaselineComparison(const std::string& path, const BaselineSource& source,
