@@ -58,6 +58,8 @@ std::string read_input_file(const std::filesystem::path& path, std::uint64_t max
 // (GPT-2's vocab.json is 1 MB, Llama 3's tokenizer.json 9 MB).
 constexpr std::uint64_t kMaxConfigBytes = std::uint64_t{16} << 20;
 constexpr std::uint64_t kMaxTokenizerBytes = std::uint64_t{256} << 20;
+// ... and texts to score (perplexity: WikiText-103's whole training split is 540 MB).
+constexpr std::uint64_t kMaxTextBytes = std::uint64_t{1} << 30;
 
 // The symlink policy of a model folder. `name` (a file name in `folder`, e.g. "config.json") is
 // resolved, following symlinks, and must lie inside `folder` itself or, when `folder` is a

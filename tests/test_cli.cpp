@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "fixture_paths.h"
 #include "runtime/cpu_features.h"
@@ -318,12 +319,16 @@ TEST_CASE("tokenize and detokenize use OpenAI's GPT-2 vocabulary") {
 TEST_CASE("tokenize and detokenize read a tokenizer.json (Llama 3 style)") {
   // The ids transformers gives (tools/fixtures/make_tokenizer_json_cases.py's llama3 tokenizer).
   const std::string dir = attnscope::testing::test_fixtures() + "/tokenizer_json/llama3";
-  const Result plain = run("tokenize --tokenizer " + dir + " --text 'Hello, world!'");
+  const Result plain =
+      run("tokenize --no-special-tokens --tokenizer " + dir + " --text 'Hello, world!'");
   CHECK(plain.exit_code == 0);
   CHECK(plain.out == "[44,73,80,334,16,288,281,80,72,5]\n");
   const Result with_bos = run("tokenize --add-special-tokens --tokenizer " + dir +
                               "/tokenizer.json --text 'Hello, world!'");
   CHECK(with_bos.out == "[0,44,73,80,334,16,288,281,80,72,5]\n");
+  // By default tokenize encodes as generate does a prompt: with the post-processor's tokens.
+  const Result by_default = run("tokenize --tokenizer " + dir + " --text 'Hello, world!'");
+  CHECK(by_default.out == with_bos.out);
   const Result decoded = run("detokenize --tokenizer " + dir + " 0,44,73,80,334");
   CHECK(decoded.out == "<|begin_of_text|>Hello\n");
   check_one_line_error(run("detokenize --tokenizer " + dir + " 703"), 1, "703");
@@ -604,7 +609,8 @@ TEST_CASE("bench rejects bad values, other devices and dtypes, and depths past t
 }
 
 TEST_CASE("profile prints a summary, writes a trace and JSON, and measures its overhead") {
-  const Result table = run("profile --model synthetic:tiny --prompt-len 6 --gen 4 --threads 1");
+  const Result table =
+      run("profile --model synthetic:tiny --attn naive --prompt-len 6 --gen 4 --threads 1");
   CAPTURE(table.err);
   CHECK(table.exit_code == 0);
   CHECK(table.out.find("attention.naive") != std::string::npos);
@@ -876,7 +882,7 @@ TEST_CASE("perplexity refuses bad input with one line") {
                             perplexity_fixture() + " --threads 1 --file ";
   check_one_line_error(run(model + empty), 1, "empty text file");
   check_one_line_error(run(model + short_text), 1, "too short");
-  check_one_line_error(run(model + dir.file("missing.txt")), 1, "cannot be read");
+  check_one_line_error(run(model + dir.file("missing.txt")), 1, "no such file");
   const std::string text = perplexity_fixture() + "/text.txt";
   check_one_line_error(run(model + text + " --ctx 65"), 1, "context length of 64");
   check_one_line_error(run(model + text + " --ctx 16 --stride 17"), 1, "exceeds --ctx 16");
@@ -1132,4 +1138,66 @@ TEST_CASE("inspect shows how positions enter and whether the LM head is the embe
   // The text form lines tensor names up whatever their length.
   const Result text = run("inspect --model " + llama + "gqa-tied-llama3");
   CHECK(text.out.find("post_attention_layernorm.weight  F32") != std::string::npos);
+}
+
+TEST_CASE("a mistyped command is named with the nearest one; help is a command") {
+  check_one_line_error(run("generat --model synthetic:tiny"), 2,
+                       "unknown command 'generat' (did you mean 'generate'?)");
+  check_one_line_error(run("frobnicate"), 2, "the commands are generate, tokenize");
+  const Result help = run("help");
+  CHECK(help.exit_code == 0);
+  CHECK(help.out.find("perplexity") != std::string::npos);
+  const Result bench_help = run("help bench");
+  CHECK(bench_help.exit_code == 0);
+  CHECK(bench_help.out.find("--prompt-len") != std::string::npos);
+}
+
+TEST_CASE("sampling flags: one short usage error each, NaN and inf alike; --seed -1 is random") {
+  const std::string tiny = "generate -m synthetic:tiny -n 2 -t 1 ";
+  const Result top_k = run(tiny + "--top-k -1");
+  check_one_line_error(top_k, 2, "--top-k: must be >= 0");
+  CHECK(top_k.err.size() < 120);  // no 309-digit bound
+  check_one_line_error(run(tiny + "--temperature nan"), 2, "--temperature: must be a number");
+  check_one_line_error(run(tiny + "--temp inf"), 2, "--temperature: must be a number");
+  const Result attn = run(tiny + "--attn fastest");
+  check_one_line_error(attn, 2, "--attn: unknown attention backend 'fastest'");
+  CHECK(attn.err.find("--attn: --attn:") == std::string::npos);
+  check_one_line_error(run(tiny + "--prompt-ids ''"), 1, "--prompt-ids: no token ids given");
+  check_one_line_error(run(tiny + "--seed -2"), 2, "--seed");
+
+  const Result random = run(tiny + "--seed -1 --temp 1 --json");
+  CAPTURE(random.err);
+  REQUIRE(random.exit_code == 0);
+  const std::string marker = "attnscope: seed ";
+  const std::size_t at = random.err.find(marker);
+  REQUIRE(at != std::string::npos);
+  const std::uint64_t printed = std::stoull(random.err.substr(at + marker.size()));
+  const auto out = nlohmann::json::parse(random.out);
+  CHECK(out["seed"].get<std::uint64_t>() == printed);
+  // The printed seed reproduces the run.
+  const auto again = nlohmann::json::parse(
+      run(tiny + "--temp 1 --json --seed " + std::to_string(printed % (1ull << 63))).out);
+  if (printed < (1ull << 63)) CHECK(again["generated_ids"] == out["generated_ids"]);
+}
+
+TEST_CASE("defaults a llama.cpp or transformers user expects: flash, short flags, bounded ctx") {
+  const Result generated = run("generate -m synthetic:tiny -n 2 -t 1 --json");
+  CAPTURE(generated.err);
+  REQUIRE(generated.exit_code == 0);
+  CHECK(nlohmann::json::parse(generated.out)["attention"] == "flash");
+  // profile's default prompt fits a model whose context is shorter than 128 + --gen.
+  const Result profiled = run("profile -m synthetic:tiny -t 1 --gen 2");
+  CAPTURE(profiled.err);
+  CHECK(profiled.exit_code == 0);
+  CHECK(profiled.out.find("attention flash") != std::string::npos);
+  // perplexity: -f and -c, and a directory is named as one.
+  check_one_line_error(run("perplexity -m synthetic:tiny -f /tmp -c 16"), 1,
+                       "/tmp: not a regular file");
+  // More threads than the machine has: said once, and the run goes on.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const Result oversubscribed =
+      run("generate -m synthetic:tiny -n 1 -t " + std::to_string(cores + 1));
+  CHECK(oversubscribed.exit_code == 0);
+  CHECK(oversubscribed.err.find("warning: --threads " + std::to_string(cores + 1) +
+                                " exceeds this machine's") != std::string::npos);
 }

@@ -3,14 +3,57 @@
 // Exit codes: 0 success, 1 a runtime error (bad file, bad input), 2 a usage error (unknown flag,
 // bad value). Every error is one line on stderr: "attnscope: error: <what>".
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "runtime/cpu_features.h"
 #include "runtime/error.h"
 #include "tools/attnscope/cli/output_files.h"
 #include "tools/attnscope/commands/commands.h"
+
+namespace {
+
+// The edit distance (insertions, deletions, substitutions) between two words.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// "unknown command 'generat' (did you mean 'generate'?; commands: ...)" for a first word that
+// names no command; empty when it does (or is a flag).
+std::string unknown_command_message(const CLI::App& app, const std::string& word) {
+  if (word.empty() || word.front() == '-') return {};
+  std::string nearest, names;
+  std::size_t nearest_distance = word.size();
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    const std::string& name = sub->get_name();
+    if (name == word) return {};
+    names += (names.empty() ? "" : ", ") + name;
+    const std::size_t distance = edit_distance(word, name);
+    if (distance < nearest_distance) {
+      nearest_distance = distance;
+      nearest = name;
+    }
+  }
+  const bool close = !nearest.empty() && nearest_distance <= 2;
+  return "unknown command '" + word + "'" + (close ? " (did you mean '" + nearest + "'?)" : "") +
+         "; the commands are " + names;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace attnscope;
@@ -26,8 +69,21 @@ int main(int argc, char** argv) {
       cli::add_profile(app),  cli::add_compare(app),  cli::add_perplexity(app),
       cli::add_study(app)};
 
+  // `attnscope help` and `attnscope help COMMAND` are --help; a mistyped command is named.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args.front() == "help") {
+    args.front() = "--help";
+    if (args.size() > 1) std::swap(args[0], args[1]);
+  }
+  if (const std::string unknown = args.empty() ? "" : unknown_command_message(app, args.front());
+      !unknown.empty()) {
+    std::cerr << "attnscope: error: " << unknown << " (see --help)\n";
+    return 2;
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last first
+
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

@@ -2,7 +2,12 @@
 // describe, and token ids given on the command line.
 #include "tools/attnscope/cli/flags.h"
 
+#include <cmath>
+#include <iostream>
+#include <limits>
+#include <random>
 #include <sstream>
+#include <thread>
 
 #include "ops/attention/registry.h"
 #include "runtime/error.h"
@@ -10,7 +15,7 @@
 namespace attnscope::cli {
 
 void add_model_flag(CLI::App& app, std::string& spec) {
-  app.add_option("--model", spec,
+  app.add_option("-m,--model", spec,
                  "A directory with config.json + model.safetensors (Hugging Face layout: GPT-2 "
                  "or Llama), or synthetic:NAME with NAME in gpt2, gpt2-medium, gpt2-large, "
                  "gpt2-xl, tiny, smollm2-135m, llama-3.2-1b, llama-tiny")
@@ -28,9 +33,8 @@ CLI::Validator backend_validator(AttentionList list) {
         try {
           ops::attention::find_backend(name);
           return {};
-        } catch (const Error& e) {
-          if (!all) return e.what();
-          return "unknown attention backend '" + name + "' (valid: all, " +
+        } catch (const Error&) {  // CLI11 prefixes the flag's name to what is returned
+          return "unknown attention backend '" + name + "' (valid: " + (all ? "all, " : "") +
                  ops::attention::backend_list() + ")";
         }
       },
@@ -55,7 +59,7 @@ CLI::Option* add_attention_list_flag(CLI::App& app, std::vector<std::string>& na
 }
 
 void add_threads_flag(CLI::App& app, int& threads) {
-  app.add_option("--threads", threads, "CPU threads (0 = every hardware thread)")
+  app.add_option("-t,--threads", threads, "CPU threads (0 = every hardware thread)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
 }
@@ -79,6 +83,11 @@ std::unique_ptr<Context> make_context(const DeviceOptions& options) {
   check(!(options.device == "cuda" && options.dtype == "q8_0"), "--dtype",
         "q8_0 runs on the cpu only (on cuda use f32, f16 or bf16)");
   const Device device = options.device == "cuda" ? Device::CUDA : Device::CPU;
+  const unsigned hardware_threads = std::thread::hardware_concurrency();
+  if (hardware_threads > 0 && static_cast<unsigned>(options.threads) > hardware_threads) {
+    std::cerr << "attnscope: warning: --threads " << options.threads << " exceeds this machine's "
+              << hardware_threads << " hardware threads; the extra threads only take turns\n";
+  }
   return std::make_unique<Context>(device, options.threads);
 }
 
@@ -87,6 +96,26 @@ DType parse_attention_dtype(const std::string& name) {
   check(dtype != DType::Q8_0, "--dtype",
         "q8_0 is a weight format; the attention op takes f32, f16 or bf16");
   return dtype;
+}
+
+CLI::Validator number_check(std::function<bool(double)> ok, const std::string& description,
+                            const std::string& message) {
+  return CLI::Validator(
+      [ok, message](const std::string& text) -> std::string {
+        double value = std::numeric_limits<double>::quiet_NaN();
+        try {
+          value = std::stod(text);
+        } catch (const std::exception&) {
+          return "'" + text + "' is not a number";
+        }
+        return !std::isnan(value) && ok(value) ? "" : message;
+      },
+      description);
+}
+
+std::uint64_t random_seed() {
+  std::random_device entropy;
+  return (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy();
 }
 
 std::vector<std::int32_t> parse_ids(const std::vector<std::string>& items, const char* flag) {

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +49,14 @@ std::unique_ptr<Context> make_context(const DeviceOptions& options);
 DType parse_attention_dtype(const std::string& name);
 
 // Parses ids given as "1,2,3", "1 2 3" or several arguments; throws Error on anything else.
+// A check that a flag's value is a number (NaN is not) for which `ok` holds; otherwise the
+// usage error `message`. `description` is what --help shows of the range.
+CLI::Validator number_check(std::function<bool(double)> ok, const std::string& description,
+                            const std::string& message);
+
+// A seed from the operating system's entropy, for --seed -1.
+std::uint64_t random_seed();
+
 std::vector<std::int32_t> parse_ids(const std::vector<std::string>& items, const char* flag);
 
 }  // namespace attnscope::cli

@@ -166,7 +166,7 @@ Subcommand add_compare(CLI::App& app) {
       "compare",
       "Profile every attention backend on a model and write a report, or diff two "
       "profile summaries");
-  CLI::Option* model = sub->add_option("--model", flags->model,
+  CLI::Option* model = sub->add_option("-m,--model", flags->model,
                                        "A model directory or synthetic:NAME (see generate --help)");
   add_attention_list_flag(*sub, flags->backends, AttentionList::NamesOnly,
                           "Backends to compare, a comma list of " + ops::attention::backend_list(),

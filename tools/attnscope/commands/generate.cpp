@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -33,8 +34,9 @@ struct GenerateFlags {
   std::string prompt;
   std::vector<std::string> prompt_ids;
   std::int64_t max_new_tokens = 32;
-  SamplingOptions sampling;
-  std::string attention = "naive";
+  SamplingOptions sampling;  // its seed comes from `seed`
+  std::int64_t seed = 0;     // -1: a random seed, printed (as llama.cpp's -1)
+  std::string attention = "flash";
   DeviceOptions device;
   bool no_cuda_graphs = false;
   bool ignore_eos = false;
@@ -44,7 +46,10 @@ struct GenerateFlags {
 };
 
 int run_generate(const GenerateFlags& flags) {
-  validate_sampling(flags.sampling);
+  SamplingOptions sampling = flags.sampling;
+  sampling.seed = flags.seed >= 0 ? static_cast<std::uint64_t>(flags.seed) : random_seed();
+  if (flags.seed < 0) std::cerr << "attnscope: seed " << sampling.seed << "\n";
+  validate_sampling(sampling);
   const ModelOnDevice loaded = load_model_on_device(flags.model, flags.device, flags.attention);
   Context& ctx = *loaded.ctx;
   LanguageModel& model = *loaded.model;
@@ -55,6 +60,9 @@ int run_generate(const GenerateFlags& flags) {
   std::vector<std::int32_t> prompt;
   if (!flags.prompt_ids.empty()) {
     prompt = parse_ids(flags.prompt_ids, "--prompt-ids");
+    check(!prompt.empty(), "--prompt-ids",
+          "no token ids given (e.g. --prompt-ids 464,2068; leave the flag out to start from "
+          "eos_token_id)");
   } else if (!flags.prompt.empty()) {
     check(tokenizer.has_value(), "--prompt",
           "no tokenizer for this model: pass --tokenizer DIR (vocab.json + merges.txt, or "
@@ -105,7 +113,7 @@ int run_generate(const GenerateFlags& flags) {
   nlohmann::json log_probs = nlohmann::json::array();
   auto next_token = [&](const Tensor& logits) -> std::int32_t {
     Tensor id = Tensor::empty({1}, DType::I32, ctx.allocator());
-    ops::sample_tokens(ctx, logits.reshape({1, config.vocab_size}), flags.sampling, draws++, id);
+    ops::sample_tokens(ctx, logits.reshape({1, config.vocab_size}), sampling, draws++, id);
     const std::int32_t chosen = to_host(ctx, id).data<std::int32_t>()[0];
     // False only for the prefill's pick under -n 0, which is never emitted.
     const bool kept = static_cast<std::int64_t>(generated.size()) < flags.max_new_tokens;
@@ -161,6 +169,7 @@ int run_generate(const GenerateFlags& flags) {
         {"cuda_graphs", graphs},
         {"cuda_graph_instantiations", runner.graph_counts().instantiations},
         {"cuda_graph_updates", runner.graph_counts().updates},
+        {"seed", sampling.seed},
         {"prompt_ids", prompt},
         {"generated_ids", generated},
         {"stop_reason", stop_reason},
@@ -197,21 +206,21 @@ Subcommand add_generate(CLI::App& app) {
   sub->add_option("-n,--max-new-tokens", flags->max_new_tokens, "Tokens to generate")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));
-  sub->add_option("--temperature", flags->sampling.temperature, "0 = greedy")
+  sub->add_option("--temperature,--temp", flags->sampling.temperature, "0 = greedy")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(number_check([](double t) { return t >= 0.0 && t <= 100.0; }, "[0, 100]",
+                           "must be a number in [0, 100] (0 = greedy)"));
   sub->add_option("--top-k", flags->sampling.top_k, "Keep the K most probable tokens (0 = all)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(
+          number_check([](double k) { return k >= 0.0; }, ">= 0", "must be >= 0 (0 = no limit)"));
   sub->add_option("--top-p", flags->sampling.top_p, "Nucleus sampling mass in (0, 1]")
       ->capture_default_str()
-      ->check(CLI::Validator(
-          [](const std::string& value) -> std::string {
-            const float p = std::stof(value);
-            return p > 0.0f && p <= 1.0f ? "" : "must be in (0, 1]";
-          },
-          "(0, 1]"));
-  sub->add_option("--seed", flags->sampling.seed, "Sampling seed")->capture_default_str();
+      ->check(number_check([](double p) { return p > 0.0 && p <= 1.0; }, "(0, 1]",
+                           "must be in (0, 1]"));
+  sub->add_option("--seed", flags->seed, "Sampling seed (-1 = a random one, printed)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{-1}, std::numeric_limits<std::int64_t>::max()));
   add_attention_flag(*sub, flags->attention);
   add_device_flags(*sub, flags->device);
   sub->add_flag("--no-cuda-graphs", flags->no_cuda_graphs,

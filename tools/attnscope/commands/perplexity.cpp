@@ -11,14 +11,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 
 #include "runtime/error.h"
+#include "runtime/input_file.h"
 #include "runtime/log_probs.h"
 #include "runtime/transfer.h"
 #include "tools/attnscope/cli/elapsed.h"
@@ -36,22 +35,23 @@ struct PerplexityFlags {
   std::string model;
   std::string file;
   std::string tokenizer;
-  std::int64_t ctx = 0;     // 0: the model's context length
+  std::int64_t ctx = 0;     // 0: kDefaultWindow, or the model's context length when shorter
   std::int64_t stride = 0;  // 0: half the context
-  std::string attention = "naive";
+  std::string attention = "flash";
   DeviceOptions device;
   std::string save_logits;
   std::string kl_divergence;
   bool json = false;
 };
 
+// The default window: long enough for a stable perplexity, short enough that a 128k-context
+// model's default run fits in memory (llama.cpp's perplexity defaults to 512, lm-eval to 2048).
+constexpr std::int64_t kDefaultWindow = 2048;
+
 std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  check(in.good(), path, "cannot be read");
-  std::stringstream text;
-  text << in.rdbuf();
-  check(!text.str().empty(), path, "empty text file");
-  return text.str();
+  std::string text = read_input_file(path, kMaxTextBytes, "a text to score");
+  check(!text.empty(), path, "empty text file");
+  return text;
 }
 
 // Running sums of the scored tokens' negative log-likelihoods.
@@ -83,7 +83,8 @@ int run_perplexity(const PerplexityFlags& flags) {
   const std::optional<TextTokenizer> tokenizer = find_tokenizer(flags.tokenizer, flags.model);
   check(tokenizer.has_value(), "--file", "no tokenizer for this model: pass --tokenizer DIR");
 
-  const std::int64_t window_length = flags.ctx ? flags.ctx : config.context_length;
+  const std::int64_t window_length =
+      flags.ctx ? flags.ctx : std::min(kDefaultWindow, config.context_length);
   check(window_length <= config.context_length, "--ctx",
         std::to_string(window_length) + " exceeds the model's context length of " +
             std::to_string(config.context_length));
@@ -191,11 +192,12 @@ Subcommand add_perplexity(CLI::App& app) {
       "Perplexity of a text file, evaluated in overlapping windows (transformers' stride "
       "convention); optionally saves or compares logits against a baseline run");
   add_model_flag(*sub, flags->model);
-  sub->add_option("--file", flags->file, "The text file to score")->required();
+  sub->add_option("-f,--file", flags->file, "The text file to score")->required();
   sub->add_option("--tokenizer", flags->tokenizer,
                   "Directory with vocab.json + merges.txt (or encoder.json + vocab.bpe), or "
                   "with a tokenizer.json; default: the model directory's own");
-  sub->add_option("--ctx", flags->ctx, "Tokens per window (0 = the model's context length)")
+  sub->add_option("-c,--ctx", flags->ctx,
+                  "Tokens per window (0 = 2048, or the model's context length when shorter)")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));
   sub->add_option("--stride", flags->stride,

@@ -36,8 +36,8 @@ namespace {
 struct ProfileFlags {
   std::string model;
   std::string op;
-  std::string attention = "naive";
-  std::int64_t prompt_len = 128;
+  std::string attention = "flash";
+  std::int64_t prompt_len = 0;  // 0: 128, fewer when the context holds less beside --gen
   std::int64_t gen = 16;
   std::int64_t model_batch = 1;               // --batch when given with --model
   ops::attention::Shape shape = kStudyShape;  // --op attention's causal prefill
@@ -161,7 +161,9 @@ int run_profile(const ProfileFlags& flags) {
     model.set_attention(flags.attention);
     ModelRunOptions options;
     options.batch = flags.model_batch;
-    options.prompt_len = flags.prompt_len;
+    options.prompt_len =
+        flags.prompt_len ? flags.prompt_len
+                         : std::min<std::int64_t>(128, model.config().context_length - flags.gen);
     options.gen = flags.gen;
     options.capture = parse_capture(flags.steps);
     options.seed = flags.seed;
@@ -227,7 +229,7 @@ Subcommand add_profile(CLI::App& app) {
   auto flags = std::make_shared<ProfileFlags>();
   CLI::App* sub = app.add_subcommand(
       "profile", "Profile a model's prefill and decode steps, or the attention op alone");
-  CLI::Option* model = sub->add_option("--model", flags->model,
+  CLI::Option* model = sub->add_option("-m,--model", flags->model,
                                        "A model directory or synthetic:NAME (see generate --help)");
   CLI::Option* op = sub->add_option("--op", flags->op, "Profile one op alone instead of a model")
                         ->check(CLI::IsMember({"attention"}))
@@ -236,8 +238,8 @@ Subcommand add_profile(CLI::App& app) {
   const auto positive = CLI::Range(std::int64_t{1}, std::int64_t{1} << 20);
   // Each flag of one kind of run is refused with the other (one line, exit 2), not ignored.
   sub->add_option("--prompt-len", flags->prompt_len,
-                  "--model: prompt tokens (random ids) to prefill")
-      ->capture_default_str()
+                  "--model: prompt tokens (random ids) to prefill (default: 128, fewer when the "
+                  "model's context holds less beside --gen)")
       ->check(positive)
       ->excludes(op);
   sub->add_option("--gen", flags->gen, "--model: decode steps after the prefill")

@@ -22,7 +22,7 @@ constexpr const char* kTokenizerHelp =
 struct TokenizeFlags {
   std::string tokenizer;
   std::optional<std::string> text;
-  bool add_special_tokens = false;
+  bool add_special_tokens = true;  // as generate encodes a prompt
 };
 
 struct DetokenizeFlags {
@@ -49,9 +49,10 @@ Subcommand add_tokenize(CLI::App& app) {
       "tokenize", "Print the token ids of a text (from --text or stdin) as a JSON array");
   sub->add_option("--tokenizer", flags->tokenizer, kTokenizerHelp)->required();
   sub->add_option("--text", flags->text, "Text to encode (default: read stdin to the end)");
-  sub->add_flag("--add-special-tokens", flags->add_special_tokens,
+  sub->add_flag("--add-special-tokens,!--no-special-tokens", flags->add_special_tokens,
                 "Add the tokenizer.json post-processor's tokens (Llama 3's <|begin_of_text|>), "
-                "as transformers' encode() does by default");
+                "as transformers' encode() and `attnscope generate` do (the default; "
+                "--no-special-tokens: the text's tokens only)");
   return {sub, [flags] {
             const AnyTokenizer tokenizer = load_tokenizer(flags->tokenizer);
             const std::string text =
