@@ -1,10 +1,11 @@
 // What the model suites of both families (tests/test_gpt2.cpp, tests/test_llama.cpp, and on a GPU
 // tests/test_cuda_model.cpp, tests/test_cuda_llama.cpp) check a LanguageModel with: a fixture's
-// input as one prefill, greedy generation as `attnscope generate` runs it, every logit of a
-// fixture's prefill or of its token-by-token decode, the fixture's reference logits, their
-// largest difference, and a checkpoint rewritten with its matrices replaced by what q8_0 stores
-// for them. A reference.json holds input_ids [B][T], logits [B][T][V], greedy {prompt_ids,
-// generated_ids} and greedy_min_margin (both fixture sets).
+// input as one prefill, greedy generation as `attnscope generate` runs it and its tokens against
+// the fixture's, every logit of a fixture's prefill or of its token-by-token decode, the
+// fixture's reference logits, their largest difference, a logit change held to its bound, and a
+// checkpoint rewritten with its matrices replaced by what q8_0 stores for them. A reference.json
+// holds input_ids [B][T], logits [B][T][V], greedy {prompt_ids, generated_ids} and
+// greedy_min_margin (both fixture sets).
 #pragma once
 
 #include <doctest/doctest.h>
@@ -68,6 +69,21 @@ inline std::vector<std::int32_t> greedy(Context& ctx, const LanguageModel& model
                                         const std::vector<std::int32_t>& prompt, int new_tokens) {
   StepRunner eager(false);
   return greedy(ctx, model, eager, prompt, new_tokens);
+}
+
+// Checks that greedy generation launched by `runner` gives the fixture's greedy tokens exactly
+// (no margin condition, unlike check_greedy_tokens).
+inline void check_greedy_equals_reference(Context& ctx, const LanguageModel& model,
+                                          StepRunner& runner, const nlohmann::json& reference) {
+  const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
+  const auto expected = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
+  CHECK(greedy(ctx, model, runner, prompt, static_cast<int>(expected.size())) == expected);
+}
+// The same with every kernel launched eagerly.
+inline void check_greedy_equals_reference(Context& ctx, const LanguageModel& model,
+                                          const nlohmann::json& reference) {
+  StepRunner eager(false);
+  check_greedy_equals_reference(ctx, model, eager, reference);
 }
 
 // Every logit of a prefill over the fixture's input ids, as float64 [B * T * V].
@@ -142,6 +158,29 @@ inline double max_relative_difference(const std::vector<double>& actual,
         std::max(worst, std::fabs(actual[i] - expected[i]) / std::max(std::fabs(expected[i]), 1.0));
   }
   return worst;
+}
+
+// The f32 parity measure (max_relative_difference) of one prefill over the fixture's input ids,
+// every position kept, against the fixture's logits; requires the logits [B, T, V].
+inline double prefill_relative_error(Context& ctx, const LanguageModel& model,
+                                     const nlohmann::json& reference) {
+  const Prefill prefill = reference_prefill(reference);
+  KVCache cache = model.new_cache(ctx, prefill.batch, prefill.length);
+  const Tensor logits = model.forward(ctx, prefill.ids, prefill.batch, cache, true);
+  REQUIRE(logits.shape() == Shape{prefill.batch, prefill.length, model.config().vocab_size});
+  const std::vector<double> actual(logits.data<float>(), logits.data<float>() + logits.numel());
+  return max_relative_difference(actual, reference_logits(reference));
+}
+
+// Checks a logit change of narrowed or quantized weights against its bound: the weights really
+// changed (change > 0), the change is within `bound`, and greedy tokens follow
+// (check_greedy_tokens).
+inline void check_change_within_bound(Context& ctx, const LanguageModel& model,
+                                      const nlohmann::json& reference, double change,
+                                      double bound) {
+  CHECK(change > 0.0);
+  CHECK(change <= bound);
+  check_greedy_tokens(ctx, model, reference, bound);
 }
 
 // How a checkpoint stores one tensor, for write_q8_0_dequantized: not a matrix q8_0 would store,

@@ -23,16 +23,16 @@ namespace fs = std::filesystem;
 namespace {
 
 using testing::all_logits;
-using testing::check_greedy_tokens;
+using testing::check_change_within_bound;
+using testing::check_greedy_equals_reference;
 using testing::decode_logit_change;
-using testing::greedy;
 using testing::hf_fixture_dir;
 using testing::kHfFixtures;
 using testing::max_abs_difference;
 using testing::max_relative_difference;
+using testing::prefill_relative_error;
 using testing::read_hf_reference;
 using testing::reference_logits;
-using testing::reference_prefill;
 
 }  // namespace
 
@@ -41,28 +41,11 @@ TEST_CASE("logits match Hugging Face's within 1e-4 for every backend and stored 
     const nlohmann::json reference = read_hf_reference(name);
     Context ctx(2);
     gpt2::Model model = gpt2::Model::open(hf_fixture_dir(name), ctx);
-    const auto [flat, batch, length] = reference_prefill(reference);
-    const std::int64_t vocab = model.config().vocab_size;
     for (const std::string& backend : ops::attention::backend_names()) {
       model.set_attention(backend);
-      KVCache cache = model.new_cache(ctx, batch, length);
-      const Tensor logits = model.forward(ctx, flat, batch, cache, true);
-      REQUIRE(logits.shape() == Shape{batch, length, vocab});
-      double worst = 0.0;
-      for (std::int64_t b = 0; b < batch; ++b) {
-        for (std::int64_t t = 0; t < length; ++t) {
-          const auto& row = reference["logits"][b][t];
-          for (std::int64_t v = 0; v < vocab; ++v) {
-            const double expected = row[v].get<double>();
-            const double actual = logits.data<float>()[(b * length + t) * vocab + v];
-            worst =
-                std::max(worst, std::fabs(actual - expected) / std::max(std::fabs(expected), 1.0));
-          }
-        }
-      }
       CAPTURE(name);
       CAPTURE(backend);
-      CHECK(worst < 1e-4);
+      CHECK(prefill_relative_error(ctx, model, reference) < 1e-4);
     }
   }
 }
@@ -72,13 +55,11 @@ TEST_CASE("greedy continuations equal Hugging Face's for every backend") {
     const nlohmann::json reference = read_hf_reference(name);
     Context ctx(2);
     gpt2::Model model = gpt2::Model::open(hf_fixture_dir(name), ctx);
-    const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
-    const auto expected = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
     for (const std::string& backend : ops::attention::backend_names()) {
       model.set_attention(backend);
       CAPTURE(name);
       CAPTURE(backend);
-      CHECK(greedy(ctx, model, prompt, static_cast<int>(expected.size())) == expected);
+      check_greedy_equals_reference(ctx, model, reference);
     }
   }
 }
@@ -98,9 +79,7 @@ TEST_CASE("16-bit weights on the cpu: checkpoints stored in bf16/f16 match trans
     REQUIRE(model.weights().layers[0].mlp_up_weight.dtype() == dtype);
     CHECK(max_relative_difference(all_logits(ctx, model, reference), reference_logits(reference)) <
           1e-4);
-    const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
-    const auto tokens = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
-    CHECK(greedy(ctx, model, prompt, static_cast<int>(tokens.size())) == tokens);
+    check_greedy_equals_reference(ctx, model, reference);
   }
 }
 
@@ -130,9 +109,7 @@ TEST_CASE("16-bit weights on the cpu: an f32 checkpoint narrowed at load stays n
     const double change = max_abs_difference(all_logits(ctx, model, f32_reference), f32_logits);
     MESSAGE(dtype_name(dtype) << " weights: max |logit change| " << change << " (transformers, "
                               << "every weight rounded: " << transformers_change << ")");
-    CHECK(change > 0.0);  // the weights really were narrowed
-    CHECK(change <= bound);
-    check_greedy_tokens(ctx, model, f32_reference, bound);
+    check_change_within_bound(ctx, model, f32_reference, change, bound);
   }
 }
 
@@ -189,9 +166,7 @@ TEST_CASE("q8_0 weights on the cpu: decode stays near the f32 logits and tokens"
   const double change = decode_logit_change(ctx, model, reference, f32_logits);
   MESSAGE("q8_0 decode: max |logit change| "
           << change << " (weights alone, prefill: " << weights_change << ")");
-  CHECK(change > 0.0);
-  CHECK(change <= bound);
-  check_greedy_tokens(ctx, model, reference, bound);
+  check_change_within_bound(ctx, model, reference, change, bound);
 }
 
 TEST_CASE("q8_0 needs rows of whole blocks and the cpu") {

@@ -23,7 +23,8 @@ namespace fs = std::filesystem;
 namespace {
 
 using testing::all_logits;
-using testing::check_greedy_tokens;
+using testing::check_change_within_bound;
+using testing::check_greedy_equals_reference;
 using testing::decode_logit_change;
 using testing::fixture_dir;
 using testing::greedy;
@@ -31,6 +32,7 @@ using testing::kLlamaFixtures;
 using testing::logit_bound;
 using testing::max_abs_difference;
 using testing::max_relative_difference;
+using testing::prefill_relative_error;
 using testing::read_reference;
 using testing::reference_logits;
 using testing::reference_prefill;
@@ -42,28 +44,12 @@ TEST_CASE("llama: logits match transformers' within the derived bound for every 
     const nlohmann::json reference = read_reference(name);
     Context ctx(2);
     llama::Model model = llama::Model::open(fixture_dir(name), ctx);
-    const auto [flat, batch, length] = reference_prefill(reference);
-    const std::int64_t vocab = model.llama_config().vocab_size;
-    const double bound = logit_bound(model.llama_config(), length);
+    const double bound = logit_bound(model.llama_config(), reference_prefill(reference).length);
     for (const std::string& backend : ops::attention::backend_names()) {
       model.set_attention(backend);
-      KVCache cache = model.new_cache(ctx, batch, length);
-      const Tensor logits = model.forward(ctx, flat, batch, cache, true);
-      REQUIRE(logits.shape() == Shape{batch, length, vocab});
-      double worst = 0.0;
-      for (std::int64_t b = 0; b < batch; ++b) {
-        for (std::int64_t t = 0; t < length; ++t) {
-          const auto& row = reference["logits"][b][t];
-          for (std::int64_t v = 0; v < vocab; ++v) {
-            const double expected = row[v].get<double>();
-            const double actual = logits.data<float>()[(b * length + t) * vocab + v];
-            worst =
-                std::max(worst, std::fabs(actual - expected) / std::max(std::fabs(expected), 1.0));
-          }
-        }
-      }
       CAPTURE(name);
       CAPTURE(backend);
+      const double worst = prefill_relative_error(ctx, model, reference);
       CAPTURE(worst);
       CHECK(worst <= bound);
     }
@@ -79,13 +65,11 @@ TEST_CASE("llama: greedy continuations equal transformers' for every backend") {
     // within the bound can change a token (the fixtures are made so; checked here).
     const double margin = reference["greedy_min_margin"].get<double>();
     REQUIRE(margin > 2.0 * logit_bound(model.llama_config(), 16));
-    const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
-    const auto expected = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
     for (const std::string& backend : ops::attention::backend_names()) {
       model.set_attention(backend);
       CAPTURE(name);
       CAPTURE(backend);
-      CHECK(greedy(ctx, model, prompt, static_cast<int>(expected.size())) == expected);
+      check_greedy_equals_reference(ctx, model, reference);
     }
   }
 }
@@ -118,9 +102,7 @@ TEST_CASE("llama: 16-bit weights on the cpu: checkpoints stored in bf16/f16 matc
     const auto length = static_cast<std::int64_t>(reference["input_ids"][0].size());
     CHECK(max_relative_difference(all_logits(ctx, model, reference), reference_logits(reference)) <=
           logit_bound(model.llama_config(), length));
-    const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
-    const auto tokens = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
-    CHECK(greedy(ctx, model, prompt, static_cast<int>(tokens.size())) == tokens);
+    check_greedy_equals_reference(ctx, model, reference);
   }
 }
 
@@ -151,9 +133,7 @@ TEST_CASE("llama: 16-bit weights on the cpu: an f32 checkpoint narrowed at load 
     const double change = max_abs_difference(all_logits(ctx, model, f32_reference), f32_logits);
     MESSAGE(weight_dtype << " weights: max |logit change| " << change << " (transformers, "
                          << "every weight rounded: " << transformers_change << ")");
-    CHECK(change > 0.0);  // the weights really were narrowed
-    CHECK(change <= bound);
-    check_greedy_tokens(ctx, model, f32_reference, bound);
+    check_change_within_bound(ctx, model, f32_reference, change, bound);
   }
 }
 
@@ -198,9 +178,7 @@ TEST_CASE("llama: q8_0 weights on the cpu: decode stays near the f32 logits and 
   const double change = decode_logit_change(ctx, model, reference, f32_logits);
   MESSAGE("q8_0 decode: max |logit change| "
           << change << " (weights alone, prefill: " << weights_change << ")");
-  CHECK(change > 0.0);
-  CHECK(change <= bound);
-  check_greedy_tokens(ctx, model, reference, bound);
+  check_change_within_bound(ctx, model, reference, change, bound);
 }
 
 TEST_CASE("model families: the spec or config.json names one, or one clear error says why not") {
