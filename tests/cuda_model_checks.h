@@ -1,7 +1,7 @@
 // What the GPU model suites of both families (tests/test_cuda_model.cpp,
 // tests/test_cuda_llama.cpp) share on top of model_checks.h: a fixture's prefill on the device,
-// the f32 parity measure with NaN counted as infinitely wrong, and greedy tokens that must equal
-// the fixture's exactly.
+// and the f32 parity measure with NaN counted as infinitely wrong (greedy tokens that must equal
+// the fixture's exactly are model_checks.h's check_greedy_equals_reference).
 #pragma once
 
 #include <doctest/doctest.h>
@@ -42,15 +42,6 @@ inline double worst_relative_error(const std::vector<float>& actual, const nlohm
     }
   }
   return worst;
-}
-
-// Checks that greedy generation launched by `runner` gives the fixture's greedy tokens exactly
-// (in f32 on the GPU they must be equal: no margin condition, unlike check_greedy_tokens).
-inline void check_greedy_equals_reference(Context& ctx, const LanguageModel& model,
-                                          StepRunner& runner, const nlohmann::json& reference) {
-  const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
-  const auto expected = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
-  CHECK(greedy(ctx, model, runner, prompt, static_cast<int>(expected.size())) == expected);
 }
 
 }  // namespace attnscope::testing

@@ -1,10 +1,12 @@
 // What the model suites of both families (tests/test_gpt2.cpp, tests/test_llama.cpp, and on a GPU
 // tests/test_cuda_model.cpp, tests/test_cuda_llama.cpp) check a LanguageModel with: a fixture's
-// input as one prefill, greedy generation as `attnscope generate` runs it, every logit of a
-// fixture's prefill or of its token-by-token decode, the fixture's reference logits, their
-// largest difference, and a checkpoint rewritten with its matrices replaced by what q8_0 stores
-// for them. A reference.json holds input_ids [B][T], logits [B][T][V], greedy {prompt_ids,
-// generated_ids} and greedy_min_margin (both fixture sets).
+// input as one prefill, greedy generation as `attnscope generate` runs it and its tokens against
+// the fixture's, every logit of a fixture's prefill or of its token-by-token decode, the
+// fixture's reference logits, their largest difference, a logit change held to its bound, every
+// fixture run with every attention backend, the 16-bit fixtures (stored rounded, or an f32
+// checkpoint narrowed at load), q8_0 decode against its prefill, and a checkpoint rewritten with
+// its matrices replaced by what q8_0 stores for them. A reference.json holds input_ids [B][T],
+// logits [B][T][V], greedy {prompt_ids, generated_ids} and greedy_min_margin (both fixture sets).
 #pragma once
 
 #include <doctest/doctest.h>
@@ -14,10 +16,12 @@
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "models/language_model.h"
+#include "ops/attention/registry.h"
 #include "runtime/q8_0.h"
 #include "runtime/safetensors.h"
 #include "runtime/sampler.h"
@@ -68,6 +72,21 @@ inline std::vector<std::int32_t> greedy(Context& ctx, const LanguageModel& model
                                         const std::vector<std::int32_t>& prompt, int new_tokens) {
   StepRunner eager(false);
   return greedy(ctx, model, eager, prompt, new_tokens);
+}
+
+// Checks that greedy generation launched by `runner` gives the fixture's greedy tokens exactly
+// (no margin condition, unlike check_greedy_tokens).
+inline void check_greedy_equals_reference(Context& ctx, const LanguageModel& model,
+                                          StepRunner& runner, const nlohmann::json& reference) {
+  const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
+  const auto expected = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
+  CHECK(greedy(ctx, model, runner, prompt, static_cast<int>(expected.size())) == expected);
+}
+// The same with every kernel launched eagerly.
+inline void check_greedy_equals_reference(Context& ctx, const LanguageModel& model,
+                                          const nlohmann::json& reference) {
+  StepRunner eager(false);
+  check_greedy_equals_reference(ctx, model, eager, reference);
 }
 
 // Every logit of a prefill over the fixture's input ids, as float64 [B * T * V].
@@ -142,6 +161,107 @@ inline double max_relative_difference(const std::vector<double>& actual,
         std::max(worst, std::fabs(actual[i] - expected[i]) / std::max(std::fabs(expected[i]), 1.0));
   }
   return worst;
+}
+
+// The f32 parity measure (max_relative_difference) of one prefill over the fixture's input ids,
+// every position kept, against the fixture's logits; requires the logits [B, T, V].
+inline double prefill_relative_error(Context& ctx, const LanguageModel& model,
+                                     const nlohmann::json& reference) {
+  const Prefill prefill = reference_prefill(reference);
+  KVCache cache = model.new_cache(ctx, prefill.batch, prefill.length);
+  const Tensor logits = model.forward(ctx, prefill.ids, prefill.batch, cache, true);
+  REQUIRE(logits.shape() == Shape{prefill.batch, prefill.length, model.config().vocab_size});
+  const std::vector<double> actual(logits.data<float>(), logits.data<float>() + logits.numel());
+  return max_relative_difference(actual, reference_logits(reference));
+}
+
+// Checks a logit change of narrowed or quantized weights against its bound: the weights really
+// changed (change > 0), the change is within `bound`, and greedy tokens follow
+// (check_greedy_tokens).
+inline void check_change_within_bound(Context& ctx, const LanguageModel& model,
+                                      const nlohmann::json& reference, double change,
+                                      double bound) {
+  CHECK(change > 0.0);
+  CHECK(change <= bound);
+  check_greedy_tokens(ctx, model, reference, bound);
+}
+
+// Runs `check(ctx, model, reference)` for each fixture of `names` with every attention backend:
+// the fixture's f32 model (Model::open of `dir(name)` on a CPU context of 2 threads) and its
+// reference.json (`read(name)`), with the fixture's name and the backend CAPTUREd.
+template <typename Model, typename Check>
+void for_each_fixture_and_backend(std::span<const char* const> names,
+                                  std::string (*dir)(const std::string&),
+                                  nlohmann::json (*read)(const std::string&), const Check& check) {
+  for (const char* name : names) {
+    CAPTURE(name);
+    const nlohmann::json reference = read(name);
+    Context ctx(2);
+    Model model = Model::open(dir(name), ctx);
+    for (const std::string& backend : ops::attention::backend_names()) {
+      model.set_attention(backend);
+      CAPTURE(backend);
+      check(ctx, model, reference);
+    }
+  }
+}
+
+// Runs `check(ctx, model, reference, dtype)` for the fixtures `base`-bf16 and `base`-f16, whose
+// weights are `base`'s rounded to that dtype and stored in it: each loaded at its dtype (on a CPU
+// context of 2 threads) with its reference.json (`read`), the fixture's name CAPTUREd.
+template <typename Model, typename Check>
+void for_each_stored_16bit_fixture(const std::string& base, std::string (*dir)(const std::string&),
+                                   nlohmann::json (*read)(const std::string&), const Check& check) {
+  for (const DType dtype : {DType::BF16, DType::F16}) {
+    const std::string fixture = base + "-" + std::string(dtype_name(dtype));
+    CAPTURE(fixture);
+    const nlohmann::json reference = read(fixture);
+    Context ctx(2);
+    const Model model = Model::open(dir(fixture), ctx, 0, dtype);
+    check(ctx, model, reference, dtype);
+  }
+}
+
+// Checks the f32 fixture `base` narrowed at load to bf16 and to f16 against the logit change
+// transformers itself measures for rounding every weight (the fixtures `base`-bf16, `base`-f16):
+// the change stays within `bound(transformers_change, model, f32_reference)` and greedy tokens
+// follow (check_change_within_bound). Both changes are reported; the dtype is CAPTUREd.
+template <typename Model, typename Bound>
+void check_narrowed_at_load(const std::string& base, std::string (*dir)(const std::string&),
+                            nlohmann::json (*read)(const std::string&), const Bound& bound) {
+  const nlohmann::json f32_reference = read(base);
+  const std::vector<double> f32_logits = reference_logits(f32_reference);
+  for (const DType dtype : {DType::BF16, DType::F16}) {
+    const std::string_view weight_dtype = dtype_name(dtype);
+    CAPTURE(weight_dtype);
+    const double transformers_change = max_abs_difference(
+        reference_logits(read(base + "-" + std::string(weight_dtype))), f32_logits);
+    Context ctx(2);
+    const Model model = Model::open(dir(base), ctx, 0, dtype);
+    const double change = max_abs_difference(all_logits(ctx, model, f32_reference), f32_logits);
+    MESSAGE(weight_dtype << " weights: max |logit change| " << change << " (transformers, "
+                         << "every weight rounded: " << transformers_change << ")");
+    check_change_within_bound(ctx, model, f32_reference, change,
+                              bound(transformers_change, model, f32_reference));
+  }
+}
+
+// Checks the f32 fixture `base` loaded with q8_0 weights: its decode's logit change (over row 0,
+// decode_logit_change) stays within `bound(weights_change, model, reference)`, where
+// weights_change is its prefill's change (the weights' quantization alone), and greedy tokens
+// follow (check_change_within_bound). Both changes are reported.
+template <typename Model, typename Bound>
+void check_q8_0_decode(const std::string& base, std::string (*dir)(const std::string&),
+                       nlohmann::json (*read)(const std::string&), const Bound& bound) {
+  const nlohmann::json reference = read(base);
+  const std::vector<double> f32_logits = reference_logits(reference);
+  Context ctx(2);
+  const Model model = Model::open(dir(base), ctx, 0, DType::Q8_0);
+  const double weights_change = max_abs_difference(all_logits(ctx, model, reference), f32_logits);
+  const double change = decode_logit_change(ctx, model, reference, f32_logits);
+  MESSAGE("q8_0 decode: max |logit change| "
+          << change << " (weights alone, prefill: " << weights_change << ")");
+  check_change_within_bound(ctx, model, reference, change, bound(weights_change, model, reference));
 }
 
 // How a checkpoint stores one tensor, for write_q8_0_dequantized: not a matrix q8_0 would store,

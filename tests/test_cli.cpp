@@ -73,6 +73,27 @@ Result run(const std::string& args, const std::string& stdin_text = "") {
   return result;
 }
 
+// `r`, after requiring that its command exited with 0 (a failure shows the command's stderr).
+Result require_success(Result r) {
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  return r;
+}
+
+// The JSON on the stdout of a command that must succeed.
+nlohmann::json success_json(const Result& r) {
+  return nlohmann::json::parse(require_success(r).out);
+}
+
+// The JSON in the file at `path`.
+nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_all(path)); }
+
+// The report.json that `attnscope ARGS --out OUT_DIR`, which must succeed, writes.
+nlohmann::json report_json(const std::string& args, const std::string& out_dir) {
+  require_success(run(args + " --out " + out_dir));
+  return read_json(out_dir + "/report.json");
+}
+
 std::string fixture(const std::string& name) {
   return attnscope::testing::test_fixtures() + "/hf/" + name;
 }
@@ -172,20 +193,20 @@ TEST_CASE("bad models and bad inputs exit with 1 and one line") {
 
 TEST_CASE("generate needs P + N - 1 positions: the last new token is never fed back") {
   const std::string tiny_a = "generate --model " + fixture("tiny-a");  // context 64
-  const Result two = run(tiny_a + " --prompt-ids 1,2 -n 63 --ignore-eos --json");
-  REQUIRE(two.exit_code == 0);
-  CHECK(nlohmann::json::parse(two.out)["generated_ids"].size() == 63);
+  const nlohmann::json two =
+      success_json(run(tiny_a + " --prompt-ids 1,2 -n 63 --ignore-eos --json"));
+  CHECK(two["generated_ids"].size() == 63);
   std::string full_prompt = "1";
   for (int i = 1; i < 64; ++i) full_prompt += ",1";
-  const Result full = run(tiny_a + " --prompt-ids " + full_prompt + " -n 1 --json");
-  REQUIRE(full.exit_code == 0);
-  CHECK(nlohmann::json::parse(full.out)["generated_ids"].size() == 1);
+  const nlohmann::json full =
+      success_json(run(tiny_a + " --prompt-ids " + full_prompt + " -n 1 --json"));
+  CHECK(full["generated_ids"].size() == 1);
 }
 
 TEST_CASE("an eos_token_id outside the vocabulary warns once and never stops generation") {
   const std::string eos_outside = "generate --model " + fixture("eos-outside");  // vocab 64
-  const Result r = run(eos_outside + " --prompt-ids 1,2,3 -n 30 --json");        // 32 positions
-  REQUIRE(r.exit_code == 0);
+  const Result r =
+      require_success(run(eos_outside + " --prompt-ids 1,2,3 -n 30 --json"));  // 32 positions
   CHECK(nlohmann::json::parse(r.out)["generated_ids"].size() == 30);
   const std::string warning =
       "attnscope: warning: eos_token_id = 50256 is outside the "
@@ -198,18 +219,16 @@ TEST_CASE("an eos_token_id outside the vocabulary warns once and never stops gen
 }
 
 TEST_CASE("generate --json reproduces Hugging Face's greedy continuation with every backend") {
-  std::ifstream in(fixture("tiny-b") + "/reference.json");
-  const nlohmann::json reference = nlohmann::json::parse(in);
+  const nlohmann::json reference = read_json(fixture("tiny-b") + "/reference.json");
   const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<int>>();
   const auto expected = reference["greedy"]["generated_ids"].get<std::vector<int>>();
   const std::string ids = comma_separated(prompt);
   for (const char* attention : {"naive", "eager", "inplace", "math", "fused", "flash"}) {
-    const Result r = run("generate --model " + fixture("tiny-b") + " --prompt-ids " + ids + " -n " +
-                         std::to_string(expected.size()) +
-                         " --ignore-eos --threads 2 --json --attn " + attention);
     CAPTURE(attention);
-    REQUIRE(r.exit_code == 0);
-    const nlohmann::json out = nlohmann::json::parse(r.out);  // stdout holds exactly one object
+    // stdout holds exactly one object
+    const nlohmann::json out = success_json(run(
+        "generate --model " + fixture("tiny-b") + " --prompt-ids " + ids + " -n " +
+        std::to_string(expected.size()) + " --ignore-eos --threads 2 --json --attn " + attention));
     CHECK(out["prompt_ids"].get<std::vector<int>>() == prompt);
     CHECK(out["generated_ids"].get<std::vector<int>>() == expected);
     CHECK(out["attention"] == (std::string(attention) == "eager" ? "naive" : attention));
@@ -222,11 +241,9 @@ TEST_CASE("generate --json reproduces Hugging Face's greedy continuation with ev
 TEST_CASE("an empty prompt starts from <|endoftext|>; sampling is reproducible by seed") {
   const std::string base = "generate --model " + fixture("tiny-a") +
                            " -n 12 --temperature 0.9 --top-k 50 --top-p 0.95 --json";
-  const Result a = run(base + " --seed 5");
+  const nlohmann::json json_a = success_json(run(base + " --seed 5"));
   const Result b = run(base + " --seed 5");
   const Result c = run(base + " --seed 6");
-  REQUIRE(a.exit_code == 0);
-  const auto json_a = nlohmann::json::parse(a.out);
   CHECK(json_a["prompt_ids"] == nlohmann::json::array({511}));  // tiny-a's eos_token_id
   CHECK(json_a["generated_ids"] == nlohmann::json::parse(b.out)["generated_ids"]);
   CHECK(json_a["generated_ids"] != nlohmann::json::parse(c.out)["generated_ids"]);
@@ -235,10 +252,10 @@ TEST_CASE("an empty prompt starts from <|endoftext|>; sampling is reproducible b
 TEST_CASE("--dtype bf16, f16 and q8_0 on the cpu narrow the weights, and generate --json says so") {
   for (const char* dtype : {"bf16", "f16", "q8_0"}) {
     CAPTURE(dtype);
-    const Result r = run("generate --model synthetic:tiny --prompt-ids 1,2 -n 3 --json --dtype " +
-                         std::string(dtype));
+    const Result r = require_success(
+        run("generate --model synthetic:tiny --prompt-ids 1,2 -n 3 --json --dtype " +
+            std::string(dtype)));
     CAPTURE(r.err);
-    REQUIRE(r.exit_code == 0);
     const nlohmann::json out = nlohmann::json::parse(r.out);
     CHECK(out["dtype"] == dtype);
     CHECK(out["activation_dtype"] == "f32");
@@ -283,9 +300,7 @@ TEST_CASE("--dtype q8_0 is refused with one line on cuda and for rows that are n
 }
 
 TEST_CASE("inspect reports config, parameters and the stored tensors") {
-  const Result r = run("inspect --model " + fixture("tiny-b") + " --json");
-  REQUIRE(r.exit_code == 0);
-  const nlohmann::json out = nlohmann::json::parse(r.out);
+  const nlohmann::json out = success_json(run("inspect --model " + fixture("tiny-b") + " --json"));
   CHECK(out["config"]["n_layers"] == 3);
   CHECK(out["config"]["d_ff"] == 200);
   // wte 700x96 + wpe 48x96 + 3 layers x (4x96 LN + 96x288+288 + 96x96+96 + 96x200+200
@@ -356,10 +371,7 @@ static const std::string kTinyBench =
     "bench-attention --batch 1 --heads 2 --seq-len 16 --head-dim 8 --reps 2 --warmup 0";
 
 TEST_CASE("bench-attention --output json measures every backend against its cost model") {
-  const Result r = run(kTinyBench + " --output json");
-  CAPTURE(r.err);
-  REQUIRE(r.exit_code == 0);
-  const nlohmann::json report = nlohmann::json::parse(r.out);
+  const nlohmann::json report = success_json(run(kTinyBench + " --output json"));
   CHECK(report["shape"]["q_len"] == 16);
   CHECK(report["shape"]["kv_len"] == 16);
   CHECK(report["shape"]["kv_heads"] == 2);
@@ -392,14 +404,11 @@ TEST_CASE("bench-attention --output json measures every backend against its cost
 }
 
 TEST_CASE("bench-attention prints a Markdown table, one row per chosen backend") {
-  const Result all = run(kTinyBench);
-  CAPTURE(all.err);
-  REQUIRE(all.exit_code == 0);
+  const Result all = require_success(run(kTinyBench));
   CHECK(all.out.find("| backend | median ms |") != std::string::npos);
   CHECK(all.out.find("speedup vs naive") != std::string::npos);
 
-  const Result two = run(kTinyBench + " --attn naive,fused");
-  REQUIRE(two.exit_code == 0);
+  const Result two = require_success(run(kTinyBench + " --attn naive,fused"));
   std::istringstream lines(two.out);
   std::vector<std::string> rows;
   for (std::string line; std::getline(lines, line);) {
@@ -422,10 +431,7 @@ TEST_CASE("bench-attention rejects bad flags and reports what a backend cannot s
   check_cuda_refused_or_runs(run(kTinyBench + " --device cuda"));
 
   // bf16: math upcasts it; the f32-only backends say why they cannot, and the run still succeeds.
-  const Result r = run(kTinyBench + " --dtype bf16 --output json");
-  CAPTURE(r.err);
-  REQUIRE(r.exit_code == 0);
-  const nlohmann::json report = nlohmann::json::parse(r.out);
+  const nlohmann::json report = success_json(run(kTinyBench + " --dtype bf16 --output json"));
   CHECK(report["shape"]["dtype"] == "bf16");
   bool math_ran = false;
   for (const nlohmann::json& row : report["results"]) {
@@ -447,15 +453,13 @@ static const std::string kTinyModelBench =
     "bench -m synthetic:tiny -p 8 -n 4 -r 2 --warmup 0 --threads 1";
 
 TEST_CASE("bench records the cpu kernel level, which ATTNSCOPE_CPU_LEVEL caps or refuses") {
-  const Result best = run(kTinyModelBench + " --output json");
-  REQUIRE(best.exit_code == 0);
-  const auto level = nlohmann::json::parse(best.out)["machine"]["cpu_kernels"].get<std::string>();
+  const auto level = success_json(run(kTinyModelBench + " --output json"))["machine"]["cpu_kernels"]
+                         .get<std::string>();
   CHECK(attnscope::parse_cpu_level(level).has_value());
   ::setenv("ATTNSCOPE_CPU_LEVEL", "portable", 1);
   const Result capped = run(kTinyModelBench + " --output json");
   ::unsetenv("ATTNSCOPE_CPU_LEVEL");
-  REQUIRE(capped.exit_code == 0);
-  CHECK(nlohmann::json::parse(capped.out)["machine"]["cpu_kernels"] == "portable");
+  CHECK(success_json(capped)["machine"]["cpu_kernels"] == "portable");
   // An unknown level is refused at once, in one line, whatever the command.
   ::setenv("ATTNSCOPE_CPU_LEVEL", "sse9", 1);
   const Result unknown = run("inspect --model synthetic:tiny");
@@ -476,10 +480,8 @@ TEST_CASE("bench records the commit it was built from") {
   const bool in_git =
       std::system(
           ("git -C " + root + " rev-parse --short HEAD >" + head + " 2>/dev/null").c_str()) == 0;
-  const Result r = run(kTinyModelBench + " --output json");
-  CAPTURE(r.err);
-  REQUIRE(r.exit_code == 0);
-  const auto revision = nlohmann::json::parse(r.out)["attnscope_revision"].get<std::string>();
+  const auto revision = success_json(run(kTinyModelBench + " --output json"))["attnscope_revision"]
+                            .get<std::string>();
   if (!in_git) {
     CHECK(revision == "unknown");
     return;
@@ -493,10 +495,8 @@ TEST_CASE("bench records the commit it was built from") {
 }
 
 TEST_CASE("bench --output json has one row per combination and keeps every repetition") {
-  const Result r = run(kTinyModelBench + " --attn naive,flash -b 1,2 -d 0,3 --output json");
-  CAPTURE(r.err);
-  REQUIRE(r.exit_code == 0);
-  const nlohmann::json report = nlohmann::json::parse(r.out);
+  const nlohmann::json report =
+      success_json(run(kTinyModelBench + " --attn naive,flash -b 1,2 -d 0,3 --output json"));
   CHECK(report["op"] == "model");
   CHECK(report["repetitions"] == 2);
   CHECK(report["machine"]["threads"] == 1);
@@ -521,10 +521,8 @@ TEST_CASE("bench --output json has one row per combination and keeps every repet
 }
 
 TEST_CASE("bench --dtype f32,bf16,f16,q8_0 on the cpu: one row per dtype, weight bytes to match") {
-  const Result r = run(kTinyModelBench + " --dtype f32,bf16,f16,q8_0 --output json");
-  CAPTURE(r.err);
-  REQUIRE(r.exit_code == 0);
-  const nlohmann::json report = nlohmann::json::parse(r.out);
+  const nlohmann::json report =
+      success_json(run(kTinyModelBench + " --dtype f32,bf16,f16,q8_0 --output json"));
   REQUIRE(report["results"].size() == 8);  // 4 dtypes x (pp8, tg4)
   std::map<std::string, std::uint64_t> weight_bytes;
   for (const nlohmann::json& row : report["results"]) {
@@ -540,14 +538,11 @@ TEST_CASE("bench --dtype f32,bf16,f16,q8_0 on the cpu: one row per dtype, weight
 }
 
 TEST_CASE("bench --output md, csv and jsonl print one row per test") {
-  const Result md = run(kTinyModelBench);
-  CAPTURE(md.err);
-  REQUIRE(md.exit_code == 0);
+  const Result md = require_success(run(kTinyModelBench));
   CHECK(md.out.find("| synthetic:tiny | flash | f32 | 1 | 1 | pp8 |") != std::string::npos);
   CHECK(md.out.find("| tg4 |") != std::string::npos);
 
-  const Result csv = run(kTinyModelBench + " --attn naive -o csv");
-  REQUIRE(csv.exit_code == 0);
+  const Result csv = require_success(run(kTinyModelBench + " --attn naive -o csv"));
   std::istringstream csv_lines(csv.out);
   std::vector<std::string> lines;
   for (std::string line; std::getline(csv_lines, line);) lines.push_back(line);
@@ -556,8 +551,7 @@ TEST_CASE("bench --output md, csv and jsonl print one row per test") {
   CHECK(lines[1].starts_with("synthetic:tiny,naive,f32,1,1,pp8,"));
   CHECK(lines[2].starts_with("synthetic:tiny,naive,f32,1,1,tg4,"));
 
-  const Result jsonl = run(kTinyModelBench + " -o jsonl");
-  REQUIRE(jsonl.exit_code == 0);
+  const Result jsonl = require_success(run(kTinyModelBench + " -o jsonl"));
   std::istringstream jsonl_lines(jsonl.out);
   int rows = 0;
   for (std::string line; std::getline(jsonl_lines, line); ++rows) {
@@ -569,12 +563,9 @@ TEST_CASE("bench --output md, csv and jsonl print one row per test") {
 }
 
 TEST_CASE("bench --op attention and --op membw") {
-  const Result r = run(
+  const nlohmann::json report = success_json(run(
       "bench --op attention --attn naive,flash --batch 1 --heads 2 --seq-len 16 --head-dim 8 -r 2 "
-      "--warmup 0 -o json");
-  CAPTURE(r.err);
-  REQUIRE(r.exit_code == 0);
-  const nlohmann::json report = nlohmann::json::parse(r.out);
+      "--warmup 0 -o json"));
   REQUIRE(report["results"].size() == 2);
   const nlohmann::json& naive = report["results"][0];
   CHECK(naive["backend"] == "naive");
@@ -590,8 +581,7 @@ TEST_CASE("bench --op attention and --op membw") {
   CHECK(high <= *std::max_element(samples.begin(), samples.end()));
   CHECK(naive.contains("time_ms_stddev"));
 
-  const Result membw = run("bench --op membw --membw-mib 4 -r 2 -o csv");
-  REQUIRE(membw.exit_code == 0);
+  const Result membw = require_success(run("bench --op membw --membw-mib 4 -r 2 -o csv"));
   CHECK(membw.out.starts_with(
       "test,threads,gb_per_s_median,gb_per_s_median_low,gb_per_s_median_high,gb_per_s_mean"));
 }
@@ -625,9 +615,9 @@ TEST_CASE("profile prints a summary, writes a trace and JSON, and measures its o
           trace + " --json " + summary);
   CHECK(files.exit_code == 0);
   CHECK(files.out.empty());  // no --summary: files only
-  const auto events = nlohmann::json::parse(read_all(trace))["traceEvents"];
+  const auto events = read_json(trace)["traceEvents"];
   CHECK(events.size() > 10);
-  const auto json = nlohmann::json::parse(read_all(summary));
+  const auto json = read_json(summary);
   CHECK(json["format"] == "attnscope-profile-summary");
   CHECK(json["rows"][0]["calls"] >= json["rows"][1]["calls"]);
   int forwards = 0;
@@ -673,13 +663,8 @@ TEST_CASE("profile and compare reject bad flags with one line") {
 TEST_CASE("compare writes a report whose numbers recompute from its JSON") {
   attnscope::testing::TempDir dir;
   const std::string out = dir.file("report");
-  const Result r =
-      run("compare --model synthetic:tiny --prompt-lens 4,9 --gen 4 --reps 2 "
-          "--threads 1 --out " +
-          out);
-  CAPTURE(r.err);
-  REQUIRE(r.exit_code == 0);
-  const auto report = nlohmann::json::parse(read_all(out + "/report.json"));
+  const auto report = report_json(
+      "compare --model synthetic:tiny --prompt-lens 4,9 --gen 4 --reps 2 --threads 1", out);
   CHECK(report["cases"].size() == 10);
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -760,17 +745,14 @@ Result run_perplexity(const std::string& extra) {
 }  // namespace
 
 TEST_CASE("generate --top-logprobs reports each token's log-probability; --logits-out its logits") {
-  std::ifstream in(fixture("tiny-a") + "/reference.json");
-  const nlohmann::json reference = nlohmann::json::parse(in);
+  const nlohmann::json reference = read_json(fixture("tiny-a") + "/reference.json");
   const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<int>>();
   const std::string ids = comma_separated(prompt);
   attnscope::testing::TempDir dir;
   const std::string npy = dir.file("logits.npy");
-  const Result r = run("generate --model " + fixture("tiny-a") + " --tokenizer " +
-                       perplexity_fixture() + " --prompt-ids " + ids +
-                       " -n 6 --ignore-eos --json --top-logprobs 3 --logits-out " + npy);
-  REQUIRE(r.exit_code == 0);
-  const nlohmann::json out = nlohmann::json::parse(r.out);
+  const nlohmann::json out = success_json(run(
+      "generate --model " + fixture("tiny-a") + " --tokenizer " + perplexity_fixture() +
+      " --prompt-ids " + ids + " -n 6 --ignore-eos --json --top-logprobs 3 --logits-out " + npy));
   const auto generated = out["generated_ids"].get<std::vector<int>>();
   const nlohmann::json& content = out["logprobs"]["content"];
   REQUIRE(content.size() == generated.size());
@@ -810,15 +792,12 @@ TEST_CASE("generate --top-logprobs reports each token's log-probability; --logit
 }
 
 TEST_CASE("perplexity equals transformers' own for every window setting of the fixture") {
-  std::ifstream in(perplexity_fixture() + "/reference.json");
-  const nlohmann::json reference = nlohmann::json::parse(in);
+  const nlohmann::json reference = read_json(perplexity_fixture() + "/reference.json");
   for (const nlohmann::json& expected : reference["perplexity"]) {
     const std::string windows =
         "--ctx " + expected["ctx"].dump() + " --stride " + expected["stride"].dump();
     CAPTURE(windows);
-    const Result r = run_perplexity(windows + " --json");
-    REQUIRE(r.exit_code == 0);
-    const nlohmann::json out = nlohmann::json::parse(r.out);
+    const nlohmann::json out = success_json(run_perplexity(windows + " --json"));
     CHECK(out["tokens"] == reference["token_ids"].size());
     CHECK(out["windows"] == expected["windows"]);
     CHECK(out["scored_tokens"] == expected["scored_tokens"]);
@@ -827,8 +806,7 @@ TEST_CASE("perplexity equals transformers' own for every window setting of the f
     CHECK(out["perplexity_stderr"].get<double>() > 0);
     CHECK(out["tokens_per_s"].get<double>() > 0);
   }
-  const Result text = run_perplexity("--ctx 64 --stride 32");
-  REQUIRE(text.exit_code == 0);
+  const Result text = require_success(run_perplexity("--ctx 64 --stride 32"));
   CHECK(text.out.starts_with("perplexity "));
   CHECK(text.out.find(" +/- ") != std::string::npos);
   CHECK(text.err.find("tokens/s") != std::string::npos);
@@ -845,13 +823,12 @@ TEST_CASE("perplexity --kl-divergence: 0 against itself, within the f32 bound ac
   attnscope::testing::TempDir dir;
   const std::string baseline = dir.file("naive.npy");
   const std::string windows = "--ctx 48 --stride 17 --json ";
-  REQUIRE(run_perplexity(windows + "--attn naive --save-logits " + baseline).exit_code == 0);
+  require_success(run_perplexity(windows + "--attn naive --save-logits " + baseline));
   attnscope::NpyReader saved(baseline);
   CHECK(saved.cols() == 512);
 
-  const Result self = run_perplexity(windows + "--attn naive --kl-divergence " + baseline);
-  REQUIRE(self.exit_code == 0);
-  const nlohmann::json same = nlohmann::json::parse(self.out)["kl_divergence"];
+  const nlohmann::json same = success_json(
+      run_perplexity(windows + "--attn naive --kl-divergence " + baseline))["kl_divergence"];
   CHECK(same["tokens"] == saved.rows());
   CHECK(same["mean_kl"] == 0.0);
   CHECK(same["max_kl"] == 0.0);
@@ -860,10 +837,8 @@ TEST_CASE("perplexity --kl-divergence: 0 against itself, within the f32 bound ac
 
   for (const char* attention : {"inplace", "math", "fused", "flash"}) {
     CAPTURE(attention);
-    const Result r =
-        run_perplexity(windows + "--attn " + attention + " --kl-divergence " + baseline);
-    REQUIRE(r.exit_code == 0);
-    const nlohmann::json kl = nlohmann::json::parse(r.out)["kl_divergence"];
+    const nlohmann::json kl = success_json(run_perplexity(
+        windows + "--attn " + attention + " --kl-divergence " + baseline))["kl_divergence"];
     const double diff = kl["max_abs_logit_diff"].get<double>();
     MESSAGE(std::string(attention) << ": max |logit diff| " << diff << ", max KL " << kl["max_kl"]);
     CHECK(diff < 1e-3);
@@ -891,7 +866,7 @@ TEST_CASE("perplexity refuses bad input with one line") {
                        "--tokenizer");
 
   const std::string baseline = dir.file("base.npy");
-  REQUIRE(run(model + text + " --ctx 32 --stride 8 --save-logits " + baseline).exit_code == 0);
+  require_success(run(model + text + " --ctx 32 --stride 8 --save-logits " + baseline));
   check_one_line_error(run(model + text + " --ctx 32 --stride 16 --kl-divergence " + baseline), 1,
                        "--stride 8");
   attnscope::testing::write_file(dir.file("other.txt"), "Another text, of other tokens.");
@@ -906,13 +881,8 @@ TEST_CASE("perplexity refuses bad input with one line") {
 TEST_CASE("study predicts, observes and sets the study's numbers beside them") {
   attnscope::testing::TempDir dir;
   const std::string out = dir.file("study");
-  const Result r =
-      run("study --batch 1 --heads 2 --seq-len 32 --head-dim 8 --reps 3 --threads 1 "
-          "--out " +
-          out);
-  CAPTURE(r.err);
-  REQUIRE(r.exit_code == 0);
-  const auto report = nlohmann::json::parse(read_all(out + "/report.json"));
+  const auto report =
+      report_json("study --batch 1 --heads 2 --seq-len 32 --head-dim 8 --reps 3 --threads 1", out);
   REQUIRE(report["backends"].size() == 5);
   for (const auto& b : report["backends"]) {
     CAPTURE(b["backend"]);
@@ -960,13 +930,10 @@ TEST_CASE("compare adds rounds within its budget until the intervals are narrow 
   const std::string out = dir.file("report");
   // A target no timing can reach: rounds go on to --max-reps (the tiny model's rounds take
   // milliseconds, far inside the budget).
-  const Result r =
-      run("compare --model synthetic:tiny --prompt-lens 4 --gen 2 --attn naive,flash --reps 2 "
-          "--budget-s 60 --target-percent 0.1 --max-reps 4 --threads 1 --out " +
-          out);
-  CAPTURE(r.err);
-  REQUIRE(r.exit_code == 0);
-  const auto report = nlohmann::json::parse(read_all(out + "/report.json"));
+  const auto report = report_json(
+      "compare --model synthetic:tiny --prompt-lens 4 --gen 2 --attn naive,flash --reps 2 "
+      "--budget-s 60 --target-percent 0.1 --max-reps 4 --threads 1",
+      out);
   CHECK(report["setup"]["rounds"] == 4);
   for (const auto& c : report["cases"]) CHECK(c["prefill_ms"].size() == 4);
   check_one_line_error(run("compare --model synthetic:tiny --out x --reps 1"), 2, "--reps");
@@ -978,47 +945,37 @@ TEST_CASE("compare adds rounds within its budget until the intervals are narrow 
 
 TEST_CASE("generate runs a Llama checkpoint and reproduces transformers' greedy tokens") {
   const std::string dir = attnscope::testing::test_fixtures() + "/hf-llama/gqa-tied-llama3";
-  std::ifstream in(dir + "/reference.json");
-  const nlohmann::json reference = nlohmann::json::parse(in);
+  const nlohmann::json reference = read_json(dir + "/reference.json");
   const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<int>>();
   const auto expected = reference["greedy"]["generated_ids"].get<std::vector<int>>();
   for (const char* attention : {"naive", "flash"}) {
-    const Result r = run("generate --model " + dir + " --prompt-ids " + comma_separated(prompt) +
-                         " -n " + std::to_string(expected.size()) +
-                         " --ignore-eos --threads 2 --json --attn " + attention);
     CAPTURE(attention);
-    CAPTURE(r.err);
-    REQUIRE(r.exit_code == 0);
-    const nlohmann::json out = nlohmann::json::parse(r.out);
+    const nlohmann::json out = success_json(run(
+        "generate --model " + dir + " --prompt-ids " + comma_separated(prompt) + " -n " +
+        std::to_string(expected.size()) + " --ignore-eos --threads 2 --json --attn " + attention));
     CHECK(out["generated_ids"].get<std::vector<int>>() == expected);
   }
 }
 
 TEST_CASE("generate, inspect and bench take synthetic:llama-tiny; a tokenizer.json encodes") {
   const std::string tokenizer = attnscope::testing::test_fixtures() + "/tokenizer_json/llama3";
-  const Result r = run("generate --model synthetic:llama-tiny --tokenizer " + tokenizer +
-                       " --prompt 'Hello, world!' -n 3 --ignore-eos --json");
-  CAPTURE(r.err);
-  REQUIRE(r.exit_code == 0);
-  const nlohmann::json out = nlohmann::json::parse(r.out);
+  const nlohmann::json out =
+      success_json(run("generate --model synthetic:llama-tiny --tokenizer " + tokenizer +
+                       " --prompt 'Hello, world!' -n 3 --ignore-eos --json"));
   // transformers' ids with the post-processor's <|begin_of_text|> (id 0) in front.
   CHECK(out["prompt_ids"].get<std::vector<int>>() ==
         std::vector<int>{0, 44, 73, 80, 334, 16, 288, 281, 80, 72, 5});
   CHECK(out["generated_ids"].size() == 3);
 
-  const Result inspected = run("inspect --model synthetic:llama-tiny --json");
-  REQUIRE(inspected.exit_code == 0);
-  const nlohmann::json info = nlohmann::json::parse(inspected.out);
+  const nlohmann::json info = success_json(run("inspect --model synthetic:llama-tiny --json"));
   CHECK(info["config"]["n_kv_heads"] == 2);
   // embed 512x64 + head 512x64 + 2 layers x (2x64 norms + 64x128 qkv + 64x64 o + 3x64x128 mlp)
   // + 64 final norm.
   CHECK(info["parameters"] == 2 * 512 * 64 + 2 * (2 * 64 + 64 * 128 + 64 * 64 + 3 * 64 * 128) + 64);
 
-  const Result bench =
-      run("bench -m synthetic:llama-tiny -p 8 -n 4 -r 1 --warmup 0 --threads 1 --output json");
-  CAPTURE(bench.err);
-  REQUIRE(bench.exit_code == 0);
-  CHECK(nlohmann::json::parse(bench.out)["results"].size() == 2);
+  const nlohmann::json bench = success_json(
+      run("bench -m synthetic:llama-tiny -p 8 -n 4 -r 1 --warmup 0 --threads 1 --output json"));
+  CHECK(bench["results"].size() == 2);
 }
 
 // The cost model, counted independently from the checkpoint's config.json. wide-heads has 4
@@ -1030,7 +987,7 @@ TEST_CASE("generate, inspect and bench take synthetic:llama-tiny; a tokenizer.js
 // v [Hkv, P, D] in f32. A batch of B prompts (--batch) costs all of that B times.
 TEST_CASE("profile and inspect cost a Llama by its real head_dim, key/value heads and MLP") {
   const std::string dir = attnscope::testing::test_fixtures() + "/hf-llama/wide-heads";
-  const nlohmann::json config = nlohmann::json::parse(read_all(dir + "/config.json"));
+  const nlohmann::json config = read_json(dir + "/config.json");
   const std::int64_t c = config["hidden_size"], f = config["intermediate_size"];
   const std::int64_t layers = config["num_hidden_layers"], vocab = config["vocab_size"];
   const std::int64_t heads = config["num_attention_heads"],
@@ -1039,9 +996,7 @@ TEST_CASE("profile and inspect cost a Llama by its real head_dim, key/value head
   REQUIRE(d != c / heads);
   REQUIRE(kv_heads < heads);
 
-  const Result inspected = run("inspect --model " + dir + " --json");
-  REQUIRE(inspected.exit_code == 0);
-  CHECK(nlohmann::json::parse(inspected.out)["config"]["head_dim"] == d);
+  CHECK(success_json(run("inspect --model " + dir + " --json"))["config"]["head_dim"] == d);
 
   const std::int64_t prompt = 6;
   const std::int64_t projection_weights =
@@ -1052,12 +1007,10 @@ TEST_CASE("profile and inspect cost a Llama by its real head_dim, key/value head
     CAPTURE(batch);
     attnscope::testing::TempDir out;
     const std::string summary = out.file("summary.json");
-    const Result r =
-        run("profile --model " + dir + " --prompt-len " + std::to_string(prompt) + " --batch " +
-            std::to_string(batch) + " --gen 1 --steps prefill --threads 1 --json " + summary);
-    CAPTURE(r.err);
-    REQUIRE(r.exit_code == 0);
-    const nlohmann::json rows = nlohmann::json::parse(read_all(summary))["rows"];
+    require_success(run("profile --model " + dir + " --prompt-len " + std::to_string(prompt) +
+                        " --batch " + std::to_string(batch) +
+                        " --gen 1 --steps prefill --threads 1 --json " + summary));
+    const nlohmann::json rows = read_json(summary)["rows"];
     int found = 0;
     for (const nlohmann::json& row : rows) {
       if (row["name"] == "forward") {

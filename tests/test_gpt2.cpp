@@ -20,67 +20,23 @@
 using namespace attnscope;
 namespace fs = std::filesystem;
 
-namespace {
-
-using testing::all_logits;
-using testing::check_greedy_tokens;
-using testing::decode_logit_change;
-using testing::greedy;
-using testing::hf_fixture_dir;
-using testing::kHfFixtures;
-using testing::max_abs_difference;
-using testing::max_relative_difference;
-using testing::read_hf_reference;
-using testing::reference_logits;
-using testing::reference_prefill;
-
-}  // namespace
+// The fixtures and the checks shared with the other model suites (hf_fixtures.h, model_checks.h).
+using namespace attnscope::testing;
 
 TEST_CASE("logits match Hugging Face's within 1e-4 for every backend and stored dtype") {
-  for (const char* name : kHfFixtures) {
-    const nlohmann::json reference = read_hf_reference(name);
-    Context ctx(2);
-    gpt2::Model model = gpt2::Model::open(hf_fixture_dir(name), ctx);
-    const auto [flat, batch, length] = reference_prefill(reference);
-    const std::int64_t vocab = model.config().vocab_size;
-    for (const std::string& backend : ops::attention::backend_names()) {
-      model.set_attention(backend);
-      KVCache cache = model.new_cache(ctx, batch, length);
-      const Tensor logits = model.forward(ctx, flat, batch, cache, true);
-      REQUIRE(logits.shape() == Shape{batch, length, vocab});
-      double worst = 0.0;
-      for (std::int64_t b = 0; b < batch; ++b) {
-        for (std::int64_t t = 0; t < length; ++t) {
-          const auto& row = reference["logits"][b][t];
-          for (std::int64_t v = 0; v < vocab; ++v) {
-            const double expected = row[v].get<double>();
-            const double actual = logits.data<float>()[(b * length + t) * vocab + v];
-            worst =
-                std::max(worst, std::fabs(actual - expected) / std::max(std::fabs(expected), 1.0));
-          }
-        }
-      }
-      CAPTURE(name);
-      CAPTURE(backend);
-      CHECK(worst < 1e-4);
-    }
-  }
+  for_each_fixture_and_backend<gpt2::Model>(
+      kHfFixtures, hf_fixture_dir, read_hf_reference,
+      [](Context& ctx, const gpt2::Model& model, const nlohmann::json& reference) {
+        CHECK(prefill_relative_error(ctx, model, reference) < 1e-4);
+      });
 }
 
 TEST_CASE("greedy continuations equal Hugging Face's for every backend") {
-  for (const char* name : kHfFixtures) {
-    const nlohmann::json reference = read_hf_reference(name);
-    Context ctx(2);
-    gpt2::Model model = gpt2::Model::open(hf_fixture_dir(name), ctx);
-    const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
-    const auto expected = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
-    for (const std::string& backend : ops::attention::backend_names()) {
-      model.set_attention(backend);
-      CAPTURE(name);
-      CAPTURE(backend);
-      CHECK(greedy(ctx, model, prompt, static_cast<int>(expected.size())) == expected);
-    }
-  }
+  for_each_fixture_and_backend<gpt2::Model>(
+      kHfFixtures, hf_fixture_dir, read_hf_reference,
+      [](Context& ctx, const gpt2::Model& model, const nlohmann::json& reference) {
+        check_greedy_equals_reference(ctx, model, reference);
+      });
 }
 
 TEST_CASE("16-bit weights on the cpu: checkpoints stored in bf16/f16 match transformers exactly") {
@@ -88,20 +44,14 @@ TEST_CASE("16-bit weights on the cpu: checkpoints stored in bf16/f16 match trans
   // computed their logits in f32 from them. Loading them at that --dtype narrows nothing (every
   // stored value is representable), so attnscope's 16-bit kernels compute the same f32 math:
   // only the order of f32 additions differs, as in the f32 parity test (same 1e-4 bound).
-  for (const auto& [name, dtype] :
-       {std::pair{"tiny-a-bf16", DType::BF16}, std::pair{"tiny-a-f16", DType::F16}}) {
-    const std::string fixture = name;  // CAPTURE cannot name a structured binding on clang 14
-    CAPTURE(fixture);
-    const nlohmann::json reference = read_hf_reference(name);
-    Context ctx(2);
-    const gpt2::Model model = gpt2::Model::open(hf_fixture_dir(name), ctx, 0, dtype);
-    REQUIRE(model.weights().layers[0].mlp_up_weight.dtype() == dtype);
-    CHECK(max_relative_difference(all_logits(ctx, model, reference), reference_logits(reference)) <
-          1e-4);
-    const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
-    const auto tokens = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
-    CHECK(greedy(ctx, model, prompt, static_cast<int>(tokens.size())) == tokens);
-  }
+  for_each_stored_16bit_fixture<gpt2::Model>(
+      "tiny-a", hf_fixture_dir, read_hf_reference,
+      [](Context& ctx, const gpt2::Model& model, const nlohmann::json& reference, DType dtype) {
+        REQUIRE(model.weights().layers[0].mlp_up_weight.dtype() == dtype);
+        CHECK(max_relative_difference(all_logits(ctx, model, reference),
+                                      reference_logits(reference)) < 1e-4);
+        check_greedy_equals_reference(ctx, model, reference);
+      });
 }
 
 TEST_CASE("16-bit weights on the cpu: an f32 checkpoint narrowed at load stays near its logits") {
@@ -116,24 +66,11 @@ TEST_CASE("16-bit weights on the cpu: an f32 checkpoint narrowed at load stays n
   // plus the 1e-4 relative f32 parity slack (logits here are below 10 in magnitude: 1e-3).
   // Greedy tokens must then equal transformers' f32 ones when every step's top-1 margin
   // (greedy_min_margin) exceeds 2 x bound: no logit can then overtake the top one.
-  const nlohmann::json f32_reference = read_hf_reference("tiny-a");
-  const std::vector<double> f32_logits = reference_logits(f32_reference);
-  for (const auto& [rounded, dtype] :
-       {std::pair{"tiny-a-bf16", DType::BF16}, std::pair{"tiny-a-f16", DType::F16}}) {
-    const std::string_view weight_dtype = dtype_name(dtype);  // CAPTURE: not a binding (clang 14)
-    CAPTURE(weight_dtype);
-    const double transformers_change =
-        max_abs_difference(reference_logits(read_hf_reference(rounded)), f32_logits);
-    const double bound = 2.0 * transformers_change + 1e-3;
-    Context ctx(2);
-    const gpt2::Model model = gpt2::Model::open(hf_fixture_dir("tiny-a"), ctx, 0, dtype);
-    const double change = max_abs_difference(all_logits(ctx, model, f32_reference), f32_logits);
-    MESSAGE(dtype_name(dtype) << " weights: max |logit change| " << change << " (transformers, "
-                              << "every weight rounded: " << transformers_change << ")");
-    CHECK(change > 0.0);  // the weights really were narrowed
-    CHECK(change <= bound);
-    check_greedy_tokens(ctx, model, f32_reference, bound);
-  }
+  check_narrowed_at_load<gpt2::Model>(
+      "tiny-a", hf_fixture_dir, read_hf_reference,
+      [](double transformers_change, const gpt2::Model&, const nlohmann::json&) {
+        return 2.0 * transformers_change + 1e-3;
+      });
 }
 
 namespace {
@@ -179,19 +116,9 @@ TEST_CASE("q8_0 weights on the cpu: decode stays near the f32 logits and tokens"
   // contributions; as in the 16-bit test we allow twice each for cancellation among the terms:
   // bound = 2 (D + D) + 1e-3 (f32 parity slack, logits below 10 here). Greedy tokens must equal
   // transformers' f32 ones when every step's top-1 margin exceeds 2 x bound.
-  const nlohmann::json reference = read_hf_reference("tiny-a");
-  const std::vector<double> f32_logits = reference_logits(reference);
-  Context ctx(2);
-  const gpt2::Model model = gpt2::Model::open(hf_fixture_dir("tiny-a"), ctx, 0, DType::Q8_0);
-  const double weights_change = max_abs_difference(all_logits(ctx, model, reference), f32_logits);
-  const double bound = 4.0 * weights_change + 1e-3;
-
-  const double change = decode_logit_change(ctx, model, reference, f32_logits);
-  MESSAGE("q8_0 decode: max |logit change| "
-          << change << " (weights alone, prefill: " << weights_change << ")");
-  CHECK(change > 0.0);
-  CHECK(change <= bound);
-  check_greedy_tokens(ctx, model, reference, bound);
+  check_q8_0_decode<gpt2::Model>("tiny-a", hf_fixture_dir, read_hf_reference,
+                                 [](double weights_change, const gpt2::Model&,
+                                    const nlohmann::json&) { return 4.0 * weights_change + 1e-3; });
 }
 
 TEST_CASE("q8_0 needs rows of whole blocks and the cpu") {

@@ -20,75 +20,9 @@
 using namespace attnscope;
 namespace fs = std::filesystem;
 
-namespace {
-
-using testing::all_logits;
-using testing::check_greedy_tokens;
-using testing::decode_logit_change;
-using testing::fixture_dir;
-using testing::greedy;
-using testing::kLlamaFixtures;
-using testing::logit_bound;
-using testing::max_abs_difference;
-using testing::max_relative_difference;
-using testing::read_reference;
-using testing::reference_logits;
-using testing::reference_prefill;
-
-}  // namespace
-
-TEST_CASE("llama: logits match transformers' within the derived bound for every backend") {
-  for (const char* name : kLlamaFixtures) {
-    const nlohmann::json reference = read_reference(name);
-    Context ctx(2);
-    llama::Model model = llama::Model::open(fixture_dir(name), ctx);
-    const auto [flat, batch, length] = reference_prefill(reference);
-    const std::int64_t vocab = model.llama_config().vocab_size;
-    const double bound = logit_bound(model.llama_config(), length);
-    for (const std::string& backend : ops::attention::backend_names()) {
-      model.set_attention(backend);
-      KVCache cache = model.new_cache(ctx, batch, length);
-      const Tensor logits = model.forward(ctx, flat, batch, cache, true);
-      REQUIRE(logits.shape() == Shape{batch, length, vocab});
-      double worst = 0.0;
-      for (std::int64_t b = 0; b < batch; ++b) {
-        for (std::int64_t t = 0; t < length; ++t) {
-          const auto& row = reference["logits"][b][t];
-          for (std::int64_t v = 0; v < vocab; ++v) {
-            const double expected = row[v].get<double>();
-            const double actual = logits.data<float>()[(b * length + t) * vocab + v];
-            worst =
-                std::max(worst, std::fabs(actual - expected) / std::max(std::fabs(expected), 1.0));
-          }
-        }
-      }
-      CAPTURE(name);
-      CAPTURE(backend);
-      CAPTURE(worst);
-      CHECK(worst <= bound);
-    }
-  }
-}
-
-TEST_CASE("llama: greedy continuations equal transformers' for every backend") {
-  for (const char* name : kLlamaFixtures) {
-    const nlohmann::json reference = read_reference(name);
-    Context ctx(2);
-    llama::Model model = llama::Model::open(fixture_dir(name), ctx);
-    // Every greedy step's top-1 lead exceeds twice the logit bound: no rounding difference
-    // within the bound can change a token (the fixtures are made so; checked here).
-    const double margin = reference["greedy_min_margin"].get<double>();
-    REQUIRE(margin > 2.0 * logit_bound(model.llama_config(), 16));
-    const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
-    const auto expected = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
-    for (const std::string& backend : ops::attention::backend_names()) {
-      model.set_attention(backend);
-      CAPTURE(name);
-      CAPTURE(backend);
-      CHECK(greedy(ctx, model, prompt, static_cast<int>(expected.size())) == expected);
-    }
-  }
-}
+// The fixtures and the checks shared with the other model suites (llama_fixtures.h,
+// model_checks.h).
+using namespace attnscope::testing;
 
 namespace {
 
@@ -102,26 +36,44 @@ double absolute_parity_bound(const llama::LlamaConfig& config, const nlohmann::j
 
 }  // namespace
 
+TEST_CASE("llama: logits match transformers' within the derived bound for every backend") {
+  for_each_fixture_and_backend<llama::Model>(
+      kLlamaFixtures, fixture_dir, read_reference,
+      [](Context& ctx, const llama::Model& model, const nlohmann::json& reference) {
+        const double bound = logit_bound(model.llama_config(), reference_prefill(reference).length);
+        const double worst = prefill_relative_error(ctx, model, reference);
+        CAPTURE(worst);
+        CHECK(worst <= bound);
+      });
+}
+
+TEST_CASE("llama: greedy continuations equal transformers' for every backend") {
+  for_each_fixture_and_backend<llama::Model>(
+      kLlamaFixtures, fixture_dir, read_reference,
+      [](Context& ctx, const llama::Model& model, const nlohmann::json& reference) {
+        // Every greedy step's top-1 lead exceeds twice the logit bound: no rounding difference
+        // within the bound can change a token (the fixtures are made so; checked here).
+        const double margin = reference["greedy_min_margin"].get<double>();
+        REQUIRE(margin > 2.0 * logit_bound(model.llama_config(), 16));
+        check_greedy_equals_reference(ctx, model, reference);
+      });
+}
+
 TEST_CASE("llama: 16-bit weights on the cpu: checkpoints stored in bf16/f16 match transformers") {
   // wide-heads-bf16 and wide-heads-f16 hold weights already rounded to their dtype, and
   // transformers computed their logits in f32 from them. Loading them at that --dtype narrows
   // nothing (every stored value is representable), so the 16-bit kernels compute the same f32
   // math: only the order of f32 additions differs, as in the f32 parity test (same bound).
-  for (const auto& [name, dtype] :
-       {std::pair{"wide-heads-bf16", DType::BF16}, std::pair{"wide-heads-f16", DType::F16}}) {
-    const std::string fixture = name;  // CAPTURE cannot name a structured binding on clang 14
-    CAPTURE(fixture);
-    const nlohmann::json reference = read_reference(name);
-    Context ctx(2);
-    const llama::Model model = llama::Model::open(fixture_dir(name), ctx, 0, dtype);
-    REQUIRE(model.weights().layers[0].gate_up.dtype() == dtype);
-    const auto length = static_cast<std::int64_t>(reference["input_ids"][0].size());
-    CHECK(max_relative_difference(all_logits(ctx, model, reference), reference_logits(reference)) <=
-          logit_bound(model.llama_config(), length));
-    const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<std::int32_t>>();
-    const auto tokens = reference["greedy"]["generated_ids"].get<std::vector<std::int32_t>>();
-    CHECK(greedy(ctx, model, prompt, static_cast<int>(tokens.size())) == tokens);
-  }
+  for_each_stored_16bit_fixture<llama::Model>(
+      "wide-heads", fixture_dir, read_reference,
+      [](Context& ctx, const llama::Model& model, const nlohmann::json& reference, DType dtype) {
+        const auto length = static_cast<std::int64_t>(reference["input_ids"][0].size());
+        REQUIRE(model.weights().layers[0].gate_up.dtype() == dtype);
+        CHECK(max_relative_difference(all_logits(ctx, model, reference),
+                                      reference_logits(reference)) <=
+              logit_bound(model.llama_config(), length));
+        check_greedy_equals_reference(ctx, model, reference);
+      });
 }
 
 TEST_CASE("llama: 16-bit weights on the cpu: an f32 checkpoint narrowed at load stays near") {
@@ -136,25 +88,13 @@ TEST_CASE("llama: 16-bit weights on the cpu: an f32 checkpoint narrowed at load 
   // f32 parity bound twice (attnscope's rounding and transformers' each within it). Greedy
   // tokens must then equal transformers' f32 ones when every step's top-1 margin exceeds
   // 2 x bound: no logit can then overtake the top one.
-  const nlohmann::json f32_reference = read_reference("wide-heads");
-  const std::vector<double> f32_logits = reference_logits(f32_reference);
-  for (const auto& [rounded, dtype] :
-       {std::pair{"wide-heads-bf16", DType::BF16}, std::pair{"wide-heads-f16", DType::F16}}) {
-    const std::string_view weight_dtype = dtype_name(dtype);  // CAPTURE: not a binding (clang 14)
-    CAPTURE(weight_dtype);
-    const double transformers_change =
-        max_abs_difference(reference_logits(read_reference(rounded)), f32_logits);
-    Context ctx(2);
-    const llama::Model model = llama::Model::open(fixture_dir("wide-heads"), ctx, 0, dtype);
-    const double bound = 2.0 * transformers_change +
-                         2.0 * absolute_parity_bound(model.llama_config(), f32_reference);
-    const double change = max_abs_difference(all_logits(ctx, model, f32_reference), f32_logits);
-    MESSAGE(weight_dtype << " weights: max |logit change| " << change << " (transformers, "
-                         << "every weight rounded: " << transformers_change << ")");
-    CHECK(change > 0.0);  // the weights really were narrowed
-    CHECK(change <= bound);
-    check_greedy_tokens(ctx, model, f32_reference, bound);
-  }
+  check_narrowed_at_load<llama::Model>("wide-heads", fixture_dir, read_reference,
+                                       [](double transformers_change, const llama::Model& model,
+                                          const nlohmann::json& f32_reference) {
+                                         return 2.0 * transformers_change +
+                                                2.0 * absolute_parity_bound(model.llama_config(),
+                                                                            f32_reference);
+                                       });
 }
 
 TEST_CASE("llama: q8_0 weights on the cpu: prefill computes the f32 model of dequantized weights") {
@@ -187,20 +127,11 @@ TEST_CASE("llama: q8_0 weights on the cpu: decode stays near the f32 logits and 
   // change is the sum of both contributions; allowing twice each for cancellation, plus the f32
   // parity bound twice (as in the 16-bit test): bound = 2 (D + D) + 2 parity. Greedy tokens must
   // equal transformers' f32 ones when every step's top-1 margin exceeds 2 x bound.
-  const nlohmann::json reference = read_reference("wide-heads");
-  const std::vector<double> f32_logits = reference_logits(reference);
-  Context ctx(2);
-  const llama::Model model = llama::Model::open(fixture_dir("wide-heads"), ctx, 0, DType::Q8_0);
-  const double weights_change = max_abs_difference(all_logits(ctx, model, reference), f32_logits);
-  const double bound =
-      4.0 * weights_change + 2.0 * absolute_parity_bound(model.llama_config(), reference);
-
-  const double change = decode_logit_change(ctx, model, reference, f32_logits);
-  MESSAGE("q8_0 decode: max |logit change| "
-          << change << " (weights alone, prefill: " << weights_change << ")");
-  CHECK(change > 0.0);
-  CHECK(change <= bound);
-  check_greedy_tokens(ctx, model, reference, bound);
+  check_q8_0_decode<llama::Model>(
+      "wide-heads", fixture_dir, read_reference,
+      [](double weights_change, const llama::Model& model, const nlohmann::json& reference) {
+        return 4.0 * weights_change + 2.0 * absolute_parity_bound(model.llama_config(), reference);
+      });
 }
 
 TEST_CASE("model families: the spec or config.json names one, or one clear error says why not") {

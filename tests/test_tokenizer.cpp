@@ -20,6 +20,7 @@
 
 #include "fixture_paths.h"
 #include "models/gpt2/tokenizer.h"
+#include "random_text.h"
 #include "runtime/error.h"
 #include "safetensors_writer.h"
 
@@ -130,30 +131,12 @@ void check_reference_cases(const std::string& path) {
 // accented Latin, combining marks, Arabic, Devanagari, CJK, emoji and unassigned or private-use
 // planes all come up. Sometimes a literal "<|endoftext|>".
 std::string random_utf8(std::mt19937& rng, std::size_t length) {
-  constexpr std::array<std::pair<char32_t, char32_t>, 12> kRanges{{{0x20, 0x7E},
-                                                                   {0x09, 0x0D},
-                                                                   {0xA0, 0x24F},
-                                                                   {0x300, 0x36F},
-                                                                   {0x600, 0x6FF},
-                                                                   {0x900, 0x97F},
-                                                                   {0x2000, 0x206F},
-                                                                   {0x3000, 0x30FF},
-                                                                   {0x4E00, 0x9FFF},
-                                                                   {0x1F300, 0x1F9FF},
-                                                                   {0xE000, 0xFFFF},
-                                                                   {0x10000, 0x10FFFF}}};
-  std::uniform_int_distribution<std::size_t> pick_range(0, kRanges.size());
-  std::string text;
-  for (std::size_t i = 0; i < length; ++i) {
-    const std::size_t range = pick_range(rng);
-    if (range == kRanges.size()) {
-      text += "<|endoftext|>";
-      continue;
-    }
-    std::uniform_int_distribution<char32_t> pick(kRanges[range].first, kRanges[range].second);
-    text += to_utf8(pick(rng));
-  }
-  return text;
+  constexpr attnscope::testing::CodePointRange kRanges[] = {
+      {0x20, 0x7E},     {0x09, 0x0D},       {0xA0, 0x24F},    {0x300, 0x36F},
+      {0x600, 0x6FF},   {0x900, 0x97F},     {0x2000, 0x206F}, {0x3000, 0x30FF},
+      {0x4E00, 0x9FFF}, {0x1F300, 0x1F9FF}, {0xE000, 0xFFFF}, {0x10000, 0x10FFFF}};
+  return attnscope::testing::random_text(rng, length, kRanges,
+                                         [] { return std::string("<|endoftext|>"); });
 }
 
 // Random bytes, mostly above 0x7F, where UTF-8 goes wrong.

@@ -21,7 +21,7 @@
 #include "fixture_paths.h"
 #include "models/tokenizer/byte_alphabet.h"
 #include "models/tokenizer/tokenizer_json.h"
-#include "models/tokenizer/utf8.h"
+#include "random_text.h"
 #include "runtime/error.h"
 #include "safetensors_writer.h"
 
@@ -129,29 +129,11 @@ bool contains(const std::string& message, const std::string& part) {
 // Arabic, CJK, emoji, private use, the astral planes), sometimes one of `specials`.
 std::string random_text(std::mt19937& rng, std::size_t length,
                         const std::vector<std::string>& specials) {
-  constexpr std::array<std::pair<char32_t, char32_t>, 9> kRanges{{{0x20, 0x7E},
-                                                                  {0x09, 0x0D},
-                                                                  {0xA0, 0x24F},
-                                                                  {0x300, 0x36F},
-                                                                  {0x600, 0x6FF},
-                                                                  {0x4E00, 0x9FFF},
-                                                                  {0x1F300, 0x1F9FF},
-                                                                  {0xE000, 0xFFFF},
-                                                                  {0x10000, 0x10FFFF}}};
-  std::uniform_int_distribution<std::size_t> pick_range(0, kRanges.size());
-  std::string text;
-  for (std::size_t i = 0; i < length; ++i) {
-    const std::size_t range = pick_range(rng);
-    if (range == kRanges.size()) {
-      text += specials[rng() % specials.size()];
-      continue;
-    }
-    char32_t value =
-        std::uniform_int_distribution<char32_t>(kRanges[range].first, kRanges[range].second)(rng);
-    if (value >= 0xD800 && value <= 0xDFFF) value = 'x';
-    text += attnscope::tokenizer::encode_utf8(value);
-  }
-  return text;
+  constexpr attnscope::testing::CodePointRange kRanges[] = {
+      {0x20, 0x7E},     {0x09, 0x0D},       {0xA0, 0x24F},    {0x300, 0x36F},     {0x600, 0x6FF},
+      {0x4E00, 0x9FFF}, {0x1F300, 0x1F9FF}, {0xE000, 0xFFFF}, {0x10000, 0x10FFFF}};
+  return attnscope::testing::random_text(rng, length, kRanges,
+                                         [&] { return specials[rng() % specials.size()]; });
 }
 
 }  // namespace
