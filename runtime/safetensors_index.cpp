@@ -21,10 +21,15 @@ using json = nlohmann::json;
 
 constexpr std::uintmax_t kMaxIndexBytes = std::uintmax_t{64} << 20;
 
-// A shard must be a file beside the index: no folders, so an index cannot reach elsewhere.
+// A shard must be a file beside the index: no folders, so an index cannot reach elsewhere, and
+// no control characters (a NUL would end the path the system opens early, at another file).
 void check_shard_name(const std::string& shard, const std::string& tensor,
                       const std::string& label) {
-  check(!shard.empty() && shard.find('/') == std::string::npos && shard != "." && shard != "..",
+  const bool control = std::any_of(shard.begin(), shard.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+  });
+  check(!shard.empty() && !control && shard.find('/') == std::string::npos && shard != "." &&
+            shard != "..",
         label,
         "weight_map: tensor " + single_quoted(tensor) + " names shard " + single_quoted(shard) +
             ", not a file name in the index's folder");

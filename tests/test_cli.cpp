@@ -1050,21 +1050,17 @@ TEST_CASE("a failed write is an error naming the output, never a silent success"
   check_one_line_error(run(tiny + "--trace /dev/full"), 1, "/dev/full: write failed");
   check_one_line_error(run(tiny + "--json /dev/full"), 1, "/dev/full: write failed");
 
-  // A report file that cannot be written (here a link to /dev/full inside the output folder).
-  const std::string out = dir.file("report");
-  std::filesystem::create_directories(out);
-  std::filesystem::create_symlink("/dev/full", out + "/report.md");
-  check_one_line_error(run("compare --model synthetic:tiny --prompt-lens 4 --gen 2 --reps 2 "
-                           "--threads 1 --out " +
-                           out),
-                       1, "report.md: write failed");
-  const std::string study = dir.file("study");
-  std::filesystem::create_directories(study);
-  std::filesystem::create_symlink("/dev/full", study + "/trace-naive.json");
-  check_one_line_error(run("study --batch 1 --heads 2 --seq-len 32 --head-dim 8 --reps 3 "
-                           "--threads 1 --out " +
-                           study),
-                       1, "trace-naive.json: write failed");
+  // A report file that cannot be written: a link to /dev/full where the command writes `file`.
+  for (const auto& [command, file] :
+       {std::pair{"compare --model synthetic:tiny --prompt-lens 4 --gen 2 --reps 2", "report.md"},
+        std::pair{"study --batch 1 --heads 2 --seq-len 32 --head-dim 8 --reps 3",
+                  "trace-naive.json"}}) {
+    const std::string out = dir.file(std::string(file) + ".folder");
+    std::filesystem::create_directories(out);
+    std::filesystem::create_symlink("/dev/full", out + "/" + file);
+    check_one_line_error(run(std::string(command) + " --threads 1 --out " + out), 1,
+                         std::string(file) + ": write failed");
+  }
 }
 
 TEST_CASE("inspect shows how positions enter and whether the LM head is the embedding") {

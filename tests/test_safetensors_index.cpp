@@ -86,6 +86,11 @@ TEST_CASE("safetensors index: broken indexes are refused with one line") {
   CHECK(index_failure(dir, R"({"weight_map": {"x": "../a.safetensors"}})") ==
         "index.json: weight_map: tensor 'x' names shard '../a.safetensors', not a file name in "
         "the index's folder");
+  // a.safetensors exists: a NUL would make the system open it, so the name is refused, shown
+  // escaped in full.
+  CHECK(index_failure(dir, R"({"weight_map": {"x": "a.safetensors\u0000.evil"}})") ==
+        "index.json: weight_map: tensor 'x' names shard 'a.safetensors\\x00.evil', not a file "
+        "name in the index's folder");
   CHECK(index_failure(dir, R"({"weight_map": {"x": "c.safetensors"}})") ==
         "index.json: shard 'c.safetensors' is missing from " + dir.path().string());
   // A shard's tensor the index does not list, or lists under another shard.

@@ -255,6 +255,10 @@ TEST_CASE("load refuses what it does not support, in one line naming it") {
     CHECK(contains(load_error(model), "model \"WordPiece\" is not supported"));
     model["model"]["type"] = "Unigram";
     CHECK(contains(load_error(model), "model \"Unigram\" is not supported"));
+    model["model"] = nullptr;
+    CHECK(contains(load_error(model), "no \"model\" (the vocabulary and merges"));
+    model.erase("model");
+    CHECK(contains(load_error(model), "no \"model\" (the vocabulary and merges"));
     model = tokenizer;
     model["model"]["byte_fallback"] = true;
     CHECK(contains(load_error(model), "byte_fallback true is not supported"));

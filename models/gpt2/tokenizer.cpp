@@ -85,6 +85,13 @@ Vocabulary read_vocabulary(const fs::path& path) {
   check(json.is_object(), where, "expected a JSON object mapping each token to its id");
   const std::size_t size = json.size();
   check(size <= std::numeric_limits<std::int32_t>::max(), where, "too many tokens");
+  // Every byte's one-byte token first: a vocabulary missing one is not byte-level, whatever else
+  // is wrong with its ids.
+  for (int byte = 0; byte < 256; ++byte) {
+    const std::string& token = ByteAlphabet::character_of_byte(static_cast<unsigned char>(byte));
+    check(json.contains(token), where,
+          "no token for byte " + hex_byte(byte) + " (" + json_literal(token) + ")");
+  }
 
   Vocabulary vocabulary;
   vocabulary.token_bytes.resize(size);
@@ -153,16 +160,12 @@ tokenizer::MergeTable read_merges(const fs::path& path, const Vocabulary& vocabu
   return merges;
 }
 
-// The id of each byte's one-byte token; throws when a byte has none.
-std::array<std::int32_t, 256> byte_tokens(const Vocabulary& vocabulary, const std::string& where) {
+// The id of each byte's one-byte token (read_vocabulary made sure each byte has one).
+std::array<std::int32_t, 256> byte_tokens(const Vocabulary& vocabulary) {
   std::array<std::int32_t, 256> byte_token{};
   for (int byte = 0; byte < 256; ++byte) {
-    const std::string& token = ByteAlphabet::character_of_byte(static_cast<unsigned char>(byte));
-    const auto found = vocabulary.id_of_token.find(token);
-    if (found == vocabulary.id_of_token.end()) {
-      throw Error(where, "no token for byte " + hex_byte(byte) + " (" + json_literal(token) + ")");
-    }
-    byte_token[byte] = found->second;
+    byte_token[byte] = vocabulary.id_of_token.at(
+        ByteAlphabet::character_of_byte(static_cast<unsigned char>(byte)));
   }
   return byte_token;
 }
@@ -174,11 +177,11 @@ std::int32_t end_of_text_id(const Vocabulary& vocabulary, const std::string& whe
   return found->second;
 }
 
-// The checks in the order of the files: bytes, "<|endoftext|>", then the merges.
+// The checks after the vocabulary's own: "<|endoftext|>", then the merges.
 tokenizer::BytePairEncoder make_byte_pair_encoder(const Vocabulary& vocabulary,
                                                   const std::string& where,
                                                   const fs::path& merges_path) {
-  const std::array<std::int32_t, 256> byte_token = byte_tokens(vocabulary, where);
+  const std::array<std::int32_t, 256> byte_token = byte_tokens(vocabulary);
   end_of_text_id(vocabulary, where);
   return tokenizer::BytePairEncoder(byte_token, read_merges(merges_path, vocabulary),
                                     tokenizer::MergeOrder::rounds);

@@ -51,6 +51,7 @@ std::int32_t token_id_of(const Json& value, const std::string& where, const std:
 // The checks of the BPE model that do not concern its vocabulary.
 void check_bpe_options(const Json& model, const std::string& where) {
   const std::string type = type_of(model, "model", where);
+  check(!type.empty(), where, "no \"model\" (the vocabulary and merges of a byte-level BPE)");
   check(type == "BPE", where,
         "model " + json_literal(type) + " is not supported (only byte-level BPE)");
   check(!model.contains("dropout") || model["dropout"].is_null(), where,
