@@ -13,6 +13,7 @@
 #include "ops/heads.h"
 #include "ops/linear.h"
 #include "profiler/scope.h"
+#include "profiler/summary.h"
 #include "runtime/error.h"
 #include "runtime/input_file.h"
 #include "runtime/strict_json.h"
@@ -37,6 +38,39 @@ KVCache LanguageModel::new_cache(Context& ctx, std::int64_t batch, std::int64_t 
             std::to_string(shape.context_length) + "]");
   return KVCache(shape.n_layers, batch, shape.n_kv_heads, capacity, shape.head_dim,
                  dtypes_.activations, ctx.allocator());
+}
+
+void LanguageModel::require_memory(Context& ctx, std::int64_t batch, std::int64_t capacity,
+                                   std::int64_t tokens, bool all_positions,
+                                   const std::string& where, const std::string& advice) const {
+  const ModelConfig& shape = config();
+  const auto count = [](std::initializer_list<std::int64_t> factors) {
+    double product = 1.0;  // doubles: a hostile batch must not overflow the estimate itself
+    for (std::int64_t f : factors) product *= static_cast<double>(f);
+    return product;
+  };
+  const auto activation_size = static_cast<std::int64_t>(dtype_size(dtypes_.activations));
+  const double kv_cache = count(
+      {2, shape.n_layers, batch, shape.n_kv_heads, capacity, shape.head_dim, activation_size});
+  const ops::attention::Shape step = {batch,  shape.n_heads,  shape.n_kv_heads,   tokens,
+                                      tokens, shape.head_dim, dtypes_.activations};
+  const auto attention = static_cast<double>(attention_->cost_model(ctx, step).temporary_bytes);
+  const double mlp = count({batch, tokens, shape.d_ff, 2, activation_size});
+  const double logits = count({batch, all_positions ? tokens : 1, shape.vocab_size, 4});
+  const double needed = static_cast<double>(weight_bytes()) + kv_cache + attention + mlp + logits;
+  const auto available = static_cast<double>(ctx.memory_bytes());
+  const auto text = [](double bytes) {
+    return bytes < 0x1p62 ? profiler::binary_bytes(static_cast<std::size_t>(bytes))
+                          : std::string("more than 4 EiB");
+  };
+  check(needed <= available, where, [&] {
+    return std::to_string(batch) + " x " + std::to_string(capacity) + " positions need at least " +
+           text(needed) + " (weights " + text(static_cast<double>(weight_bytes())) + ", KV cache " +
+           text(kv_cache) + ", attention temporaries " + text(attention) + ", MLP activations " +
+           text(mlp) + ", logits " + text(logits) + "), more than the " + text(available) + " of " +
+           (ctx.device() == Device::CPU ? "memory this machine has" : "memory on the GPU") + " (" +
+           advice + ")";
+  });
 }
 
 Tensor LanguageModel::forward(Context& ctx, std::span<const std::int32_t> tokens,

@@ -63,6 +63,17 @@ class LanguageModel {
   // context length).
   KVCache new_cache(Context& ctx, std::int64_t batch, std::int64_t capacity) const;
 
+  // Refuses, before anything is allocated, a run whose memory cannot fit on ctx's device: the
+  // weights, a cache of `batch` x `capacity` positions, and the largest step, `tokens` new tokens
+  // per row (the prefill) with all their logits when all_positions. Throws
+  // Error(where, "... needs at least N GiB (...), more than the M GiB ... (ADVICE)"), naming the
+  // flag to change in `advice`. The count is a floor (KV cache, the backend's attention
+  // temporaries from its cost model, the MLP's hidden activations, the logits), so a run it
+  // passes may still fail later, with an out-of-memory error.
+  void require_memory(Context& ctx, std::int64_t batch, std::int64_t capacity, std::int64_t tokens,
+                      bool all_positions, const std::string& where,
+                      const std::string& advice) const;
+
   // Runs `tokens` (batch rows of T = tokens.size() / batch ids, row-major) at the positions
   // following the cache's contents, and appends their keys and values to the cache.
   // Returns f32 logits [batch, T, V] when all_positions, else [batch, 1, V] for the last token,

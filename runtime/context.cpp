@@ -1,5 +1,8 @@
 #include "runtime/context.h"
 
+#include <unistd.h>
+
+#include <cstdint>
 #include <thread>
 
 #include "runtime/cuda/device.h"
@@ -39,6 +42,17 @@ std::string Context::describe() const {
     if (cuda_) return "cuda: " + gpu::describe(*cuda_);
   }
   return "cpu (" + std::to_string(threads_) + " threads)";
+}
+
+std::uint64_t Context::memory_bytes() const {
+  if constexpr (kCudaBuild) {
+    if (cuda_) return gpu::total_memory(*cuda_);
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_bytes = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page_bytes > 0
+             ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_bytes)
+             : UINT64_MAX;  // unknown: nothing is refused for size
 }
 
 void Context::synchronize() const {

@@ -6,6 +6,7 @@
 // GPU the device state: stream, cuBLAS handle (runtime/cuda/cuda_context.h).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -46,6 +47,9 @@ class Context {
   gpu::DeviceState* cuda_state() const { return cuda_.get(); }
   // "cpu (16 threads)" or "cuda: NVIDIA H200, sm_90, ..."
   std::string describe() const;
+  // The memory the device has in all: the machine's physical memory on the CPU, the GPU's global
+  // memory on CUDA. What requests are sized against before they allocate.
+  std::uint64_t memory_bytes() const;
   // Waits until every op queued so far has finished (a no-op on the CPU, where ops return done).
   void synchronize() const;
 

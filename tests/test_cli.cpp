@@ -1150,3 +1150,14 @@ TEST_CASE("defaults a llama.cpp or transformers user expects: flash, short flags
   CHECK(oversubscribed.err.find("warning: --threads " + std::to_string(cores + 1) +
                                 " exceeds this machine's") != std::string::npos);
 }
+
+TEST_CASE("a request too large for memory is refused up front, with the flag to change") {
+  // 1M rows of GPT-2: about 2 TiB of KV cache and logits. Refused before anything is allocated
+  // (the run would otherwise grow to the machine's memory before failing).
+  const Result bench = run("bench -m synthetic:gpt2 -b 1048576 -p 16 -n 0 -r 1 -t 1");
+  check_one_line_error(bench, 1, "positions need at least");
+  CHECK(bench.err.find("KV cache") != std::string::npos);
+  CHECK(bench.err.find("(lower -b/--batch") != std::string::npos);
+  check_one_line_error(run("profile -m synthetic:gpt2 --batch 1048576 --prompt-len 8 --gen 2"), 1,
+                       "(lower --batch, --prompt-len or --gen)");
+}

@@ -100,6 +100,8 @@ std::string describe(const DeviceState& state) {
          std::to_string(p.multiProcessorCount) + " SMs, " + memory;
 }
 
+std::size_t total_memory(const DeviceState& state) { return state.properties.totalGlobalMem; }
+
 std::unique_ptr<Allocator> make_allocator(std::shared_ptr<DeviceState> state) {
   return std::make_unique<CachingAllocator>(std::move(state));
 }

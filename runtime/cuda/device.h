@@ -28,6 +28,9 @@ std::string unavailable_reason();
 // "NVIDIA H200, sm_90, 132 SMs, 139.8 GiB"
 std::string describe(const DeviceState& state);
 
+// The device's global memory in bytes.
+std::size_t total_memory(const DeviceState& state);
+
 // A caching allocator of device memory on `state`'s device (runtime/cuda/caching_allocator.h).
 std::unique_ptr<Allocator> make_allocator(std::shared_ptr<DeviceState> state);
 

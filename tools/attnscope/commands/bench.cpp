@@ -131,11 +131,17 @@ std::vector<ModelTest> model_grid(const BenchFlags& flags, const std::string& mo
   return tests;
 }
 
-void check_fits_context(const ModelTest& test, const ModelConfig& config) {
+// Refuses a test the model's context or the device's memory cannot hold, before it allocates.
+void check_fits(Context& ctx, LanguageModel& model, const ModelTest& test) {
+  const ModelConfig& config = model.config();
   const std::int64_t tokens = test.is_prefill() ? test.prompt_len : test.depth + test.gen;
-  check(tokens <= config.context_length, test.model + " " + test.name(),
+  const std::string where = test.model + " " + test.name();
+  check(tokens <= config.context_length, where,
         std::to_string(tokens) + " tokens exceed the model's context length of " +
             std::to_string(config.context_length) + " (lower --prompt-len, --gen or --depth)");
+  model.set_attention(test.backend);
+  model.require_memory(ctx, test.batch, tokens, test.is_prefill() ? test.prompt_len : test.depth,
+                       false, where + ": batch", "lower -b/--batch, --prompt-len or --depth");
 }
 
 std::vector<std::int32_t> random_ids(std::int64_t count, const ModelConfig& config,
@@ -237,7 +243,7 @@ json run_model_tests(const BenchFlags& flags, Context& ctx, const std::string& s
   StepRunner runner;  // GPU decode steps as CUDA graphs, kept across the model's tests
   const std::vector<ModelTest> tests = model_grid(flags, spec, device, dtype);
   check(!tests.empty(), "bench", "no tests: --prompt-len and --gen are all 0");
-  for (const ModelTest& test : tests) check_fits_context(test, model.config());
+  for (const ModelTest& test : tests) check_fits(ctx, model, test);
   std::vector<ModelSamples> samples(tests.size());
   const int rounds = flags.warmup + flags.repetitions;
   for (int round = 0; round < rounds; ++round) {

@@ -90,6 +90,8 @@ int run_generate(const GenerateFlags& flags) {
             " positions, more than the context length of " + std::to_string(config.context_length) +
             " (shorten the prompt or lower --max-new-tokens)");
 
+  model.require_memory(ctx, 1, positions, prompt_length, false, "prompt",
+                       "shorten the prompt or lower --max-new-tokens");
   KVCache cache = model.new_cache(ctx, 1, positions);
   Utf8Stream stream;
   const bool stream_text = !flags.json && tokenizer.has_value();

@@ -88,6 +88,7 @@ int run_perplexity(const PerplexityFlags& flags) {
   check(window_length <= config.context_length, "--ctx",
         std::to_string(window_length) + " exceeds the model's context length of " +
             std::to_string(config.context_length));
+  model.require_memory(ctx, 1, window_length, window_length, true, "--ctx", "lower --ctx");
   const std::int64_t stride =
       flags.stride ? flags.stride : std::max<std::int64_t>(1, window_length / 2);
   check(stride <= window_length, "--stride",

@@ -115,6 +115,8 @@ ProfiledRun profile_model(Context& ctx, const LanguageModel& model,
   check(options.prompt_len + options.gen <= config.context_length, "--prompt-len",
         std::to_string(options.prompt_len) + " prompt tokens + " + std::to_string(options.gen) +
             " decode steps exceed the context length of " + std::to_string(config.context_length));
+  model.require_memory(ctx, options.batch, options.prompt_len + options.gen, options.prompt_len,
+                       false, "--batch", "lower --batch, --prompt-len or --gen");
   std::mt19937_64 rng(options.seed);
   std::uniform_int_distribution<std::int32_t> token(
       0, static_cast<std::int32_t>(config.vocab_size - 1));
