@@ -1,5 +1,6 @@
 // open_model and the shared part of LanguageModel (models/language_model.h): the one forward
-// step (its checks, inputs, launch and the cache's advance), the KV cache, the backend choice.
+// step (its checks, inputs, launch and the cache's advance), the recipe that strings a family's
+// blocks into a step, the KV cache, the backend choice.
 #include "models/language_model.h"
 
 #include <algorithm>
@@ -21,10 +22,27 @@
 
 namespace attnscope {
 
+LanguageModel::LanguageModel(Positions positions, std::string source, ModelDTypes dtypes,
+                             std::vector<StoredTensor> stored)
+    : dtypes_(dtypes),
+      positions_(positions),
+      source_(std::move(source)),
+      stored_(std::move(stored)),
+      attention_(&ops::attention::find_backend("naive")) {}
+
 std::string LanguageModel::dtype_summary() const {
   const std::string weights(dtype_name(weight_dtype()));
   if (weight_dtype() == activation_dtype()) return weights;
   return weights + " weights, " + std::string(dtype_name(activation_dtype())) + " activations";
+}
+
+std::uint64_t LanguageModel::weight_bytes() const {
+  const StepTables tables = step_tables();
+  std::uint64_t bytes = bytes_without_lm_head();
+  if (tables.lm_head.raw_data() != tables.token_embedding.raw_data()) {
+    bytes += tables.lm_head.nbytes();
+  }
+  return bytes;
 }
 
 void LanguageModel::set_attention(std::string_view name) {
@@ -106,16 +124,59 @@ Tensor LanguageModel::forward(Context& ctx, std::span<const std::int32_t> tokens
   return logits;
 }
 
-Tensor LanguageModel::embed(Context& ctx, const StepInputs& inputs, const Tensor& token_embedding,
-                            const Tensor& position_embedding, std::int64_t rows,
-                            std::int64_t width) const {
-  Tensor hidden = Tensor::empty({rows, width}, dtypes_.activations, ctx.allocator());
+namespace {
+
+bool contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// The rows of `hidden` [batch * length, width] whose logits a step returns: all of them when
+// all_positions, else each sequence's last position, copied into a [batch, width] tensor (only
+// these go through the final norm and the LM head).
+Tensor rows_for_logits(Context& ctx, const Tensor& hidden, std::int64_t batch, std::int64_t length,
+                       bool all_positions) {
+  if (all_positions || length == 1) return hidden;
+  Tensor last = Tensor::empty({batch, hidden.dim(1)}, hidden.dtype(), ctx.allocator());
+  for (std::int64_t b = 0; b < batch; ++b) {
+    Tensor row = last.slice_rows(b, b + 1);
+    copy_into(ctx, hidden.slice_rows((b + 1) * length - 1, (b + 1) * length), row);
+  }
+  return last;
+}
+
+}  // namespace
+
+Tensor LanguageModel::run_step(Context& ctx, const StepInputs& inputs, std::int64_t batch,
+                               std::int64_t length, KVCache& cache, bool all_positions) const {
+  const StepTables tables = step_tables();
+  Tensor hidden = embed(ctx, inputs, tables, batch * length);
+  for (std::int64_t i = 0; i < config().n_layers; ++i) {
+    profiler::Scope layer_scope(ctx, "layer", "layer");
+    {
+      profiler::Scope block_scope(ctx, "attention_block", "block");
+      attention_block(ctx, i, hidden, batch, length, cache);
+    }
+    {
+      profiler::Scope block_scope(ctx, "mlp_block", "block");
+      mlp_block(ctx, i, hidden);
+    }
+  }
+  // Only the rows whose logits are wanted go through the final norm and the LM head.
+  const Tensor last = rows_for_logits(ctx, hidden, batch, length, all_positions);
+  Tensor normed = Tensor::empty(last.shape(), dtypes_.activations, ctx.allocator());
+  final_norm(ctx, last, normed);
+  return lm_head_logits(ctx, normed, tables.lm_head, batch);
+}
+
+Tensor LanguageModel::embed(Context& ctx, const StepInputs& inputs, const StepTables& tables,
+                            std::int64_t rows) const {
+  Tensor hidden = Tensor::empty({rows, config().d_model}, dtypes_.activations, ctx.allocator());
   if (inputs.device_ids.defined()) {
-    ops::embedding(ctx, token_embedding, position_embedding, inputs.device_ids,
+    ops::embedding(ctx, tables.token_embedding, tables.position_embedding, inputs.device_ids,
                    inputs.device_positions, hidden);
   } else {
-    ops::embedding(ctx, token_embedding, position_embedding, inputs.tokens, inputs.positions,
-                   hidden);
+    ops::embedding(ctx, tables.token_embedding, tables.position_embedding, inputs.tokens,
+                   inputs.positions, hidden);
   }
   return hidden;
 }
@@ -155,25 +216,6 @@ Tensor LanguageModel::lm_head_logits(Context& ctx, const Tensor& normed, const T
   ops::linear(ctx, normed, lm_head, Tensor(), logits);
   return logits.reshape({batch, normed.dim(0) / batch, vocab});
 }
-
-Tensor rows_for_logits(Context& ctx, const Tensor& hidden, std::int64_t batch, std::int64_t length,
-                       bool all_positions) {
-  if (all_positions || length == 1) return hidden;
-  Tensor last = Tensor::empty({batch, hidden.dim(1)}, hidden.dtype(), ctx.allocator());
-  for (std::int64_t b = 0; b < batch; ++b) {
-    Tensor row = last.slice_rows(b, b + 1);
-    copy_into(ctx, hidden.slice_rows((b + 1) * length - 1, (b + 1) * length), row);
-  }
-  return last;
-}
-
-namespace {
-
-bool contains(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
-}  // namespace
 
 ModelFamily model_family(const std::string& spec) {
   if (const std::optional<std::string> name = synthetic_name(spec)) {

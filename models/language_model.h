@@ -1,15 +1,16 @@
 // LanguageModel: what every tool needs from a model, whichever family it is.
 //
 // attnscope runs two families, GPT-2 (models/gpt2/) and Llama (models/llama/). Each keeps its own
-// weights, config and the device part of its forward step (run_step: embedding, blocks, final
-// norm, LM head), because those are what a reader studies; the tools (generate, bench,
-// perplexity, profile, compare, inspect) only open a model, size a KV cache, choose an attention
-// backend and step it forward. That shared part is this base class: it owns the one forward()
-// (its checks, the step inputs, the runner call, the cache's advance), new_cache() and the
+// weights, config and blocks (attention_block, mlp_block, final_norm), because those are what a
+// reader studies; the tools (generate, bench, perplexity, profile, compare, inspect) only open a
+// model, size a KV cache, choose an attention backend and step it forward. That shared part is
+// this base class: it owns the one forward() (its checks, the step inputs, the runner call, the
+// cache's advance), the recipe of a step that strings a family's blocks together (run_step:
+// embedding, L layers of an attention and an MLP block, final norm, LM head), new_cache() and the
 // attention backend, and open_model() picks the family from the spec. A base class was chosen
 // over a family switch inside one Model type: each model file stays readable on its own, and
-// adding a family means one folder and one line in open_model(). The virtual calls are one
-// run_step and a few accessors per forward step, which cost nothing beside the step.
+// adding a family means one folder and one line in open_model(). The virtual calls are two per
+// layer and a few per forward step, which cost nothing beside the step.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +43,7 @@ class LanguageModel {
   // cuda, f32 on the cpu (ModelDTypes in models/checkpoint.h). Logits are always f32.
   DType activation_dtype() const { return dtypes_.activations; }
   // Bytes of all parameters as stored (a tied LM head counted once): what a decode step reads.
-  virtual std::uint64_t weight_bytes() const = 0;
+  std::uint64_t weight_bytes() const;
   const std::string& source() const { return source_; }
   // The tensors as the checkpoint stores them (for `inspect`).
   const std::vector<StoredTensor>& stored_tensors() const { return stored_; }
@@ -97,20 +98,32 @@ class LanguageModel {
   // start + t token t of a step reads (GPT-2). Rotary: none in the embedding (every token reads
   // row 0 of a one-row zero table); the blocks rotate q and k from the cache length (Llama).
   enum class Positions { Learned, Rotary };
-  explicit LanguageModel(Positions positions) : positions_(positions) {}
+  // A family's constructor passes what its open() loaded: the spec it came from, the dtypes and
+  // the tensors as the checkpoint stores them. The attention backend starts as "naive".
+  LanguageModel(Positions positions, std::string source, ModelDTypes dtypes,
+                std::vector<StoredTensor> stored);
 
-  // Everything of a forward step that runs on the device: the embedding, the blocks, the final
-  // norm and the LM head, for `batch` rows of `length` tokens after the cache's contents (which
-  // the blocks append to; forward() advances the cache afterwards). Returns the logits as
-  // forward() does.
-  virtual Tensor run_step(Context& ctx, const StepInputs& inputs, std::int64_t batch,
-                          std::int64_t length, KVCache& cache, bool all_positions) const = 0;
+  // The tables a step reads outside its blocks: the token embedding [V, C], the position
+  // embedding (learned rows, or the one-row zero table of a rotary family) and the LM head
+  // [V, C] (the token embedding itself when tied).
+  struct StepTables {
+    const Tensor& token_embedding;
+    const Tensor& position_embedding;
+    const Tensor& lm_head;
+  };
+  virtual StepTables step_tables() const = 0;
+  // Bytes of every parameter but the LM head, as stored (weight_bytes adds an untied head).
+  virtual std::uint64_t bytes_without_lm_head() const = 0;
+  // A family's blocks, which run_step calls in order. attention_block: layer `layer_index` of
+  // `tokens` new tokens of each of the cache's `batch` sequences, which adds its output onto the
+  // residual stream `hidden` [batch * tokens, C] and appends the tokens' keys and values to the
+  // cache. mlp_block: the same layer's MLP, added onto `hidden`. final_norm: the last norm,
+  // `hidden` into `normed` (same shape), before the LM head.
+  virtual void attention_block(Context& ctx, std::int64_t layer_index, Tensor& hidden,
+                               std::int64_t batch, std::int64_t tokens, KVCache& cache) const = 0;
+  virtual void mlp_block(Context& ctx, std::int64_t layer_index, Tensor& hidden) const = 0;
+  virtual void final_norm(Context& ctx, const Tensor& hidden, Tensor& normed) const = 0;
 
-  // The first op of every run_step: hidden [batch * length, width] in the activation dtype, each
-  // token's row of `token_embedding` plus the row of `position_embedding` its position names. The
-  // ids and positions are read on the device when step_inputs placed them there, else on the host.
-  Tensor embed(Context& ctx, const StepInputs& inputs, const Tensor& token_embedding,
-               const Tensor& position_embedding, std::int64_t rows, std::int64_t width) const;
   // The attention call of layer `layer_index` for `tokens` new tokens of each of the cache's
   // sequences: q [batch, heads, tokens, head_dim] to be filled (split_qkv), k and v the layer's
   // cache, which the new tokens' keys and values extend to kv_len = cache.length() + tokens.
@@ -121,27 +134,35 @@ class LanguageModel {
   // [batch * tokens, heads * head_dim], ready for the output projection: [B, H, T, D] ->
   // [B, T, H D] (merge_heads); with one token per row the two layouts are the same bytes.
   Tensor attend_and_merge_heads(Context& ctx, ops::attention::Call& call) const;
-  // The last op of every run_step: f32 logits [batch, rows, V] of the final norm's output
-  // `normed` ([batch * rows, C]) against `lm_head` ([V, C]).
+
+  // Set by the constructor; the blocks store their activations in dtypes_.activations.
+  ModelDTypes dtypes_;
+
+ private:
+  // Everything of a forward step that runs on the device, for `batch` rows of `length` tokens
+  // after the cache's contents (which the attention blocks append to; forward() advances the
+  // cache afterwards): hidden = embed(tokens, positions); for each layer (profiled as "layer",
+  // its blocks as "attention_block" and "mlp_block") the attention block, then the MLP block;
+  // the final norm of the rows whose logits are wanted (rows_for_logits); the LM head. Returns
+  // the logits as forward() does.
+  Tensor run_step(Context& ctx, const StepInputs& inputs, std::int64_t batch, std::int64_t length,
+                  KVCache& cache, bool all_positions) const;
+  // The first op of run_step: hidden [rows, C] in the activation dtype, each token's row of the
+  // token embedding plus the row of the position embedding its position names. The ids and
+  // positions are read on the device when step_inputs placed them there, else on the host.
+  Tensor embed(Context& ctx, const StepInputs& inputs, const StepTables& tables,
+               std::int64_t rows) const;
+  // The last op of run_step: f32 logits [batch, rows, V] of the final norm's output `normed`
+  // ([batch * rows, C]) against `lm_head` ([V, C]).
   Tensor lm_head_logits(Context& ctx, const Tensor& normed, const Tensor& lm_head,
                         std::int64_t batch) const;
 
-  // Set by each family's open().
-  ModelDTypes dtypes_;
+  Positions positions_;
   std::string source_;
   std::vector<StoredTensor> stored_;
   // The backend the blocks call (set_attention).
-  const ops::attention::Backend* attention_ = nullptr;
-
- private:
-  Positions positions_;
+  const ops::attention::Backend* attention_;
 };
-
-// The rows of `hidden` [batch * length, width] whose logits a step returns: all of them when
-// all_positions, else each sequence's last position, copied into a [batch, width] tensor (only
-// these go through the final norm and the LM head). Shared by every model family.
-Tensor rows_for_logits(Context& ctx, const Tensor& hidden, std::int64_t batch, std::int64_t length,
-                       bool all_positions);
 
 // The families attnscope runs, and the one a `--model` spec names: a synthetic shape of either
 // family ("synthetic:gpt2", "synthetic:smollm2-135m"), or a checkpoint whose config.json says

@@ -26,8 +26,8 @@
 
 namespace attnscope::gpt2 {
 
-// GPT-2 as a LanguageModel: forward() (models/language_model.h) checks a step and launches
-// run_step below, the part of the step that is GPT-2's own.
+// GPT-2 as a LanguageModel: the shared forward step (forward, run_step in models/language_model.h)
+// calls the tables and blocks below, the part of the step that is GPT-2's own.
 class Model : public LanguageModel {
  public:
   // Loads `spec` (see load_checkpoint in models/gpt2/weights.h: "synthetic:NAME" or a
@@ -37,22 +37,21 @@ class Model : public LanguageModel {
                     DType dtype = DType::F32);
 
   const ModelConfig& config() const override { return config_; }
-  // Bytes of all parameters as stored (the tied LM head counted once): what a decode step reads.
-  std::uint64_t weight_bytes() const override;
   const Weights& weights() const { return weights_; }
   std::int64_t parameter_count() const override;
   std::int64_t projection_weights() const override;
 
  private:
-  Model() : LanguageModel(Positions::Learned) {}
+  Model(const std::string& spec, Checkpoint checkpoint);
 
-  // Everything of forward() that runs on the device: embedding, layers, LM head.
-  Tensor run_step(Context& ctx, const StepInputs& inputs, std::int64_t batch, std::int64_t length,
-                  KVCache& cache, bool all_positions) const override;
-  void attention_block(Context& ctx, const LayerWeights& layer, std::int64_t layer_index,
-                       Tensor& hidden, std::int64_t batch, std::int64_t tokens,
-                       KVCache& cache) const;
-  void mlp_block(Context& ctx, const LayerWeights& layer, Tensor& hidden) const;
+  StepTables step_tables() const override {
+    return {weights_.token_embedding, weights_.position_embedding, weights_.lm_head};
+  }
+  std::uint64_t bytes_without_lm_head() const override;
+  void attention_block(Context& ctx, std::int64_t layer_index, Tensor& hidden, std::int64_t batch,
+                       std::int64_t tokens, KVCache& cache) const override;
+  void mlp_block(Context& ctx, std::int64_t layer_index, Tensor& hidden) const override;
+  void final_norm(Context& ctx, const Tensor& hidden, Tensor& normed) const override;
 
   Gpt2Config config_;
   Weights weights_;

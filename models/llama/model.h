@@ -36,8 +36,8 @@
 
 namespace attnscope::llama {
 
-// Llama as a LanguageModel: forward() (models/language_model.h) checks a step and launches
-// run_step below, the part of the step that is Llama's own.
+// Llama as a LanguageModel: the shared forward step (forward, run_step in models/language_model.h)
+// calls the tables and blocks below, the part of the step that is Llama's own.
 class Model : public LanguageModel {
  public:
   // Loads `spec` (load_checkpoint in models/llama/weights.h) onto ctx's device in `dtype`.
@@ -49,22 +49,22 @@ class Model : public LanguageModel {
   // The summary the tools size things from: model_type "llama", context_length =
   // max_position_embeddings, d_ff = intermediate_size, eos_token_id the first eos id (-1: none).
   const ModelConfig& config() const override { return summary_; }
-  // Bytes of all parameters as stored (a tied LM head counted once): what a decode step reads.
-  std::uint64_t weight_bytes() const override;
   const Weights& weights() const { return weights_; }
   std::int64_t parameter_count() const override { return count_parameters(config_); }
   std::int64_t projection_weights() const override;
 
  private:
   // Llama has no learned positions: its blocks rotate q and k from the cache length.
-  Model() : LanguageModel(Positions::Rotary) {}
+  Model(const std::string& spec, Checkpoint checkpoint, Context& ctx);
 
-  Tensor run_step(Context& ctx, const StepInputs& inputs, std::int64_t batch, std::int64_t length,
-                  KVCache& cache, bool all_positions) const override;
-  void attention_block(Context& ctx, const LayerWeights& layer, std::int64_t layer_index,
-                       Tensor& hidden, std::int64_t batch, std::int64_t tokens,
-                       KVCache& cache) const;
-  void mlp_block(Context& ctx, const LayerWeights& layer, Tensor& hidden) const;
+  StepTables step_tables() const override {
+    return {weights_.token_embedding, weights_.no_position, weights_.lm_head};
+  }
+  std::uint64_t bytes_without_lm_head() const override;
+  void attention_block(Context& ctx, std::int64_t layer_index, Tensor& hidden, std::int64_t batch,
+                       std::int64_t tokens, KVCache& cache) const override;
+  void mlp_block(Context& ctx, std::int64_t layer_index, Tensor& hidden) const override;
+  void final_norm(Context& ctx, const Tensor& hidden, Tensor& normed) const override;
 
   LlamaConfig config_;
   ModelConfig summary_;
