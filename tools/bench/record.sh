@@ -10,8 +10,19 @@ bin=build/tools/attnscope
 python=${PYTHON:-python3}
 mkdir -p "$out/raw"
 
-# record_revision: the commit measured, in $out/revision.txt.
-record_revision() { git rev-parse --short HEAD > "$out/revision.txt"; }
+# record_start: the commit measured, in $out/revision.txt, and the load average at the start,
+# shown and in $out/uptime.txt.
+record_start() {
+  git rev-parse --short HEAD > "$out/revision.txt"
+  uptime | tee "$out/uptime.txt"
+}
+
+# record_uptime: the load average now, shown and appended to $out/uptime.txt.
+record_uptime() { uptime | tee -a "$out/uptime.txt"; }
+
+# record_membw NAME: the memory bandwidth now (`bench --op membw`, 5 repeats), in
+# $out/raw/membw-NAME.jsonl.
+record_membw() { "$bin" bench --op membw -r 5 -o jsonl > "$out/raw/membw-$1.jsonl" 2>/dev/null; }
 
 # results_as_lines: the JSON document on stdin (torch_bench.py prints one) as one JSON line per
 # result, the lines `attnscope bench -o jsonl` writes.

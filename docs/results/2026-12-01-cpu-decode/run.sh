@@ -6,9 +6,8 @@
 # Usage: run.sh [rounds] (default 3).
 rounds=${1:-3}
 source tools/bench/record.sh docs/results/2026-12-01-cpu-decode
-record_revision
-uptime | tee "$out/uptime.txt"
-"$bin" bench --op membw -r 5 -o jsonl > "$out/raw/membw-before.jsonl" 2>/dev/null
+record_start
+record_membw before
 for round in $(seq 1 "$rounds"); do
   for dtype in f32 bf16 f16 q8_0; do
     "$bin" bench -p 0 -n 128 -b 1 --dtype "$dtype" --threads 2 -r 1 --warmup 1 -o jsonl \
@@ -16,7 +15,7 @@ for round in $(seq 1 "$rounds"); do
     "$bin" bench -p 0 -n 32 -b 8 --dtype "$dtype" --threads 2 -r 1 --warmup 1 -o jsonl \
       >> "$out/raw/tg32-b8.jsonl" 2>/dev/null
   done
-  uptime | tee -a "$out/uptime.txt"
+  record_uptime
 done
-"$bin" bench --op membw -r 5 -o jsonl > "$out/raw/membw-after.jsonl" 2>/dev/null
-uptime | tee -a "$out/uptime.txt"
+record_membw after
+record_uptime

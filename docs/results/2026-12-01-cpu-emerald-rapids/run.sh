@@ -10,9 +10,8 @@
 rounds=${1:-5}
 source tools/bench/record.sh docs/results/2026-12-01-cpu-emerald-rapids
 rm -f "$out"/raw/*.jsonl
-record_revision
-uptime | tee "$out/uptime.txt"
-"$bin" bench --op membw -r 5 -o jsonl > "$out/raw/membw-before.jsonl" 2>/dev/null
+record_start
+record_membw before
 for round in $(seq 1 "$rounds"); do
   for dtype in f32 bf16 f16 q8_0; do
     "$bin" bench -p 0 -n 128 -b 1 --dtype "$dtype" --threads 2 -r 1 --warmup 1 -o jsonl \
@@ -24,9 +23,9 @@ for round in $(seq 1 "$rounds"); do
     -o jsonl >> "$out/raw/pp512-attnscope.jsonl" 2>/dev/null
   "$python" tools/peers/torch_bench.py --threads 2 -p 512 -n 0 -r 1 --warmup 1 2>/dev/null |
     results_as_lines >> "$out/raw/pp512-torch.jsonl"
-  uptime | tee -a "$out/uptime.txt"
+  record_uptime
 done
-"$bin" bench --op membw -r 5 -o jsonl > "$out/raw/membw-after.jsonl" 2>/dev/null
+record_membw after
 "$bin" profile --model synthetic:gpt2 --prompt-len 512 --gen 0 --steps prefill --attn flash \
   --threads 2 > "$out/profile-pp512-f32.txt" 2>&1
-uptime | tee -a "$out/uptime.txt"
+record_uptime

@@ -13,9 +13,9 @@ for round in $(seq 1 "$rounds"); do
   done
   python3 tools/peers/torch_bench.py --attn sdpa -p 512 -n 0 -b 1 --threads 2 -r 1 --warmup 1 \
     --output "$out/raw/pp512-torch-sdpa-$round.json" 2>/dev/null
-  uptime | tee -a "$out/uptime.txt"
+  record_uptime
 done
-"$bin" bench --op membw -r 5 -o jsonl > "$out/raw/membw-before.jsonl" 2>/dev/null
+record_membw before
 "$bin" bench --dtype f32,bf16,f16,q8_0 -p 0 -n 128 -r 5 -o jsonl > "$out/raw/tg128.jsonl" 2>/dev/null
-"$bin" bench --op membw -r 5 -o jsonl > "$out/raw/membw-after.jsonl" 2>/dev/null
-uptime | tee -a "$out/uptime.txt"
+record_membw after
+record_uptime

@@ -13,8 +13,7 @@ rounds=${1:-5}
 baseline=${BASELINE:?BASELINE must name an attnscope binary built at the previous revision}
 source tools/bench/record.sh docs/results/2026-12-01-cpu-zen5
 rm -f "$out"/raw/*.jsonl
-record_revision
-uptime | tee "$out/uptime.txt"
+record_start
 # bench -o jsonl appends one line per configuration; torch_bench.py prints one JSON document.
 bench() { "$1" bench "${@:3}" --threads 2 -r 1 --warmup 1 -o jsonl >> "$out/raw/$2.jsonl" 2>/dev/null; }
 torch() {
@@ -33,7 +32,7 @@ for round in $(seq 1 "$rounds"); do
   bench "$bin" smollm2-pp512 -m synthetic:smollm2-135m -p 512 -n 0 --dtype f32
   bench "$baseline" smollm2-pp512-baseline -m synthetic:smollm2-135m -p 512 -n 0 --dtype f32
   torch smollm2-pp512-torch --model smollm2-135m -p 512 -n 0
-  uptime | tee -a "$out/uptime.txt"
+  record_uptime
 done
 "$bin" bench --op membw -r 3 -o jsonl >> "$out/raw/membw.jsonl" 2>/dev/null
 "$bin" profile --model synthetic:gpt2 --prompt-len 512 --gen 0 --steps prefill --attn flash \
