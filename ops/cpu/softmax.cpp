@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/cpu/for_each_row.h"
+
 namespace attnscope::ops {
 
 void softmax_row(const float* x, float* out, std::int64_t n) {
@@ -24,17 +26,6 @@ namespace cpu {
 
 namespace {
 
-// Applies `row_op(in_row, out_row, width)` to every row of x, in parallel.
-template <typename RowOp>
-void for_each_row(Context& ctx, const Tensor& x, Tensor& out, RowOp row_op) {
-  const std::int64_t width = x.dim(-1);
-  const std::int64_t rows = width == 0 ? 0 : x.numel() / width;
-  const float* in = x.data<float>();
-  float* y = out.data<float>();
-#pragma omp parallel for num_threads(ctx.threads()) schedule(static)
-  for (std::int64_t r = 0; r < rows; ++r) row_op(in + r * width, y + r * width, width);
-}
-
 void safe_softmax_row(const float* x, float* out, std::int64_t n) {
   const bool all_masked =
       std::all_of(x, x + n, [](float v) { return v == -std::numeric_limits<float>::infinity(); });
@@ -47,10 +38,12 @@ void safe_softmax_row(const float* x, float* out, std::int64_t n) {
 
 }  // namespace
 
-void softmax(Context& ctx, const Tensor& x, Tensor& out) { for_each_row(ctx, x, out, softmax_row); }
+void softmax(Context& ctx, const Tensor& x, Tensor& out) {
+  for_each_row(ctx, x, out, /*min_parallel_elements=*/0, softmax_row);
+}
 
 void safe_softmax(Context& ctx, const Tensor& x, Tensor& out) {
-  for_each_row(ctx, x, out, safe_softmax_row);
+  for_each_row(ctx, x, out, /*min_parallel_elements=*/0, safe_softmax_row);
 }
 
 }  // namespace cpu
