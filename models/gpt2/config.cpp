@@ -13,11 +13,11 @@
 
 #include <array>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "models/config_fields.h"
 #include "runtime/error.h"
 #include "runtime/input_file.h"
 #include "runtime/strict_json.h"
@@ -26,6 +26,7 @@ namespace attnscope::gpt2 {
 namespace {
 
 using json = nlohmann::json;
+using namespace config_fields;
 
 constexpr std::int64_t kMaxVocabSize = std::int64_t{1} << 24;
 constexpr std::int64_t kMaxContextLength = std::int64_t{1} << 20;
@@ -38,23 +39,9 @@ constexpr std::int64_t kMaxDFF = std::int64_t{1} << 18;
 // as h.{i}.mlp.act.*): known names, refused with their own reason.
 constexpr std::array<std::string_view, 2> kLearnedActivations = {"prelu", "xielu"};
 
-// How a wrongly typed value is named in a message: "12.5", "a string", "null".
-std::string describe(const json& value) {
-  if (value.is_number() || value.is_boolean() || value.is_null()) return value.dump();
-  if (value.is_string()) return "a string";
-  if (value.is_array()) return "an array";
-  return "an object";
-}
-
 // A string in JSON quotes with escapes, so a message stays one line whatever the text holds.
 std::string json_quoted(const std::string& text) {
   return json(text).dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-std::string format_double(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", value);
-  return text;
 }
 
 // The integer at `key`, or nothing when the key is absent.
@@ -85,13 +72,6 @@ std::optional<std::string> optional_string(const json& root, const char* key,
   check(found->is_string(), label,
         std::string(key) + " must be a string, found " + describe(*found));
   return found->get<std::string>();
-}
-
-void check_range(std::int64_t value, std::int64_t low, std::int64_t high, const char* key,
-                 const std::string& label) {
-  check(low <= value && value <= high, label,
-        std::string(key) + " = " + std::to_string(value) + " is outside [" + std::to_string(low) +
-            ", " + std::to_string(high) + "]");
 }
 
 }  // namespace

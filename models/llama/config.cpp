@@ -7,10 +7,10 @@
 #include "models/llama/config.h"
 
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "models/config_fields.h"
 #include "runtime/error.h"
 #include "runtime/input_file.h"
 #include "runtime/strict_json.h"
@@ -19,6 +19,7 @@ namespace attnscope::llama {
 namespace {
 
 using json = nlohmann::json;
+using namespace config_fields;
 
 constexpr std::int64_t kMaxVocabSize = std::int64_t{1} << 24;
 constexpr std::int64_t kMaxPositions = std::int64_t{1} << 24;  // exact as f32 rope positions
@@ -27,20 +28,6 @@ constexpr std::int64_t kMaxIntermediateSize = std::int64_t{1} << 18;
 constexpr std::int64_t kMaxLayers = 1024;
 constexpr std::int64_t kMaxHeads = 1024;
 constexpr std::int64_t kMaxHeadDim = 1024;
-
-// How a wrongly typed value is named in a message: "12.5", "a string", "null".
-std::string describe(const json& value) {
-  if (value.is_number() || value.is_boolean() || value.is_null()) return value.dump();
-  if (value.is_string()) return "a string";
-  if (value.is_array()) return "an array";
-  return "an object";
-}
-
-std::string format_double(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", value);
-  return text;
-}
 
 // The value at `key` unless it is absent or null.
 const json* present(const json& object, const char* key) {
@@ -94,13 +81,6 @@ std::optional<std::string> optional_string(const json& object, const char* key,
   check(value->is_string(), label,
         std::string(key) + " must be a string, found " + describe(*value));
   return value->get<std::string>();
-}
-
-void check_range(std::int64_t value, std::int64_t low, std::int64_t high, const char* key,
-                 const std::string& label) {
-  check(low <= value && value <= high, label,
-        std::string(key) + " = " + std::to_string(value) + " is outside [" + std::to_string(low) +
-            ", " + std::to_string(high) + "]");
 }
 
 // rope_scaling (or `key`): none for absent, null or rope_type "default"; the llama3 values for
