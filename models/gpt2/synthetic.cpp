@@ -9,6 +9,7 @@
 
 #include "models/gpt2/tensor_map.h"
 #include "models/gpt2/weights.h"
+#include "models/synthetic_shapes.h"
 #include "runtime/error.h"
 
 namespace attnscope::gpt2 {
@@ -59,30 +60,21 @@ void fill(Tensor& t, Init init, float std_dev, std::uint64_t stream, int threads
 
 }  // namespace
 
-std::vector<std::string> synthetic_names() {
-  std::vector<std::string> names;
-  for (const SyntheticShape& s : kShapes) names.emplace_back(s.name);
-  return names;
-}
+std::vector<std::string> synthetic_names() { return synthetic_shape_names(kShapes); }
 
 Gpt2Config synthetic_config(const std::string& name) {
-  for (const SyntheticShape& s : kShapes) {
-    if (name != s.name) continue;
-    Gpt2Config config;
-    config.n_layers = s.layers;
-    config.n_heads = s.heads;
-    config.n_kv_heads = s.heads;
-    config.d_model = s.width;
-    config.head_dim = s.width / s.heads;
-    config.d_ff = 4 * s.width;
-    config.context_length = s.context;
-    config.vocab_size = s.vocab;
-    validate_gpt2_config(config, "synthetic:" + name);
-    return config;
-  }
-  std::string valid;
-  for (const std::string& n : synthetic_names()) valid += (valid.empty() ? "" : ", ") + n;
-  throw Error("--model", "unknown synthetic model '" + name + "' (valid: " + valid + ")");
+  const SyntheticShape& s = find_synthetic_shape(kShapes, name, "synthetic model");
+  Gpt2Config config;
+  config.n_layers = s.layers;
+  config.n_heads = s.heads;
+  config.n_kv_heads = s.heads;
+  config.d_model = s.width;
+  config.head_dim = s.width / s.heads;
+  config.d_ff = 4 * s.width;
+  config.context_length = s.context;
+  config.vocab_size = s.vocab;
+  validate_gpt2_config(config, "synthetic:" + name);
+  return config;
 }
 
 Weights synthetic_weights(const Gpt2Config& config, std::uint64_t seed, Allocator& allocator,

@@ -2,6 +2,7 @@
 // Llama 3.2 1B (from their config.json files), and a tiny one for tests. Weights are seeded
 // random (models/llama/weights.cpp), so benchmarks and profiles run without a download.
 #include "models/llama/weights.h"
+#include "models/synthetic_shapes.h"
 #include "runtime/error.h"
 
 namespace attnscope::llama {
@@ -23,36 +24,27 @@ constexpr SyntheticShape kShapes[] = {
 
 }  // namespace
 
-std::vector<std::string> synthetic_names() {
-  std::vector<std::string> names;
-  for (const SyntheticShape& s : kShapes) names.emplace_back(s.name);
-  return names;
-}
+std::vector<std::string> synthetic_names() { return synthetic_shape_names(kShapes); }
 
 LlamaConfig synthetic_config(const std::string& name) {
-  for (const SyntheticShape& s : kShapes) {
-    if (name != s.name) continue;
-    LlamaConfig config;
-    config.vocab_size = s.vocab;
-    config.hidden_size = s.hidden;
-    config.intermediate_size = s.intermediate;
-    config.num_hidden_layers = s.layers;
-    config.num_attention_heads = s.heads;
-    config.num_key_value_heads = s.kv_heads;
-    config.head_dim = s.head_dim;
-    config.rms_norm_eps = 1e-5;
-    config.rope_theta = s.rope_theta;
-    // Llama 3.2's values (factor 32); the tiny model uses them too, so tests exercise them.
-    if (s.llama3_scaling) config.rope_scaling = ops::Llama3RopeScaling{32.0, 1.0, 4.0, 8192};
-    config.max_position_embeddings = s.positions;
-    config.tie_word_embeddings = s.tied;
-    config.bos_token_id = 1;
-    config.eos_token_ids = {2};
-    return config;
-  }
-  std::string valid;
-  for (const std::string& n : synthetic_names()) valid += (valid.empty() ? "" : ", ") + n;
-  throw Error("--model", "unknown synthetic Llama model '" + name + "' (valid: " + valid + ")");
+  const SyntheticShape& s = find_synthetic_shape(kShapes, name, "synthetic Llama model");
+  LlamaConfig config;
+  config.vocab_size = s.vocab;
+  config.hidden_size = s.hidden;
+  config.intermediate_size = s.intermediate;
+  config.num_hidden_layers = s.layers;
+  config.num_attention_heads = s.heads;
+  config.num_key_value_heads = s.kv_heads;
+  config.head_dim = s.head_dim;
+  config.rms_norm_eps = 1e-5;
+  config.rope_theta = s.rope_theta;
+  // Llama 3.2's values (factor 32); the tiny model uses them too, so tests exercise them.
+  if (s.llama3_scaling) config.rope_scaling = ops::Llama3RopeScaling{32.0, 1.0, 4.0, 8192};
+  config.max_position_embeddings = s.positions;
+  config.tie_word_embeddings = s.tied;
+  config.bos_token_id = 1;
+  config.eos_token_ids = {2};
+  return config;
 }
 
 }  // namespace attnscope::llama
