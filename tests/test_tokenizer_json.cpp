@@ -362,3 +362,23 @@ TEST_CASE("ignore_merges: a piece in the vocabulary is one token; add_prefix_spa
   CHECK(loaded.encode(" ab", false) == Ids{258});
   CHECK(loaded.encode("ab cd", false) == Ids{258, ' ', 'c', 'd'});
 }
+
+TEST_CASE("a folder's tokenizer.json follows the model folder's link policy") {
+  namespace fs = std::filesystem;
+  const attnscope::testing::TempDir dir;
+  const fs::path real = fs::path(attnscope::testing::test_fixtures()) / "tokenizer_json" /
+                        "llama3" / "tokenizer.json";
+  const fs::path model = dir.path() / "model";
+  fs::create_directories(model / "files");
+  fs::copy_file(real, model / "files" / "tokenizer.json");
+  fs::create_symlink("files/tokenizer.json", model / "tokenizer.json");  // inside: read
+  CHECK(TokenizerJson::load(model.string()).encode("Hello", false) ==
+        TokenizerJson::load(real.string()).encode("Hello", false));
+  const fs::path outside = dir.path() / "outside";
+  fs::create_directories(outside);
+  fs::create_symlink(fs::canonical(real), outside / "tokenizer.json");  // out of the folder
+  CHECK_THROWS_WITH_AS(TokenizerJson::load(outside.string()),
+                       doctest::Contains("outside the model folder"), Error);
+  // A file named itself is the user's choice: read through its link.
+  CHECK_NOTHROW(TokenizerJson::load((outside / "tokenizer.json").string()));
+}

@@ -227,8 +227,9 @@ Tokenizer Tokenizer::load(const std::string& dir) {
   for (const FileNames& names : kFileNames) {
     const fs::path vocabulary = fs::path(dir) / names.vocabulary;
     const fs::path merges = fs::path(dir) / names.merges;
-    if (is_file(vocabulary) && is_file(merges)) {
-      return Tokenizer(std::make_unique<Impl>(vocabulary, merges));
+    if (is_file(vocabulary) && is_file(merges)) {  // both read under the folder's link policy
+      return Tokenizer(std::make_unique<Impl>(model_folder_file(dir, std::string(names.vocabulary)),
+                                              model_folder_file(dir, std::string(names.merges))));
     }
   }
   // No complete pair: name the missing half of a pair if one half is there.

@@ -14,6 +14,7 @@
 #include "models/tokenizer/pre_tokenizer.h"
 #include "models/tokenizer/utf8.h"
 #include "runtime/error.h"
+#include "runtime/input_file.h"
 
 namespace attnscope::tokenizer {
 namespace {
@@ -282,7 +283,10 @@ TokenizerJson::~TokenizerJson() = default;
 
 TokenizerJson TokenizerJson::load(const std::string& path) {
   std::error_code error;
-  const fs::path file = fs::is_directory(path, error) ? fs::path(path) / kFileName : fs::path(path);
+  // A folder's tokenizer.json follows the folder's link policy; a file named itself is read as is.
+  const fs::path file = fs::is_directory(path, error)
+                            ? model_folder_file(path, std::string(kFileName))
+                            : fs::path(path);
   check(fs::is_regular_file(file, error), file.string(), "missing (expected a tokenizer.json)");
   return TokenizerJson(std::make_unique<Impl>(file));
 }
