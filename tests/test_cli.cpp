@@ -909,6 +909,14 @@ TEST_CASE("study predicts, observes and sets the study's numbers beside them") {
   CHECK(observation < published);
   CHECK(published != std::string::npos);
   CHECK(md.find("The study's math / inplace = 3.7x on the A100") != std::string::npos);
+  // Said as it is: 3 repetitions give no real interval, the shape is not the study's, one thread
+  // has no cores to keep busy, and the tiny GFLOP count keeps its significant digits.
+  CHECK(md.find("With only 3 repetitions these are not real 95% intervals") != std::string::npos);
+  CHECK(md.find("(B=1, H=2, T=32, D=8) is not the study's (B=8, H=16, T=1024, D=64)") !=
+        std::string::npos);
+  CHECK(md.find("both cores") == std::string::npos);
+  CHECK(md.find("one thread here") != std::string::npos);
+  CHECK(md.find("| 0.0000338 |") != std::string::npos);  // 4 D x T (T + 1) / 2 x H flops
   check_table_widths(md);
   CHECK(read_all(out + "/time.svg").starts_with("<svg"));
   check_one_line_error(run("study --out x --seq-len 0"), 2, "--seq-len");

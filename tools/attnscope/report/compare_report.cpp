@@ -388,7 +388,8 @@ std::string report_markdown(const json& report) {
         "intervals that hold together at 95% over the report's "
      << report["statistics"]["decisions"]
      << " comparisons (Bonferroni), and call a backend faster only when its interval excludes "
-        "1.0. Sizes in binary units (KiB, MiB).\n\n";
+        "1.0. Sizes in binary units (KiB, MiB)."
+     << few_repetitions_note(setup["rounds"].get<int>()) << "\n\n";
   md << conditions_markdown(report) << "## Findings\n\n" << findings_markdown(report);
   for (std::int64_t p : prompt_lengths(report)) {
     md << "\n## Prompt length " << p << "\n\n"

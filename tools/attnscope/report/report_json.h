@@ -5,6 +5,8 @@
 // with. (The Markdown parts are in markdown.h.)
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -25,6 +27,29 @@ inline std::string fixed(double value, int decimals) {
   std::ostringstream text;
   text << std::fixed << std::setprecision(decimals) << value;
   return text.str();
+}
+
+// `value` with at least `digits` significant digits (and at least 2 decimals): 0.0000338, not
+// 0.00, for a small GFLOP count.
+inline std::string significant(double value, int digits) {
+  int decimals = 2;
+  if (value != 0.0 && std::abs(value) < 1.0) {
+    decimals =
+        std::max(decimals, digits - 1 - static_cast<int>(std::floor(std::log10(std::abs(value)))));
+  }
+  return fixed(value, decimals);
+}
+
+// The fewest repetitions whose bootstrap intervals mean much (statistics.h: below it the
+// resampled medians take only a few values); a report with fewer says so beside its brackets.
+inline constexpr int kFewestMeaningfulRepetitions = 5;
+
+inline std::string few_repetitions_note(int repetitions) {
+  if (repetitions >= kFewestMeaningfulRepetitions) return "";
+  return " With only " + std::to_string(repetitions) +
+         " repetitions these are not real 95% intervals (a bootstrap of so few medians takes a "
+         "handful of values): read them as the spread seen, and use --reps " +
+         std::to_string(kFewestMeaningfulRepetitions) + " or more to decide.";
 }
 
 // "[1.02, 1.10]" from a JSON interval.

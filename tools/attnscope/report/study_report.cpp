@@ -6,6 +6,7 @@
 
 #include "profiler/summary.h"
 #include "runtime/dtype.h"
+#include "tools/attnscope/measure/attention_timing.h"
 #include "tools/attnscope/report/finding_rule.h"
 #include "tools/attnscope/report/markdown.h"
 #include "tools/attnscope/report/report_json.h"
@@ -49,6 +50,22 @@ const Published* published_for(const std::string& backend) {
   return nullptr;
 }
 
+// Empty at the study's shape; else a sentence saying this run's differs, so its ratios need not
+// follow the study's.
+std::string shape_note(const json& setup) {
+  const ops::attention::Shape& study = kStudyShape;
+  const bool same = setup["batch"] == study.batch && setup["heads"] == study.q_heads &&
+                    setup["seq_len"] == study.q_len && setup["head_dim"] == study.head_dim;
+  if (same) return "";
+  return "\nThis run's shape (B=" + setup["batch"].dump() + ", H=" + setup["heads"].dump() +
+         ", T=" + setup["seq_len"].dump() + ", D=" + setup["head_dim"].dump() +
+         ") is not the study's (B=" + std::to_string(study.batch) +
+         ", H=" + std::to_string(study.q_heads) + ", T=" + std::to_string(study.q_len) +
+         ", D=" + std::to_string(study.head_dim) +
+         "): the ratios need not follow the study's, since the score-sized temporaries that "
+         "separate the backends grow with T x T.\n";
+}
+
 // The measured backends (those that ran), in the report's order.
 std::vector<const StudyBackend*> measured(const std::vector<StudyBackend>& backends) {
   std::vector<const StudyBackend*> out;
@@ -90,6 +107,12 @@ std::optional<json> oriented(const json& report, const std::string& fast, const 
 
 std::string bytes(const json& value) { return profiler::binary_bytes(value.get<std::size_t>()); }
 
+// How the threads enter a CPU explanation: none with one thread.
+std::string threads_clause(int threads) {
+  if (threads <= 1) return " (one thread here, so no step gains from parallelism)";
+  return " and how well each step keeps the " + std::to_string(threads) + " threads busy";
+}
+
 // Why two backends differ, from what the prediction says they move and launch.
 std::string why(const json& report, const json& fast, const json& slow) {
   const json& pf = fast["prediction"];
@@ -103,8 +126,8 @@ std::string why(const json& report, const json& fast, const json& slow) {
   text += gpu ? "on a GPU every step is a kernel launch and a pass through device memory, so "
                 "both the launches and the bytes count"
               : "on the CPU a step is a function call with no launch cost, so what separates "
-                "them is the memory traffic of the score-sized temporaries and how well each "
-                "step keeps both cores busy";
+                "them is the memory traffic of the score-sized temporaries" +
+                    threads_clause(report["setup"]["threads"].get<int>());
   return text;
 }
 
@@ -204,7 +227,8 @@ std::string prediction_table(const json& report) {
     if (!b.contains("prediction")) continue;
     const json& p = b["prediction"];
     table.add_row({b["backend"], p["steps"].dump(), bytes(p["temporary_bytes"]),
-                   fixed(p["useful_flops"].get<double>() / 1e9, 2), bytes(p["bytes_at_least"])});
+                   significant(p["useful_flops"].get<double>() / 1e9, 3),
+                   bytes(p["bytes_at_least"])});
   }
   return table.text();
 }
@@ -347,11 +371,12 @@ std::string study_markdown(const json& report) {
      << " s). Brackets are 95% percentile-bootstrap intervals; the ranking and the orderings use "
         "intervals that hold together at 95% over the "
      << report["statistics"]["decisions"]
-     << " pairs of backends, and call a backend faster only when the interval excludes 1.0.\n\n"
+     << " pairs of backends, and call a backend faster only when the interval excludes 1.0."
+     << few_repetitions_note(setup["rounds"].get<int>()) << "\n\n"
      << conditions_markdown(report) << "## 1. The prediction (cost models)\n\n"
      << prediction_table(report) << "\n## 2. The observation\n\n"
      << observation_table(report) << "\n## 3. The study's A100 numbers beside this machine\n\n"
-     << published_table(report)
+     << published_table(report) << shape_note(setup)
      << "\nNot reproduced here: " << report["published_unmatched"].get<std::string>()
      << ". The study measured f16 on an A100; compare orderings and ratios, not absolute "
         "times.\n\n## Findings\n\n"
