@@ -624,7 +624,7 @@ TEST_CASE("profile prints a summary, writes a trace and JSON, and measures its o
   for (const auto& row : json["rows"]) {
     if (row["name"] == "forward") forwards = row["calls"];
   }
-  CHECK(forwards == 1);  // decode steps only, P U of 2 steps
+  CHECK(forwards == 2);  // decode steps only: --gen 2 profiles 2 (P U U P, 4 steps run)
 
   const Result op =
       run("profile --op attention --attn fused --batch 1 --heads 2 --seq-len 32 "
@@ -635,7 +635,7 @@ TEST_CASE("profile prints a summary, writes a trace and JSON, and measures its o
 
   const Result diff = run("compare --diff " + summary + " " + summary);
   CHECK(diff.exit_code == 0);
-  CHECK(diff.out.find("| forward | 1 |") != std::string::npos);
+  CHECK(diff.out.find("| forward | 2 |") != std::string::npos);
 }
 
 TEST_CASE("profile and compare reject bad flags with one line") {

@@ -161,9 +161,10 @@ int run_profile(const ProfileFlags& flags) {
     model.set_attention(flags.attention);
     ModelRunOptions options;
     options.batch = flags.model_batch;
-    options.prompt_len =
-        flags.prompt_len ? flags.prompt_len
-                         : std::min<std::int64_t>(128, model.config().context_length - flags.gen);
+    options.prompt_len = flags.prompt_len
+                             ? flags.prompt_len
+                             : std::min<std::int64_t>(128, model.config().context_length -
+                                                               decode_steps_run(flags.gen));
     options.gen = flags.gen;
     options.capture = parse_capture(flags.steps);
     options.seed = flags.seed;
@@ -242,7 +243,9 @@ Subcommand add_profile(CLI::App& app) {
                   "model's context holds less beside --gen)")
       ->check(positive)
       ->excludes(op);
-  sub->add_option("--gen", flags->gen, "--model: decode steps after the prefill")
+  sub->add_option("--gen", flags->gen,
+                  "--model: decode steps to profile after the prefill (as many unprofiled ones "
+                  "run between them, to measure what profiling costs)")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20))
       ->excludes(op);

@@ -112,10 +112,13 @@ ProfiledRun profile_model(Context& ctx, const LanguageModel& model,
   const ModelConfig& config = model.config();
   check(options.prompt_len >= 1, "--prompt-len", "must be at least 1");
   check(options.batch >= 1, "--batch", "must be at least 1");
-  check(options.prompt_len + options.gen <= config.context_length, "--prompt-len",
-        std::to_string(options.prompt_len) + " prompt tokens + " + std::to_string(options.gen) +
-            " decode steps exceed the context length of " + std::to_string(config.context_length));
-  model.require_memory(ctx, options.batch, options.prompt_len + options.gen, options.prompt_len,
+  const std::int64_t decode_steps = decode_steps_run(options.gen);
+  check(options.prompt_len + decode_steps <= config.context_length, "--prompt-len",
+        std::to_string(options.prompt_len) + " prompt tokens + " + std::to_string(decode_steps) +
+            " decode steps (" + std::to_string(options.gen) +
+            " profiled, as many not) exceed the context length of " +
+            std::to_string(config.context_length));
+  model.require_memory(ctx, options.batch, options.prompt_len + decode_steps, options.prompt_len,
                        false, "--batch", "lower --batch, --prompt-len or --gen");
   std::mt19937_64 rng(options.seed);
   std::uniform_int_distribution<std::int32_t> token(
@@ -134,7 +137,7 @@ ProfiledRun profile_model(Context& ctx, const LanguageModel& model,
 
   ProfiledRun run;
   attach_device(ctx, run, options.gpu_timing);
-  KVCache cache = model.new_cache(ctx, batch, options.prompt_len + options.gen);
+  KVCache cache = model.new_cache(ctx, batch, options.prompt_len + decode_steps);
   // No CUDA graphs (docs/PROFILING.md): profiled steps cannot use them (each kernel must launch
   // inside its op's scope), and the unprofiled steps they are compared with must run the same
   // way, or the profiling overhead would include the launch time a graph saves.
@@ -164,7 +167,7 @@ ProfiledRun profile_model(Context& ctx, const LanguageModel& model,
 
   forward_step("prefill", prompt, options.capture != Capture::Decode);
   std::vector<std::int32_t> next(static_cast<std::size_t>(batch));
-  for (std::int64_t i = 0; i < options.gen; ++i) {
+  for (std::int64_t i = 0; i < decode_steps; ++i) {
     for (std::int32_t& id : next) id = token(rng);
     forward_step("decode", next, options.capture != Capture::Prefill && profiled_in_turn(i));
   }

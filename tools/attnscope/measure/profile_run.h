@@ -69,15 +69,20 @@ struct ProfiledRun {
 struct ModelRunOptions {
   std::int64_t batch = 1;  // rows decoded together, each with its own prompt
   std::int64_t prompt_len = 128;
-  std::int64_t gen = 16;
+  std::int64_t gen = 16;  // decode steps profiled, each beside one unprofiled (decode_steps_run)
   Capture capture = Capture::All;
   std::uint64_t seed = 0;
   profiler::GpuTiming gpu_timing = profiler::GpuTiming::Cupti;  // GPU runs only
 };
 
-// Prefill of `batch` rows of prompt_len seeded random ids, then `gen` decode steps of `batch`
-// tokens (random ids as well: the cost of a step does not depend on which token it is). Throws
-// Error past the context length.
+// The decode steps a run of `gen` profiled ones takes: as many unprofiled ones go between them
+// (P U U P ...), which measure what profiling costs (measure_overhead).
+inline std::int64_t decode_steps_run(std::int64_t gen) { return 2 * gen; }
+
+// Prefill of `batch` rows of prompt_len seeded random ids, then decode_steps_run(gen) decode
+// steps of `batch` tokens (random ids as well: the cost of a step does not depend on which token
+// it is), `gen` of them profiled when the capture includes decode. Throws Error past the context
+// length or the device's memory.
 ProfiledRun profile_model(Context& ctx, const LanguageModel& model, const ModelRunOptions& options);
 
 struct AttentionRunOptions {

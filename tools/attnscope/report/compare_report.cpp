@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "profiler/summary.h"
+#include "tools/attnscope/measure/profile_run.h"
 #include "tools/attnscope/report/finding_rule.h"
 #include "tools/attnscope/report/markdown.h"
 #include "tools/attnscope/report/report_json.h"
@@ -373,8 +374,10 @@ std::string report_markdown(const json& report) {
        << " weights; ";
   }
   md << "a decode step reads " << bytes_text(setup["weight_bytes"]) << " of weights; ";
-  md << setup["rounds"] << " repetitions (rounds) of a prefill then " << setup["decode_steps"]
-     << " decode steps per backend and prompt length, the backends interleaved within each round";
+  md << setup["rounds"] << " repetitions (rounds) of a prefill then "
+     << decode_steps_run(setup["decode_steps"].get<std::int64_t>()) << " decode steps ("
+     << setup["decode_steps"] << " profiled) per backend and prompt length, the backends "
+     << "interleaved within each round";
   if (setup["budget_s"].get<double>() > 0) {
     md << "; repeated from " << setup["min_repetitions"] << " until every deciding interval was "
        << "narrower than " << fixed(setup["target_percent"], 1) << "% or the "
