@@ -20,22 +20,17 @@ void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, 
   require_dtype(k_cache, qkv.dtype(), "split_qkv", "k_cache");
   require_dtype(v_cache, qkv.dtype(), "split_qkv", "v_cache");
   check(q_out.rank() == 4 && k_cache.rank() == 4, "split_qkv", "q_out and caches must be 4-D");
-  const std::int64_t batch = q_out.dim(0);
-  const std::int64_t heads = q_out.dim(1);
-  const std::int64_t tokens = q_out.dim(2);
-  const std::int64_t head_dim = q_out.dim(3);
-  const std::int64_t kv_heads = k_cache.dim(1);
-  const std::int64_t capacity = k_cache.dim(2);
-  check(kv_heads >= 1 && heads % kv_heads == 0, "split_qkv", [&] {
-    return "the caches' " + std::to_string(kv_heads) + " heads must divide q_out's " +
-           std::to_string(heads);
+  const QkvSplit s = QkvSplit::of(q_out, k_cache);
+  check(s.kv_heads >= 1 && s.heads % s.kv_heads == 0, "split_qkv", [&] {
+    return "the caches' " + std::to_string(s.kv_heads) + " heads must divide q_out's " +
+           std::to_string(s.heads);
   });
-  require_shape(qkv, {batch, tokens, (heads + 2 * kv_heads) * head_dim}, "split_qkv", "qkv");
-  require_shape(k_cache, {batch, kv_heads, capacity, head_dim}, "split_qkv", "k_cache");
+  require_shape(qkv, {s.batch, s.tokens, s.row_width()}, "split_qkv", "qkv");
+  require_shape(k_cache, {s.batch, s.kv_heads, s.capacity, s.head_dim}, "split_qkv", "k_cache");
   require_shape(v_cache, k_cache.shape(), "split_qkv", "v_cache");
-  check(0 <= start && start + tokens <= capacity, "split_qkv", [&] {
-    return "appending " + std::to_string(tokens) + " tokens at " + std::to_string(start) +
-           " overflows a cache of " + std::to_string(capacity);
+  check(0 <= start && start + s.tokens <= s.capacity, "split_qkv", [&] {
+    return "appending " + std::to_string(s.tokens) + " tokens at " + std::to_string(start) +
+           " overflows a cache of " + std::to_string(s.capacity);
   });
   if (device == Device::CUDA) {
     if constexpr (kCudaBuild) cuda::split_qkv(ctx, qkv, q_out, k_cache, v_cache, start);

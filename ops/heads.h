@@ -27,6 +27,18 @@ namespace attnscope::ops {
 void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, Tensor& v_cache,
                std::int64_t start);
 
+// The sizes split_qkv works with, read from its 4-D outputs: q_out [B, Hq, T, D] and a cache
+// [B, Hkv, capacity, D]. A row of qkv holds the Hq query heads, then Hkv key and Hkv value heads.
+struct QkvSplit {
+  std::int64_t batch, heads, tokens, head_dim, kv_heads, capacity;
+
+  static QkvSplit of(const Tensor& q_out, const Tensor& k_cache) {
+    return {q_out.dim(0), q_out.dim(1), q_out.dim(2), q_out.dim(3), k_cache.dim(1), k_cache.dim(2)};
+  }
+  std::int64_t row_heads() const { return heads + 2 * kv_heads; }
+  std::int64_t row_width() const { return row_heads() * head_dim; }
+};
+
 void merge_heads(Context& ctx, const Tensor& x, Tensor& out);
 
 // The implementations the ops above dispatch to, after their checks.

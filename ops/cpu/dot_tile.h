@@ -42,32 +42,33 @@ struct F32Weights {
     return _mm512_maskz_loadu_ps(lanes, w);
   }
 };
-struct Bf16Weights {
+// The 16-bit formats load alike and differ in how 16 stored halves become f32 lanes (`widen`).
+template <typename Format>
+struct SixteenBitWeights {
   using Element = std::uint16_t;
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 load(
+      const std::uint16_t* w) {
+    return Format::widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
+  }
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 load(
+      const std::uint16_t* w, __mmask16 lanes) {
+    return Format::widen(_mm256_maskz_loadu_epi16(lanes, w));
+  }
+};
+struct Bf16Format {
   __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 widen(
       __m256i bits) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
   }
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 load(
-      const std::uint16_t* w) {
-    return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
-  }
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 load(
-      const std::uint16_t* w, __mmask16 lanes) {
-    return widen(_mm256_maskz_loadu_epi16(lanes, w));
+};
+struct F16Format {
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 widen(
+      __m256i bits) {
+    return _mm512_cvtph_ps(bits);
   }
 };
-struct F16Weights {
-  using Element = std::uint16_t;
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 load(
-      const std::uint16_t* w) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
-  }
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 load(
-      const std::uint16_t* w, __mmask16 lanes) {
-    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes, w));
-  }
-};
+using Bf16Weights = SixteenBitWeights<Bf16Format>;
+using F16Weights = SixteenBitWeights<F16Format>;
 
 inline __mmask16 first_lanes(std::int64_t n) {
   return static_cast<__mmask16>(n >= 16 ? 0xFFFF : (1u << n) - 1u);
@@ -129,16 +130,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void dot_rows
 template <typename Weights>
 void dot_rows_avx512(const typename Weights::Element* w, const float* x, std::int64_t ldx, int rows,
                      std::int64_t k, float* sums) {
-  switch (rows) {
-    case 1:
-      return dot_rows_avx512_fixed<Weights, 1>(w, x, ldx, k, sums);
-    case 2:
-      return dot_rows_avx512_fixed<Weights, 2>(w, x, ldx, k, sums);
-    case 3:
-      return dot_rows_avx512_fixed<Weights, 3>(w, x, ldx, k, sums);
-    default:
-      return dot_rows_avx512_fixed<Weights, 4>(w, x, ldx, k, sums);
-  }
+  with_fixed_rows(rows, [&](auto fixed) {
+    dot_rows_avx512_fixed<Weights, decltype(fixed)::value>(w, x, ldx, k, sums);
+  });
 }
 
 // sums[8 i + r] = dot(row i of w0 / w1, row r of x) for i < 2, r < kInputRows; x rows are `in`

@@ -11,32 +11,26 @@ constexpr std::int64_t kMinParallelElements = 1 << 15;
 
 void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, Tensor& v_cache,
                std::int64_t start) {
-  const std::int64_t batch = q_out.dim(0);
-  const std::int64_t heads = q_out.dim(1);
-  const std::int64_t tokens = q_out.dim(2);
-  const std::int64_t head_dim = q_out.dim(3);
-  const std::int64_t kv_heads = k_cache.dim(1);
-  const std::int64_t capacity = k_cache.dim(2);
-  const std::int64_t row_width = (heads + 2 * kv_heads) * head_dim;
+  const QkvSplit s = QkvSplit::of(q_out, k_cache);
   const float* src = qkv.data<float>();
   float* q = q_out.data<float>();
   float* k = k_cache.data<float>();
   float* v = v_cache.data<float>();
   // Head h < Hq of a token row is a query; Hq <= h < Hq + Hkv a key, then Hkv values.
-  const std::int64_t row_heads = heads + 2 * kv_heads;
 #pragma omp parallel for collapse(2) num_threads(ctx.threads()) \
-    schedule(static) if (batch * tokens * row_width >= kMinParallelElements)
-  for (std::int64_t b = 0; b < batch; ++b) {
-    for (std::int64_t h = 0; h < row_heads; ++h) {
-      for (std::int64_t t = 0; t < tokens; ++t) {
-        const float* from = src + (b * tokens + t) * row_width + h * head_dim;
-        if (h < heads) {
-          std::copy_n(from, head_dim, q + ((b * heads + h) * tokens + t) * head_dim);
+    schedule(static) if (s.batch * s.tokens * s.row_width() >= kMinParallelElements)
+  for (std::int64_t b = 0; b < s.batch; ++b) {
+    for (std::int64_t h = 0; h < s.row_heads(); ++h) {
+      for (std::int64_t t = 0; t < s.tokens; ++t) {
+        const float* from = src + (b * s.tokens + t) * s.row_width() + h * s.head_dim;
+        if (h < s.heads) {
+          std::copy_n(from, s.head_dim, q + ((b * s.heads + h) * s.tokens + t) * s.head_dim);
           continue;
         }
-        const std::int64_t g = (h - heads) % kv_heads;
-        float* cache = h < heads + kv_heads ? k : v;
-        std::copy_n(from, head_dim, cache + ((b * kv_heads + g) * capacity + start + t) * head_dim);
+        const std::int64_t g = (h - s.heads) % s.kv_heads;
+        float* cache = h < s.heads + s.kv_heads ? k : v;
+        std::copy_n(from, s.head_dim,
+                    cache + ((b * s.kv_heads + g) * s.capacity + start + t) * s.head_dim);
       }
     }
   }

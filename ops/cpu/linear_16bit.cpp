@@ -124,16 +124,9 @@ __attribute__((target("avx2,fma,f16c"))) void dot_rows_avx2_fixed(const std::uin
 template <bool kBf16>
 void dot_rows_avx2(const std::uint16_t* w, const float* x, std::int64_t ldx, int rows,
                    std::int64_t k, float* sums) {
-  switch (rows) {
-    case 1:
-      return dot_rows_avx2_fixed<kBf16, 1>(w, x, ldx, k, sums);
-    case 2:
-      return dot_rows_avx2_fixed<kBf16, 2>(w, x, ldx, k, sums);
-    case 3:
-      return dot_rows_avx2_fixed<kBf16, 3>(w, x, ldx, k, sums);
-    default:
-      return dot_rows_avx2_fixed<kBf16, 4>(w, x, ldx, k, sums);
-  }
+  with_fixed_rows(rows, [&](auto fixed) {
+    dot_rows_avx2_fixed<kBf16, decltype(fixed)::value>(w, x, ldx, k, sums);
+  });
 }
 
 template <bool kBf16>

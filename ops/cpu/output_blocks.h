@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "runtime/context.h"
 
@@ -51,6 +52,22 @@ inline void store_output(float& out, float dot, const float* b, std::int64_t o, 
 // rows per call of kDotRows(w_row, x_rows, ldx, count, k, sums), which sets
 // sums[r] = dot(w_row, x row r) for r < count.
 constexpr int kMaxDotRows = 4;
+
+// Calls fixed(std::integral_constant<int, R>) with R = `rows` (1 to kMaxDotRows): from a run-time
+// row count to the kernel written for a fixed one, whose accumulators then live in registers.
+template <typename Fixed>
+void with_fixed_rows(int rows, Fixed&& fixed) {
+  switch (rows) {
+    case 1:
+      return fixed(std::integral_constant<int, 1>{});
+    case 2:
+      return fixed(std::integral_constant<int, 2>{});
+    case 3:
+      return fixed(std::integral_constant<int, 3>{});
+    default:
+      return fixed(std::integral_constant<int, kMaxDotRows>{});
+  }
+}
 template <auto kDotRows, typename Element>
 void matrix_vector_dot_rows(const float* x, const Element* w, const float* b, float* y,
                             std::int64_t rows, std::int64_t in, std::int64_t outputs,

@@ -65,12 +65,13 @@ void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, 
                std::int64_t start) {
   const std::int64_t total = qkv.numel();
   if (total == 0) return;
+  const QkvSplit s = QkvSplit::of(q_out, k_cache);
   with_storage_type(qkv.dtype(), "split_qkv", [&](auto tag) {
     using T = decltype(tag);
     split_qkv_kernel<T><<<gpu::blocks_for(total, kThreads), kThreads, 0, gpu::stream_of(ctx)>>>(
         static_cast<const T*>(qkv.raw_data()), static_cast<T*>(q_out.raw_data()),
-        static_cast<T*>(k_cache.raw_data()), static_cast<T*>(v_cache.raw_data()), q_out.dim(2),
-        q_out.dim(1), k_cache.dim(1), q_out.dim(3), k_cache.dim(2), start, total);
+        static_cast<T*>(k_cache.raw_data()), static_cast<T*>(v_cache.raw_data()), s.tokens, s.heads,
+        s.kv_heads, s.head_dim, s.capacity, start, total);
     gpu::check_launch("split_qkv_kernel");
   });
 }
