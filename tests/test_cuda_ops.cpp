@@ -29,6 +29,7 @@
 #include "reference_ops.h"
 #include "runtime/context.h"
 #include "runtime/cuda/caching_allocator.h"
+#include "runtime/cuda/cublas_library.h"
 #include "runtime/cuda/device.h"
 #include "runtime/error.h"
 #include "runtime/sampler.h"
@@ -861,4 +862,14 @@ TEST_CASE("ops refuse tensors spread over two devices") {
   Tensor device_half = zeros_on(gpu, {2, 3}, DType::F16);
   CHECK_THROWS_WITH_AS(ops::activation(gpu, Activation::GeluTanh, device_half, device),
                        doctest::Contains("must be f16"), Error);
+}
+
+TEST_CASE("cuBLAS and cublasLt are opened on demand, every function attnscope calls found") {
+  // No GPU needed: loading the libraries and asking a status name run on the host. A CPU run
+  // never gets here, so it never maps the libraries (runtime/cuda/cublas_library.h).
+  const gpu::CublasLibrary& library = gpu::cublas();
+  CHECK(std::string(library.status_name(CUBLAS_STATUS_SUCCESS)) == "CUBLAS_STATUS_SUCCESS");
+  CHECK(std::string(library.status_name(CUBLAS_STATUS_NOT_INITIALIZED)) ==
+        "CUBLAS_STATUS_NOT_INITIALIZED");
+  CHECK(&gpu::cublas() == &library);  // loaded once
 }

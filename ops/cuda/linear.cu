@@ -36,6 +36,7 @@
 #include "ops/cuda/device_math.cuh"
 #include "ops/linear.h"
 #include "profiler/scope.h"
+#include "runtime/cuda/cublas_library.h"
 #include "runtime/cuda/cuda_context.h"
 
 namespace attnscope::ops::cuda {
@@ -57,11 +58,11 @@ using Preference =
 // A column-major rows x cols matrix with leading dimension `ld`, of `dtype`.
 Layout make_layout(DType dtype, std::int64_t rows, std::int64_t cols, std::int64_t ld) {
   cublasLtMatrixLayout_t layout = nullptr;
-  check_cublas(cublasLtMatrixLayoutCreate(&layout, data_type_of(dtype, "linear"),
-                                          static_cast<std::uint64_t>(rows),
-                                          static_cast<std::uint64_t>(cols), ld),
+  check_cublas(gpu::cublas().lt_matrix_layout_create(&layout, data_type_of(dtype, "linear"),
+                                                     static_cast<std::uint64_t>(rows),
+                                                     static_cast<std::uint64_t>(cols), ld),
                "linear: cublasLtMatrixLayoutCreate");
-  return Layout(layout, &cublasLtMatrixLayoutDestroy);
+  return Layout(layout, gpu::cublas().lt_matrix_layout_destroy);
 }
 
 // The largest power of two up to 256 that divides the address.
@@ -75,14 +76,15 @@ std::uint32_t alignment_of(const void* p) {
 template <typename T>
 void set_attribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute,
                    const T& value) {
-  check_cublas(cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof(value)),
+  check_cublas(gpu::cublas().lt_matmul_desc_set_attribute(desc, attribute, &value, sizeof(value)),
                "linear: cublasLtMatmulDescSetAttribute");
 }
 
 template <typename T>
 void set_preference(cublasLtMatmulPreference_t preference,
                     cublasLtMatmulPreferenceAttributes_t attribute, const T& value) {
-  check_cublas(cublasLtMatmulPreferenceSetAttribute(preference, attribute, &value, sizeof(value)),
+  check_cublas(gpu::cublas().lt_matmul_preference_set_attribute(preference, attribute, &value,
+                                                                sizeof(value)),
                "linear: cublasLtMatmulPreferenceSetAttribute");
 }
 
@@ -95,9 +97,9 @@ std::optional<cublasLtMatmulAlgo_t> ask_heuristic(Context& ctx, cublasLtMatmulDe
                                                   const Tensor& x, const Tensor& out) {
   const gpu::DeviceState& state = gpu::device_state(ctx);
   cublasLtMatmulPreference_t raw_preference = nullptr;
-  check_cublas(cublasLtMatmulPreferenceCreate(&raw_preference),
+  check_cublas(gpu::cublas().lt_matmul_preference_create(&raw_preference),
                "linear: cublasLtMatmulPreferenceCreate");
-  const Preference preference(raw_preference, &cublasLtMatmulPreferenceDestroy);
+  const Preference preference(raw_preference, gpu::cublas().lt_matmul_preference_destroy);
   set_preference(preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                  state.cublas_workspace_bytes);
   // Split-K partial sums are added in f32 (or not split at all), never in a 16-bit output dtype:
@@ -115,7 +117,7 @@ std::optional<cublasLtMatmulAlgo_t> ask_heuristic(Context& ctx, cublasLtMatmulDe
 
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
-  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+  const cublasStatus_t status = gpu::cublas().lt_matmul_algo_get_heuristic(
       gpu::cublaslt_of(ctx), desc, a, b, d, d, preference.get(), 1, &heuristic, &found);
   if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && found == 0)) {
     return std::nullopt;
@@ -136,9 +138,9 @@ bool matmul(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor* b
   gpu::DeviceState& state = gpu::device_state(ctx);
 
   cublasLtMatmulDesc_t raw_desc = nullptr;
-  check_cublas(cublasLtMatmulDescCreate(&raw_desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+  check_cublas(gpu::cublas().lt_matmul_desc_create(&raw_desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
                "linear: cublasLtMatmulDescCreate");
-  const MatmulDesc desc(raw_desc, &cublasLtMatmulDescDestroy);
+  const MatmulDesc desc(raw_desc, gpu::cublas().lt_matmul_desc_destroy);
   set_attribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
   set_attribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
   if (bias != nullptr) {
@@ -173,11 +175,12 @@ bool matmul(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor* b
   // beta = 0: C is not read; it is given out's layout and pointer, as cublasLt requires one.
   const float alpha = 1.0f;
   const float beta = accumulate ? 1.0f : 0.0f;
-  check_cublas(cublasLtMatmul(gpu::cublaslt_of(ctx), desc.get(), &alpha, weight.raw_data(), a.get(),
+  check_cublas(
+      gpu::cublas().lt_matmul(gpu::cublaslt_of(ctx), desc.get(), &alpha, weight.raw_data(), a.get(),
                               x.raw_data(), b.get(), &beta, out.raw_data(), d.get(), out.raw_data(),
                               d.get(), &*known->second, state.cublas_workspace,
                               state.cublas_workspace_bytes, gpu::stream_of(ctx)),
-               "linear: cublasLtMatmul");
+      "linear: cublasLtMatmul");
   return true;
 }
 
@@ -193,12 +196,13 @@ void gemm_ex(Context& ctx, const Tensor& x, const Tensor& weight, Tensor& out, b
   const int outputs = static_cast<int>(weight.dim(0));
   const float alpha = 1.0f;
   const float beta = accumulate ? 1.0f : 0.0f;
-  check_cublas(cublasGemmEx(gpu::cublas_of(ctx), CUBLAS_OP_T, CUBLAS_OP_N, outputs, rows, in,
+  check_cublas(
+      gpu::cublas().gemm_ex(gpu::cublas_of(ctx), CUBLAS_OP_T, CUBLAS_OP_N, outputs, rows, in,
                             &alpha, weight.raw_data(), data_type_of(weight.dtype(), "linear"), in,
                             x.raw_data(), data_type_of(x.dtype(), "linear"), in, &beta,
                             out.raw_data(), data_type_of(out.dtype(), "linear"), outputs,
                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-               op);
+      op);
 }
 
 // out[r, m] += bias[m], in f32, for the cases the epilogue does not serve.

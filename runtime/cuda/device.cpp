@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "runtime/cuda/caching_allocator.h"
+#include "runtime/cuda/cublas_library.h"
 #include "runtime/cuda/cuda_context.h"
 #include "runtime/error.h"
 
@@ -30,8 +31,8 @@ void check_cuda(cudaError_t status, const char* where) {
 
 void check_cublas(cublasStatus_t status, const char* where) {
   if (status != CUBLAS_STATUS_SUCCESS) {
-    throw DeviceError(where, std::string(cublasGetStatusName(status)) + " (" +
-                                 cublasGetStatusString(status) + ")");
+    throw DeviceError(where, std::string(gpu::cublas().status_name(status)) + " (" +
+                                 gpu::cublas().status_string(status) + ")");
   }
 }
 
@@ -45,8 +46,8 @@ DeviceState& device_state(const Context& ctx) {
 
 DeviceState::~DeviceState() {
   // Destructors cannot throw; a failure here means the device is already gone.
-  if (cublaslt) cublasLtDestroy(cublaslt);
-  if (cublas) cublasDestroy(cublas);
+  if (cublaslt) gpu::cublas().lt_destroy(cublaslt);
+  if (cublas) gpu::cublas().destroy(cublas);
   if (cublas_workspace) cudaFree(cublas_workspace);
   if (stream) cudaStreamDestroy(stream);
 }
@@ -71,19 +72,19 @@ std::shared_ptr<DeviceState> open_device(int index) {
   check_cuda(cudaSetDevice(index), where);
   check_cuda(cudaGetDeviceProperties(&state->properties, index), where);
   check_cuda(cudaStreamCreateWithFlags(&state->stream, cudaStreamNonBlocking), where);
-  check_cublas(cublasCreate(&state->cublas), where);
-  check_cublas(cublasSetStream(state->cublas, state->stream), where);
-  check_cublas(cublasLtCreate(&state->cublaslt), where);
+  check_cublas(gpu::cublas().create(&state->cublas), where);
+  check_cublas(gpu::cublas().set_stream(state->cublas, state->stream), where);
+  check_cublas(gpu::cublas().lt_create(&state->cublaslt), where);
   check_cuda(cudaMalloc(&state->cublas_workspace, kCublasWorkspaceBytes), where);
   state->cublas_workspace_bytes = kCublasWorkspaceBytes;
-  check_cublas(
-      cublasSetWorkspace(state->cublas, state->cublas_workspace, state->cublas_workspace_bytes),
-      where);
+  check_cublas(gpu::cublas().set_workspace(state->cublas, state->cublas_workspace,
+                                           state->cublas_workspace_bytes),
+               where);
   // The default mode keeps at least the requested precision: f32 GEMMs stay f32 (TF32 needs
   // CUBLAS_TF32_TENSOR_OP_MATH or a FAST_TF32 compute type, never used here), so the GPU matches
   // the CPU in f32, while f16/bf16 GEMMs use tensor cores with f32 accumulation. Split-K partial
   // sums must not be added in a 16-bit output dtype either: results are rounded once.
-  check_cublas(cublasSetMathMode(
+  check_cublas(gpu::cublas().set_math_mode(
                    state->cublas,
                    static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
                                              CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),

@@ -31,6 +31,7 @@
 #include "ops/attention/cuda/steps.h"
 #include "ops/check.h"
 #include "ops/cuda/device_math.cuh"
+#include "runtime/cuda/cublas_library.h"
 #include "runtime/cuda/cuda_context.h"
 #include "runtime/error.h"
 
@@ -195,7 +196,7 @@ void batched_gemm(Context& ctx, const char* op, cublasOperation_t a_op, GemmSize
                   GemmOperand a, GemmOperand b, GemmOutput c, std::int64_t batch, DType dtype) {
   const cudaDataType_t type = data_type_of(dtype, op);
   const float one = 1.0f, zero = 0.0f;
-  check_cublas(cublasGemmStridedBatchedEx(
+  check_cublas(gpu::cublas().gemm_strided_batched_ex(
                    cublas_of(ctx), a_op, CUBLAS_OP_N, gemm_int(size.m, op), gemm_int(size.n, op),
                    gemm_int(size.k, op), &one, a.data, type, gemm_int(a.leading_dim, op),
                    a.batch_stride, b.data, type, gemm_int(b.leading_dim, op), b.batch_stride, &zero,
