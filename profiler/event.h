@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -61,22 +62,16 @@ struct MemorySample {
 
 enum class DeviceEventKind { Kernel, Memcpy, Memset, Synchronization, RuntimeApi, DriverApi };
 
+// The name of each kind, as traces and summaries print it, indexed by the enum's value.
+inline constexpr const char* kDeviceEventKindNames[] = {"kernel", "memcpy",       "memset",
+                                                        "sync",   "cuda_runtime", "cuda_driver"};
+static_assert(std::size(kDeviceEventKindNames) ==
+                  static_cast<std::size_t>(DeviceEventKind::DriverApi) + 1,
+              "every kind has a name");
+
 constexpr const char* device_event_kind_name(DeviceEventKind kind) {
-  switch (kind) {
-    case DeviceEventKind::Kernel:
-      return "kernel";
-    case DeviceEventKind::Memcpy:
-      return "memcpy";
-    case DeviceEventKind::Memset:
-      return "memset";
-    case DeviceEventKind::Synchronization:
-      return "sync";
-    case DeviceEventKind::RuntimeApi:
-      return "cuda_runtime";
-    case DeviceEventKind::DriverApi:
-      return "cuda_driver";
-  }
-  return "unknown";
+  const auto index = static_cast<std::size_t>(kind);
+  return index < std::size(kDeviceEventKindNames) ? kDeviceEventKindNames[index] : "unknown";
 }
 
 // One CUPTI activity record. Times are on the Trace's clock (ns since the tracer was made).

@@ -2,6 +2,7 @@
 #include "runtime/cpu_features.h"
 
 #include <cstdlib>
+#include <iterator>
 #include <string>
 
 #include "runtime/error.h"
@@ -83,23 +84,27 @@ const CpuFeatures& cpu_features() {
   return features;
 }
 
+// Each level's name, as reports print it and ATTNSCOPE_CPU_LEVEL takes it: one table both ways.
+struct NamedLevel {
+  CpuLevel level;
+  std::string_view name;
+};
+constexpr NamedLevel kLevelNames[] = {{CpuLevel::Portable, "portable"},
+                                      {CpuLevel::Avx2, "avx2"},
+                                      {CpuLevel::Avx512, "avx512"},
+                                      {CpuLevel::Avx512Vnni, "avx512vnni"}};
+static_assert(std::size(kLevelNames) == std::size(kCpuLevels), "every level has a name");
+
 std::string_view cpu_level_name(CpuLevel level) {
-  switch (level) {
-    case CpuLevel::Portable:
-      return "portable";
-    case CpuLevel::Avx2:
-      return "avx2";
-    case CpuLevel::Avx512:
-      return "avx512";
-    case CpuLevel::Avx512Vnni:
-      return "avx512vnni";
+  for (const NamedLevel& named : kLevelNames) {
+    if (named.level == level) return named.name;
   }
   return "portable";
 }
 
 std::optional<CpuLevel> parse_cpu_level(std::string_view name) {
-  for (CpuLevel level : kCpuLevels) {
-    if (name == cpu_level_name(level)) return level;
+  for (const NamedLevel& named : kLevelNames) {
+    if (named.name == name) return named.level;
   }
   return std::nullopt;
 }

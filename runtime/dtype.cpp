@@ -29,28 +29,41 @@ std::size_t storage_bytes(DType t, std::int64_t elements) {
 
 bool is_float_dtype(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
+namespace {
+
+// Each dtype's name, its PyTorch spelling where it has one, and whether a user may ask for it
+// (i32 holds token ids only): one table for dtype_name and parse_dtype.
+struct NamedDType {
+  DType dtype;
+  std::string_view name;
+  std::string_view torch_name;
+  bool parsed;
+};
+constexpr NamedDType kDTypeNames[] = {{DType::F32, "f32", "float32", true},
+                                      {DType::F16, "f16", "float16", true},
+                                      {DType::BF16, "bf16", "bfloat16", true},
+                                      {DType::I32, "i32", "", false},
+                                      {DType::Q8_0, "q8_0", "", true}};
+
+}  // namespace
+
 std::string_view dtype_name(DType t) {
-  switch (t) {
-    case DType::F32:
-      return "f32";
-    case DType::F16:
-      return "f16";
-    case DType::BF16:
-      return "bf16";
-    case DType::I32:
-      return "i32";
-    case DType::Q8_0:
-      return "q8_0";
+  for (const NamedDType& named : kDTypeNames) {
+    if (named.dtype == t) return named.name;
   }
   return "?";
 }
 
 DType parse_dtype(std::string_view name) {
-  if (name == "f32" || name == "float32") return DType::F32;
-  if (name == "f16" || name == "float16") return DType::F16;
-  if (name == "bf16" || name == "bfloat16") return DType::BF16;
-  if (name == "q8_0") return DType::Q8_0;
-  throw Error("dtype", "unknown dtype '" + std::string(name) + "' (valid: f32, f16, bf16, q8_0)");
+  std::string valid;
+  for (const NamedDType& named : kDTypeNames) {
+    if (!named.parsed) continue;
+    if (name == named.name || (!named.torch_name.empty() && name == named.torch_name)) {
+      return named.dtype;
+    }
+    valid += (valid.empty() ? "" : ", ") + std::string(named.name);
+  }
+  throw Error("dtype", "unknown dtype '" + std::string(name) + "' (valid: " + valid + ")");
 }
 
 float f16_to_f32(std::uint16_t h) {
