@@ -1169,3 +1169,20 @@ TEST_CASE("a request too large for memory is refused up front, with the flag to 
   check_one_line_error(run("profile -m synthetic:gpt2 --batch 1048576 --prompt-len 8 --gen 2"), 1,
                        "(lower --batch, --prompt-len or --gen)");
 }
+
+TEST_CASE("profile --op attention --decode profiles one query against the cache") {
+  attnscope::testing::TempDir dir;
+  const std::string summary = dir.file("decode.json");
+  const Result r =
+      run("profile --op attention --attn fused --batch 1 --heads 2 --seq-len 32 "
+          "--head-dim 8 --decode --reps 2 --threads 1 --json " +
+          summary);
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto step = read_json(summary)["facts"]["steps"][0];
+  CHECK(step["q_len"] == 1);
+  CHECK(step["kv_len"] == 32);
+  CHECK(step["steps_observed_min"] == step["steps_expected"]);
+  CHECK(step["temporary_bytes"] == step["temporary_bytes_expected"]);
+  check_one_line_error(run("profile -m synthetic:tiny --decode"), 2, "--decode");
+}

@@ -41,6 +41,7 @@ struct ProfileFlags {
   std::int64_t gen = 16;
   std::int64_t model_batch = 1;               // --batch when given with --model
   ops::attention::Shape shape = kStudyShape;  // --op attention's causal prefill
+  bool decode = false;                        // --op attention: one query against the cache
   int reps = 4;
   DeviceOptions device;
   std::string gpu_timer = "cupti";
@@ -149,6 +150,7 @@ int run_profile(const ProfileFlags& flags) {
     AttentionRunOptions options;
     options.shape = flags.shape;
     options.shape.dtype = parse_attention_dtype(flags.device.dtype);
+    if (flags.decode) options.shape.q_len = 1;
     options.reps = flags.reps;
     options.seed = flags.seed;
     options.gpu_timing = timing;
@@ -264,6 +266,10 @@ Subcommand add_profile(CLI::App& app) {
   for (CLI::Option* option : add_prefill_shape_flags(*sub, flags->shape, shape_help, positive)) {
     option->needs(op);
   }
+  sub->add_flag("--decode", flags->decode,
+                "--op attention: one query token per sequence against a cache of --seq-len "
+                "(a decode step) instead of the causal prefill")
+      ->needs(op);
   sub->add_option("--reps", flags->reps, "--op attention: calls after the warm-up")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000))
