@@ -36,13 +36,18 @@ std::string LanguageModel::dtype_summary() const {
   return weights + " weights, " + std::string(dtype_name(activation_dtype())) + " activations";
 }
 
-std::uint64_t LanguageModel::weight_bytes() const {
+bool LanguageModel::head_is_embedding() const {
   const StepTables tables = step_tables();
-  std::uint64_t bytes = bytes_without_lm_head();
-  if (tables.lm_head.raw_data() != tables.token_embedding.raw_data()) {
-    bytes += tables.lm_head.nbytes();
-  }
-  return bytes;
+  return tables.lm_head.raw_data() == tables.token_embedding.raw_data();
+}
+
+std::string_view LanguageModel::positions_name() const {
+  return positions_ == Positions::Learned ? "learned" : "rotary";
+}
+
+std::uint64_t LanguageModel::weight_bytes() const {
+  const std::uint64_t bytes = bytes_without_lm_head();
+  return head_is_embedding() ? bytes : bytes + step_tables().lm_head.nbytes();
 }
 
 void LanguageModel::set_attention(std::string_view name) {

@@ -44,6 +44,11 @@ class LanguageModel {
   DType activation_dtype() const { return dtypes_.activations; }
   // Bytes of all parameters as stored (a tied LM head counted once): what a decode step reads.
   std::uint64_t weight_bytes() const;
+  // Whether the LM head is the token embedding matrix itself (one copy), as the weights were
+  // loaded: a checkpoint's own lm_head.weight is a head of its own even under a tied config.
+  bool head_is_embedding() const;
+  // How positions enter: "learned" (Positions::Learned) or "rotary" (Positions::Rotary).
+  std::string_view positions_name() const;
   const std::string& source() const { return source_; }
   // The tensors as the checkpoint stores them (for `inspect`).
   const std::vector<StoredTensor>& stored_tensors() const { return stored_; }

@@ -24,14 +24,10 @@ struct ModelConfig {
   std::int64_t d_ff = 0;            // the MLP's hidden units
   double layer_norm_epsilon = 0.0;  // the norms' epsilon
   std::string activation;           // the MLP's activation, a name of runtime/activation.h
-  // How positions enter: "learned" (a table of position embeddings added to the input, GPT-2) or
-  // "rotary" (queries and keys rotated by position, Llama), with rotary's base and its scaling
-  // ("none", or "llama3 factor=F low_freq_factor=L high_freq_factor=H original=N").
-  std::string positions;
+  // A rotary family's base and scaling ("none", or "llama3 factor=F low_freq_factor=L
+  // high_freq_factor=H original=N"); unset for learned positions (LanguageModel::positions_name).
   double rope_theta = 0.0;
   std::string rope_scaling;
-  // The LM head is the token embedding matrix (one copy in memory), as the weights were loaded.
-  bool tied_embeddings = false;
   // Generation stops there, and an empty prompt starts from it; -1: none. transformers accepts an
   // id outside the vocabulary (GPT2Config's default 50256 saved with a small vocabulary); such a
   // model simply never produces it (see eos_in_vocabulary).

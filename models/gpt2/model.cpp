@@ -17,10 +17,7 @@ namespace attnscope::gpt2 {
 Model::Model(const std::string& spec, Checkpoint checkpoint)
     : LanguageModel(Positions::Learned, spec, checkpoint.dtypes, std::move(checkpoint.stored)),
       config_(std::move(checkpoint.config)),
-      weights_(std::move(checkpoint.weights)) {
-  config_.positions = "learned";
-  config_.tied_embeddings = weights_.lm_head.raw_data() == weights_.token_embedding.raw_data();
-}
+      weights_(std::move(checkpoint.weights)) {}
 
 Model Model::open(const std::string& spec, Context& ctx, std::uint64_t synthetic_seed,
                   DType dtype) {

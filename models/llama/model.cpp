@@ -30,7 +30,7 @@ std::string rope_scaling_text(const std::optional<ops::Llama3RopeScaling>& scali
   return text.str();
 }
 
-ModelConfig summary_config(const LlamaConfig& llama, const Weights& weights) {
+ModelConfig summary_config(const LlamaConfig& llama) {
   ModelConfig config;
   config.model_type = "llama";
   config.vocab_size = llama.vocab_size;
@@ -43,10 +43,8 @@ ModelConfig summary_config(const LlamaConfig& llama, const Weights& weights) {
   config.d_ff = llama.intermediate_size;
   config.layer_norm_epsilon = llama.rms_norm_eps;
   config.activation = "silu";
-  config.positions = "rotary";
   config.rope_theta = llama.rope_theta;
   config.rope_scaling = rope_scaling_text(llama.rope_scaling);
-  config.tied_embeddings = weights.lm_head.raw_data() == weights.token_embedding.raw_data();
   config.eos_token_id = llama.eos_token_ids.empty() ? -1 : llama.eos_token_ids.front();
   return config;
 }
@@ -69,10 +67,9 @@ ops::RotaryTable rotary_table_on_device(const LlamaConfig& config, Context& ctx)
 Model::Model(const std::string& spec, Checkpoint checkpoint, Context& ctx)
     : LanguageModel(Positions::Rotary, spec, checkpoint.dtypes, std::move(checkpoint.stored)),
       config_(std::move(checkpoint.config)),
+      summary_(summary_config(config_)),
       weights_(std::move(checkpoint.weights)),
-      rotary_(rotary_table_on_device(config_, ctx)) {
-  summary_ = summary_config(config_, weights_);
-}
+      rotary_(rotary_table_on_device(config_, ctx)) {}
 
 Model Model::open(const std::string& spec, Context& ctx, std::uint64_t synthetic_seed,
                   DType dtype) {

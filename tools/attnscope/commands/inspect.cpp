@@ -19,7 +19,9 @@ struct InspectFlags {
   bool json = false;
 };
 
-nlohmann::json config_json(const ModelConfig& c) {
+// The model's shape (ModelConfig), how positions enter and whether the head is the embedding.
+nlohmann::json config_json(const LanguageModel& model) {
+  const ModelConfig& c = model.config();
   nlohmann::json json = {{"model_type", c.model_type},
                          {"vocab_size", c.vocab_size},
                          {"context_length", c.context_length},
@@ -32,9 +34,9 @@ nlohmann::json config_json(const ModelConfig& c) {
                          {"layer_norm_epsilon", c.layer_norm_epsilon},
                          {"activation", c.activation},
                          {"eos_token_id", c.eos_token_id},
-                         {"positions", c.positions},
-                         {"tied_embeddings", c.tied_embeddings}};
-  if (c.positions == "rotary") {
+                         {"positions", model.positions_name()},
+                         {"tied_embeddings", model.head_is_embedding()}};
+  if (model.positions_name() == "rotary") {
     json["rope_theta"] = c.rope_theta;
     json["rope_scaling"] = c.rope_scaling;
   }
@@ -48,7 +50,7 @@ int run_inspect(const InspectFlags& flags) {
   const LanguageModel& model = *loaded;
   std::uint64_t stored_bytes = 0;
   for (const StoredTensor& t : model.stored_tensors()) stored_bytes += t.bytes;
-  const nlohmann::json config = config_json(model.config());
+  const nlohmann::json config = config_json(model);
   if (flags.json) {
     nlohmann::json tensors = nlohmann::json::array();
     for (const StoredTensor& t : model.stored_tensors()) {
