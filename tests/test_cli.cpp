@@ -1166,6 +1166,9 @@ TEST_CASE("a request too large for memory is refused up front, with the flag to 
   check_one_line_error(bench, 1, "positions need at least");
   CHECK(bench.err.find("KV cache") != std::string::npos);
   CHECK(bench.err.find("(lower -b/--batch") != std::string::npos);
+  // A decode test's largest step is one token per row: its cache alone is refused.
+  check_one_line_error(run("bench -m synthetic:gpt2 -b 1048576 -p 0 -n 4 -r 1 -t 1"), 1,
+                       "tg4: batch: 1048576 x 4 positions need at least");
   check_one_line_error(run("profile -m synthetic:gpt2 --batch 1048576 --prompt-len 8 --gen 2"), 1,
                        "(lower --batch, --prompt-len or --gen)");
 }

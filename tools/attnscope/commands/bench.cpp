@@ -140,8 +140,11 @@ void check_fits(Context& ctx, LanguageModel& model, const ModelTest& test) {
         std::to_string(tokens) + " tokens exceed the model's context length of " +
             std::to_string(config.context_length) + " (lower --prompt-len, --gen or --depth)");
   model.set_attention(test.backend);
-  model.require_memory(ctx, test.batch, tokens, test.is_prefill() ? test.prompt_len : test.depth,
-                       false, where + ": batch", "lower -b/--batch, --prompt-len or --depth");
+  // The largest step: the prefill, or the fill of --depth (at least the one decode token).
+  const std::int64_t step_tokens =
+      test.is_prefill() ? test.prompt_len : std::max<std::int64_t>(test.depth, 1);
+  model.require_memory(ctx, test.batch, tokens, step_tokens, false, where + ": batch",
+                       "lower -b/--batch, --prompt-len or --depth");
 }
 
 std::vector<std::int32_t> random_ids(std::int64_t count, const ModelConfig& config,
