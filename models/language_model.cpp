@@ -13,6 +13,7 @@
 #include "ops/embedding.h"
 #include "ops/heads.h"
 #include "ops/linear.h"
+#include "ops/rotary_embedding.h"
 #include "profiler/scope.h"
 #include "profiler/summary.h"
 #include "runtime/error.h"
@@ -117,16 +118,96 @@ Tensor LanguageModel::forward(Context& ctx, std::span<const std::int32_t> tokens
         std::to_string(start + length) + " tokens exceed the KV cache capacity of " +
             std::to_string(cache.capacity()));
 
-  // Without learned positions every token reads row 0 of the zero table: step_inputs' positions
-  // are start + i % length, so rows of length 1 starting at 0 give all zeros.
-  const StepInputs inputs =
-      positions_ == Positions::Learned
-          ? step_inputs(ctx, tokens, length, start, shape.vocab_size)
-          : step_inputs(ctx, tokens, /*length=*/1, /*start=*/0, shape.vocab_size);
-  Tensor logits = runner.run(
-      ctx, length == 1, [&] { return run_step(ctx, inputs, batch, length, cache, all_positions); });
+  const StepInputs inputs = step_inputs(ctx, tokens, length, start, shape.vocab_size);
+  // The rows whose logits are wanted: all of them, or each row's last token.
+  std::vector<std::int64_t> logit_rows;
+  if (!all_positions && length > 1) {
+    for (std::int64_t b = 1; b <= batch; ++b) logit_rows.push_back(b * length - 1);
+  }
+  const StepKv kv{inputs.positions, &cache, batch, length, nullptr};
+  Tensor logits =
+      runner.run(ctx, length == 1, [&] { return run_step(ctx, inputs, kv, logit_rows); });
   cache.advance(length);
-  return logits;
+  return logits.reshape({batch, logits.dim(0) / batch, shape.vocab_size});
+}
+
+PagedKVCache::Geometry LanguageModel::kv_geometry(std::int64_t block_tokens) const {
+  const ModelConfig& shape = config();
+  return {shape.n_layers, shape.n_kv_heads, shape.head_dim, block_tokens, dtypes_.activations};
+}
+
+Tensor LanguageModel::forward_paged(Context& ctx, std::span<const SequenceStep> sequences,
+                                    PagedKVCache& cache) const {
+  profiler::Scope scope(ctx, "forward", "step");
+  const ModelConfig& shape = config();
+  const PagedKVCache::Geometry expected = kv_geometry(cache.block_tokens());
+  const PagedKVCache::Geometry& found = cache.geometry();
+  check(found.layers == expected.layers && found.kv_heads == expected.kv_heads &&
+            found.head_dim == expected.head_dim && found.dtype == expected.dtype,
+        "forward", "the paged cache was made for another model's shape or dtype");
+  check(!sequences.empty(), "forward", "a step needs at least one sequence");
+  const std::int64_t block_tokens = cache.block_tokens();
+  const std::int64_t pool_blocks = cache.pool().counters().blocks;
+  std::size_t max_blocks = 0;
+  for (const SequenceStep& s : sequences) max_blocks = std::max(max_blocks, s.blocks.size());
+
+  // Host tables: ids, positions and slots per token; starts, lengths and block tables per sequence.
+  ops::attention::RaggedBatch batch;
+  batch.block_tokens = block_tokens;
+  batch.max_blocks = static_cast<std::int64_t>(max_blocks);
+  batch.query_starts.push_back(0);
+  batch.block_tables.assign(sequences.size() * max_blocks, 0);
+  std::vector<std::int32_t> ids, positions, slots;
+  for (std::size_t i = 0; i < sequences.size(); ++i) {
+    const SequenceStep& s = sequences[i];
+    const auto new_tokens = static_cast<std::int64_t>(s.tokens.size());
+    const std::int64_t kv_len = s.cached + new_tokens;
+    check(new_tokens >= 1 && s.cached >= 0, "forward",
+          [&] { return "sequence " + std::to_string(i) + " of the step has no new tokens"; });
+    check(kv_len <= shape.context_length, "forward", [&] {
+      return "sequence " + std::to_string(i) + " reaches " + std::to_string(kv_len) +
+             " tokens, past the model's context length of " + std::to_string(shape.context_length);
+    });
+    check(static_cast<std::int64_t>(s.blocks.size()) * block_tokens >= kv_len, "forward", [&] {
+      return "sequence " + std::to_string(i) + "'s " + std::to_string(s.blocks.size()) +
+             " blocks do not hold its " + std::to_string(kv_len) + " positions";
+    });
+    for (std::size_t b = 0; b < s.blocks.size(); ++b) {
+      check(0 <= s.blocks[b] && s.blocks[b] < pool_blocks, "forward", [&] {
+        return "block " + std::to_string(s.blocks[b]) + " is outside the pool's " +
+               std::to_string(pool_blocks);
+      });
+      batch.block_tables[i * max_blocks + b] = static_cast<std::int32_t>(s.blocks[b]);
+    }
+    for (std::int64_t t = 0; t < new_tokens; ++t) {
+      const std::int64_t position = s.cached + t;
+      ids.push_back(s.tokens[static_cast<std::size_t>(t)]);
+      positions.push_back(static_cast<std::int32_t>(position));
+      slots.push_back(static_cast<std::int32_t>(
+          s.blocks[static_cast<std::size_t>(position / block_tokens)] * block_tokens +
+          position % block_tokens));
+    }
+    batch.query_starts.push_back(static_cast<std::int32_t>(ids.size()));
+    batch.kv_lens.push_back(static_cast<std::int32_t>(kv_len));
+  }
+  check_token_ids(ids, shape.vocab_size);
+
+  std::vector<Tensor> uploaded = upload_arrays(
+      ctx, {ids, positions, slots, batch.query_starts, batch.kv_lens, batch.block_tables});
+  if (ctx.device() != Device::CPU) {
+    batch.device_query_starts = uploaded[3];
+    batch.device_kv_lens = uploaded[4];
+    batch.device_block_tables = uploaded[5];
+  }
+  std::vector<std::int64_t> logit_rows;
+  for (std::size_t i = 1; i < batch.query_starts.size(); ++i) {
+    logit_rows.push_back(batch.query_starts[i] - 1);
+  }
+  if (logit_rows.size() == ids.size()) logit_rows.clear();  // one token each: every row
+  const PagedStep paged{cache, std::move(batch), uploaded[2]};
+  const StepInputs inputs{uploaded[0], uploaded[1]};
+  const StepKv kv{inputs.positions, nullptr, 0, 0, &paged};
+  return run_step(ctx, inputs, kv, logit_rows);
 }
 
 namespace {
@@ -135,31 +216,32 @@ bool contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-// The rows of `hidden` [batch * length, width] whose logits a step returns: all of them when
-// all_positions, else each sequence's last position, copied into a [batch, width] tensor (only
-// these go through the final norm and the LM head).
-Tensor rows_for_logits(Context& ctx, const Tensor& hidden, std::int64_t batch, std::int64_t length,
-                       bool all_positions) {
-  if (all_positions || length == 1) return hidden;
-  Tensor last = Tensor::empty({batch, hidden.dim(1)}, hidden.dtype(), ctx.allocator());
-  for (std::int64_t b = 0; b < batch; ++b) {
-    Tensor row = last.slice_rows(b, b + 1);
-    copy_into(ctx, hidden.slice_rows((b + 1) * length - 1, (b + 1) * length), row);
+// The rows of `hidden` [N, width] whose logits a step returns: all of them when `rows` is empty,
+// else those rows, copied into a [rows, width] tensor (only these go through the final norm and
+// the LM head).
+Tensor rows_for_logits(Context& ctx, const Tensor& hidden, std::span<const std::int64_t> rows) {
+  if (rows.empty()) return hidden;
+  const auto count = static_cast<std::int64_t>(rows.size());
+  Tensor kept = Tensor::empty({count, hidden.dim(1)}, hidden.dtype(), ctx.allocator());
+  for (std::int64_t i = 0; i < count; ++i) {
+    Tensor row = kept.slice_rows(i, i + 1);
+    const std::int64_t from = rows[static_cast<std::size_t>(i)];
+    copy_into(ctx, hidden.slice_rows(from, from + 1), row);
   }
-  return last;
+  return kept;
 }
 
 }  // namespace
 
-Tensor LanguageModel::run_step(Context& ctx, const StepInputs& inputs, std::int64_t batch,
-                               std::int64_t length, KVCache& cache, bool all_positions) const {
+Tensor LanguageModel::run_step(Context& ctx, const StepInputs& inputs, const StepKv& kv,
+                               std::span<const std::int64_t> logit_rows) const {
   const StepTables tables = step_tables();
-  Tensor hidden = embed(ctx, inputs, tables, batch * length);
+  Tensor hidden = embed(ctx, inputs, tables);
   for (std::int64_t i = 0; i < config().n_layers; ++i) {
     profiler::Scope layer_scope(ctx, "layer", "layer");
     {
       profiler::Scope block_scope(ctx, "attention_block", "block");
-      attention_block(ctx, i, hidden, batch, length, cache);
+      attention_block(ctx, i, hidden, kv);
     }
     {
       profiler::Scope block_scope(ctx, "mlp_block", "block");
@@ -167,59 +249,64 @@ Tensor LanguageModel::run_step(Context& ctx, const StepInputs& inputs, std::int6
     }
   }
   // Only the rows whose logits are wanted go through the final norm and the LM head.
-  const Tensor last = rows_for_logits(ctx, hidden, batch, length, all_positions);
+  const Tensor last = rows_for_logits(ctx, hidden, logit_rows);
   Tensor normed = Tensor::empty(last.shape(), dtypes_.activations, ctx.allocator());
   final_norm(ctx, last, normed);
-  return lm_head_logits(ctx, normed, tables.lm_head, batch);
+  return lm_head_logits(ctx, normed, tables.lm_head);
 }
 
-Tensor LanguageModel::embed(Context& ctx, const StepInputs& inputs, const StepTables& tables,
-                            std::int64_t rows) const {
-  Tensor hidden = Tensor::empty({rows, config().d_model}, dtypes_.activations, ctx.allocator());
-  if (inputs.device_ids.defined()) {
-    ops::embedding(ctx, tables.token_embedding, tables.position_embedding, inputs.device_ids,
-                   inputs.device_positions, hidden);
-  } else {
-    ops::embedding(ctx, tables.token_embedding, tables.position_embedding, inputs.tokens,
-                   inputs.positions, hidden);
-  }
+Tensor LanguageModel::embed(Context& ctx, const StepInputs& inputs,
+                            const StepTables& tables) const {
+  Tensor hidden =
+      Tensor::empty({inputs.ids.dim(0), config().d_model}, dtypes_.activations, ctx.allocator());
+  ops::embedding(ctx, tables.token_embedding, tables.position_embedding, inputs.ids,
+                 inputs.positions, hidden);
   return hidden;
 }
 
-ops::attention::Call LanguageModel::attention_call(Context& ctx, KVCache& cache,
-                                                   std::int64_t layer_index, std::int64_t heads,
-                                                   std::int64_t tokens, std::int64_t head_dim,
-                                                   float scale) const {
+Tensor LanguageModel::attend(Context& ctx, std::int64_t layer_index, Tensor& qkv,
+                             const AttentionHeads& heads, const StepKv& kv) const {
+  if (heads.rotary != nullptr) {
+    ops::rotary_embedding_(ctx, qkv, heads.q_heads + heads.kv_heads, kv.positions, *heads.rotary);
+  }
+  const std::int64_t rows = qkv.dim(0);
+  const std::int64_t width = heads.q_heads * heads.head_dim;
+  if (kv.paged != nullptr) {
+    ops::attention::PagedCall call;
+    call.q =
+        Tensor::empty({rows, heads.q_heads, heads.head_dim}, dtypes_.activations, ctx.allocator());
+    call.key_blocks = kv.paged->cache.key_blocks(layer_index);
+    call.value_blocks = kv.paged->cache.value_blocks(layer_index);
+    call.out = Tensor::empty(call.q.shape(), dtypes_.activations, ctx.allocator());
+    call.batch = &kv.paged->batch;
+    call.scale = heads.scale;
+    ops::split_qkv_paged(ctx, qkv, call.q, call.key_blocks, call.value_blocks, kv.paged->slots);
+    attention_->attend_paged(ctx, call);
+    return call.out.reshape({rows, width});  // token-major already
+  }
+  KVCache& cache = *kv.cache;
   ops::attention::Call call;
-  call.q =
-      Tensor::empty({cache.batch(), heads, tokens, head_dim}, dtypes_.activations, ctx.allocator());
+  call.q = Tensor::empty({kv.batch, heads.q_heads, kv.tokens, heads.head_dim}, dtypes_.activations,
+                         ctx.allocator());
   call.k = cache.keys(layer_index);
   call.v = cache.values(layer_index);
-  call.kv_len = cache.length() + tokens;
-  call.scale = scale;
-  return call;
-}
-
-Tensor LanguageModel::attend_and_merge_heads(Context& ctx, ops::attention::Call& call) const {
+  call.kv_len = cache.length() + kv.tokens;
+  call.scale = heads.scale;
+  ops::split_qkv(ctx, qkv.reshape({kv.batch, kv.tokens, qkv.dim(1)}), call.q, call.k, call.v,
+                 cache.length());
   call.out = Tensor::empty(call.q.shape(), dtypes_.activations, ctx.allocator());
   attention_->attend(ctx, call);
-  const std::int64_t batch = call.q.dim(0);
-  const std::int64_t tokens = call.q.dim(2);
-  const std::int64_t width = call.q.dim(1) * call.q.dim(3);
-  Tensor merged = call.out.reshape({batch, tokens, width});
-  if (tokens > 1) {
-    merged = Tensor::empty({batch, tokens, width}, dtypes_.activations, ctx.allocator());
-    ops::merge_heads(ctx, call.out, merged);
-  }
-  return merged.reshape({batch * tokens, width});
+  if (kv.tokens == 1) return call.out.reshape({rows, width});
+  Tensor merged = Tensor::empty({kv.batch, kv.tokens, width}, dtypes_.activations, ctx.allocator());
+  ops::merge_heads(ctx, call.out, merged);
+  return merged.reshape({rows, width});
 }
 
-Tensor LanguageModel::lm_head_logits(Context& ctx, const Tensor& normed, const Tensor& lm_head,
-                                     std::int64_t batch) const {
-  const std::int64_t vocab = lm_head.dim(0);
-  Tensor logits = Tensor::empty({normed.dim(0), vocab}, DType::F32, ctx.allocator());
+Tensor LanguageModel::lm_head_logits(Context& ctx, const Tensor& normed,
+                                     const Tensor& lm_head) const {
+  Tensor logits = Tensor::empty({normed.dim(0), lm_head.dim(0)}, DType::F32, ctx.allocator());
   ops::linear(ctx, normed, lm_head, Tensor(), logits);
-  return logits.reshape({batch, normed.dim(0) / batch, vocab});
+  return logits;
 }
 
 ModelFamily model_family(const std::string& spec) {

@@ -23,9 +23,12 @@
 #include "models/checkpoint.h"
 #include "models/model_config.h"
 #include "models/step_runner.h"
+#include "ops/attention/paged.h"
 #include "ops/attention/registry.h"
+#include "ops/rotary_embedding.h"
 #include "runtime/context.h"
 #include "runtime/kv_cache.h"
+#include "runtime/paged_kv_cache.h"
 
 namespace attnscope {
 
@@ -95,6 +98,28 @@ class LanguageModel {
     return forward(ctx, tokens, batch, cache, eager, all_positions);
   }
 
+  // One sequence's part of a ragged step (forward_paged): its new tokens (a prefill chunk, or
+  // the one token of a decode step), how many of its positions are in the cache already (their
+  // keys and values written by earlier steps, or shared from a cached prefix), and its block
+  // table, which must cover cached + tokens.size() positions.
+  struct SequenceStep {
+    std::span<const std::int32_t> tokens;
+    std::int64_t cached = 0;
+    std::span<const std::int64_t> blocks;
+  };
+  // The engine's step: the new tokens of every sequence in `sequences` in one forward pass over
+  // the concatenated rows (one GEMM per projection for all of them), each attending to its own
+  // positions in `cache` through its block table (the backend's attend_paged), each new token's
+  // keys and values written into its slot. Returns f32 logits [S, V] on ctx's device, row s for
+  // the last new token of sequence s. The caller owns the blocks (runtime/block_pool.h): every
+  // slot written must be in a block no other sequence holds. Throws Error for an empty step, a
+  // sequence with no tokens, out-of-range ids, a step past the context length, a block table
+  // that does not cover the positions, or a cache of another model's shape.
+  Tensor forward_paged(Context& ctx, std::span<const SequenceStep> sequences,
+                       PagedKVCache& cache) const;
+  // The shape of this model's paged cache with blocks of `block_tokens` positions.
+  PagedKVCache::Geometry kv_geometry(std::int64_t block_tokens) const;
+
   // "bf16" when weights and activations share a dtype, else "bf16 weights, f32 activations".
   std::string dtype_summary() const;
 
@@ -109,58 +134,76 @@ class LanguageModel {
                 std::vector<StoredTensor> stored);
 
   // The tables a step reads outside its blocks: the token embedding [V, C], the position
-  // embedding (learned rows, or the one-row zero table of a rotary family) and the LM head
-  // [V, C] (the token embedding itself when tied).
+  // embedding (learned rows; undefined for a rotary family) and the LM head [V, C] (the token
+  // embedding itself when tied).
   struct StepTables {
-    const Tensor& token_embedding;
-    const Tensor& position_embedding;
-    const Tensor& lm_head;
+    Tensor token_embedding;
+    Tensor position_embedding;
+    Tensor lm_head;
   };
   virtual StepTables step_tables() const = 0;
   // Bytes of every parameter but the LM head, as stored (weight_bytes adds an untied head).
   virtual std::uint64_t bytes_without_lm_head() const = 0;
-  // A family's blocks, which run_step calls in order. attention_block: layer `layer_index` of
-  // `tokens` new tokens of each of the cache's `batch` sequences, which adds its output onto the
-  // residual stream `hidden` [batch * tokens, C] and appends the tokens' keys and values to the
-  // cache. mlp_block: the same layer's MLP, added onto `hidden`. final_norm: the last norm,
-  // `hidden` into `normed` (same shape), before the LM head.
+  // Where a step's new tokens sit and where their keys and values go, which the blocks pass to
+  // attend() without looking inside: each token's position (i32 [N] on the device), and either a
+  // contiguous KVCache (`batch` rows of `tokens` tokens after its length: forward) or a paged
+  // cache with its ragged batch (forward_paged).
+  struct PagedStep {
+    PagedKVCache& cache;
+    ops::attention::RaggedBatch batch;
+    Tensor slots;  // i32 [N] on the device: block * block_tokens + offset of each new token
+  };
+  struct StepKv {
+    Tensor positions;
+    KVCache* cache = nullptr;
+    std::int64_t batch = 0, tokens = 0;
+    const PagedStep* paged = nullptr;
+  };
+
+  // A family's blocks, which run_step calls in order. attention_block: layer `layer_index` of the
+  // step's N new tokens, which adds its output onto the residual stream `hidden` [N, C] and whose
+  // keys and values attend() writes where `kv` says. mlp_block: the same layer's MLP, added onto
+  // `hidden`. final_norm: the last norm, `hidden` into `normed` (same shape), before the LM head.
   virtual void attention_block(Context& ctx, std::int64_t layer_index, Tensor& hidden,
-                               std::int64_t batch, std::int64_t tokens, KVCache& cache) const = 0;
+                               const StepKv& kv) const = 0;
   virtual void mlp_block(Context& ctx, std::int64_t layer_index, Tensor& hidden) const = 0;
   virtual void final_norm(Context& ctx, const Tensor& hidden, Tensor& normed) const = 0;
 
-  // The attention call of layer `layer_index` for `tokens` new tokens of each of the cache's
-  // sequences: q [batch, heads, tokens, head_dim] to be filled (split_qkv), k and v the layer's
-  // cache, which the new tokens' keys and values extend to kv_len = cache.length() + tokens.
-  ops::attention::Call attention_call(Context& ctx, KVCache& cache, std::int64_t layer_index,
-                                      std::int64_t heads, std::int64_t tokens,
-                                      std::int64_t head_dim, float scale) const;
-  // Runs the attention backend on `call` and returns its output as rows
-  // [batch * tokens, heads * head_dim], ready for the output projection: [B, H, T, D] ->
-  // [B, T, H D] (merge_heads); with one token per row the two layouts are the same bytes.
-  Tensor attend_and_merge_heads(Context& ctx, ops::attention::Call& call) const;
+  // The heads of a family's attention: Hq query and Hkv key/value heads of head_dim, the score
+  // scale, and the rotary table when the family rotates q and k (nullptr for learned positions).
+  struct AttentionHeads {
+    std::int64_t q_heads = 0, kv_heads = 0, head_dim = 0;
+    float scale = 1.0f;
+    const ops::RotaryTable* rotary = nullptr;
+  };
+  // The middle of every attention block, the same for every family: from the fused projection
+  // qkv [N, (Hq + 2 Hkv) D] of the step's new tokens to the attention output as rows
+  // [N, Hq D], ready for the output projection. Rotates the q and k heads at their positions
+  // (ops::rotary_embedding_, when heads.rotary), hands out the heads and writes the new keys and
+  // values into the cache (ops::split_qkv, or ops::split_qkv_paged), runs the attention backend
+  // (attend, or attend_paged) and brings the heads back together (merge_heads, when a row holds
+  // more than one token: with one token per row the two layouts are the same bytes).
+  Tensor attend(Context& ctx, std::int64_t layer_index, Tensor& qkv, const AttentionHeads& heads,
+                const StepKv& kv) const;
 
   // Set by the constructor; the blocks store their activations in dtypes_.activations.
   ModelDTypes dtypes_;
 
  private:
-  // Everything of a forward step that runs on the device, for `batch` rows of `length` tokens
-  // after the cache's contents (which the attention blocks append to; forward() advances the
-  // cache afterwards): hidden = embed(tokens, positions); for each layer (profiled as "layer",
-  // its blocks as "attention_block" and "mlp_block") the attention block, then the MLP block;
-  // the final norm of the rows whose logits are wanted (rows_for_logits); the LM head. Returns
-  // the logits as forward() does.
-  Tensor run_step(Context& ctx, const StepInputs& inputs, std::int64_t batch, std::int64_t length,
-                  KVCache& cache, bool all_positions) const;
-  // The first op of run_step: hidden [rows, C] in the activation dtype, each token's row of the
-  // token embedding plus the row of the position embedding its position names. The ids and
-  // positions are read on the device when step_inputs placed them there, else on the host.
-  Tensor embed(Context& ctx, const StepInputs& inputs, const StepTables& tables,
-               std::int64_t rows) const;
-  // The last op of run_step: f32 logits [batch, rows, V] of the final norm's output `normed`
-  // ([batch * rows, C]) against `lm_head` ([V, C]).
-  Tensor lm_head_logits(Context& ctx, const Tensor& normed, const Tensor& lm_head,
-                        std::int64_t batch) const;
+  // Everything of a forward step that runs on the device, for the N new tokens of `inputs`
+  // (whose keys and values attend() writes where `kv` says): hidden = embed(tokens, positions);
+  // for each layer (profiled as "layer", its blocks as "attention_block" and "mlp_block") the
+  // attention block, then the MLP block; the final norm of the rows whose logits are wanted; the
+  // LM head. `logit_rows` lists those rows (empty: every row). Returns f32 logits
+  // [logit rows, V].
+  Tensor run_step(Context& ctx, const StepInputs& inputs, const StepKv& kv,
+                  std::span<const std::int64_t> logit_rows) const;
+  // The first op of run_step: hidden [N, C] in the activation dtype, each token's row of the
+  // token embedding plus, with learned positions, the row of the position embedding.
+  Tensor embed(Context& ctx, const StepInputs& inputs, const StepTables& tables) const;
+  // The last op of run_step: f32 logits [rows, V] of the final norm's output `normed`
+  // ([rows, C]) against `lm_head` ([V, C]).
+  Tensor lm_head_logits(Context& ctx, const Tensor& normed, const Tensor& lm_head) const;
 
   Positions positions_;
   std::string source_;

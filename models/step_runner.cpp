@@ -2,6 +2,7 @@
 // forward step.
 #include "models/step_runner.h"
 
+#include <algorithm>
 #include <string>
 
 #include "runtime/cuda/step_graph.h"
@@ -10,32 +11,42 @@
 
 namespace attnscope {
 
+std::vector<Tensor> upload_arrays(Context& ctx,
+                                  std::initializer_list<std::span<const std::int32_t>> arrays) {
+  std::int64_t total = 0;
+  for (const auto& array : arrays) total += static_cast<std::int64_t>(array.size());
+  Tensor staged = Tensor::empty({total}, DType::I32, ctx.host_allocator());
+  std::int32_t* at = staged.data<std::int32_t>();
+  for (const auto& array : arrays) at = std::copy(array.begin(), array.end(), at);
+  const Tensor uploaded = to_device(ctx, staged);
+  std::vector<Tensor> tensors;
+  std::int64_t first = 0;
+  for (const auto& array : arrays) {
+    const auto count = static_cast<std::int64_t>(array.size());
+    tensors.push_back(uploaded.slice_rows(first, first + count));
+    first += count;
+  }
+  return tensors;
+}
+
+void check_token_ids(std::span<const std::int32_t> tokens, std::int64_t vocab_size) {
+  for (const std::int32_t id : tokens) {
+    check(id >= 0 && id < vocab_size, "forward", [&] {
+      return "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+             std::to_string(vocab_size) + ")";
+    });
+  }
+}
+
 StepInputs step_inputs(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t length,
                        std::int64_t start, std::int64_t vocab_size) {
-  StepInputs inputs;
-  inputs.tokens = tokens;
-  inputs.positions.resize(tokens.size());
+  check_token_ids(tokens, vocab_size);
+  std::vector<std::int32_t> positions(tokens.size());
   for (std::size_t i = 0; i < tokens.size(); ++i) {
-    inputs.positions[i] = start + static_cast<std::int64_t>(i) % length;
+    positions[i] = static_cast<std::int32_t>(start + static_cast<std::int64_t>(i) % length);
   }
-  if (ctx.device() == Device::CPU) return inputs;  // the CPU embedding checks ids itself
-  // A kernel cannot throw: ids are checked here, before they are uploaded. Ids and positions
-  // travel in one copy: [ids | positions].
-  const auto count = static_cast<std::int64_t>(tokens.size());
-  Tensor staged = Tensor::empty({2 * count}, DType::I32, ctx.host_allocator());
-  std::int32_t* ids = staged.data<std::int32_t>();
-  for (std::int64_t i = 0; i < count; ++i) {
-    const std::int32_t id = tokens[static_cast<std::size_t>(i)];
-    check(id >= 0 && id < vocab_size, "forward",
-          "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-              std::to_string(vocab_size) + ")");
-    ids[i] = id;
-    ids[count + i] = static_cast<std::int32_t>(inputs.positions[static_cast<std::size_t>(i)]);
-  }
-  const Tensor uploaded = to_device(ctx, staged);
-  inputs.device_ids = uploaded.slice_rows(0, count);
-  inputs.device_positions = uploaded.slice_rows(count, 2 * count);
-  return inputs;
+  const std::vector<Tensor> uploaded = upload_arrays(ctx, {tokens, positions});
+  return {uploaded[0], uploaded[1]};
 }
 
 StepRunner::GraphCounts StepRunner::graph_counts() const {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <vector>
@@ -21,17 +22,24 @@ class StepGraph;
 
 namespace attnscope {
 
-// A step's token ids and positions: host spans for the CPU, i32 tensors on a GPU (uploaded
-// before a CUDA graph capture starts, since a graph cannot copy from pageable memory).
+// Copies host i32 arrays to ctx's device in one copy and returns one tensor for each, in order
+// (on the CPU, tensors in host memory). One copy, because each costs a latency on a GPU, and
+// before any CUDA graph capture starts, since a graph cannot copy from pageable memory.
+std::vector<Tensor> upload_arrays(Context& ctx,
+                                  std::initializer_list<std::span<const std::int32_t>> arrays);
+
+// Throws Error unless every id lies in [0, vocab_size). Ids are checked on the host before they
+// are uploaded: a kernel cannot throw.
+void check_token_ids(std::span<const std::int32_t> tokens, std::int64_t vocab_size);
+
+// A step's token ids and each token's position in its sequence, i32 [N] on ctx's device.
 struct StepInputs {
-  std::span<const std::int32_t> tokens;
-  std::vector<std::int64_t> positions;
-  Tensor device_ids, device_positions;
+  Tensor ids;
+  Tensor positions;
 };
 
-// The inputs for `tokens`, rows of `length` ids each at positions start, start + 1, ... On a GPU
-// the ids are checked against the vocabulary here (a kernel cannot throw: the CPU embedding
-// checks them itself); throws Error for an id outside [0, vocab_size).
+// The inputs for `tokens`, rows of `length` ids each at positions start, start + 1, ...
+// Throws Error for an id outside [0, vocab_size).
 StepInputs step_inputs(Context& ctx, std::span<const std::int32_t> tokens, std::int64_t length,
                        std::int64_t start, std::int64_t vocab_size);
 

@@ -13,16 +13,20 @@ namespace attnscope::ops {
 
 namespace {
 
-// Checks shared by both overloads: 2-D tables of one width, out [rows, width] in the position
-// table's dtype; the token table in that dtype too, or on the cpu in any weight dtype.
+// Checks shared by both overloads: out [rows, width] in an activation dtype; the token table
+// [V, width] in that dtype too, or on the cpu in any weight dtype; the position table, when
+// there is one, [P, width] in out's dtype on out's device.
 void check_tables(Device device, const Tensor& token_table, const Tensor& position_table,
                   std::int64_t rows, const Tensor& out) {
-  require_float(position_table, device, "embedding", "position_table");
-  require_weight(token_table, device, position_table.dtype(), "embedding", "token_table");
-  require_dtype(out, position_table.dtype(), "embedding", "out");
-  check(token_table.rank() == 2 && position_table.rank() == 2, "embedding", "tables must be 2-D");
-  check(position_table.dim(1) == token_table.dim(1), "embedding", "tables differ in width");
+  require_float(out, device, "embedding", "out");
+  require_weight(token_table, device, out.dtype(), "embedding", "token_table");
+  check(token_table.rank() == 2, "embedding", "token_table must be 2-D");
   require_shape(out, {rows, token_table.dim(1)}, "embedding", "out");
+  if (!position_table.defined()) return;
+  common_device("embedding", {{out, "out"}, {position_table, "position_table"}});
+  require_dtype(position_table, out.dtype(), "embedding", "position_table");
+  check(position_table.rank() == 2 && position_table.dim(1) == token_table.dim(1), "embedding",
+        "position_table must be [positions, the token table's width]");
 }
 
 // Range-checks host ids and positions, then runs the cpu loop.
@@ -30,7 +34,7 @@ void embedding_on_cpu(Context& ctx, const Tensor& token_table, const Tensor& pos
                       std::span<const std::int32_t> token_ids,
                       std::span<const std::int64_t> positions, Tensor& out) {
   const std::int64_t vocab = token_table.dim(0);
-  const std::int64_t n_positions = position_table.dim(0);
+  const std::int64_t n_positions = position_table.defined() ? position_table.dim(0) : 0;
   for (std::size_t i = 0; i < token_ids.size(); ++i) {
     const std::int64_t id = token_ids[i];
     const std::int64_t pos = positions[i];
@@ -38,7 +42,7 @@ void embedding_on_cpu(Context& ctx, const Tensor& token_table, const Tensor& pos
       return "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
              std::to_string(vocab) + ")";
     });
-    check(0 <= pos && pos < n_positions, "embedding", [&] {
+    check(!position_table.defined() || (0 <= pos && pos < n_positions), "embedding", [&] {
       return "position " + std::to_string(pos) + " is outside the context [0, " +
              std::to_string(n_positions) + ")";
     });
@@ -52,9 +56,7 @@ void embedding(Context& ctx, const Tensor& token_table, const Tensor& position_t
                std::span<const std::int32_t> token_ids, std::span<const std::int64_t> positions,
                Tensor& out) {
   profiler::Scope scope(ctx, "embedding");
-  const Device device = common_device(
-      "embedding",
-      {{token_table, "token_table"}, {position_table, "position_table"}, {out, "out"}});
+  const Device device = common_device("embedding", {{token_table, "token_table"}, {out, "out"}});
   check(device == Device::CPU, "embedding",
         "ids in host memory need cpu tables; on a GPU pass ids and positions as i32 tensors on "
         "the device");
@@ -68,7 +70,6 @@ void embedding(Context& ctx, const Tensor& token_table, const Tensor& position_t
                const Tensor& token_ids, const Tensor& positions, Tensor& out) {
   profiler::Scope scope(ctx, "embedding");
   const Device device = common_device("embedding", {{token_table, "token_table"},
-                                                    {position_table, "position_table"},
                                                     {token_ids, "token_ids"},
                                                     {positions, "positions"},
                                                     {out, "out"}});

@@ -1,7 +1,10 @@
-// GPT-2's input embedding: the token's row plus the position's row.
+// The input embedding: the token's row plus, for a family with learned positions (GPT-2), the
+// position's row.
 //
 //   out[n, :] = token_table[token_ids[n], :] + position_table[positions[n], :]
 //
+// An undefined position_table means no learned positions (Llama's RoPE rotates q and k inside
+// attention instead): out[n, :] = token_table[token_ids[n], :], and positions are not read.
 // Shapes: token_table [V, C], position_table [P, C], token_ids and positions [N], out [N, C];
 // on cuda tables and out share one dtype (f32, f16 or bf16, added in f32); on the cpu the
 // position table and out are f32 and the token table is f32, bf16, f16 or q8_0 (the LM head's

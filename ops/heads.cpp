@@ -39,6 +39,48 @@ void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, 
   cpu::split_qkv(ctx, qkv, q_out, k_cache, v_cache, start);
 }
 
+void split_qkv_paged(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& key_blocks,
+                     Tensor& value_blocks, const Tensor& slots) {
+  profiler::Scope scope(ctx, "split_qkv_paged");
+  const char* op = "split_qkv_paged";
+  const Device device = common_device(op, {{qkv, "qkv"},
+                                           {q_out, "q_out"},
+                                           {key_blocks, "key_blocks"},
+                                           {value_blocks, "value_blocks"},
+                                           {slots, "slots"}});
+  require_float(qkv, device, op, "qkv");
+  for (const NamedTensor& t :
+       {NamedTensor{q_out, "q_out"}, {key_blocks, "key_blocks"}, {value_blocks, "value_blocks"}}) {
+    require_dtype(t.tensor, qkv.dtype(), op, t.name);
+  }
+  require_dtype(slots, DType::I32, op, "slots");
+  check(qkv.rank() == 2 && q_out.rank() == 3 && key_blocks.rank() == 4, op,
+        "qkv must be [N, W], q_out [N, Hq, D] and the blocks [blocks, Hkv, block_tokens, D]");
+  const std::int64_t rows = qkv.dim(0), heads = q_out.dim(1), head_dim = q_out.dim(2);
+  const std::int64_t kv_heads = key_blocks.dim(1);
+  check(kv_heads >= 1 && heads % kv_heads == 0, op, "the blocks' heads must divide q_out's");
+  require_shape(q_out, {rows, heads, head_dim}, op, "q_out");
+  require_shape(qkv, {rows, (heads + 2 * kv_heads) * head_dim}, op, "qkv");
+  require_shape(key_blocks, {key_blocks.dim(0), kv_heads, key_blocks.dim(2), head_dim}, op,
+                "key_blocks");
+  require_shape(value_blocks, key_blocks.shape(), op, "value_blocks");
+  require_shape(slots, {rows}, op, "slots");
+  if (device == Device::CUDA) {
+    if constexpr (kCudaBuild)
+      cuda::split_qkv_paged(ctx, qkv, q_out, key_blocks, value_blocks, slots);
+    return;
+  }
+  const std::int64_t slot_count = key_blocks.dim(0) * key_blocks.dim(2);
+  for (std::int64_t n = 0; n < rows; ++n) {
+    const std::int32_t slot = slots.data<std::int32_t>()[n];
+    check(0 <= slot && slot < slot_count, op, [&] {
+      return "slot " + std::to_string(slot) + " of row " + std::to_string(n) + " is outside the " +
+             std::to_string(slot_count) + " slots of the blocks";
+    });
+  }
+  cpu::split_qkv_paged(ctx, qkv, q_out, key_blocks, value_blocks, slots);
+}
+
 void merge_heads(Context& ctx, const Tensor& x, Tensor& out) {
   profiler::Scope scope(ctx, "merge_heads");
   const Device device = common_device("merge_heads", {{x, "x"}, {out, "out"}});

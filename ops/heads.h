@@ -11,6 +11,18 @@
 // start + T <= S; Hq and Hkv are read from q_out and the caches.
 // This is the KV-cache append: the new keys and values land where later tokens will read them.
 //
+// split_qkv_paged: the same split for a ragged batch over a paged cache (ops/attention/paged.h):
+// rows of many sequences, each writing its keys and values at its own slot of the blocks.
+//   q_out[n, h, :]                                  = qkv[n, h D : (h + 1) D]       h < Hq
+//   key_blocks[slot / bt, g, slot % bt, :]          = qkv[n, Hq D + g D : ...]      g < Hkv
+//   value_blocks[slot / bt, g, slot % bt, :]        = qkv[n, (Hq + Hkv) D + g D : ...]
+// with slot = slots[n] = block * bt + offset (bt = block_tokens). Shapes: qkv [N, (Hq + 2 Hkv) D],
+// q_out [N, Hq, D] (token-major, as a paged call reads it), blocks [blocks, Hkv, bt, D], slots
+// i32 [N] on the same device, each in [0, blocks bt) (checked on the cpu; on a GPU, where reading
+// them back would cost a synchronisation, a row whose slot is outside writes no key or value).
+// The engine gives every new token its own slot; a slot in a block another sequence shares is
+// the one thing it must never pass (runtime/block_pool.h).
+//
 // merge_heads: out[b, t, h D : (h + 1) D] = x[b, h, t, :]; x [B, H, T, D], out [B, T, H D].
 //
 // All tensors of a call share one dtype (f32 on the cpu; f32, f16 or bf16 on cuda).
@@ -39,17 +51,24 @@ struct QkvSplit {
   std::int64_t row_width() const { return row_heads() * head_dim; }
 };
 
+void split_qkv_paged(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& key_blocks,
+                     Tensor& value_blocks, const Tensor& slots);
+
 void merge_heads(Context& ctx, const Tensor& x, Tensor& out);
 
 // The implementations the ops above dispatch to, after their checks.
 namespace cpu {
 void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, Tensor& v_cache,
                std::int64_t start);
+void split_qkv_paged(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& key_blocks,
+                     Tensor& value_blocks, const Tensor& slots);
 void merge_heads(Context& ctx, const Tensor& x, Tensor& out);
 }  // namespace cpu
 namespace cuda {
 void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, Tensor& v_cache,
                std::int64_t start);
+void split_qkv_paged(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& key_blocks,
+                     Tensor& value_blocks, const Tensor& slots);
 void merge_heads(Context& ctx, const Tensor& x, Tensor& out);
 }  // namespace cuda
 

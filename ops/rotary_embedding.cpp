@@ -88,41 +88,39 @@ RotaryTable rotary_table(const std::vector<float>& inverse_frequencies, std::int
   return table;
 }
 
-void rotary_embedding_(Context& ctx, Tensor& q, Tensor& k_cache, const RotaryTable& table,
-                       std::int64_t start) {
+void rotary_embedding_(Context& ctx, Tensor& qkv, std::int64_t rotated_heads,
+                       const Tensor& positions, const RotaryTable& table) {
   profiler::Scope scope(ctx, "rotary_embedding");
   const char* op = "rotary_embedding";
   const Device device = common_device(
-      op, {{q, "q"}, {k_cache, "k_cache"}, {table.cos, "table.cos"}, {table.sin, "table.sin"}});
-  require_float(q, device, op, "q");
-  require_dtype(k_cache, q.dtype(), op, "k_cache");
+      op,
+      {{qkv, "qkv"}, {positions, "positions"}, {table.cos, "table.cos"}, {table.sin, "table.sin"}});
+  require_float(qkv, device, op, "qkv");
+  require_dtype(positions, DType::I32, op, "positions");
   require_dtype(table.cos, DType::F32, op, "table.cos");
   require_dtype(table.sin, DType::F32, op, "table.sin");
-  check(q.rank() == 4 && k_cache.rank() == 4, op,
-        "q [B, Hq, T, D] and k_cache [B, Hkv, S, D] must be 4-D");
-  const std::int64_t batch = q.dim(0);
-  const std::int64_t tokens = q.dim(2);
-  const std::int64_t head_dim = q.dim(3);
-  check(head_dim % 2 == 0, op,
-        [&] { return "head_dim must be even (pairs of halves), got " + std::to_string(head_dim); });
-  const std::int64_t capacity = k_cache.dim(2);
-  require_shape(k_cache, {batch, k_cache.dim(1), capacity, head_dim}, op, "k_cache");
-  check(table.cos.rank() == 2, op, "table.cos must be [positions, D/2]");
-  require_shape(table.cos, {table.cos.dim(0), head_dim / 2}, op, "table.cos");
+  check(qkv.rank() == 2 && table.cos.rank() == 2, op,
+        "qkv must be [N, W] and the table [positions, D/2]");
   require_shape(table.sin, table.cos.shape(), op, "table.sin");
-  check(0 <= start && start + tokens <= capacity, op, [&] {
-    return "rotating " + std::to_string(tokens) + " tokens at " + std::to_string(start) +
-           " overflows a cache of " + std::to_string(capacity);
-  });
-  check(start + tokens <= table.cos.dim(0), op, [&] {
-    return "positions up to " + std::to_string(start + tokens - 1) + " are past the table's " +
-           std::to_string(table.cos.dim(0)) + " positions";
+  const std::int64_t rows = qkv.dim(0);
+  const std::int64_t head_dim = 2 * table.cos.dim(1);
+  require_shape(positions, {rows}, op, "positions");
+  check(rotated_heads >= 0 && rotated_heads * head_dim <= qkv.dim(1), op, [&] {
+    return std::to_string(rotated_heads) + " heads of " + std::to_string(head_dim) +
+           " do not fit in rows of " + std::to_string(qkv.dim(1));
   });
   if (device == Device::CUDA) {
-    if constexpr (kCudaBuild) cuda::rotary_embedding_(ctx, q, k_cache, table, start);
+    if constexpr (kCudaBuild) cuda::rotary_embedding_(ctx, qkv, rotated_heads, positions, table);
     return;
   }
-  cpu::rotary_embedding_(ctx, q, k_cache, table, start);
+  const std::int32_t* pos = positions.data<std::int32_t>();
+  for (std::int64_t n = 0; n < rows; ++n) {
+    check(0 <= pos[n] && pos[n] < table.cos.dim(0), op, [&] {
+      return "position " + std::to_string(pos[n]) + " is outside the table's " +
+             std::to_string(table.cos.dim(0)) + " positions";
+    });
+  }
+  cpu::rotary_embedding_(ctx, qkv, rotated_heads, positions, table);
 }
 
 }  // namespace attnscope::ops

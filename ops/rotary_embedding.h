@@ -5,15 +5,15 @@
 //   x_i       <- x_i cos(a_i) - x_{i+D/2} sin(a_i)        a_i = pos * inv_freq_i
 //   x_{i+D/2} <- x_{i+D/2} cos(a_i) + x_i sin(a_i)
 //
-// rotary_embedding_ rotates, in place, the queries of the T new tokens, q [B, Hq, T, D], and
-// the keys those tokens just appended to the cache, k_cache[b, h, start + t, :] of k_cache
-// [B, Hkv, S, D], both at positions start + t (start = the cache length before the append).
-// Hkv may be smaller than Hq (grouped-query attention); cache rows outside start..start+T-1
-// are never touched, so every key is rotated exactly once, when it enters the cache.
-// It runs after ops::split_qkv as an op of its own, which costs one launch more and one more
-// read and write of the new Q and K rows: 2 (Hq + Hkv) B T D elements, plus T D table floats,
-// per layer; ~6 FLOPs per pair. (Fusing it into the split would save both; in decode, T = 1,
-// it is small beside attention's read of the whole cache, 2 Hkv B S D elements.)
+// rotary_embedding_ rotates, in place, the first `rotated_heads` heads of every row of the fused
+// projection qkv [N, W] (its Hq query heads, then its Hkv key heads; the value heads after them
+// are left alone), row n at its own position positions[n]. It runs before ops::split_qkv hands
+// the heads out, so every key is rotated exactly once, before it enters any cache, and a row's
+// position is whatever its sequence says: rows of one sequence at start + t (a contiguous
+// batch), or rows of many sequences of different lengths (the engine's ragged batches).
+// Cost: reads and writes (Hq + Hkv) N D elements, plus N D table floats; ~6 FLOPs per pair;
+// one launch on a GPU. (Fusing it into the split would save a read and a write of the Q and K
+// rows; in decode, one row per sequence, it is small beside attention's read of the cache.)
 //
 // Where the angles are rounded, matching transformers' LlamaRotaryEmbedding:
 //  - rotary_inverse_frequencies computes inv_freq in f32 the way transformers does:
@@ -31,8 +31,10 @@
 //    each product and the sum there: in bf16 the two results differ by at most about
 //    4 * 2^-8 (|x_i| + |x_{i+D/2}|) (this op's is the more accurate); in f32 by a few ulps.
 //
-// Dtypes: q and k_cache share one (f32 on the cpu; f32, f16 or bf16 on cuda); the table is f32
-// on the same device, [P, D/2] for cos and for sin, with start + T <= P.
+// Dtypes: qkv is f32 on the cpu; f32, f16 or bf16 on cuda. The table is f32 on the same device,
+// [P, D/2] for cos and for sin; positions are i32 [N] on the same device, each in [0, P) (checked
+// on the cpu; on a GPU, where reading them back would cost a synchronisation, a row at a position
+// outside the table is left unrotated: the model checks positions before it uploads them).
 #pragma once
 
 #include <cstdint>
@@ -70,17 +72,17 @@ struct RotaryTable {
 RotaryTable rotary_table(const std::vector<float>& inverse_frequencies, std::int64_t positions,
                          Allocator& allocator);
 
-void rotary_embedding_(Context& ctx, Tensor& q, Tensor& k_cache, const RotaryTable& table,
-                       std::int64_t start);
+void rotary_embedding_(Context& ctx, Tensor& qkv, std::int64_t rotated_heads,
+                       const Tensor& positions, const RotaryTable& table);
 
 // The implementations ops::rotary_embedding_ dispatches to, after its checks.
 namespace cpu {
-void rotary_embedding_(Context& ctx, Tensor& q, Tensor& k_cache, const RotaryTable& table,
-                       std::int64_t start);
+void rotary_embedding_(Context& ctx, Tensor& qkv, std::int64_t rotated_heads,
+                       const Tensor& positions, const RotaryTable& table);
 }
 namespace cuda {
-void rotary_embedding_(Context& ctx, Tensor& q, Tensor& k_cache, const RotaryTable& table,
-                       std::int64_t start);
+void rotary_embedding_(Context& ctx, Tensor& qkv, std::int64_t rotated_heads,
+                       const Tensor& positions, const RotaryTable& table);
 }
 
 }  // namespace attnscope::ops

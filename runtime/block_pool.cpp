@@ -128,6 +128,7 @@ std::int64_t BlockPool::admit(SequenceId id, std::span<const std::int32_t> promp
     table.blocks.push_back(take_fresh_block());
   }
   const std::int64_t cached_tokens = table.committed_blocks * block_tokens_;
+  table.written = cached_tokens;
   tables_.emplace(id, std::move(table));
   return cached_tokens;
 }
@@ -151,9 +152,11 @@ void BlockPool::grow(SequenceId id, std::int64_t positions) {
 void BlockPool::commit(SequenceId id, std::span<const std::int32_t> tokens) {
   table(id);  // throws for an unknown id
   Table& t = tables_.at(id);
-  const auto full = static_cast<std::int64_t>(tokens.size()) / block_tokens_;
-  check(full <= static_cast<std::int64_t>(t.blocks.size()), kWhere,
+  const auto written = static_cast<std::int64_t>(tokens.size());
+  check(blocks_for(written) <= static_cast<std::int64_t>(t.blocks.size()), kWhere,
         "sequence " + std::to_string(id) + " committed more tokens than its blocks hold");
+  t.written = std::max(t.written, written);
+  const std::int64_t full = written / block_tokens_;
   for (std::int64_t b = t.committed_blocks; b < full; ++b) {
     const std::span<const std::int32_t> ids = tokens.subspan(b * block_tokens_, block_tokens_);
     const std::uint64_t key = key_of(t.last_key, ids);
@@ -204,6 +207,9 @@ BlockPool::Counters BlockPool::counters() const {
   c.prefix_hits = prefix_hits_;
   c.prefix_lookups = prefix_lookups_;
   c.evictions = evictions_;
+  for (const auto& [id, t] : tables_) {
+    c.unwritten_positions += static_cast<std::int64_t>(t.blocks.size()) * block_tokens_ - t.written;
+  }
   return c;
 }
 

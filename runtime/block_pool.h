@@ -42,6 +42,10 @@ class BlockPool {
     std::int64_t prefix_hits = 0;     // blocks reused by admit
     std::int64_t prefix_lookups = 0;  // full prompt blocks admit looked up
     std::int64_t evictions = 0;       // cached blocks given to other positions
+    // Positions that running sequences hold blocks for but have not written (commit) yet: the
+    // tail of each one's last block, and blocks taken ahead of the next step. Shared blocks are
+    // always full, so this is the pool's whole internal waste.
+    std::int64_t unwritten_positions = 0;
   };
 
   // Throws Error unless both are >= 1.
@@ -67,7 +71,8 @@ class BlockPool {
   // taking fresh blocks as needed. Throws Error when they are not there (no change then).
   void grow(SequenceId id, std::int64_t positions);
   // Records that the K/V of tokens[0, tokens.size()) of sequence `id` are written: every full
-  // block among them becomes cached under its prefix key, reusable by later prompts.
+  // block among them becomes cached under its prefix key, reusable by later prompts. Throws
+  // Error when the tokens need more blocks than the sequence holds.
   void commit(SequenceId id, std::span<const std::int32_t> tokens);
 
   // The blocks of sequence `id`, in position order.
@@ -93,6 +98,7 @@ class BlockPool {
     std::vector<std::int64_t> blocks;
     std::int64_t committed_blocks = 0;  // leading blocks already keyed by commit
     std::uint64_t last_key = 0;         // the key of the last committed block (0: none)
+    std::int64_t written = 0;           // positions whose K/V are written (commit, or reused)
   };
 
   std::uint64_t key_of(std::uint64_t previous, std::span<const std::int32_t> tokens) const;

@@ -794,41 +794,43 @@ TEST_CASE("cuda swiglu matches the cpu op, large negative gates included") {
   }
 }
 
-TEST_CASE("cuda rotary_embedding_ matches the cpu op on grouped heads at cache offsets") {
+TEST_CASE("cuda rotary_embedding_ matches the cpu op on grouped heads at ragged positions") {
   if (gpu_missing()) return;
   Context gpu(Device::CUDA, 1);
   Context cpu(2);
   std::mt19937 rng(33);
   struct Case {
-    std::int64_t batch, q_heads, kv_heads, tokens, capacity, start, head_dim;
+    std::int64_t q_heads, kv_heads, head_dim;
+    std::vector<std::int32_t> positions;
   };
   const ops::Llama3RopeScaling llama3{32.0, 1.0, 4.0, 8192};
-  for (const Case& c : {Case{1, 4, 4, 7, 8, 0, 64}, Case{2, 8, 2, 3, 40, 17, 128},
-                        Case{1, 9, 3, 1, 300, 299, 64}, Case{2, 6, 1, 33, 100, 50, 128}}) {
+  std::vector<std::int32_t> long_chunk(33);
+  std::iota(long_chunk.begin(), long_chunk.end(), 50);
+  for (const Case& c : {Case{4, 4, 64, {0, 1, 2, 3, 4, 5, 6}}, Case{8, 2, 128, {17, 18, 19, 2}},
+                        Case{9, 3, 64, {299}}, Case{6, 1, 128, long_chunk}}) {
     const std::vector<float> inv = ops::rotary_inverse_frequencies(c.head_dim, 500000.0, llama3);
-    const ops::RotaryTable table = ops::rotary_table(inv, c.capacity, cpu.allocator());
+    const ops::RotaryTable table = ops::rotary_table(inv, 300, cpu.allocator());
     const ops::RotaryTable device_table{to_device(gpu, table.cos), to_device(gpu, table.sin)};
+    const auto rows = static_cast<std::int64_t>(c.positions.size());
+    Tensor positions = Tensor::empty({rows}, DType::I32, cpu.allocator());
+    std::copy(c.positions.begin(), c.positions.end(), positions.data<std::int32_t>());
+    const Tensor device_positions = to_device(gpu, positions);
+    const std::int64_t rotated_heads = c.q_heads + c.kv_heads;
     for (DType dtype : kFloatTypes) {
-      Tensor q = rounded(
-          cpu, random_tensor({c.batch, c.q_heads, c.tokens, c.head_dim}, rng, cpu.allocator()),
+      Tensor qkv = rounded(
+          cpu,
+          random_tensor({rows, (rotated_heads + c.kv_heads) * c.head_dim}, rng, cpu.allocator()),
           dtype);
-      Tensor k = rounded(
-          cpu, random_tensor({c.batch, c.kv_heads, c.capacity, c.head_dim}, rng, cpu.allocator()),
-          dtype);
-      Tensor device_q = upload(gpu, q, dtype);
-      Tensor device_k = upload(gpu, k, dtype);
-      ops::rotary_embedding_(cpu, q, k, table, c.start);
-      ops::rotary_embedding_(gpu, device_q, device_k, device_table, c.start);
+      Tensor device_qkv = upload(gpu, qkv, dtype);
+      ops::rotary_embedding_(cpu, qkv, rotated_heads, positions, table);
+      ops::rotary_embedding_(gpu, device_qkv, rotated_heads, device_positions, device_table);
       CAPTURE(dtype_name(dtype));
       CAPTURE(c.q_heads);
       CAPTURE(c.kv_heads);
-      CAPTURE(c.start);
       // Both compute a c -/+ b s in f32 (each within 2u (|a| + |b|) of exact, |a|, |b| < 6
-      // here: < 1.5e-6 apart, under the 1e-5); the gpu then rounds once to its dtype.
-      // Cache rows outside the append are untouched on both: equal.
-      const double bound = unit_roundoff(dtype) + 1e-5;
-      CHECK(device_error(gpu, device_q, q) <= bound);
-      CHECK(device_error(gpu, device_k, k) <= bound);
+      // here: < 1.5e-6 apart, under the 1e-5); the gpu then rounds once to its dtype. The value
+      // heads are untouched on both: equal.
+      CHECK(device_error(gpu, device_qkv, qkv) <= unit_roundoff(dtype) + 1e-5);
     }
   }
 }
@@ -850,11 +852,11 @@ TEST_CASE("ops refuse tensors spread over two devices") {
   Tensor host_weight = Tensor::zeros({3}, DType::F32, cpu.allocator());
   CHECK_THROWS_WITH_AS(ops::rms_norm(gpu, device, host_weight, 1e-6f, device),
                        doctest::Contains("one device"), Error);
-  Tensor device_q = zeros_on(gpu, {1, 2, 1, 4}, DType::F32);
-  Tensor device_k = zeros_on(gpu, {1, 1, 4, 4}, DType::F32);
+  Tensor device_qkv = zeros_on(gpu, {1, 16}, DType::F32);
+  const Tensor device_positions = zeros_on(gpu, {1}, DType::I32);
   const ops::RotaryTable host_table =
       ops::rotary_table(ops::rotary_inverse_frequencies(4, 10000.0, {}), 4, cpu.allocator());
-  CHECK_THROWS_WITH_AS(ops::rotary_embedding_(gpu, device_q, device_k, host_table, 0),
+  CHECK_THROWS_WITH_AS(ops::rotary_embedding_(gpu, device_qkv, 3, device_positions, host_table),
                        doctest::Contains("one device"), Error);
   Tensor ids = Tensor::empty({2}, DType::I32, cpu.allocator());
   CHECK_THROWS_WITH_AS(ops::sample_tokens(gpu, device, SamplingOptions{}, 0, ids),

@@ -437,23 +437,23 @@ TEST_CASE("the rotary table holds cos and sin of pos * inv_freq to the f32 angle
 
 namespace {
 
-// x [B, H, rows, D] after rotating rows first_row .. first_row + T - 1 (row first_row + t at
-// position start + t) with the table's values, in float64; the other rows unchanged.
-std::vector<double> reference_rotation(const Tensor& x, const ops::RotaryTable& table,
-                                       std::int64_t first_row, std::int64_t tokens,
-                                       std::int64_t start) {
-  std::vector<double> out = testing::to_double(x);
-  const std::int64_t heads_total = x.dim(0) * x.dim(1), rows = x.dim(2), d = x.dim(3);
-  const std::int64_t half = d / 2;
-  for (std::int64_t head = 0; head < heads_total; ++head) {
-    for (std::int64_t t = 0; t < tokens; ++t) {
-      double* row = out.data() + (head * rows + first_row + t) * d;
+// qkv [N, W] after rotating the first `rotated_heads` heads of width D of row n at position
+// positions[n] with the table's values, in float64; the rest of each row unchanged.
+std::vector<double> reference_rotation(const Tensor& qkv, const ops::RotaryTable& table,
+                                       std::int64_t rotated_heads,
+                                       const std::vector<std::int32_t>& positions) {
+  std::vector<double> out = testing::to_double(qkv);
+  const std::int64_t rows = qkv.dim(0), width = qkv.dim(1), half = table.cos.dim(1);
+  for (std::int64_t n = 0; n < rows; ++n) {
+    for (std::int64_t head = 0; head < rotated_heads; ++head) {
+      double* x = out.data() + n * width + head * 2 * half;
+      const std::int64_t position = positions[static_cast<std::size_t>(n)];
       for (std::int64_t i = 0; i < half; ++i) {
-        const double c = table.cos.data<float>()[(start + t) * half + i];
-        const double s = table.sin.data<float>()[(start + t) * half + i];
-        const double first = row[i], second = row[i + half];
-        row[i] = first * c - second * s;
-        row[i + half] = second * c + first * s;
+        const double c = table.cos.data<float>()[position * half + i];
+        const double s = table.sin.data<float>()[position * half + i];
+        const double first = x[i], second = x[i + half];
+        x[i] = first * c - second * s;
+        x[i + half] = second * c + first * s;
       }
     }
   }
@@ -462,21 +462,20 @@ std::vector<double> reference_rotation(const Tensor& x, const ops::RotaryTable& 
 
 // Largest |actual - expected| / bound over the elements, with the bound of f32's
 // a * c -/+ b * s: 2u (|a c| + |b s|) <= 2u (|a| + |b|), with or without a fused multiply-add.
-// Elements outside the rotated rows must be equal (their bound is 0).
+// Elements past the first `rotated` of a row must be equal (their bound is 0).
 double worst_rotation_error(const Tensor& before, const Tensor& after,
-                            const std::vector<double>& expected, std::int64_t first_row,
-                            std::int64_t tokens) {
-  const std::int64_t rows = before.dim(2), d = before.dim(3), half = d / 2;
+                            const std::vector<double>& expected, std::int64_t rotated,
+                            std::int64_t half) {
+  const std::int64_t width = before.dim(1);
   double worst = 0;
   for (std::int64_t i = 0; i < before.numel(); ++i) {
-    const std::int64_t row = (i / d) % rows;
-    const std::int64_t column = i % d;
+    const std::int64_t column = i % width;
     const double error = std::fabs(after.data<float>()[i] - expected[i]);
-    if (row < first_row || row >= first_row + tokens) {
+    if (column >= rotated) {
       if (error != 0) return INFINITY;
       continue;
     }
-    const std::int64_t pair_start = i - column + column % half;
+    const std::int64_t pair_start = i - column % (2 * half) + column % half;
     const double bound = 2 * kUnitRoundoff *
                          (std::fabs(before.data<float>()[pair_start]) +
                           std::fabs(before.data<float>()[pair_start + half]));
@@ -485,36 +484,40 @@ double worst_rotation_error(const Tensor& before, const Tensor& after,
   return worst;
 }
 
+// positions as the i32 tensor the op reads.
+Tensor position_tensor(const std::vector<std::int32_t>& positions, Allocator& allocator) {
+  Tensor t = Tensor::empty({static_cast<std::int64_t>(positions.size())}, DType::I32, allocator);
+  std::copy(positions.begin(), positions.end(), t.data<std::int32_t>());
+  return t;
+}
+
 }  // namespace
 
-TEST_CASE("rotary_embedding_ rotates Q and the new cache rows at offset positions, any group") {
+TEST_CASE("rotary_embedding_ rotates each row's q and k heads at its own position, any group") {
   Context ctx(2);
   std::mt19937 rng(23);
   struct Case {
-    std::int64_t batch, q_heads, kv_heads, tokens, capacity, start, head_dim;
+    std::int64_t q_heads, kv_heads, head_dim;
+    std::vector<std::int32_t> positions;
   };
-  for (const Case& c : {Case{1, 4, 4, 5, 8, 0, 64},       // prefill from an empty cache, MHA
-                        Case{2, 8, 2, 3, 40, 17, 128},    // a chunk at an offset, group 4
-                        Case{1, 9, 3, 1, 300, 299, 64},   // decode into the last row, group 3
-                        Case{2, 6, 1, 2, 12, 7, 128}}) {  // multi-query
+  for (const Case& c : {Case{4, 4, 64, {0, 1, 2, 3, 4}},         // a prefill, MHA
+                        Case{8, 2, 128, {17, 18, 19, 3, 4, 5}},  // two sequences' chunks
+                        Case{9, 3, 64, {299}},                   // one decode token, group 3
+                        Case{6, 1, 128, {7, 0, 300, 42}}}) {     // multi-query, ragged
     const std::vector<float> inv = ops::rotary_inverse_frequencies(c.head_dim, 500000.0, {});
-    const ops::RotaryTable table = ops::rotary_table(inv, c.capacity, ctx.allocator());
-    const Tensor q_before =
-        random_tensor({c.batch, c.q_heads, c.tokens, c.head_dim}, rng, ctx.allocator());
-    const Tensor k_before =
-        random_tensor({c.batch, c.kv_heads, c.capacity, c.head_dim}, rng, ctx.allocator());
-    Tensor q = q_before.to_dtype(DType::F32, ctx.allocator());
-    Tensor k = k_before.to_dtype(DType::F32, ctx.allocator());
-    ops::rotary_embedding_(ctx, q, k, table, c.start);
+    const ops::RotaryTable table = ops::rotary_table(inv, 301, ctx.allocator());
+    const auto rows = static_cast<std::int64_t>(c.positions.size());
+    const std::int64_t rotated_heads = c.q_heads + c.kv_heads;
+    const Tensor before =
+        random_tensor({rows, (rotated_heads + c.kv_heads) * c.head_dim}, rng, ctx.allocator());
+    Tensor qkv = before.to_dtype(DType::F32, ctx.allocator());
+    ops::rotary_embedding_(ctx, qkv, rotated_heads, position_tensor(c.positions, ctx.allocator()),
+                           table);
     CAPTURE(c.q_heads);
     CAPTURE(c.kv_heads);
-    CAPTURE(c.start);
-    CHECK(worst_rotation_error(q_before, q,
-                               reference_rotation(q_before, table, 0, c.tokens, c.start), 0,
-                               c.tokens) <= 1.0);
-    CHECK(worst_rotation_error(k_before, k,
-                               reference_rotation(k_before, table, c.start, c.tokens, c.start),
-                               c.start, c.tokens) <= 1.0);
+    CHECK(worst_rotation_error(before, qkv,
+                               reference_rotation(before, table, rotated_heads, c.positions),
+                               rotated_heads * c.head_dim, c.head_dim / 2) <= 1.0);
   }
 }
 
@@ -532,10 +535,9 @@ TEST_CASE("rotary embedding makes q . k a function of the distance between posit
   const float* q = q0.data<float>();
   const float* k = k0.data<float>();
   auto frequency = [&](std::int64_t i) { return std::pow(theta, -2.0 * double(i) / double(d)); };
-  auto rotated = [&](const Tensor& x, std::int64_t position) {
-    Tensor row = x.to_dtype(DType::F32, ctx.allocator());
-    Tensor unused_cache = Tensor::zeros({1, 1, 64, d}, DType::F32, ctx.allocator());
-    ops::rotary_embedding_(ctx, row, unused_cache, table, position);
+  auto rotated = [&](const Tensor& x, std::int32_t position) {
+    Tensor row = x.to_dtype(DType::F32, ctx.allocator()).reshape({1, d});
+    ops::rotary_embedding_(ctx, row, 1, position_tensor({position}, ctx.allocator()), table);
     return row;
   };
   auto exact_dot = [&](std::int64_t distance) {  // <R(distance) q, k> in float64
@@ -609,27 +611,25 @@ TEST_CASE("the Llama ops refuse bad shapes, dtypes and positions with one clear 
   CHECK_THROWS_WITH_AS(ops::rotary_table(inv, 0, ctx.allocator()), doctest::Contains("positions"),
                        Error);
   const ops::RotaryTable table = ops::rotary_table(inv, 6, ctx.allocator());
-  Tensor q = Tensor::zeros({1, 4, 2, 8}, DType::F32, ctx.allocator());
-  Tensor k = Tensor::zeros({1, 2, 10, 8}, DType::F32, ctx.allocator());
-  CHECK_THROWS_WITH_AS(ops::rotary_embedding_(ctx, q, k, table, 9),
-                       doctest::Contains("overflows a cache of 10"), Error);
-  CHECK_THROWS_WITH_AS(ops::rotary_embedding_(ctx, q, k, table, 5),
-                       doctest::Contains("past the table's 6 positions"), Error);
-  Tensor wide_k = Tensor::zeros({1, 2, 10, 16}, DType::F32, ctx.allocator());
-  CHECK_THROWS_WITH_AS(ops::rotary_embedding_(ctx, q, wide_k, table, 0),
-                       doctest::Contains("k_cache: expected shape"), Error);
-  Tensor other_batch_k = Tensor::zeros({2, 2, 10, 8}, DType::F32, ctx.allocator());
-  CHECK_THROWS_AS(ops::rotary_embedding_(ctx, q, other_batch_k, table, 0), Error);
-  Tensor half_k = Tensor::zeros({1, 2, 10, 8}, DType::F16, ctx.allocator());
-  CHECK_THROWS_WITH_AS(ops::rotary_embedding_(ctx, q, half_k, table, 0),
-                       doctest::Contains("k_cache must be f32"), Error);
-  Tensor odd_q = Tensor::zeros({1, 4, 2, 7}, DType::F32, ctx.allocator());
-  Tensor odd_k = Tensor::zeros({1, 2, 10, 7}, DType::F32, ctx.allocator());
-  CHECK_THROWS_WITH_AS(ops::rotary_embedding_(ctx, odd_q, odd_k, table, 0),
-                       doctest::Contains("even"), Error);
-  Tensor three_d = Tensor::zeros({4, 2, 8}, DType::F32, ctx.allocator());
-  CHECK_THROWS_WITH_AS(ops::rotary_embedding_(ctx, three_d, k, table, 0), doctest::Contains("4-D"),
-                       Error);
+  Tensor qkv = Tensor::zeros({2, 32}, DType::F32, ctx.allocator());
+  const Tensor positions = position_tensor({1, 5}, ctx.allocator());
+  CHECK_THROWS_WITH_AS(
+      ops::rotary_embedding_(ctx, qkv, 2, position_tensor({1, 6}, ctx.allocator()), table),
+      doctest::Contains("position 6 is outside the table's 6 positions"), Error);
+  CHECK_THROWS_WITH_AS(ops::rotary_embedding_(ctx, qkv, 5, positions, table),
+                       doctest::Contains("5 heads of 8 do not fit in rows of 32"), Error);
+  CHECK_THROWS_WITH_AS(
+      ops::rotary_embedding_(ctx, qkv, 2, position_tensor({1}, ctx.allocator()), table),
+      doctest::Contains("positions: expected shape [2]"), Error);
+  Tensor half_qkv = Tensor::zeros({2, 32}, DType::F16, ctx.allocator());
+  CHECK_THROWS_WITH_AS(ops::rotary_embedding_(ctx, half_qkv, 2, positions, table),
+                       doctest::Contains("qkv must be f32"), Error);
+  const Tensor wide_positions = Tensor::zeros({2}, DType::F32, ctx.allocator());
+  CHECK_THROWS_WITH_AS(ops::rotary_embedding_(ctx, qkv, 2, wide_positions, table),
+                       doctest::Contains("positions must be i32"), Error);
+  Tensor three_d = Tensor::zeros({2, 2, 8}, DType::F32, ctx.allocator());
+  CHECK_THROWS_WITH_AS(ops::rotary_embedding_(ctx, three_d, 2, positions, table),
+                       doctest::Contains("[N, W]"), Error);
 }
 
 TEST_CASE("ops refuse mismatched shapes and dtypes") {

@@ -43,21 +43,17 @@ std::uint64_t Model::bytes_without_lm_head() const {
 }
 
 void Model::attention_block(Context& ctx, std::int64_t layer_index, Tensor& hidden,
-                            std::int64_t batch, std::int64_t tokens, KVCache& cache) const {
+                            const StepKv& kv) const {
   const LayerWeights& layer = weights_.layers[static_cast<std::size_t>(layer_index)];
   Tensor normed = Tensor::empty(hidden.shape(), dtypes_.activations, ctx.allocator());
   ops::layer_norm(ctx, hidden, layer.ln_1_weight, layer.ln_1_bias,
                   static_cast<float>(config_.layer_norm_epsilon), normed);
-  const std::int64_t width = config_.d_model;
-  Tensor qkv = Tensor::empty({batch * tokens, 3 * width}, dtypes_.activations, ctx.allocator());
+  Tensor qkv =
+      Tensor::empty({hidden.dim(0), 3 * config_.d_model}, dtypes_.activations, ctx.allocator());
   ops::linear(ctx, normed, layer.attn_qkv_weight, layer.attn_qkv_bias, qkv);
-
-  ops::attention::Call call =
-      attention_call(ctx, cache, layer_index, config_.n_heads, tokens, config_.head_dim,
-                     config_.attention_scale(layer_index));
-  ops::split_qkv(ctx, qkv.reshape({batch, tokens, 3 * width}), call.q, call.k, call.v,
-                 cache.length());
-  const Tensor merged = attend_and_merge_heads(ctx, call);
+  const AttentionHeads heads{config_.n_heads, config_.n_heads, config_.head_dim,
+                             config_.attention_scale(layer_index), nullptr};
+  const Tensor merged = attend(ctx, layer_index, qkv, heads, kv);
   // The residual connection is the projection's own: hidden += merged W_o^T + b_o.
   ops::linear_residual(ctx, merged, layer.attn_out_weight, layer.attn_out_bias, hidden);
 }

@@ -48,8 +48,8 @@ class Model : public LanguageModel {
     return {weights_.token_embedding, weights_.position_embedding, weights_.lm_head};
   }
   std::uint64_t bytes_without_lm_head() const override;
-  void attention_block(Context& ctx, std::int64_t layer_index, Tensor& hidden, std::int64_t batch,
-                       std::int64_t tokens, KVCache& cache) const override;
+  void attention_block(Context& ctx, std::int64_t layer_index, Tensor& hidden,
+                       const StepKv& kv) const override;
   void mlp_block(Context& ctx, std::int64_t layer_index, Tensor& hidden) const override;
   void final_norm(Context& ctx, const Tensor& hidden, Tensor& normed) const override;
 

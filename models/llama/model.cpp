@@ -96,22 +96,17 @@ std::int64_t Model::projection_weights() const {
 }
 
 void Model::attention_block(Context& ctx, std::int64_t layer_index, Tensor& hidden,
-                            std::int64_t batch, std::int64_t tokens, KVCache& cache) const {
+                            const StepKv& kv) const {
   const LayerWeights& layer = weights_.layers[static_cast<std::size_t>(layer_index)];
   Tensor normed = Tensor::empty(hidden.shape(), dtypes_.activations, ctx.allocator());
   ops::rms_norm(ctx, hidden, layer.input_norm, static_cast<float>(config_.rms_norm_eps), normed);
-  const std::int64_t qkv_width = layer.qkv.dim(0);
-  Tensor qkv = Tensor::empty({batch * tokens, qkv_width}, dtypes_.activations, ctx.allocator());
+  Tensor qkv =
+      Tensor::empty({hidden.dim(0), layer.qkv.dim(0)}, dtypes_.activations, ctx.allocator());
   ops::linear(ctx, normed, layer.qkv, Tensor(), qkv);
-
-  const std::int64_t head_dim = config_.head_dim;
-  ops::attention::Call call =
-      attention_call(ctx, cache, layer_index, config_.num_attention_heads, tokens, head_dim,
-                     1.0f / std::sqrt(static_cast<float>(head_dim)));
-  ops::split_qkv(ctx, qkv.reshape({batch, tokens, qkv_width}), call.q, call.k, call.v,
-                 cache.length());
-  ops::rotary_embedding_(ctx, call.q, call.k, rotary_, cache.length());
-  const Tensor merged = attend_and_merge_heads(ctx, call);
+  const AttentionHeads heads{config_.num_attention_heads, config_.num_key_value_heads,
+                             config_.head_dim,
+                             1.0f / std::sqrt(static_cast<float>(config_.head_dim)), &rotary_};
+  const Tensor merged = attend(ctx, layer_index, qkv, heads, kv);
   ops::linear_residual(ctx, merged, layer.out, Tensor(), hidden);
 }
 

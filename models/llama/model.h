@@ -58,11 +58,11 @@ class Model : public LanguageModel {
   Model(const std::string& spec, Checkpoint checkpoint, Context& ctx);
 
   StepTables step_tables() const override {
-    return {weights_.token_embedding, weights_.no_position, weights_.lm_head};
+    return {weights_.token_embedding, Tensor(), weights_.lm_head};  // no learned positions
   }
   std::uint64_t bytes_without_lm_head() const override;
-  void attention_block(Context& ctx, std::int64_t layer_index, Tensor& hidden, std::int64_t batch,
-                       std::int64_t tokens, KVCache& cache) const override;
+  void attention_block(Context& ctx, std::int64_t layer_index, Tensor& hidden,
+                       const StepKv& kv) const override;
   void mlp_block(Context& ctx, std::int64_t layer_index, Tensor& hidden) const override;
   void final_norm(Context& ctx, const Tensor& hidden, Tensor& normed) const override;
 

@@ -168,7 +168,7 @@ std::vector<StoredTensor> synthetic_tensor_list(const LlamaConfig& config) {
 
 // Every tensor of `weights` but the LM head, for place_weights.
 std::vector<Placement> placements(Weights& weights) {
-  std::vector<Placement> list = {{&weights.token_embedding, true}, {&weights.no_position, false}};
+  std::vector<Placement> list = {{&weights.token_embedding, true}};
   for (LayerWeights& l : weights.layers) {
     list.insert(list.end(), {{&l.input_norm, false},
                              {&l.qkv, true},
@@ -200,8 +200,6 @@ Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t 
        {"intermediate_size", config.intermediate_size},
        {"num_attention_heads x head_dim", config.num_attention_heads * config.head_dim}},
       checkpoint.dtypes.weights);
-  checkpoint.weights.no_position =
-      Tensor::zeros({1, checkpoint.config.hidden_size}, DType::F32, staging_allocator(ctx));
   place_weights(ctx, placements(checkpoint.weights), checkpoint.weights.token_embedding,
                 checkpoint.weights.lm_head, checkpoint.dtypes);
   return checkpoint;

@@ -34,9 +34,6 @@ struct LayerWeights {
 
 struct Weights {
   Tensor token_embedding;  // [V, C]  model.embed_tokens
-  // One zero row [1, C]: Llama has no learned positions (RoPE rotates q and k instead), so the
-  // model runs ops::embedding with every position 0 and this table adds nothing.
-  Tensor no_position;
   std::vector<LayerWeights> layers;
   Tensor final_norm;  // [C]     model.norm
   Tensor lm_head;     // [V, C]  lm_head, or token_embedding itself when tied

@@ -30,6 +30,9 @@
 
 namespace attnscope::ops::attention {
 
+struct PagedCall;    // paged.h: a ragged batch over a paged cache
+struct RaggedShape;  // paged.h
+
 struct Call {
   Tensor q;
   Tensor k;
@@ -110,6 +113,13 @@ class Backend {
   // The cost of attend(ctx, call) for any call of `shape`, from the backend's formulas (the one
   // place they are stated). `ctx` gives the device and threads, which decide flash's plan.
   virtual CostModel cost_model(const Context& ctx, const Shape& shape) const = 0;
+  // Computes call.out for a ragged batch over a paged KV cache (paged.h), on the device of the
+  // call's tensors: the eager backends gather each sequence into a contiguous call
+  // (attend_gathered), flash reads the blocks where they lie. Throws Error as attend does.
+  virtual void attend_paged(Context& ctx, const PagedCall& call) const = 0;
+  // The cost of attend_paged for a call of `shape`; its steps count every kernel step the call
+  // runs (the gathered backends' own steps sit inside their per-sequence scopes).
+  virtual CostModel paged_cost_model(const Context& ctx, const RaggedShape& shape) const = 0;
 };
 
 // Throws Error unless the tensors of `call` have consistent shapes, dtypes and devices.

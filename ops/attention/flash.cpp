@@ -53,14 +53,14 @@ namespace {
 constexpr const char* kWhere = "attention flash";
 
 // What the GPU kernels need beyond validate_call: a head dim they are instantiated for, and
-// sizes that fit the 32-bit ints they index with.
-void check_gpu_limits(const Call& call) {
-  const std::int64_t d = call.head_dim();
-  check(d >= 1 && d <= kFlashMaxHeadDim, kWhere,
-        [&] { return "head dim " + std::to_string(d) + " is not supported (1 to 256)"; });
+// sizes that fit the 32-bit ints they index with (`rows`: the query rows or heads they grid over;
+// `keys`: the cache rows one head holds).
+void check_gpu_limits(std::int64_t head_dim, std::int64_t rows, std::int64_t keys) {
+  check(head_dim >= 1 && head_dim <= kFlashMaxHeadDim, kWhere,
+        [&] { return "head dim " + std::to_string(head_dim) + " is not supported (1 to 256)"; });
   constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
-  check(call.batch() * call.q_heads() <= kIntMax && call.k.dim(2) <= kIntMax, kWhere,
-        "batch x heads and the cache length must fit in 32-bit ints");
+  check(rows <= kIntMax && keys <= kIntMax, kWhere,
+        "the rows, heads and cache lengths must fit in 32-bit ints");
 }
 
 // Which path, chunks and temporaries a call of `shape` takes on the context's device, from that
@@ -73,11 +73,40 @@ FlashPlan plan_of(const Context& ctx, const Shape& shape) {
   return cpu::flash_plan(ctx, shape);
 }
 
+FlashPlan paged_plan_of(const Context& ctx, const RaggedShape& shape) {
+  if (ctx.device() == Device::CUDA) {
+    if constexpr (kCudaBuild) return cuda::flash_paged_plan(ctx, shape);
+  }
+  return cpu::flash_paged_plan(ctx, shape);
+}
+
 class Flash final : public Backend {
  public:
   std::string_view name() const override { return "flash"; }
   std::string_view summary() const override {
     return "tiled online softmax with causal tile skipping; split-KV (flash-decoding) for decode";
+  }
+
+  CostModel paged_cost_model(const Context& ctx, const RaggedShape& shape) const override {
+    return ragged_cost_of(shape, paged_plan_of(ctx, shape).temporary_bytes, 1);
+  }
+
+  // One step, "flash.paged": the tiled kernel of each device, reading key tiles through the
+  // block tables (cpu/flash.cpp, cuda/flash_paged.cu).
+  void attend_paged(Context& ctx, const PagedCall& call) const override {
+    profiler::Scope scope(ctx, "attention.flash.paged", "attention");
+    validate_paged_call(ctx, call, kWhere);
+    const bool on_gpu = call.q.device() == Device::CUDA;
+    if (on_gpu) {
+      check_gpu_limits(call.head_dim(), call.q.dim(0) * call.q_heads(),
+                       call.key_blocks.dim(0) * call.batch->block_tokens);
+    }
+    profiler::KernelStep step(ctx, kFlashPagedStep);
+    if (on_gpu) {
+      if constexpr (kCudaBuild) cuda::flash_paged(ctx, call);
+    } else {
+      cpu::flash_paged(ctx, call);
+    }
   }
 
   CostModel cost_model(const Context& ctx, const Shape& shape) const override {
@@ -89,7 +118,7 @@ class Flash final : public Backend {
     profiler::Scope scope(ctx, "attention.flash", "attention");
     validate_call(ctx, call, kWhere);  // the tensors live on ctx's device
     const bool on_gpu = call.q.device() == Device::CUDA;
-    if (on_gpu) check_gpu_limits(call);
+    if (on_gpu) check_gpu_limits(call.head_dim(), call.batch() * call.q_heads(), call.k.dim(2));
     const Shape shape = shape_of(call);
     const FlashPlan plan = plan_of(ctx, shape);
     if (plan.path == FlashPath::tiled) {

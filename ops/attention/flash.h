@@ -29,6 +29,8 @@ namespace attnscope::ops::attention {
 constexpr const char* kFlashTiledStep = "flash.tiled";
 constexpr const char* kFlashPartialsStep = "flash.split_kv_partials";
 constexpr const char* kFlashCombineStep = "flash.split_kv_combine";
+// A paged call's one step (paged.h): the tiled path reading keys through the block tables.
+constexpr const char* kFlashPagedStep = "flash.paged";
 
 // Calls with this many query rows or fewer (decode of one token, or a few speculative ones)
 // against a long cache take the split-KV path, on both devices. 4 is the most rows the GPU's

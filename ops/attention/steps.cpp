@@ -5,6 +5,7 @@
 
 #include "ops/attention/cpu/steps.h"
 #include "ops/attention/cuda/steps.h"
+#include "ops/attention/paged.h"
 #include "ops/cast.h"
 #include "ops/check.h"
 #include "ops/dispatch.h"
@@ -27,6 +28,7 @@ Recipe::Recipe(std::string_view name, std::string_view summary, CostFunction cos
     : name_(name),
       summary_(summary),
       scope_("attention." + name_),
+      paged_scope_(scope_ + ".paged"),
       where_("attention " + name_),
       cost_(cost),
       steps_(steps),
@@ -41,6 +43,16 @@ void Recipe::attend(Context& ctx, const Call& call) const {
   validate_call(ctx, call, where_.c_str(), any_float_on_cpu_);
   Tensor out = call.out;  // a handle on the caller's output, not a copy of its bytes
   steps_(ctx, call, layout_of(call), out);
+}
+
+void Recipe::attend_paged(Context& ctx, const PagedCall& call) const {
+  profiler::Scope scope(ctx, paged_scope_.c_str(), "attention");
+  validate_paged_call(ctx, call, where_.c_str(), any_float_on_cpu_);
+  attend_gathered(ctx, *this, call);
+}
+
+CostModel Recipe::paged_cost_model(const Context& ctx, const RaggedShape& shape) const {
+  return gathered_cost(ctx, *this, shape);
 }
 
 std::size_t score_bytes(const Shape& shape) {

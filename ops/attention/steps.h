@@ -49,12 +49,16 @@ class Recipe final : public Backend {
   std::string_view summary() const override { return summary_; }
   CostModel cost_model(const Context& ctx, const Shape& shape) const override;
   void attend(Context& ctx, const Call& call) const override;
+  // Gathered (paged.h): each sequence copied into a contiguous call of this recipe.
+  void attend_paged(Context& ctx, const PagedCall& call) const override;
+  CostModel paged_cost_model(const Context& ctx, const RaggedShape& shape) const override;
 
  private:
   std::string name_;
   std::string summary_;
-  std::string scope_;  // "attention.<name>"
-  std::string where_;  // "attention <name>", for errors
+  std::string scope_;        // "attention.<name>"
+  std::string paged_scope_;  // "attention.<name>.paged"
+  std::string where_;        // "attention <name>", for errors
   CostFunction cost_;
   StepsFunction steps_;
   bool any_float_on_cpu_;

@@ -36,6 +36,27 @@ void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, 
   }
 }
 
+void split_qkv_paged(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& key_blocks,
+                     Tensor& value_blocks, const Tensor& slots) {
+  const std::int64_t rows = qkv.dim(0), heads = q_out.dim(1), head_dim = q_out.dim(2);
+  const std::int64_t kv_heads = key_blocks.dim(1), block_tokens = key_blocks.dim(2);
+  const std::int64_t row_width = qkv.dim(1);
+  const std::int32_t* slot = slots.data<std::int32_t>();
+#pragma omp parallel for num_threads(ctx.threads()) \
+    schedule(static) if (rows * row_width >= kMinParallelElements)
+  for (std::int64_t n = 0; n < rows; ++n) {
+    const float* row = qkv.data<float>() + n * row_width;
+    std::copy_n(row, heads * head_dim, q_out.data<float>() + n * heads * head_dim);
+    const std::int64_t block = slot[n] / block_tokens, offset = slot[n] % block_tokens;
+    for (std::int64_t g = 0; g < kv_heads; ++g) {
+      const std::int64_t at = ((block * kv_heads + g) * block_tokens + offset) * head_dim;
+      std::copy_n(row + (heads + g) * head_dim, head_dim, key_blocks.data<float>() + at);
+      std::copy_n(row + (heads + kv_heads + g) * head_dim, head_dim,
+                  value_blocks.data<float>() + at);
+    }
+  }
+}
+
 void merge_heads(Context& ctx, const Tensor& x, Tensor& out) {
   const std::int64_t batch = x.dim(0);
   const std::int64_t heads = x.dim(1);

@@ -54,6 +54,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <vector>
 
 #include "ops/cpu/eigen_maps.h"
 
@@ -126,18 +127,76 @@ Tiling tiling_of(const Context& ctx, const Shape& l) {
   return plan;
 }
 
-// One (batch, query head): where its queries, keys and values start.
+// Where one kv head's key and value rows lie: in one piece (a contiguous cache, row j at j D), or
+// in the blocks of a paged cache (row j is row j % block_tokens of block table[j / block_tokens];
+// one kv head's rows of one block lie together).
+struct KeyRows {
+  const float* k;  // contiguous: the kv head's row 0; paged: its rows in block 0 of the pool
+  const float* v;
+  std::int64_t head_dim;
+  const std::int32_t* blocks = nullptr;  // paged: the sequence's block table
+  std::int64_t block_tokens = 0;
+  std::int64_t block_stride = 0;  // floats from one block to the next
+
+  // Calls f(column, count, k rows, v rows) for the runs of rows lying together that cover keys
+  // [first, first + count), in order: one run for a contiguous cache, one per block when paged.
+  template <typename F>
+  void for_each_run(std::int64_t first, std::int64_t count, F&& f) const {
+    if (blocks == nullptr) {
+      f(0, count, k + first * head_dim, v + first * head_dim);
+      return;
+    }
+    for (std::int64_t done = 0; done < count;) {
+      const std::int64_t key = first + done;
+      const std::int64_t in_block = key % block_tokens;
+      const std::int64_t run = std::min(count - done, block_tokens - in_block);
+      const std::int64_t at = blocks[key / block_tokens] * block_stride + in_block * head_dim;
+      f(done, run, k + at, v + at);
+      done += run;
+    }
+  }
+};
+
+// One (sequence, query head): where its query rows are read and its output rows written (row r
+// at r * row_stride: D for a contiguous call's [B, Hq, Tq, D], Hq D for a paged call's token-major
+// [N, Hq, D]), and where its keys and values lie.
 struct Head {
   const float* q;  // its query row 0
-  const float* k;  // row 0 of its kv head's keys
-  const float* v;  // row 0 of its kv head's values
+  float* out;      // its output row 0
+  std::int64_t row_stride;
+  KeyRows kv;
   std::int64_t head_dim;
   std::int64_t first_position;  // position of query row 0: kv_len - Tq
 };
 
+using StridedConstMap = Eigen::Map<const RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>>;
+using StridedMap = Eigen::Map<RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>>;
+
 Head head_of(const Call& call, const HeadLayout& l, std::int64_t bh) {
-  return {call.q.data<float>() + bh * l.q_len * l.head_dim, call.k.data<float>() + l.kv_offset(bh),
-          call.v.data<float>() + l.kv_offset(bh), l.head_dim, l.kv_len - l.q_len};
+  const std::int64_t first_row = bh * l.q_len * l.head_dim;
+  return {
+      call.q.data<float>() + first_row,
+      call.out.data<float>() + first_row,
+      l.head_dim,
+      {call.k.data<float>() + l.kv_offset(bh), call.v.data<float>() + l.kv_offset(bh), l.head_dim},
+      l.head_dim,
+      l.kv_len - l.q_len};
+}
+
+// Query head h of sequence s of a paged call.
+Head head_of(const PagedCall& call, std::int64_t s, std::int64_t h) {
+  const RaggedBatch& batch = *call.batch;
+  const std::int64_t d = call.head_dim(), q_heads = call.q_heads();
+  const std::int64_t kv_head = h / (q_heads / call.kv_heads());
+  const std::int64_t block_head = kv_head * batch.block_tokens * d;
+  const std::int64_t first_row = (batch.first_row(s) * q_heads + h) * d;
+  return {call.q.data<float>() + first_row,
+          call.out.data<float>() + first_row,
+          q_heads * d,
+          {call.key_blocks.data<float>() + block_head, call.value_blocks.data<float>() + block_head,
+           d, batch.blocks(s).data(), batch.block_tokens, call.kv_heads() * batch.block_tokens * d},
+          d,
+          batch.kv_len(s) - batch.q_len(s)};
 }
 
 // exp(m - new_max): the rescale factor that moves a state kept relative to max m onto new_max.
@@ -177,16 +236,20 @@ void attend_key_range(const Head& head, std::int64_t first_row, const StateLayou
                       float scale, float* scores, float* state) {
   const std::int64_t rows = layout.rows, d = head.head_dim;
   const std::int64_t first_position = head.first_position + first_row;
-  const ConstMatrixMap q_tile(head.q + first_row * d, rows, d);
+  const StridedConstMap q_tile(head.q + first_row * head.row_stride, rows, d,
+                               Eigen::OuterStride<>(head.row_stride));
   MatrixMap out(state, rows, d);
   float* running_max = state + layout.max_offset();
   float* row_sum = state + layout.sum_offset();
   for (std::int64_t key_start = key_begin; key_start < key_end; key_start += key_block) {
     const std::int64_t cols = std::min(key_block, key_end - key_start);
-    const ConstMatrixMap k_tile(head.k + key_start * d, cols, d);
-    const ConstMatrixMap v_tile(head.v + key_start * d, cols, d);
     MatrixMap s(scores, rows, cols);
-    s.noalias() = q_tile * k_tile.transpose();
+    head.kv.for_each_run(
+        key_start, cols,
+        [&](std::int64_t column, std::int64_t count, const float* k_rows, const float*) {
+          s.middleCols(column, count).noalias() =
+              q_tile * ConstMatrixMap(k_rows, count, d).transpose();
+        });
     const bool first_tile = key_start == key_begin;
     const bool diagonal = key_start + cols - 1 > first_position;
     for (std::int64_t r = 0; r < rows; ++r) {
@@ -198,15 +261,81 @@ void attend_key_range(const Head& head, std::int64_t first_row, const StateLayou
       online_softmax_update(row.head(visible), scale, first_tile, running_max[r], row_sum[r],
                             out.row(r));
     }
-    if (first_tile) {
-      out.noalias() = s * v_tile;
-    } else {
-      out.noalias() += s * v_tile;
-    }
+    head.kv.for_each_run(
+        key_start, cols,
+        [&](std::int64_t column, std::int64_t count, const float*, const float* v_rows) {
+          const ConstMatrixMap v_run(v_rows, count, d);
+          if (first_tile && column == 0) {
+            out.noalias() = s.middleCols(column, count) * v_run;
+          } else {
+            out.noalias() += s.middleCols(column, count) * v_run;
+          }
+        });
   }
 }
 
+// out rows = O / l: the tile's finished state, normalised, written to its output rows.
+void write_tile(const Head& head, std::int64_t first_row, const StateLayout& layout,
+                const float* state) {
+  StridedMap(head.out + first_row * head.row_stride, layout.rows, layout.head_dim,
+             Eigen::OuterStride<>(head.row_stride))
+      .array() = ConstMatrixMap(state, layout.rows, layout.head_dim).array().colwise() /
+                 ConstArrayMap(state + layout.sum_offset(), layout.rows);
+}
+
+// A paged call's tiling: the tiled path over every (sequence, query head, query tile), with tiles
+// sized by its longest sequence (Tq and kv_len), so one scratch per thread serves every task.
+Tiling paged_tiling_of(const Context& ctx, const RaggedShape& shape) {
+  std::int64_t longest_q = 1, longest_kv = 1;
+  for (const RaggedShape::Lengths& l : shape.lengths) {
+    longest_q = std::max(longest_q, l.q_len);
+    longest_kv = std::max(longest_kv, l.kv_len);
+  }
+  Tiling plan;
+  plan.threads = ctx.threads();
+  plan.query_block = std::min(longest_q, kQueryBlock);
+  plan.key_block = std::min(longest_kv, kKeyBlock);
+  plan.scratch_floats = round_up_to_cache_line(
+      plan.query_block * plan.key_block + StateLayout{plan.query_block, shape.head_dim}.floats());
+  return plan;
+}
+
 }  // namespace
+
+FlashPlan flash_paged_plan(const Context& ctx, const RaggedShape& shape) {
+  return {FlashPath::tiled, 1, paged_tiling_of(ctx, shape).temporary_bytes()};
+}
+
+void flash_paged(Context& ctx, const PagedCall& call) {
+  const Tiling plan = paged_tiling_of(ctx, ragged_shape_of(call));
+  const RaggedBatch& batch = *call.batch;
+  struct Task {
+    std::int64_t sequence, head, first_row;
+  };
+  std::vector<Task> tasks;  // sequence by sequence, head by head, longest tile first
+  for (std::int64_t s = 0; s < batch.sequences(); ++s) {
+    const std::int64_t tiles = (batch.q_len(s) + plan.query_block - 1) / plan.query_block;
+    for (std::int64_t h = 0; h < call.q_heads(); ++h) {
+      for (std::int64_t tile = tiles - 1; tile >= 0; --tile) {
+        tasks.push_back({s, h, tile * plan.query_block});
+      }
+    }
+  }
+  Tensor scratch = Tensor::empty({plan.threads, plan.scratch_floats}, DType::F32, ctx.allocator());
+#pragma omp parallel for num_threads(plan.threads) schedule(dynamic, 1)
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    const Task& task = tasks[i];
+    const Head head = head_of(call, task.sequence, task.head);
+    const StateLayout layout{
+        std::min(plan.query_block, batch.q_len(task.sequence) - task.first_row), call.head_dim()};
+    float* scores = scratch.data<float>() + omp_get_thread_num() * plan.scratch_floats;
+    float* state = scores + plan.query_block * plan.key_block;
+    const std::int64_t key_end = head.first_position + task.first_row + layout.rows;
+    attend_key_range(head, task.first_row, layout, 0, key_end, plan.key_block, call.scale, scores,
+                     state);
+    write_tile(head, task.first_row, layout, state);
+  }
+}
 
 FlashPlan flash_plan(const Context& ctx, const Shape& shape) {
   const Tiling tiling = tiling_of(ctx, shape);
@@ -230,10 +359,7 @@ void flash_tiled(Context& ctx, const Call& call) {
     const std::int64_t key_end = head.first_position + first_row + layout.rows;
     attend_key_range(head, first_row, layout, 0, key_end, plan.key_block, call.scale, scores,
                      state);
-    MatrixMap(call.out.data<float>() + (bh * l.q_len + first_row) * l.head_dim, layout.rows,
-              l.head_dim)
-        .array() = ConstMatrixMap(state, layout.rows, l.head_dim).array().colwise() /
-                   ConstArrayMap(state + layout.sum_offset(), layout.rows);
+    write_tile(head, first_row, layout, state);
   }
 }
 

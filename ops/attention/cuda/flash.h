@@ -8,6 +8,7 @@
 #pragma once
 
 #include "ops/attention/flash.h"
+#include "ops/attention/paged.h"
 
 namespace attnscope::ops::attention::cuda {
 
@@ -17,5 +18,8 @@ void flash_split_kv_partials(Context& ctx, const Call& call, const FlashPlan& pl
                              Tensor& partials);
 void flash_split_kv_combine(Context& ctx, const Call& call, const FlashPlan& plan,
                             const Tensor& partials);
+// A paged call (paged.h; cuda/flash_paged.cu): one kernel reading keys through the block tables.
+FlashPlan flash_paged_plan(const Context& ctx, const RaggedShape& shape);
+void flash_paged(Context& ctx, const PagedCall& call);
 
 }  // namespace attnscope::ops::attention::cuda

@@ -1,0 +1,48 @@
+#include "runtime/paged_kv_cache.h"
+
+#include <string>
+
+#include "runtime/error.h"
+
+namespace attnscope {
+
+std::size_t PagedKVCache::Geometry::position_bytes() const {
+  return 2 * static_cast<std::size_t>(layers * kv_heads * head_dim) * dtype_size(dtype);
+}
+
+std::size_t PagedKVCache::Geometry::block_bytes() const {
+  return static_cast<std::size_t>(block_tokens) * position_bytes();
+}
+
+PagedKVCache::PagedKVCache(const Geometry& geometry, std::int64_t block_count, Allocator& allocator)
+    : geometry_(geometry), pool_(block_count, geometry.block_tokens) {
+  const Geometry& g = geometry;
+  check(g.layers > 0 && g.kv_heads > 0 && g.head_dim > 0, "paged kv cache",
+        "layers, kv heads and head dim must be positive");
+  const Shape shape = {block_count, g.kv_heads, g.block_tokens, g.head_dim};
+  const auto make = [&] {
+    return allocator.device() == Device::CPU ? Tensor::zeros(shape, g.dtype, allocator)
+                                             : Tensor::empty(shape, g.dtype, allocator);
+  };
+  for (std::int64_t l = 0; l < g.layers; ++l) {
+    keys_.push_back(make());
+    values_.push_back(make());
+  }
+}
+
+std::int64_t PagedKVCache::blocks_within(const Geometry& geometry, std::uint64_t budget_bytes) {
+  return static_cast<std::int64_t>(budget_bytes / geometry.block_bytes());
+}
+
+PagedKVCache::Usage PagedKVCache::usage() const {
+  Usage u;
+  u.blocks = pool_.counters();
+  const std::size_t block = geometry_.block_bytes();
+  u.reserved_bytes = static_cast<std::size_t>(u.blocks.blocks) * block;
+  u.used_bytes = static_cast<std::size_t>(u.blocks.in_use) * block;
+  u.wasted_bytes =
+      static_cast<std::size_t>(u.blocks.unwritten_positions) * geometry_.position_bytes();
+  return u;
+}
+
+}  // namespace attnscope
