@@ -1,0 +1,215 @@
+// The engine's loop (engine/engine.h): refusals, one step, sampling, finishing.
+#include "engine/engine.h"
+
+#include <algorithm>
+
+#include "profiler/scope.h"
+#include "profiler/summary.h"
+#include "runtime/error.h"
+#include "runtime/transfer.h"
+
+namespace attnscope::engine {
+
+std::string_view finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::length:
+      return "length";
+    case FinishReason::eos:
+      return "eos";
+    case FinishReason::stop:
+      return "stop";
+    case FinishReason::cancelled:
+      return "cancelled";
+    case FinishReason::refused:
+      return "refused";
+  }
+  return "unknown";
+}
+
+std::uint64_t default_kv_memory(const LanguageModel& model, const Context& ctx,
+                                std::int64_t block_tokens) {
+  const PagedKVCache::Geometry geometry = model.kv_geometry(block_tokens);
+  const auto full_contexts =
+      static_cast<std::uint64_t>(16 * model.config().context_length) * geometry.position_bytes();
+  return std::min(ctx.memory_bytes() / 8, full_contexts);
+}
+
+namespace {
+
+PagedKVCache make_cache(const LanguageModel& model, Context& ctx, const EngineOptions& options) {
+  check(options.block_tokens >= 1 && options.block_tokens <= 4096, "--block-size",
+        "must be in [1, 4096]");
+  const PagedKVCache::Geometry geometry = model.kv_geometry(options.block_tokens);
+  const std::uint64_t budget = options.kv_memory_bytes != 0
+                                   ? options.kv_memory_bytes
+                                   : default_kv_memory(model, ctx, options.block_tokens);
+  const std::int64_t blocks = PagedKVCache::blocks_within(geometry, budget);
+  check(blocks >= 1, "--kv-memory", [&] {
+    return profiler::binary_bytes(budget) + " holds no block of " +
+           profiler::binary_bytes(geometry.block_bytes()) + " (" +
+           std::to_string(options.block_tokens) + " positions of this model)";
+  });
+  const std::uint64_t needed =
+      model.weight_bytes() + static_cast<std::uint64_t>(blocks) * geometry.block_bytes();
+  check(needed <= ctx.memory_bytes(), "--kv-memory", [&] {
+    return "the weights and " + std::to_string(blocks) + " KV blocks need " +
+           profiler::binary_bytes(needed) + ", more than the device's " +
+           profiler::binary_bytes(ctx.memory_bytes());
+  });
+  return PagedKVCache(geometry, blocks, ctx.allocator());
+}
+
+}  // namespace
+
+Engine::Engine(const LanguageModel& model, Context& ctx, const EngineOptions& options,
+               TokenText token_text)
+    : model_(model),
+      ctx_(ctx),
+      options_(options),
+      token_text_(std::move(token_text)),
+      cache_(make_cache(model, ctx, options)),
+      scheduler_(cache_.pool(), options.scheduler) {}
+
+Engine::~Engine() = default;
+
+std::string Engine::refusal(const Request& request) const {
+  const ModelConfig& shape = model_.config();
+  const auto length = static_cast<std::int64_t>(request.prompt.size());
+  if (length == 0) return "the prompt is empty";
+  for (const std::int32_t id : request.prompt) {
+    if (id < 0 || id >= shape.vocab_size) {
+      return "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+             std::to_string(shape.vocab_size) + ")";
+    }
+  }
+  if (length >= shape.context_length) {
+    return "a prompt of " + std::to_string(length) + " tokens leaves no room to generate in the " +
+           "model's context of " + std::to_string(shape.context_length);
+  }
+  const BlockPool& pool = cache_.pool();
+  if (pool.blocks_for(length + 1) > pool.counters().blocks) {
+    return "a prompt of " + std::to_string(length) +
+           " tokens needs more than the whole KV cache (" + std::to_string(pool.counters().blocks) +
+           " blocks of " + std::to_string(pool.block_tokens()) + " positions; raise --kv-memory)";
+  }
+  if (request.max_tokens < 1) return "max_tokens must be at least 1";
+  if (!request.stop.empty() && !token_text_) {
+    return "stop strings need the tokenizer's text of each token, and this engine has none";
+  }
+  for (const std::string& stop : request.stop) {
+    if (stop.empty()) return "a stop string is empty";
+  }
+  try {
+    validate_sampling(request.sampling);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+RequestId Engine::submit(Request request) {
+  const RequestId id = next_id_++;
+  if (std::string why = refusal(request); !why.empty()) {
+    pending_events_.push_back({id, false, 0, true, FinishReason::refused, std::move(why)});
+    return id;
+  }
+  auto sequence = std::make_unique<Sequence>(id, std::move(request));
+  scheduler_.add(sequence.get());
+  sequences_.emplace(id, std::move(sequence));
+  return id;
+}
+
+bool Engine::cancel(RequestId id) {
+  const auto found = sequences_.find(id);
+  if (found == sequences_.end()) return false;
+  scheduler_.remove(found->second.get());
+  sequences_.erase(found);
+  pending_events_.push_back({id, false, 0, true, FinishReason::cancelled, ""});
+  return true;
+}
+
+bool Engine::finished(Sequence& sequence, FinishReason& reason) {
+  const std::int32_t token = sequence.tokens.back();
+  if (!sequence.request.ignore_eos && token == model_.config().eos_token_id) {
+    reason = FinishReason::eos;
+    return true;
+  }
+  if (!sequence.request.stop.empty()) {
+    sequence.text += token_text_(token);
+    for (const std::string& stop : sequence.request.stop) {
+      if (sequence.text.find(stop) != std::string::npos) {
+        reason = FinishReason::stop;
+        return true;
+      }
+    }
+  }
+  // The context is full when the next step would compute a position past it; the cache is full
+  // when even the whole pool could not hold one more position.
+  const auto length = static_cast<std::int64_t>(sequence.tokens.size());
+  const BlockPool& pool = cache_.pool();
+  reason = FinishReason::length;
+  return sequence.generated() >= sequence.request.max_tokens ||
+         length >= model_.config().context_length ||
+         pool.blocks_for(length + 1) > pool.counters().blocks;
+}
+
+void Engine::finish(Sequence& sequence, FinishReason reason, StepReport& report, bool with_token) {
+  report.events.push_back(
+      {sequence.id, with_token, with_token ? sequence.tokens.back() : 0, true, reason, ""});
+  scheduler_.remove(&sequence);
+  sequences_.erase(sequence.id);
+}
+
+StepReport Engine::step() {
+  StepReport report;
+  report.events = std::move(pending_events_);
+  pending_events_.clear();
+  const StepPlan plan = scheduler_.schedule();
+  for (const Sequence* s : plan.preempted) report.preempted.push_back(s->id);
+  if (plan.items.empty()) return report;
+  profiler::Scope scope(ctx_, "engine.step", "engine");
+
+  std::vector<LanguageModel::SequenceStep> steps;
+  const BlockPool& pool = cache_.pool();
+  for (const StepPlan::Item& item : plan.items) {
+    const Sequence& s = *item.sequence;
+    // The one rule of sharing: a block another sequence holds is never written. The block pool
+    // guarantees it (a shared block is a full, committed prefix block, and writing starts after
+    // it); checked here on every block the step writes, because a violation would corrupt
+    // another request's output silently.
+    for (std::int64_t p = s.computed; p < s.computed + item.tokens; ++p) {
+      check(!pool.is_shared(
+                pool.block_table(s.id)[static_cast<std::size_t>(p / pool.block_tokens())]),
+            "engine", "internal error: a step would write a block another sequence shares");
+    }
+    steps.push_back({std::span(s.tokens).subspan(static_cast<std::size_t>(s.computed),
+                                                 static_cast<std::size_t>(item.tokens)),
+                     s.computed, pool.block_table(s.id)});
+    report.scheduled.push_back(s.id);
+  }
+  report.prefill_tokens = plan.prefill_tokens();
+  report.decode_tokens = plan.decode_tokens();
+  const Tensor logits = to_host(ctx_, model_.forward_paged(ctx_, steps, cache_));
+  const std::int64_t vocab = logits.dim(1);
+
+  for (std::size_t i = 0; i < plan.items.size(); ++i) {
+    Sequence& s = *plan.items[i].sequence;
+    s.computed += plan.items[i].tokens;
+    if (options_.prefix_caching) {
+      cache_.pool().commit(s.id, std::span(s.tokens).first(static_cast<std::size_t>(s.computed)));
+    }
+    if (s.pending() > 0) continue;  // a prefill chunk with more to come: its logits are unused
+    const std::span<const float> row(logits.data<float>() + static_cast<std::int64_t>(i) * vocab,
+                                     static_cast<std::size_t>(vocab));
+    s.tokens.push_back(s.sampler.sample(row));
+    FinishReason reason;
+    if (finished(s, reason)) {
+      finish(s, reason, report, true);
+    } else {
+      report.events.push_back({s.id, true, s.tokens.back(), false, FinishReason::length, ""});
+    }
+  }
+  return report;
+}
+
+}  // namespace attnscope::engine

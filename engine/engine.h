@@ -1,0 +1,106 @@
+// The engine: many requests at once over one model, by continuous batching on a paged KV cache.
+//
+// Each step() is one iteration (Orca, vLLM): the scheduler (engine/scheduler.h) picks the running
+// sequences and how many tokens of each (decode tokens, prefill chunks), admits waiting ones and
+// preempts when blocks run out; the model runs all their tokens in one forward pass
+// (LanguageModel::forward_paged), each sequence attending to its own blocks; every sequence whose
+// tokens are all computed samples its next token with its own sampler; the finished ones give
+// their blocks back. Requests come and go between steps, so a short request never waits for a
+// long one to finish, and a sequence's tokens never depend on its batch mates: its sampler is its
+// own, and the model computes every row on its own (up to the float rounding of the kernels each
+// batch size picks, which can only matter at a near-tie of two logits).
+//
+// Prefix caching: after each step the full blocks whose keys and values are written are keyed by
+// their prefix (BlockPool::commit); a new request whose prompt starts with cached blocks shares
+// them and computes only the rest.
+//
+// Threads: one thread drives an engine (submit, cancel, step); a server puts a queue in front.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "engine/scheduler.h"
+#include "engine/sequence.h"
+#include "models/language_model.h"
+#include "runtime/paged_kv_cache.h"
+
+namespace attnscope::engine {
+
+struct EngineOptions {
+  std::int64_t block_tokens = 16;     // positions per KV block
+  std::uint64_t kv_memory_bytes = 0;  // the pool's size; 0: default_kv_memory
+  SchedulerOptions scheduler;
+  bool prefix_caching = true;
+};
+
+// The KV memory an engine takes when not told: an eighth of the device's memory (the machine's
+// RAM, or the GPU's), and no more than 16 sequences of the model's full context need.
+std::uint64_t default_kv_memory(const LanguageModel& model, const Context& ctx,
+                                std::int64_t block_tokens);
+
+// The text of one token, for stop strings (the tokenizer's bytes of that id).
+using TokenText = std::function<std::string(std::int32_t)>;
+
+// What one step did.
+struct StepReport {
+  std::vector<Event> events;  // tokens, finishes, and refusals and cancellations since last step
+  std::vector<RequestId> scheduled;  // the sequences the forward pass ran, in its order
+  std::vector<RequestId> preempted;
+  std::int64_t prefill_tokens = 0;
+  std::int64_t decode_tokens = 0;
+};
+
+class Engine {
+ public:
+  // An engine over `model` (its attention backend as set) on ctx's device, with a paged cache of
+  // options.kv_memory_bytes. Throws Error when the cache holds less than one block or does not
+  // fit beside the weights in the device's memory, or on bad scheduler options. `token_text`
+  // may be empty; requests with stop strings are then refused.
+  Engine(const LanguageModel& model, Context& ctx, const EngineOptions& options,
+         TokenText token_text = {});
+  ~Engine();
+
+  // Queues a request and returns its id. One that can never run (no prompt, an id outside the
+  // vocabulary, a prompt that fills the context or the whole cache, max_tokens < 1, bad sampling
+  // options, stop strings without token text) is refused: the next step reports it finished,
+  // FinishReason::refused, with the reason; the other requests go on.
+  RequestId submit(Request request);
+  // Stops a waiting or running request: its blocks return to the pool at once, and the next step
+  // reports it finished, FinishReason::cancelled. False when no such request is in flight.
+  bool cancel(RequestId id);
+  // One iteration (above). Safe to call with nothing to do (it then only reports refusals and
+  // cancellations).
+  StepReport step();
+
+  // Requests waiting or running.
+  std::int64_t in_flight() const { return static_cast<std::int64_t>(sequences_.size()); }
+  bool idle() const { return sequences_.empty() && pending_events_.empty(); }
+  const Scheduler& scheduler() const { return scheduler_; }
+  PagedKVCache::Usage kv_usage() const { return cache_.usage(); }
+  const PagedKVCache& cache() const { return cache_; }
+
+ private:
+  // Why `request` can never run, or "" when it can.
+  std::string refusal(const Request& request) const;
+  // After `sequence` sampled its latest token: whether it is finished, and why.
+  bool finished(Sequence& sequence, FinishReason& reason);
+  void finish(Sequence& sequence, FinishReason reason, StepReport& report, bool with_token);
+
+  const LanguageModel& model_;
+  Context& ctx_;
+  EngineOptions options_;
+  TokenText token_text_;
+  PagedKVCache cache_;
+  Scheduler scheduler_;
+  std::map<RequestId, std::unique_ptr<Sequence>> sequences_;
+  std::vector<Event> pending_events_;
+  RequestId next_id_ = 1;
+};
+
+}  // namespace attnscope::engine

@@ -1,0 +1,47 @@
+// What a caller asks the engine for, and what it gets back: a request (a prompt and how to
+// generate from it), the reasons a request ends, and the events a step reports.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/sampler.h"
+
+namespace attnscope::engine {
+
+using RequestId = std::int64_t;
+
+struct Request {
+  std::vector<std::int32_t> prompt;  // token ids, at least one
+  std::int64_t max_tokens = 16;      // tokens to generate, at least one
+  SamplingOptions sampling;          // temperature, top-k, top-p and the request's own seed
+  std::vector<std::string> stop;     // stop strings (need the engine's token text)
+  bool ignore_eos = false;           // keep going past the end-of-sequence token
+};
+
+enum class FinishReason {
+  length,     // max_tokens generated, or the model's context is full
+  eos,        // the model produced its end-of-sequence token
+  stop,       // the generated text contains one of the stop strings
+  cancelled,  // Engine::cancel
+  refused,    // the request can never run (Event::error says why)
+};
+
+// "length", "eos", "stop", "cancelled", "refused".
+std::string_view finish_reason_name(FinishReason reason);
+
+// One thing that happened to a request during a step (or at once, for a refusal): a token it
+// generated, and when it is finished, why. A finishing event may carry a token too (the one that
+// reached max_tokens, the eos token, the token that completed a stop string).
+struct Event {
+  RequestId id = 0;
+  bool has_token = false;
+  std::int32_t token = 0;
+  bool finished = false;
+  FinishReason reason = FinishReason::length;
+  std::string error;  // for FinishReason::refused
+};
+
+}  // namespace attnscope::engine

@@ -1,0 +1,397 @@
+// The engine (engine/): the scheduler's passes on its own; the paged forward step against
+// Hugging Face's logits; and many requests at once (random prompts and arrivals, shared
+// prefixes, cancellations, a pool small enough to preempt) whose tokens must equal each
+// request's tokens run alone through the contiguous path, for GPT-2 and Llama fixtures and every
+// attention backend, with no block leaked; refusals that leave the other requests alone.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/scheduler.h"
+#include "hf_fixtures.h"
+#include "llama_fixtures.h"
+#include "model_checks.h"
+#include "models/gpt2/model.h"
+#include "models/llama/model.h"
+#include "ops/attention/registry.h"
+#include "runtime/error.h"
+
+using namespace attnscope;
+using engine::Engine;
+using engine::FinishReason;
+using engine::Request;
+using engine::RequestId;
+
+namespace {
+
+std::vector<std::int32_t> iota_ids(std::size_t count, std::int32_t first = 1) {
+  std::vector<std::int32_t> ids(count);
+  std::iota(ids.begin(), ids.end(), first);
+  return ids;
+}
+
+// A sequence as the scheduler sees it, with `pending` tokens waiting after `computed`.
+engine::Sequence sequence_of(RequestId id, std::size_t prompt_length) {
+  Request request;
+  request.prompt = iota_ids(prompt_length, static_cast<std::int32_t>(100 * id));
+  return engine::Sequence(id, request);
+}
+
+std::vector<RequestId> planned_ids(const engine::StepPlan& plan) {
+  std::vector<RequestId> ids;
+  for (const auto& item : plan.items) ids.push_back(item.sequence->id);
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "scheduler: decodes first, prefill in chunks within the budget, first come first served") {
+  BlockPool pool(64, 4);
+  engine::Scheduler scheduler(pool, {/*max_batch_tokens=*/10, /*max_running=*/3});
+  engine::Sequence a = sequence_of(1, 25), b = sequence_of(2, 3), c = sequence_of(3, 2),
+                   d = sequence_of(4, 1);
+  for (engine::Sequence* s : {&a, &b, &c, &d}) scheduler.add(s);
+  // Step 1: a's first chunk takes the whole budget; nobody else is admitted.
+  engine::StepPlan plan = scheduler.schedule();
+  CHECK(planned_ids(plan) == std::vector<RequestId>{1});
+  CHECK(plan.items[0].tokens == 10);
+  a.computed += 10;
+  // Step 2: a's next chunk takes the whole budget again.
+  plan = scheduler.schedule();
+  CHECK(planned_ids(plan) == std::vector<RequestId>{1});
+  a.computed += 10;
+  // Step 3: a's last 5, then b's 3 and c's 2 are admitted (the cap of 3 running stops d).
+  plan = scheduler.schedule();
+  CHECK(planned_ids(plan) == std::vector<RequestId>{1, 2, 3});
+  CHECK(plan.prefill_tokens() == 10);
+  for (auto& item : plan.items) item.sequence->computed += item.tokens;
+  for (engine::Sequence* s : {&a, &b, &c}) s->tokens.push_back(7);  // each samples a token
+  // Step 4: three decodes, one token each.
+  plan = scheduler.schedule();
+  CHECK(planned_ids(plan) == std::vector<RequestId>{1, 2, 3});
+  CHECK(plan.decode_tokens() == 3);
+  CHECK(scheduler.waiting() == 1);
+  scheduler.remove(&b);  // finished: its blocks come back and d can start
+  for (auto& item : plan.items) item.sequence->computed += item.tokens;
+  for (engine::Sequence* s : {&a, &c}) s->tokens.push_back(7);
+  plan = scheduler.schedule();
+  CHECK(planned_ids(plan) == std::vector<RequestId>{1, 3, 4});
+  scheduler.remove(&a);
+  scheduler.remove(&c);
+  scheduler.remove(&d);
+  CHECK(pool.counters().in_use == 0);
+}
+
+TEST_CASE("scheduler: out of blocks, the newest running sequence is preempted and resumes first") {
+  BlockPool pool(4, 4);  // 16 positions in all
+  engine::Scheduler scheduler(pool, {64, 8});
+  engine::Sequence a = sequence_of(1, 7), b = sequence_of(2, 7);
+  scheduler.add(&a);
+  scheduler.add(&b);
+  engine::StepPlan plan = scheduler.schedule();  // both prompts: 2 blocks each, the pool is full
+  CHECK(planned_ids(plan) == std::vector<RequestId>{1, 2});
+  for (auto& item : plan.items) item.sequence->computed += item.tokens;
+  a.tokens.push_back(5);
+  b.tokens.push_back(5);
+  plan = scheduler.schedule();  // positions 7: still in the second block for both
+  for (auto& item : plan.items) item.sequence->computed += item.tokens;
+  a.tokens.push_back(5);
+  b.tokens.push_back(5);
+  // Position 8 opens a third block for a: none is free, so b (the newest) is preempted.
+  plan = scheduler.schedule();
+  CHECK(planned_ids(plan) == std::vector<RequestId>{1});
+  REQUIRE(plan.preempted.size() == 1);
+  CHECK(plan.preempted[0] == &b);
+  CHECK(b.computed == 0);
+  CHECK(b.tokens.size() == 9);  // its generated tokens are kept, to be recomputed
+  CHECK(scheduler.preemptions() == 1);
+  scheduler.remove(&a);  // a finishes: b is admitted again, all 9 tokens to compute
+  plan = scheduler.schedule();
+  CHECK(planned_ids(plan) == std::vector<RequestId>{2});
+  CHECK(plan.items[0].tokens == 9 - b.computed);
+  scheduler.remove(&b);
+  CHECK(pool.counters().in_use == 0);
+}
+
+namespace {
+
+// Runs `check(ctx, model, bound)` for GPT-2's tiny-a and Llama's gqa-tied-llama3 with every
+// attention backend; bound is the family's f32 parity bound on |logit - transformers'| /
+// max(|transformers'|, 1).
+template <typename Check>
+void for_each_family_and_backend(const Check& check) {
+  Context ctx(2);
+  {
+    gpt2::Model model = gpt2::Model::open(testing::hf_fixture_dir("tiny-a"), ctx);
+    const nlohmann::json reference = testing::read_hf_reference("tiny-a");
+    for (const std::string& backend : ops::attention::backend_names()) {
+      CAPTURE(backend);
+      model.set_attention(backend);
+      check(ctx, model, reference, 1e-4);
+    }
+  }
+  llama::Model model = llama::Model::open(testing::fixture_dir("gqa-tied-llama3"), ctx);
+  const nlohmann::json reference = testing::read_reference("gqa-tied-llama3");
+  const std::int64_t length = testing::reference_prefill(reference).length;
+  for (const std::string& backend : ops::attention::backend_names()) {
+    CAPTURE(backend);
+    model.set_attention(backend);
+    check(ctx, model, reference, testing::logit_bound(model.llama_config(), length));
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "forward_paged: each row in random chunks over shuffled blocks gives transformers' logits") {
+  std::mt19937 rng(51);
+  for_each_family_and_backend(
+      [&](Context& ctx, const LanguageModel& model, const nlohmann::json& reference, double bound) {
+        const testing::Prefill prefill = testing::reference_prefill(reference);
+        const std::vector<double> expected = testing::reference_logits(reference);
+        const std::int64_t vocab = model.config().vocab_size, block_tokens = 3;
+        const std::int64_t per_row = (prefill.length + block_tokens - 1) / block_tokens;
+        PagedKVCache cache(model.kv_geometry(block_tokens), prefill.batch * per_row + 2,
+                           ctx.allocator());
+        std::vector<std::int64_t> all_blocks(static_cast<std::size_t>(prefill.batch * per_row + 2));
+        std::iota(all_blocks.begin(), all_blocks.end(), 0);
+        std::shuffle(all_blocks.begin(), all_blocks.end(), rng);
+        std::vector<std::int64_t> done(static_cast<std::size_t>(prefill.batch), 0);
+        double worst = 0;
+        while (done[0] < prefill.length) {
+          // Every row advances by its own random chunk: 1 token (as a decode) up to the rest.
+          std::vector<LanguageModel::SequenceStep> steps;
+          std::vector<std::int64_t> ends;
+          for (std::int64_t b = 0; b < prefill.batch; ++b) {
+            const std::int64_t start = done[static_cast<std::size_t>(b)];
+            if (start == prefill.length) continue;
+            std::uniform_int_distribution<std::int64_t> chunk(1, prefill.length - start);
+            const std::int64_t tokens = b == 0 ? chunk(rng) : prefill.length - start;
+            steps.push_back({std::span(prefill.ids)
+                                 .subspan(static_cast<std::size_t>(b * prefill.length + start),
+                                          static_cast<std::size_t>(tokens)),
+                             start,
+                             std::span(all_blocks)
+                                 .subspan(static_cast<std::size_t>(b * per_row),
+                                          static_cast<std::size_t>(per_row))});
+            ends.push_back(b * prefill.length + start + tokens - 1);
+            done[static_cast<std::size_t>(b)] += tokens;
+          }
+          const Tensor logits = model.forward_paged(ctx, steps, cache);
+          REQUIRE(logits.shape() == Shape{static_cast<std::int64_t>(steps.size()), vocab});
+          for (std::size_t s = 0; s < steps.size(); ++s) {
+            for (std::int64_t v = 0; v < vocab; ++v) {
+              const double want = expected[static_cast<std::size_t>(ends[s] * vocab + v)];
+              const double got = logits.data<float>()[static_cast<std::int64_t>(s) * vocab + v];
+              worst = std::max(worst, std::fabs(got - want) / std::max(std::fabs(want), 1.0));
+            }
+          }
+        }
+        CHECK(worst < bound);
+      });
+}
+
+namespace {
+
+// One request of the random mix, and what happened to it.
+struct Planned {
+  Request request;
+  int arrival_step = 0;
+  int cancel_step = -1;  // -1: never cancelled
+  RequestId id = 0;
+  std::vector<std::int32_t> tokens;
+  bool finished = false;
+  FinishReason reason = FinishReason::length;
+};
+
+// 56 requests: prompts of 1 to 30 random ids, or one of three 12-to-20-token prefixes plus a
+// random tail (prefix-cache hits), 1 to 10 new tokens, arrivals over the first 30 steps, every
+// eighth cancelled a few steps after it arrives, a few sampled (temperature 0.9, their own
+// seeds), a few stopping at eos.
+std::vector<Planned> random_mix(std::mt19937& rng, std::int64_t vocab) {
+  std::uniform_int_distribution<std::int32_t> id(0, static_cast<std::int32_t>(vocab - 1));
+  auto random_ids = [&](std::int64_t count) {
+    std::vector<std::int32_t> ids(static_cast<std::size_t>(count));
+    for (std::int32_t& x : ids) x = id(rng);
+    return ids;
+  };
+  std::vector<std::vector<std::int32_t>> prefixes;
+  for (int p = 0; p < 3; ++p) prefixes.push_back(random_ids(12 + 4 * p));
+  std::vector<Planned> mix(56);
+  for (std::size_t i = 0; i < mix.size(); ++i) {
+    Planned& r = mix[i];
+    if (i % 3 == 0) {
+      r.request.prompt = prefixes[i % prefixes.size()];
+      const std::vector<std::int32_t> tail = random_ids(1 + static_cast<std::int64_t>(rng() % 8));
+      r.request.prompt.insert(r.request.prompt.end(), tail.begin(), tail.end());
+    } else {
+      r.request.prompt = random_ids(1 + static_cast<std::int64_t>(rng() % 30));
+    }
+    r.request.max_tokens = 1 + static_cast<std::int64_t>(rng() % 10);
+    r.request.ignore_eos = i % 5 != 0;
+    if (i % 7 == 3) r.request.sampling = SamplingOptions{0.9f, 20, 0.95f, 1000 + i};
+    r.arrival_step = static_cast<int>(rng() % 30);
+    if (i % 8 == 5) r.cancel_step = r.arrival_step + static_cast<int>(rng() % 4);
+  }
+  return mix;
+}
+
+// The request run alone through the contiguous path (LanguageModel::forward with a KVCache of
+// its own): its tokens, and at each step the lead of the top logit over the runner-up, relative
+// to max(|top|, 1) as the parity bounds are.
+struct Alone {
+  std::vector<std::int32_t> tokens;
+  std::vector<double> leads;
+};
+
+Alone run_alone(Context& ctx, const LanguageModel& model, const Request& request) {
+  Alone alone;
+  const auto prompt_length = static_cast<std::int64_t>(request.prompt.size());
+  KVCache cache = model.new_cache(ctx, 1, prompt_length + request.max_tokens);
+  Sampler sampler(request.sampling);
+  Tensor logits = model.forward(ctx, request.prompt, 1, cache);
+  for (std::int64_t i = 0; i < request.max_tokens; ++i) {
+    std::vector<float> row(logits.data<float>(), logits.data<float>() + logits.numel());
+    std::vector<float> sorted = row;
+    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
+    alone.leads.push_back((static_cast<double>(sorted[0]) - sorted[1]) /
+                          std::max(std::fabs(static_cast<double>(sorted[0])), 1.0));
+    const std::int32_t next = sampler.sample(row);
+    alone.tokens.push_back(next);
+    if (!request.ignore_eos && next == model.config().eos_token_id) break;
+    if (i + 1 < request.max_tokens) logits = model.forward(ctx, {&next, 1}, 1, cache);
+  }
+  return alone;
+}
+
+}  // namespace
+
+TEST_CASE("engine: 56 random requests at once give each one's tokens alone, and leak no block") {
+  std::mt19937 rng(52);
+  for_each_family_and_backend([&](Context& ctx, const LanguageModel& model,
+                                  const nlohmann::json& /*reference*/, double bound) {
+    std::vector<Planned> mix = random_mix(rng, model.config().vocab_size);
+    engine::EngineOptions options;
+    options.block_tokens = 4;
+    // 24 blocks (96 positions): the largest request fits alone, a dozen at once do not.
+    options.kv_memory_bytes = 24 * model.kv_geometry(4).block_bytes();
+    options.scheduler = {/*max_batch_tokens=*/32, /*max_running=*/12};
+    Engine engine(model, ctx, options);
+    std::map<RequestId, Planned*> by_id;
+    for (int step = 0; step < 10000; ++step) {
+      for (Planned& r : mix) {
+        if (r.arrival_step == step) {
+          r.id = engine.submit(r.request);
+          by_id[r.id] = &r;
+        }
+        if (r.cancel_step == step && !r.finished) engine.cancel(r.id);
+      }
+      const engine::StepReport report = engine.step();
+      for (const engine::Event& e : report.events) {
+        Planned& r = *by_id.at(e.id);
+        REQUIRE_FALSE(r.finished);
+        if (e.has_token) r.tokens.push_back(e.token);
+        if (e.finished) {
+          r.finished = true;
+          r.reason = e.reason;
+        }
+      }
+      if (step >= 30 && engine.idle()) break;
+    }
+    CHECK(engine.idle());
+    const PagedKVCache::Usage usage = engine.kv_usage();
+    CHECK(usage.blocks.in_use == 0);  // every block back in the pool
+    CHECK(usage.blocks.empty + usage.blocks.cached_free == usage.blocks.blocks);
+    CHECK(engine.scheduler().preemptions() > 0);  // the pool was small enough to preempt
+    CHECK(usage.blocks.prefix_hits > 0);          // shared prefixes were reused
+    int compared = 0, cancelled = 0;
+    for (const Planned& r : mix) {
+      REQUIRE(r.finished);
+      if (r.reason == FinishReason::cancelled) {
+        ++cancelled;
+        continue;
+      }
+      const Alone alone = run_alone(ctx, model, r.request);
+      CAPTURE(r.id);
+      // Equal tokens, unless the first difference comes where the alone run's top two logits
+      // lie within the parity bound of each other (a tie the batch's rounding may break
+      // differently); greedy requests only, since a draw has no such margin to read.
+      const auto first_difference =
+          std::mismatch(r.tokens.begin(), r.tokens.end(), alone.tokens.begin(), alone.tokens.end());
+      if (first_difference.first != r.tokens.end() && r.request.sampling.temperature == 0.0f) {
+        const auto at = static_cast<std::size_t>(first_difference.first - r.tokens.begin());
+        if (at < alone.leads.size() && alone.leads[at] <= 2 * bound) {
+          MESSAGE("request " << r.id << " differs at a near tie (lead " << alone.leads[at] << ")");
+          continue;
+        }
+      }
+      CHECK(r.tokens == alone.tokens);
+      const bool ended_at_eos =
+          !r.request.ignore_eos && r.tokens.back() == model.config().eos_token_id;
+      CHECK(r.reason == (ended_at_eos ? FinishReason::eos : FinishReason::length));
+      ++compared;
+    }
+    CHECK(cancelled > 0);
+    CHECK(compared >= 40);
+  });
+}
+
+TEST_CASE("engine: requests that can never run are refused one by one; the others go on") {
+  Context ctx(2);
+  gpt2::Model model = gpt2::Model::open(testing::hf_fixture_dir("tiny-a"), ctx);
+  engine::EngineOptions options;
+  options.block_tokens = 4;
+  options.kv_memory_bytes = 8 * model.kv_geometry(4).block_bytes();  // 32 positions
+  Engine engine(model, ctx, options);
+  auto request = [](std::vector<std::int32_t> prompt, std::int64_t max_tokens) {
+    Request r;
+    r.prompt = std::move(prompt);
+    r.max_tokens = max_tokens;
+    r.ignore_eos = true;
+    return r;
+  };
+  const RequestId good = engine.submit(request(iota_ids(5), 4));
+  std::map<RequestId, std::string> refused = {
+      {engine.submit(request({}, 4)), "the prompt is empty"},
+      {engine.submit(request(iota_ids(64, 0), 4)), "leaves no room to generate"},
+      {engine.submit(request(iota_ids(40, 0), 4)), "needs more than the whole KV cache"},
+      {engine.submit(request(iota_ids(3), 0)), "max_tokens must be at least 1"},
+      {engine.submit(request({1, 512}, 2)), "token id 512 is outside the vocabulary"},
+  };
+  Request stop = request(iota_ids(3), 2);
+  stop.stop = {"x"};
+  refused[engine.submit(stop)] = "stop strings need the tokenizer's text";
+  Request hot = request(iota_ids(3), 2);
+  hot.sampling.temperature = -1.0f;
+  refused[engine.submit(hot)] = "--temperature";
+  std::vector<std::int32_t> good_tokens;
+  bool good_finished = false;
+  for (int step = 0; step < 100 && !engine.idle(); ++step) {
+    for (const engine::Event& e : engine.step().events) {
+      if (e.id == good) {
+        if (e.has_token) good_tokens.push_back(e.token);
+        good_finished |= e.finished;
+        continue;
+      }
+      REQUIRE(refused.contains(e.id));
+      CHECK(e.finished);
+      CHECK(e.reason == FinishReason::refused);
+      CHECK(e.error.find(refused[e.id]) != std::string::npos);
+      refused.erase(e.id);
+    }
+  }
+  CHECK(refused.empty());
+  CHECK(good_finished);
+  CHECK(good_tokens == testing::greedy(ctx, model, iota_ids(5), 4));
+  CHECK_FALSE(engine.cancel(good));  // finished: nothing to cancel
+  CHECK_THROWS_WITH_AS(Engine(model, ctx, engine::EngineOptions{4, 10}),
+                       doctest::Contains("holds no block"), Error);
+}
