@@ -128,6 +128,14 @@ bool Engine::cancel(RequestId id) {
   return true;
 }
 
+std::int64_t Engine::running_positions() const {
+  std::int64_t total = 0;
+  for (const auto& [id, sequence] : sequences_) {
+    if (cache_.pool().running(id)) total += sequence->computed;
+  }
+  return total;
+}
+
 bool Engine::finished(Sequence& sequence, FinishReason& reason) {
   const std::int32_t token = sequence.tokens.back();
   if (!sequence.request.ignore_eos && token == model_.config().eos_token_id) {

@@ -82,6 +82,9 @@ class Engine {
   std::int64_t in_flight() const { return static_cast<std::int64_t>(sequences_.size()); }
   bool idle() const { return sequences_.empty() && pending_events_.empty(); }
   const Scheduler& scheduler() const { return scheduler_; }
+  // Positions whose keys and values the sequences holding blocks have written, each sequence
+  // counted on its own (a shared prefix once per sharer): what per-request caches would hold.
+  std::int64_t running_positions() const;
   PagedKVCache::Usage kv_usage() const { return cache_.usage(); }
   const PagedKVCache& cache() const { return cache_; }
 

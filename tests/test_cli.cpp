@@ -586,6 +586,48 @@ TEST_CASE("bench --op attention and --op membw") {
       "test,threads,gb_per_s_median,gb_per_s_median_low,gb_per_s_median_high,gb_per_s_mean"));
 }
 
+TEST_CASE("bench --op serving: the engine at each concurrency, every request answered") {
+  attnscope::testing::TempDir dir;
+  const std::string dataset = dir.file("requests.jsonl");
+  {
+    std::ofstream out(dataset);
+    out << "{\"prompt_ids\": [1, 2, 3, 4, 5], \"max_tokens\": 3}\n\n"
+        << "{\"prompt_ids\": [7, 8], \"max_tokens\": 5}\n"
+        << "{\"prompt_ids\": [9, 10, 11]}\n";
+  }
+  for (const std::string& workload :
+       {std::string("--requests 6 --input-len 4:12 --output-len 2:4 --shared-prefix 3"),
+        "--dataset " + dataset + " --output-len 4"}) {
+    CAPTURE(workload);
+    const nlohmann::json report =
+        success_json(run("bench --op serving -m synthetic:tiny --attn naive,flash -c 1,4 "
+                         "--block-size 4 --kv-memory 64KiB -r 2 --warmup 0 --threads 1 -o json " +
+                         workload));
+    REQUIRE(report["results"].size() == 4);  // 2 backends x 2 concurrencies
+    for (const nlohmann::json& row : report["results"]) {
+      const std::int64_t requests = row["requests"];
+      CHECK(requests == (workload.starts_with("--dataset") ? 3 : 6));
+      CHECK(row["samples_output_tokens_per_s"].size() == 2);
+      CHECK(row["output_tokens"].get<std::int64_t>() >= requests);
+      CHECK(row["ttft_ms_p99"].get<double>() >= row["ttft_ms_median"].get<double>());
+      CHECK(row["kv_used_bytes_peak"].get<double>() > 0);
+      CHECK(row["kv_contiguous_waste"].get<double>() > row["kv_paged_waste"].get<double>());
+      CHECK(row.contains("speedup_vs_one_at_a_time"));
+    }
+    CHECK(report["results"][0]["speedup_vs_one_at_a_time"] == 1.0);
+  }
+  check_one_line_error(run("bench --op serving -m synthetic:tiny --input-len 9:3"), 1,
+                       "--input-len");
+  check_one_line_error(run("bench --op serving -m synthetic:tiny --kv-memory lots"), 1,
+                       "--kv-memory");
+  check_one_line_error(
+      run("bench --op serving -m synthetic:tiny --input-len 100 --kv-memory 64KiB -r 1 "
+          "--warmup 0"),
+      1, "needs more than the whole KV cache");
+  check_one_line_error(run("bench --op serving -m synthetic:tiny --dataset " + dir.file("none")), 1,
+                       "none");
+}
+
 TEST_CASE("bench rejects bad values, other devices and dtypes, and depths past the context") {
   check_one_line_error(run("bench --batch 0"), 2, "--batch");
   check_one_line_error(run("bench --attn bogus"), 2, "valid: all, naive");

@@ -1,7 +1,8 @@
 // `attnscope bench`: llama-bench for attnscope. Times every combination of the values given for
 // --model, --attn, --device, --dtype, --batch and the tests (prefill ppN, decode tgN, decode after
 // a filled context tgN @ dD), or the attention op alone (--op attention), or this machine's read
-// bandwidth (--op membw).
+// bandwidth (--op membw), or many requests through the engine (--op serving,
+// commands/bench_serving.h).
 //
 // Each test runs --warmup times in full, then --repetitions times; the repetitions go round the
 // whole grid (rep 1 of every test, then rep 2, ...) so that machine noise hits all rows alike.
@@ -34,6 +35,7 @@
 #include "tools/attnscope/cli/flags.h"
 #include "tools/attnscope/cli/machine_info.h"
 #include "tools/attnscope/cli/model_loading.h"
+#include "tools/attnscope/commands/bench_serving.h"
 #include "tools/attnscope/commands/commands.h"
 #include "tools/attnscope/measure/attention_timing.h"
 #include "tools/attnscope/report/bench_output.h"
@@ -71,6 +73,7 @@ struct BenchFlags {
   std::int64_t membw_mib = 512;
   std::string output = "md";
   AttentionBenchFlags attention;  // the shape flags of --op attention
+  ServingFlags serving;           // the workload and engine flags of --op serving
   CLI::Option* attn_option = nullptr;
   CLI::Option* batch_option = nullptr;
   CLI::Option* kv_heads_option = nullptr;
@@ -383,6 +386,12 @@ int run_bench(const BenchFlags& flags) {
     results = run_model_grid(flags, threads, gpu);
   } else if (flags.op == "attention") {
     results = run_attention_grid(flags, threads);
+  } else if (flags.op == "serving") {
+    results =
+        run_serving_grid(flags.serving,
+                         {flags.models, flags.backends, flags.devices, flags.dtypes, flags.threads,
+                          flags.repetitions, flags.warmup, flags.attention.seed},
+                         threads, gpu);
   } else {
     results = run_membw(flags, threads);
   }
@@ -412,9 +421,10 @@ Subcommand add_bench(CLI::App& app) {
       "bench", "Benchmark every combination of models, backends and tests (like llama-bench)");
   sub->add_option("--op", flags->op,
                   "model (prefill and decode tests), attention (the op alone, at the study's "
-                  "shape), or membw (read bandwidth)")
+                  "shape), membw (read bandwidth), or serving (many requests through the "
+                  "engine: continuous batching on a paged KV cache)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"model", "attention", "membw"}));
+      ->check(CLI::IsMember({"model", "attention", "membw", "serving"}));
   sub->add_option("-m,--model", flags->models, "Comma list of DIR|synthetic:NAME")
       ->delimiter(',')
       ->default_str("synthetic:gpt2");
@@ -469,6 +479,7 @@ Subcommand add_bench(CLI::App& app) {
   sub->add_option("--membw-mib", flags->membw_mib, "Buffer of --op membw, in MiB")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  add_serving_flags(*sub, flags->serving);
   // Runs once the flags are parsed, so that a bad head split is a usage error (exit 2).
   sub->callback([flags] { finish_attention_shape(flags->attention, *flags->kv_heads_option); });
   return {sub, [flags] { return run_bench(*flags); }};

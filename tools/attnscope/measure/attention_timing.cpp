@@ -149,7 +149,9 @@ void add_attention_shape_flags(CLI::App& app, AttentionBenchFlags& flags,
       ->check(positive);
   app.add_flag("--decode", flags.decode,
                "One new query token against a cache of --seq-len (default: causal prefill)");
-  app.add_option("--seed", flags.seed, "Seed of the random inputs")->capture_default_str();
+  app.add_option("--seed", flags.seed,
+                 "Seed of the random inputs (bench --op serving: of the workload)")
+      ->capture_default_str();
 }
 
 void finish_attention_shape(AttentionBenchFlags& flags, const CLI::Option& kv_heads_option) {

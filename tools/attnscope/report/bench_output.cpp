@@ -124,6 +124,37 @@ std::vector<Column> columns_for(const std::string& op) {
              }},
             {"predicted_temporary_bytes", "", nullptr}};
   }
+  if (op == "serving") {
+    auto number = [](const std::string& key, int decimals) {
+      return [key, decimals](const json& r) {
+        return r.value(key, json()).is_null() ? std::string("-")
+                                              : fixed(r[key].get<double>(), decimals);
+      };
+    };
+    auto percent = [](const std::string& key) {
+      return [key](const json& r) { return fixed(100.0 * r[key].get<double>(), 1) + "%"; };
+    };
+    return {text_column("model", "model"),
+            text_column("backend", "attn"),
+            text_column("dtype", "dtype"),
+            text_column("threads", "threads"),
+            text_column("concurrency", "concurrency"),
+            median_column("output_tokens_per_s", "output tokens/s [95% CI]", 1),
+            {"output_tokens_per_s_median_low", "", nullptr},
+            {"output_tokens_per_s_median_high", "", nullptr},
+            {"speedup_vs_one_at_a_time", "vs one at a time", number("speedup_vs_one_at_a_time", 2)},
+            {"requests_per_s_median", "requests/s", number("requests_per_s_median", 2)},
+            {"ttft_ms_median", "TTFT ms p50", number("ttft_ms_median", 1)},
+            {"ttft_ms_p99", "TTFT ms p99", number("ttft_ms_p99", 1)},
+            {"tpot_ms_median", "TPOT ms p50", number("tpot_ms_median", 2)},
+            {"tpot_ms_p99", "TPOT ms p99", number("tpot_ms_p99", 2)},
+            {"kv_used_bytes_peak", "KV used peak",
+             [](const json& r) { return binary_bytes(r["kv_used_bytes_peak"].get<double>()); }},
+            {"kv_paged_waste", "paged waste", percent("kv_paged_waste")},
+            {"kv_contiguous_waste", "contiguous waste", percent("kv_contiguous_waste")},
+            text_column("preemptions", "preempted"),
+            text_column("prefix_hits", "prefix hits")};
+  }
   return {text_column("test", "test"),
           text_column("threads", "threads"),
           median_column("gb_per_s", "median GB/s [95% CI]", 1),
@@ -158,6 +189,14 @@ void print_markdown(const json& report) {
       if (column.markdown) std::cout << " " << column.markdown(row) << " |";
     }
     std::cout << "\n";
+  }
+  if (report["op"] == "serving" && !report["results"].empty()) {
+    std::cout << "\nWorkload: " << report["results"][0]["workload"].get<std::string>()
+              << ". TTFT: submission to first token; TPOT: the time per output token after the "
+                 "first; percentiles over every request of every repetition. KV waste: of the "
+                 "paged cache's used blocks, the positions not yet written; of a contiguous "
+                 "cache reserving the whole context per running request, the positions not "
+                 "held (time-averaged over the steps).\n";
   }
 }
 

@@ -1,0 +1,47 @@
+// `attnscope bench --op serving`: the offline serving benchmark (measure/serving_run.h) over the
+// grid of --model, --attn, --device, --dtype and --concurrency, repeated --reps times with the
+// concurrencies interleaved in each round. Its flags, and the report rows (one per model,
+// backend, device, dtype and concurrency; medians over the rounds, latency percentiles over
+// every request of every round).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace attnscope::cli {
+
+struct ServingFlags {
+  std::int64_t requests = 64;
+  std::vector<std::int64_t> concurrency = {1, 4, 16, 64};
+  std::string input_len = "64:256";  // MIN:MAX or N
+  std::string output_len = "32:128";
+  std::int64_t shared_prefix = 0;
+  std::string dataset;  // JSON lines of {"prompt_ids", "max_tokens"}; replaces the random mix
+  std::int64_t block_size = 16;
+  std::string kv_memory;  // "512MiB", "2GiB", bytes; empty: the engine's default
+  std::int64_t max_batch_tokens = 512;
+  std::int64_t max_running = 256;
+};
+
+void add_serving_flags(CLI::App& app, ServingFlags& flags);
+
+// What the grid runs on, from bench's own flags.
+struct ServingGrid {
+  std::vector<std::string> models, backends, devices, dtypes;
+  int threads = 0, repetitions = 1, warmup = 0;
+  std::uint64_t seed = 0;  // of the random workload (bench's --seed)
+};
+
+// Runs the grid and returns the rows; sets `threads` and `gpu` (the GPU's description, when one
+// was used) for the report's machine block.
+nlohmann::json run_serving_grid(const ServingFlags& flags, const ServingGrid& grid, int& threads,
+                                std::string& gpu);
+
+// Bytes from "N", "N KiB|MiB|GiB" (or KB/MB/GB, also powers of 1024, with or without the
+// space); throws Error naming `flag` otherwise.
+std::uint64_t parse_bytes(const std::string& text, const char* flag);
+
+}  // namespace attnscope::cli
