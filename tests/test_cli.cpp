@@ -401,6 +401,22 @@ TEST_CASE("bench-attention --output json measures every backend against its cost
       nlohmann::json::parse(run(kTinyBench + " --decode --attn naive --output json").out);
   CHECK(decode["shape"]["q_len"] == 1);
   CHECK(decode["results"][0]["peak_temporary_bytes"] == 4 * 1 * 2 * 1 * 16 * 4);
+
+  // Paged: the same shape through each backend's attend_paged, blocks of 5 in a random order;
+  // naive now also gathers q (2 x 16 x 8), K and V (2 x 2 x 16 x 8) and out (2 x 16 x 8).
+  const nlohmann::json paged = success_json(
+      run("bench-attention --batch 2 --heads 2 --seq-len 16 --head-dim 8 --reps 2 --warmup 0 "
+          "--paged 5 --output json"));
+  CHECK(paged["shape"]["paged_block_tokens"] == 5);
+  REQUIRE(paged["results"].size() == names.size());
+  for (const nlohmann::json& row : paged["results"]) {
+    CAPTURE(row.dump());
+    REQUIRE(!row.contains("error"));
+    CHECK(row["peak_temporary_bytes"] == row["predicted_temporary_bytes"]);
+    CHECK(row["steps_observed"] == row["steps_predicted"]);
+  }
+  CHECK(paged["results"][0]["peak_temporary_bytes"] ==
+        (4 * 2 * 16 * 16 + 2 * 16 * 8 + 2 * 2 * 16 * 8 + 2 * 16 * 8) * 4);
 }
 
 TEST_CASE("bench-attention prints a Markdown table, one row per chosen backend") {

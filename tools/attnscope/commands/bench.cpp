@@ -319,6 +319,7 @@ json run_attention_grid(const BenchFlags& flags, int& threads) {
                       {"dtype", dtype},
                       {"threads", report.threads},
                       {"causal", shape.causal},
+                      {"paged_block_tokens", report.block_tokens},
                       {"test", shape.q_len == 1 ? "decode" : "prefill"}});
           if (r.unsupported_reason) {
             row["error"] = *r.unsupported_reason;

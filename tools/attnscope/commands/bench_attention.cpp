@@ -33,9 +33,13 @@ std::string mebibytes(std::size_t bytes) {
 
 void print_markdown(const AttentionReport& report, const AttentionBenchFlags& flags) {
   const ops::attention::Shape& shape = report.shape;
-  std::cout << "Attention alone: " << describe_shape(shape) << "; " << dtype_name(shape.dtype)
-            << " on " << report.device << ", threads " << report.threads << ", CPU " << cpu_model()
-            << "; warmup " << flags.warmup << ", reps " << flags.reps << "\n\n";
+  std::cout << "Attention alone: " << describe_shape(shape)
+            << (report.block_tokens ? "; paged, blocks of " + std::to_string(report.block_tokens) +
+                                          " positions in a random order"
+                                    : std::string())
+            << "; " << dtype_name(shape.dtype) << " on " << report.device << ", threads "
+            << report.threads << ", CPU " << cpu_model() << "; warmup " << flags.warmup << ", reps "
+            << flags.reps << "\n\n";
   using Align = MarkdownTable::Align;
   MarkdownTable table({{"backend", Align::Left},
                        {"median ms"},
@@ -90,8 +94,10 @@ void print_json(const AttentionReport& report, const AttentionBenchFlags& flags)
     });
   }
   nlohmann::json shape_fields = shape_json(shape);
-  shape_fields.update(
-      {{"dtype", dtype_name(shape.dtype)}, {"device", flags.device}, {"causal", shape.causal}});
+  shape_fields.update({{"dtype", dtype_name(shape.dtype)},
+                       {"device", flags.device},
+                       {"causal", shape.causal},
+                       {"paged_block_tokens", report.block_tokens}});
   const nlohmann::json out = {
       {"shape", shape_fields}, {"device", report.device}, {"threads", report.threads},
       {"cpu", cpu_model()},    {"warmup", flags.warmup},  {"reps", flags.reps},

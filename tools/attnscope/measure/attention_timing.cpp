@@ -4,10 +4,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <iostream>
+#include <memory>
+#include <numeric>
 #include <random>
 #include <sstream>
 
+#include "ops/attention/paged.h"
 #include "ops/attention/registry.h"
 #include "profiler/cpu_tracer.h"
 #include "runtime/error.h"
@@ -33,40 +37,100 @@ class ProfilerOn {
   Context& ctx_;
 };
 
-BackendResult bench_backend(Context& ctx, const attention::Backend& backend,
-                            const attention::Call& call, const AttentionBenchFlags& flags) {
+// One backend on one call, contiguous or paged: `attend` makes the call; `predicted` is the
+// backend's cost model of it; `is_step` picks the profiler events its steps are counted from.
+BackendResult bench_backend(Context& ctx, const std::string& backend,
+                            const std::function<void()>& attend,
+                            const std::function<attention::CostModel()>& predicted,
+                            const std::function<bool(const profiler::Event&)>& is_step,
+                            const AttentionBenchFlags& flags) {
   BackendResult result;
-  result.backend = std::string(backend.name());
+  result.backend = backend;
   try {
-    for (int i = 0; i < flags.warmup; ++i) backend.attend(ctx, call);
+    for (int i = 0; i < flags.warmup; ++i) attend();
     ctx.synchronize();
-    for (int i = 0; i < flags.reps; ++i)
-      result.times_ms.push_back(time_attention(ctx, backend, call));
+    for (int i = 0; i < flags.reps; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      attend();
+      ctx.synchronize();
+      result.times_ms.push_back(seconds_since(start) * 1e3);
+    }
     result.stats = summarize(result.times_ms);
 
     // The instrumented call: temporaries are whatever the allocator's peak rises above the
-    // inputs and output already live; steps are the scopes directly inside the backend's own
-    // (which is the tracer's only depth-0 event).
+    // inputs and output already live.
     Allocator& allocator = ctx.allocator();
     const std::size_t baseline = allocator.current_bytes();
     allocator.reset_peak();
     profiler::CpuTracer tracer;
     {
       const ProfilerOn profiling(ctx, tracer);
-      backend.attend(ctx, call);
+      attend();
       ctx.synchronize();
     }
     result.peak_temporary_bytes = allocator.peak_bytes() - baseline;
-    result.steps_observed = static_cast<int>(
-        std::count_if(tracer.events().begin(), tracer.events().end(),
-                      [](const profiler::Event& event) { return event.depth == 1; }));
-    result.predicted = backend.cost_model(ctx, attention::shape_of(call));
+    result.steps_observed =
+        static_cast<int>(std::count_if(tracer.events().begin(), tracer.events().end(), is_step));
+    result.predicted = predicted();
   } catch (const DeviceError&) {
     throw;  // a fault of the GPU, not a limit of the backend: it must fail the run
   } catch (const Error& e) {
     result.unsupported_reason = e.what();
   }
   return result;
+}
+
+// The call of `shape` over a paged cache: the batch's B sequences, each with its Tq queries and
+// kv_len positions, in blocks of `block_tokens` dealt out in a random order (so no sequence's
+// blocks lie in order), inputs drawn as random_attention_call draws them.
+struct PagedInputs {
+  attention::RaggedBatch batch;
+  attention::PagedCall call;
+};
+
+std::unique_ptr<PagedInputs> random_paged_call(Context& ctx, const attention::Shape& shape,
+                                               std::int64_t block_tokens, std::uint64_t seed) {
+  auto inputs = std::make_unique<PagedInputs>();
+  attention::RaggedBatch& batch = inputs->batch;
+  batch.block_tokens = block_tokens;
+  batch.max_blocks = (shape.kv_len + block_tokens - 1) / block_tokens;
+  const std::int64_t blocks = shape.batch * batch.max_blocks;
+  std::vector<std::int32_t> order(static_cast<std::size_t>(blocks));
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  batch.block_tables = order;
+  for (std::int64_t b = 0; b <= shape.batch; ++b) {
+    batch.query_starts.push_back(static_cast<std::int32_t>(b * shape.q_len));
+  }
+  batch.kv_lens.assign(static_cast<std::size_t>(shape.batch),
+                       static_cast<std::int32_t>(shape.kv_len));
+  Allocator& staging = ctx.device() == Device::CPU ? ctx.allocator() : ctx.host_allocator();
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto random = [&](const Shape& dims) {
+    Tensor t = Tensor::empty(dims, DType::F32, staging);
+    for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = normal(rng);
+    return to_device(ctx, shape.dtype == DType::F32 ? t : t.to_dtype(shape.dtype, staging));
+  };
+  attention::PagedCall& call = inputs->call;
+  const Shape q_dims = {shape.batch * shape.q_len, shape.q_heads, shape.head_dim};
+  call.q = random(q_dims);
+  call.key_blocks = random({blocks, shape.kv_heads, block_tokens, shape.head_dim});
+  call.value_blocks = random({blocks, shape.kv_heads, block_tokens, shape.head_dim});
+  call.out = Tensor::empty(q_dims, shape.dtype, ctx.allocator());
+  call.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
+  if (ctx.device() != Device::CPU) {
+    auto upload = [&](const std::vector<std::int32_t>& values) {
+      Tensor host = Tensor::empty({static_cast<std::int64_t>(values.size())}, DType::I32, staging);
+      std::copy(values.begin(), values.end(), host.data<std::int32_t>());
+      return to_device(ctx, host);
+    };
+    batch.device_query_starts = upload(batch.query_starts);
+    batch.device_kv_lens = upload(batch.kv_lens);
+    batch.device_block_tables = upload(batch.block_tables);
+  }
+  call.batch = &batch;
+  return inputs;
 }
 
 }  // namespace
@@ -149,6 +213,11 @@ void add_attention_shape_flags(CLI::App& app, AttentionBenchFlags& flags,
       ->check(positive);
   app.add_flag("--decode", flags.decode,
                "One new query token against a cache of --seq-len (default: causal prefill)");
+  app.add_option("--paged", flags.block_tokens,
+                 "Through a paged KV cache of blocks of N positions in a random order "
+                 "(Backend::attend_paged; 0: the contiguous call)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 16));
   app.add_option("--seed", flags.seed,
                  "Seed of the random inputs (bench --op serving: of the workload)")
       ->capture_default_str();
@@ -179,11 +248,33 @@ AttentionReport measure_attention(const AttentionBenchFlags& flags, const std::s
   Context ctx(flags.device == "cuda" ? Device::CUDA : Device::CPU, flags.threads);
   report.threads = ctx.threads();
   report.device = ctx.describe();
-  const attention::Call call = random_attention_call(ctx, shape, flags.seed);
+  report.block_tokens = flags.block_tokens;
+  // Contiguous: the steps directly inside the backend's scope. Paged: every kernel step, the
+  // gathered backends' own inside their per-sequence scopes (Backend::paged_cost_model).
+  const auto direct = [](const profiler::Event& e) { return e.depth == 1; };
+  const auto kernel = [](const profiler::Event& e) { return e.category == "kernel"; };
+  if (flags.block_tokens == 0) {
+    const attention::Call call = random_attention_call(ctx, shape, flags.seed);
+    for (std::size_t i = 0; i < backends.size(); ++i) {
+      const attention::Backend& b = *backends[i];
+      std::cerr << label << ": " << b.name() << " (" << i + 1 << "/" << backends.size()
+                << ") ...\n";
+      report.results.push_back(bench_backend(
+          ctx, std::string(b.name()), [&] { b.attend(ctx, call); },
+          [&] { return b.cost_model(ctx, shape); }, direct, flags));
+    }
+    return report;
+  }
+  const std::unique_ptr<PagedInputs> paged =
+      random_paged_call(ctx, shape, flags.block_tokens, flags.seed);
   for (std::size_t i = 0; i < backends.size(); ++i) {
-    std::cerr << label << ": " << backends[i]->name() << " (" << i + 1 << "/" << backends.size()
+    const attention::Backend& b = *backends[i];
+    std::cerr << label << ": " << b.name() << " paged (" << i + 1 << "/" << backends.size()
               << ") ...\n";
-    report.results.push_back(bench_backend(ctx, *backends[i], call, flags));
+    report.results.push_back(bench_backend(
+        ctx, std::string(b.name()), [&] { b.attend_paged(ctx, paged->call); },
+        [&] { return b.paged_cost_model(ctx, attention::ragged_shape_of(paged->call)); }, kernel,
+        flags));
   }
   return report;
 }

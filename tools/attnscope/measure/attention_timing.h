@@ -69,6 +69,7 @@ struct AttentionBenchFlags {
   std::int64_t seq_len = 1024;
   std::int64_t head_dim = 64;
   bool decode = false;
+  std::int64_t block_tokens = 0;  // --paged: blocks of this many positions; 0 contiguous
   std::string dtype = "f32";
   std::string device = "cpu";
   int warmup = 1;
@@ -91,11 +92,12 @@ struct AttentionReport {
   ops::attention::Shape shape;
   int threads = 0;
   std::string device;  // Context::describe(): "cpu (2 threads)", "cuda: NVIDIA H200, ..."
+  std::int64_t block_tokens = 0;       // paged calls' block size; 0: contiguous
   std::vector<BackendResult> results;  // one per chosen backend, in the order asked
 };
 
-// --heads, --kv-heads, --seq-len, --head-dim, --decode and --seed. `kv_heads_option` receives
-// the --kv-heads option so that the caller can default it to --heads once parsed.
+// --heads, --kv-heads, --seq-len, --head-dim, --decode, --paged and --seed. `kv_heads_option`
+// receives the --kv-heads option so that the caller can default it to --heads once parsed.
 void add_attention_shape_flags(CLI::App& app, AttentionBenchFlags& flags,
                                CLI::Option*& kv_heads_option);
 // Fills kv_heads from heads when --kv-heads was not given; throws CLI::ValidationError (a usage
@@ -104,9 +106,11 @@ void finish_attention_shape(AttentionBenchFlags& flags, const CLI::Option& kv_he
 
 // Runs every chosen backend: --warmup untimed calls, --reps timed calls, then one instrumented
 // call that measures the peak of temporary bytes taken from the allocator and counts the steps
-// the profiler sees directly inside the backend's scope. A backend that cannot serve the case
-// (it throws Error) gets a result with the reason; the others still run. `label` prefixes the
-// progress lines on stderr. Throws Error when the device cannot be used.
+// the profiler sees directly inside the backend's scope. With --paged the same shape runs as a
+// ragged call over a paged cache (B sequences of Tq queries and kv_len positions each, blocks in
+// a random order), through each backend's attend_paged and paged cost model. A backend that cannot
+// serve the case (it throws Error) gets a result with the reason; the others still run. `label`
+// prefixes the progress lines on stderr. Throws Error when the device cannot be used.
 AttentionReport measure_attention(const AttentionBenchFlags& flags, const std::string& label);
 
 // GFLOP/s of a call that does `cost.flops` useful FLOPs in `ms` milliseconds.
