@@ -12,12 +12,12 @@
 namespace attnscope::engine {
 
 struct Sequence {
-  Sequence(RequestId id, Request request)
-      : id(id),
-        tokens(request.prompt),
-        prompt_length(static_cast<std::int64_t>(request.prompt.size())),
-        sampler(request.sampling),
-        request(std::move(request)) {}
+  Sequence(RequestId request_id, Request asked)
+      : id(request_id),
+        tokens(asked.prompt),
+        prompt_length(static_cast<std::int64_t>(asked.prompt.size())),
+        sampler(asked.sampling),
+        request(std::move(asked)) {}
 
   RequestId id;
   // The prompt, then every generated token. The last one's keys and values are computed by the

@@ -392,6 +392,7 @@ TEST_CASE("engine: requests that can never run are refused one by one; the other
   CHECK(good_finished);
   CHECK(good_tokens == testing::greedy(ctx, model, iota_ids(5), 4));
   CHECK_FALSE(engine.cancel(good));  // finished: nothing to cancel
-  CHECK_THROWS_WITH_AS(Engine(model, ctx, engine::EngineOptions{4, 10}),
-                       doctest::Contains("holds no block"), Error);
+  engine::EngineOptions tiny = options;
+  tiny.kv_memory_bytes = 10;
+  CHECK_THROWS_WITH_AS(Engine(model, ctx, tiny), doctest::Contains("holds no block"), Error);
 }
