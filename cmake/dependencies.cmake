@@ -9,7 +9,9 @@
 #
 # Either way the code links the same target names: Eigen3::Eigen, doctest::doctest,
 # CLI11::CLI11, nlohmann_json::nlohmann_json, attnscope::pcre2 (PCRE2's 8-bit library) and
-# OpenMP::OpenMP_CXX (always the compiler's own, from the system).
+# OpenMP::OpenMP_CXX (always the compiler's own, from the system). From the system only:
+# attnscope::httplib (cpp-httplib, Debian's libcpp-httplib-dev, for `attnscope serve`); without
+# it (a dependency folder) the build has no HTTP server and `serve` says so.
 
 set(ATTNSCOPE_DEPS_DIR "" CACHE PATH
     "Take the dependencies from this folder (made by tools/device/pack_deps.sh), not the system")
@@ -24,6 +26,8 @@ if(ATTNSCOPE_DEPS_DIR STREQUAL "")
   find_package(PkgConfig REQUIRED)
   pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
   add_library(attnscope::pcre2 ALIAS PkgConfig::PCRE2)
+  pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+  add_library(attnscope::httplib ALIAS PkgConfig::HTTPLIB)
 else()
   set(deps "${ATTNSCOPE_DEPS_DIR}")
   message(STATUS "attnscope: dependencies from ${deps}")

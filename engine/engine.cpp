@@ -6,6 +6,7 @@
 #include "profiler/scope.h"
 #include "profiler/summary.h"
 #include "runtime/error.h"
+#include "runtime/log_probs.h"
 #include "runtime/transfer.h"
 
 namespace attnscope::engine {
@@ -68,6 +69,7 @@ Engine::Engine(const LanguageModel& model, Context& ctx, const EngineOptions& op
       options_(options),
       token_text_(std::move(token_text)),
       cache_(make_cache(model, ctx, options)),
+      total_blocks_(cache_.pool().counters().blocks),
       scheduler_(cache_.pool(), options.scheduler) {}
 
 Engine::~Engine() = default;
@@ -86,13 +88,17 @@ std::string Engine::refusal(const Request& request) const {
     return "a prompt of " + std::to_string(length) + " tokens leaves no room to generate in the " +
            "model's context of " + std::to_string(shape.context_length);
   }
-  const BlockPool& pool = cache_.pool();
-  if (pool.blocks_for(length + 1) > pool.counters().blocks) {
+  // BlockPool::blocks_for and block_tokens are fixed at construction: safe from any thread.
+  if (cache_.pool().blocks_for(length + 1) > total_blocks_) {
     return "a prompt of " + std::to_string(length) +
-           " tokens needs more than the whole KV cache (" + std::to_string(pool.counters().blocks) +
-           " blocks of " + std::to_string(pool.block_tokens()) + " positions; raise --kv-memory)";
+           " tokens needs more than the whole KV cache (" + std::to_string(total_blocks_) +
+           " blocks of " + std::to_string(cache_.block_tokens()) + " positions; raise --kv-memory)";
   }
   if (request.max_tokens < 1) return "max_tokens must be at least 1";
+  if (request.logprobs > shape.vocab_size) {
+    return "logprobs " + std::to_string(request.logprobs) + " is more than the vocabulary of " +
+           std::to_string(shape.vocab_size);
+  }
   if (!request.stop.empty() && !token_text_) {
     return "stop strings need the tokenizer's text of each token, and this engine has none";
   }
@@ -110,11 +116,12 @@ std::string Engine::refusal(const Request& request) const {
 RequestId Engine::submit(Request request) {
   const RequestId id = next_id_++;
   if (std::string why = refusal(request); !why.empty()) {
-    pending_events_.push_back({id, false, 0, true, FinishReason::refused, std::move(why)});
+    pending_events_.push_back({id, false, 0, true, FinishReason::refused, std::move(why), 0, {}});
     return id;
   }
   auto sequence = std::make_unique<Sequence>(id, std::move(request));
   scheduler_.add(sequence.get());
+  mark(*sequence);
   sequences_.emplace(id, std::move(sequence));
   return id;
 }
@@ -123,8 +130,9 @@ bool Engine::cancel(RequestId id) {
   const auto found = sequences_.find(id);
   if (found == sequences_.end()) return false;
   scheduler_.remove(found->second.get());
+  if (ScopeSink* sink = ctx_.profiler()) sink->end_span(id);
   sequences_.erase(found);
-  pending_events_.push_back({id, false, 0, true, FinishReason::cancelled, ""});
+  pending_events_.push_back({id, false, 0, true, FinishReason::cancelled, "", 0, {}});
   return true;
 }
 
@@ -154,28 +162,64 @@ bool Engine::finished(Sequence& sequence, FinishReason& reason) {
   // The context is full when the next step would compute a position past it; the cache is full
   // when even the whole pool could not hold one more position.
   const auto length = static_cast<std::int64_t>(sequence.tokens.size());
-  const BlockPool& pool = cache_.pool();
   reason = FinishReason::length;
   return sequence.generated() >= sequence.request.max_tokens ||
          length >= model_.config().context_length ||
-         pool.blocks_for(length + 1) > pool.counters().blocks;
+         cache_.pool().blocks_for(length + 1) > total_blocks_;
 }
 
-void Engine::finish(Sequence& sequence, FinishReason reason, StepReport& report, bool with_token) {
-  report.events.push_back(
-      {sequence.id, with_token, with_token ? sequence.tokens.back() : 0, true, reason, ""});
+void Engine::finish(Sequence& sequence) {
   scheduler_.remove(&sequence);
+  if (ScopeSink* sink = ctx_.profiler()) sink->end_span(sequence.id);
   sequences_.erase(sequence.id);
 }
+
+void Engine::mark(Sequence& sequence) {
+  ScopeSink* sink = ctx_.profiler();
+  if (sink == nullptr) return;
+  const bool recomputing = sequence.preemptions > 0;
+  const char* phase = nullptr;
+  if (!cache_.pool().running(sequence.id)) {
+    phase = recomputing ? "preempted" : "queued";
+  } else if (sequence.pending() > 1 || sequence.generated() == 0) {
+    phase = recomputing ? "recompute" : "prefill";
+  } else {
+    phase = "decode";
+  }
+  if (phase == sequence.phase) return;
+  sink->begin_span(sequence.id, phase);
+  sequence.phase = phase;
+}
+
+namespace {
+
+// "engine.step: 96 prefill tokens in 2 chunks, 14 decodes; requests 3 5 8": the scope of a
+// step, named by its batch (only built when a profiler listens).
+std::string step_name(const StepPlan& plan) {
+  const auto chunks = std::count_if(plan.items.begin(), plan.items.end(),
+                                    [](const StepPlan::Item& item) { return !item.decode; });
+  std::string name = "engine.step: " + std::to_string(plan.prefill_tokens()) +
+                     " prefill tokens in " + std::to_string(chunks) + " chunks, " +
+                     std::to_string(plan.decode_tokens()) + " decodes; requests";
+  for (const StepPlan::Item& item : plan.items) name += " " + std::to_string(item.sequence->id);
+  return name;
+}
+
+}  // namespace
 
 StepReport Engine::step() {
   StepReport report;
   report.events = std::move(pending_events_);
   pending_events_.clear();
   const StepPlan plan = scheduler_.schedule();
-  for (const Sequence* s : plan.preempted) report.preempted.push_back(s->id);
+  for (Sequence* s : plan.preempted) {
+    report.preempted.push_back(s->id);
+    mark(*s);
+  }
   if (plan.items.empty()) return report;
-  profiler::Scope scope(ctx_, "engine.step", "engine");
+  for (const StepPlan::Item& item : plan.items) mark(*item.sequence);
+  const std::string name = ctx_.profiler() != nullptr ? step_name(plan) : std::string();
+  profiler::Scope scope(ctx_, name.c_str(), "engine");
 
   std::vector<LanguageModel::SequenceStep> steps;
   const BlockPool& pool = cache_.pool();
@@ -211,10 +255,18 @@ StepReport Engine::step() {
                                      static_cast<std::size_t>(vocab));
     s.tokens.push_back(s.sampler.sample(row));
     FinishReason reason;
-    if (finished(s, reason)) {
-      finish(s, reason, report, true);
+    const bool done = finished(s, reason);
+    report.events.push_back(
+        {s.id, true, s.tokens.back(), done, done ? reason : FinishReason::length, "", 0, {}});
+    if (s.request.logprobs >= 0) {
+      const std::vector<double> log_probs = log_softmax(row);
+      report.events.back().logprob = log_probs[static_cast<std::size_t>(s.tokens.back())];
+      report.events.back().top_logprobs = top_log_probs(log_probs, s.request.logprobs);
+    }
+    if (done) {
+      finish(s);
     } else {
-      report.events.push_back({s.id, true, s.tokens.back(), false, FinishReason::length, ""});
+      mark(s);
     }
   }
   return report;

@@ -14,6 +14,11 @@
 // their prefix (BlockPool::commit); a new request whose prompt starts with cached blocks shares
 // them and computes only the rest.
 //
+// Profiling: with a profiler on the context, each step is a scope named by its batch
+// ("engine.step: 96 prefill tokens in 2 chunks, 14 decodes; requests 3 5 ..."), the model's
+// scopes inside it, and every request gets a track of its own whose spans are its phases:
+// queued, prefill, decode, preempted, recompute (profiler/chrome_trace.h draws them).
+//
 // Threads: one thread drives an engine (submit, cancel, step); a server puts a queue in front.
 #pragma once
 
@@ -66,6 +71,11 @@ class Engine {
          TokenText token_text = {});
   ~Engine();
 
+  // Why `request` can never run on this engine ("" when it can): what submit refuses it for.
+  // Reads only what never changes after construction, so any thread may ask (a server checks a
+  // request before it queues it, to answer 400 at once).
+  std::string refusal(const Request& request) const;
+
   // Queues a request and returns its id. One that can never run (no prompt, an id outside the
   // vocabulary, a prompt that fills the context or the whole cache, max_tokens < 1, bad sampling
   // options, stop strings without token text) is refused: the next step reports it finished,
@@ -89,17 +99,19 @@ class Engine {
   const PagedKVCache& cache() const { return cache_; }
 
  private:
-  // Why `request` can never run, or "" when it can.
-  std::string refusal(const Request& request) const;
   // After `sequence` sampled its latest token: whether it is finished, and why.
   bool finished(Sequence& sequence, FinishReason& reason);
-  void finish(Sequence& sequence, FinishReason reason, StepReport& report, bool with_token);
+  // Takes a finished sequence out: its blocks back to the pool, its track closed.
+  void finish(Sequence& sequence);
+  // Shows the sequence's phase on its profiler track when it changed (no profiler: nothing).
+  void mark(Sequence& sequence);
 
   const LanguageModel& model_;
   Context& ctx_;
   EngineOptions options_;
   TokenText token_text_;
   PagedKVCache cache_;
+  const std::int64_t total_blocks_;  // the pool's size, read by refusal() from any thread
   Scheduler scheduler_;
   std::map<RequestId, std::unique_ptr<Sequence>> sequences_;
   std::vector<Event> pending_events_;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "runtime/sampler.h"
@@ -19,6 +20,9 @@ struct Request {
   SamplingOptions sampling;          // temperature, top-k, top-p and the request's own seed
   std::vector<std::string> stop;     // stop strings (need the engine's token text)
   bool ignore_eos = false;           // keep going past the end-of-sequence token
+  // Log-probabilities to report with each token: -1 none; K >= 0 the chosen token's and the K
+  // most probable ones' (of the raw logits, before temperature, top-k or top-p).
+  std::int64_t logprobs = -1;
 };
 
 enum class FinishReason {
@@ -42,6 +46,9 @@ struct Event {
   bool finished = false;
   FinishReason reason = FinishReason::length;
   std::string error;  // for FinishReason::refused
+  // With Request::logprobs >= 0: log p of the token, and the K most probable (id, log p).
+  double logprob = 0;
+  std::vector<std::pair<std::int32_t, double>> top_logprobs;
 };
 
 }  // namespace attnscope::engine

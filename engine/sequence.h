@@ -33,6 +33,7 @@ struct Sequence {
   Request request;
   std::string text;  // the generated text so far, when stop strings are watched
   std::int64_t preemptions = 0;
+  const char* phase = nullptr;  // the phase last shown on its profiler track (Engine::mark)
 
   std::int64_t generated() const {
     return static_cast<std::int64_t>(tokens.size()) - prompt_length;

@@ -14,6 +14,7 @@ using nlohmann::json;
 
 constexpr int kHostProcess = 1;
 constexpr int kGpuProcess = 2;
+constexpr int kSpanProcess = 3;                // one track per span track (the engine's requests)
 constexpr int kFirstApiTrack = 1000;           // host-process tids of the CUDA API tracks
 constexpr int kSynchronizationTrack = 999999;  // GPU-process tid of the synchronizations
 
@@ -60,6 +61,26 @@ void add_host_scopes(const Trace& trace, json& events) {
                       {"ts", microseconds(e->start_ns)},
                       {"dur", microseconds(e->duration_ns())},
                       {"args", args}});
+  }
+}
+
+// The engine's requests: a process of their own, one track per request, a slice per phase.
+void add_spans(const Trace& trace, json& events) {
+  events.push_back(metadata("process_name", kSpanProcess, "requests"));
+  std::set<std::int64_t> tracks;
+  for (const Span& span : trace.spans) tracks.insert(span.track);
+  for (std::int64_t track : tracks) {
+    events.push_back(
+        thread_metadata(kSpanProcess, static_cast<int>(track), "request " + std::to_string(track)));
+  }
+  for (const Span& span : trace.spans) {
+    events.push_back({{"ph", "X"},
+                      {"name", span.name},
+                      {"cat", "request"},
+                      {"pid", kSpanProcess},
+                      {"tid", span.track},
+                      {"ts", microseconds(span.start_ns)},
+                      {"dur", microseconds(span.end_ns - span.start_ns)}});
   }
 }
 
@@ -188,6 +209,7 @@ void write_chrome_trace(const Trace& trace, const std::string& process_name, std
   json events = json::array();
   events.push_back(metadata("process_name", kHostProcess, process_name));
   add_host_scopes(trace, events);
+  if (!trace.spans.empty()) add_spans(trace, events);
   add_memory_counters(trace, events);
   const bool gpu_run =
       !trace.device_timing.empty() ||

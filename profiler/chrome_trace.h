@@ -9,6 +9,9 @@
 //     {"ph": "C", "name": "memory", "pid": 1, "ts": us, "args": {"cpu_bytes": N}}, ...],
 //    "otherData": {...}}                                                       GPU runs only
 //
+// Engine runs add a process "requests" (pid 3) with one track per request ("request N") and a
+// slice per phase of it (Trace::spans: queued, prefill, decode, preempted, recompute).
+//
 // "X" events are complete events (start and duration, in microseconds with nanosecond
 // fractions); the viewer nests them by time per thread. "C" events draw the memory counter.
 // Events are written sorted by start time (parents before their children).

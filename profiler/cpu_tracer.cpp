@@ -26,6 +26,25 @@ CpuTracer::ThreadScopes& CpuTracer::scopes_of_this_thread() {
   return threads_.back();
 }
 
+void CpuTracer::begin_span(std::int64_t track, const char* name) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const std::int64_t now = now_ns();
+  if (const auto open = open_spans_.find(track); open != open_spans_.end()) {
+    open->second.end_ns = now;
+    trace_.spans.push_back(std::move(open->second));
+  }
+  open_spans_[track] = Span{track, name, now, now};
+}
+
+void CpuTracer::end_span(std::int64_t track) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const auto open = open_spans_.find(track);
+  if (open == open_spans_.end()) return;
+  open->second.end_ns = now_ns();
+  trace_.spans.push_back(std::move(open->second));
+  open_spans_.erase(open);
+}
+
 void CpuTracer::begin_scope(const char* name, const char* category) {
   const std::lock_guard<std::mutex> lock(mutex_);
   ThreadScopes& scopes = scopes_of_this_thread();

@@ -7,6 +7,9 @@
 // profiling on: one mutex lock, one clock read and one event per scope edge, one sample per
 // allocation. Ops parallelise inside a scope; allocations from worker threads are safe.
 //
+// Spans (ScopeSink::begin_span) are kept per track, apart from the scopes, and timed on the
+// same clock.
+//
 // On a GPU it also drives a DeviceRecorder (device_recorder.h) at every scope edge, after the
 // scope has its id and start time and before its end time, so the recorder's own cost (a CUPTI
 // push or a cudaEventRecord) counts in the scope's host time, never in its parent's gaps.
@@ -14,6 +17,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -31,6 +35,8 @@ class CpuTracer final : public ScopeSink, public AllocationObserver {
   CpuTracer();
   void begin_scope(const char* name, const char* category) override;
   void end_scope() override;
+  void begin_span(std::int64_t track, const char* name) override;
+  void end_span(std::int64_t track) override;
   void on_allocation_change(Device device, std::size_t current_bytes) noexcept override;
   // Starts the memory counter at the bytes already live (before the allocator reports changes).
   void start_memory_counter(Device device, std::size_t current_bytes);
@@ -68,6 +74,7 @@ class CpuTracer final : public ScopeSink, public AllocationObserver {
   std::int64_t next_id_ = 1;  // 0 is never a scope: device records use it for "none"
   std::size_t current_bytes_ = 0;
   DeviceRecorder* device_ = nullptr;
+  std::map<std::int64_t, Span> open_spans_;  // by track
   Trace trace_;
 };
 

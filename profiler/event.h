@@ -107,10 +107,20 @@ struct DeviceEvent {
   }
 };
 
+// One phase of something with a track of its own (ScopeSink::begin_span): the engine's request
+// `track` was `name` ("queued", "prefill", "decode", ...) from start_ns to end_ns.
+struct Span {
+  std::int64_t track = 0;
+  std::string name;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+};
+
 struct Trace {
   std::int64_t clock_origin_ns = 0;  // steady-clock reading (ns since its epoch) of time 0
   std::vector<Event> events;         // in the order they closed
   std::vector<MemorySample> memory;
+  std::vector<Span> spans;  // in the order they ended
   // GPU runs only.
   std::vector<DeviceEvent> device;  // in start order per collection
   std::string device_timing;        // "cupti", "cuda events", "cupti + cuda events"; "" on the CPU

@@ -26,6 +26,12 @@ class ScopeSink {
   virtual ~ScopeSink() = default;
   virtual void begin_scope(const char* name, const char* category) = 0;
   virtual void end_scope() = 0;
+  // Spans on tracks of their own, apart from the nesting scopes: the engine's requests, one
+  // track each, going through phases (queued, prefill, decode, ...). begin_span ends the track's
+  // open span, if any, and starts one named `name` now; end_span ends it. A sink that draws no
+  // such tracks ignores them.
+  virtual void begin_span(std::int64_t /*track*/, const char* /*name*/) {}
+  virtual void end_span(std::int64_t /*track*/) {}
 };
 
 class Context {

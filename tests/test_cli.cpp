@@ -632,6 +632,27 @@ TEST_CASE("bench --op serving: the engine at each concurrency, every request ans
     }
     CHECK(report["results"][0]["speedup_vs_one_at_a_time"] == 1.0);
   }
+  // --trace: one more run, profiled: every step a scope named by its batch, a track per request.
+  const std::string trace = dir.file("serving.json");
+  require_success(
+      run("bench --op serving -m synthetic:tiny -c 3 --requests 5 --input-len 4:9 "
+          "--output-len 2:3 -r 1 --warmup 0 --threads 1 --trace " +
+          trace));
+  int steps = 0, requests_named = 0;
+  std::set<std::int64_t> request_tracks;
+  const nlohmann::json traced = read_json(trace);
+  for (const nlohmann::json& event : traced["traceEvents"]) {
+    const std::string name = event.value("name", "");
+    if (event["ph"] == "X" && name.starts_with("engine.step: ")) ++steps;
+    if (event["ph"] == "X" && event.value("cat", "") == "request") {
+      request_tracks.insert(event["tid"].get<std::int64_t>());
+      CHECK((name == "queued" || name == "prefill" || name == "decode"));
+    }
+    if (event["ph"] == "M" && event["args"].value("name", "") == "requests") ++requests_named;
+  }
+  CHECK(steps >= 3);  // 5 requests of at least 2 tokens, 3 at a time
+  CHECK(request_tracks.size() == 5);
+  CHECK(requests_named == 1);
   check_one_line_error(run("bench --op serving -m synthetic:tiny --input-len 9:3"), 1,
                        "--input-len");
   check_one_line_error(run("bench --op serving -m synthetic:tiny --kv-memory lots"), 1,

@@ -344,6 +344,36 @@ TEST_CASE("engine: 56 random requests at once give each one's tokens alone, and 
   });
 }
 
+TEST_CASE("engine: a stop string ends a request at the token that completes it") {
+  Context ctx(2);
+  gpt2::Model model = gpt2::Model::open(testing::hf_fixture_dir("tiny-a"), ctx);
+  // Token t reads "<t>": the stop string "3><" + the third token's id ends the request as soon
+  // as the third token is out, whichever tokens came before.
+  const engine::TokenText text = [](std::int32_t id) { return "<" + std::to_string(id) + ">"; };
+  const std::vector<std::int32_t> prompt = iota_ids(7);
+  const std::vector<std::int32_t> alone = testing::greedy(ctx, model, prompt, 8);
+  Engine engine(model, ctx, engine::EngineOptions{}, text);
+  Request request;
+  request.prompt = prompt;
+  request.max_tokens = 8;
+  request.ignore_eos = true;
+  request.stop = {"never", "<" + std::to_string(alone[2]) + ">"};
+  // An earlier token with the same id would stop sooner: expect the first occurrence.
+  const auto first = std::find(alone.begin(), alone.end(), alone[2]) - alone.begin();
+  const RequestId id = engine.submit(request);
+  std::vector<std::int32_t> tokens;
+  FinishReason reason = FinishReason::length;
+  while (!engine.idle()) {
+    for (const engine::Event& e : engine.step().events) {
+      REQUIRE(e.id == id);
+      if (e.has_token) tokens.push_back(e.token);
+      if (e.finished) reason = e.reason;
+    }
+  }
+  CHECK(reason == FinishReason::stop);
+  CHECK(tokens == std::vector<std::int32_t>(alone.begin(), alone.begin() + first + 1));
+}
+
 TEST_CASE("engine: requests that can never run are refused one by one; the others go on") {
   Context ctx(2);
   gpt2::Model model = gpt2::Model::open(testing::hf_fixture_dir("tiny-a"), ctx);

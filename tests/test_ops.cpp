@@ -535,9 +535,11 @@ TEST_CASE("rotary embedding makes q . k a function of the distance between posit
   const float* q = q0.data<float>();
   const float* k = k0.data<float>();
   auto frequency = [&](std::int64_t i) { return std::pow(theta, -2.0 * double(i) / double(d)); };
-  auto rotated = [&](const Tensor& x, std::int32_t position) {
+  auto rotated = [&](const Tensor& x, std::int64_t position) {
     Tensor row = x.to_dtype(DType::F32, ctx.allocator()).reshape({1, d});
-    ops::rotary_embedding_(ctx, row, 1, position_tensor({position}, ctx.allocator()), table);
+    ops::rotary_embedding_(ctx, row, 1,
+                           position_tensor({static_cast<std::int32_t>(position)}, ctx.allocator()),
+                           table);
     return row;
   };
   auto exact_dot = [&](std::int64_t distance) {  // <R(distance) q, k> in float64

@@ -244,7 +244,7 @@ step_build() {
   local targets=(attnscope)
   if grep -q '^CMAKE_CUDA_COMPILER:[A-Z]*=.' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null; then
     targets+=(test_cuda_ops test_cuda_attention test_cuda_flash test_cuda_model test_cuda_llama
-      test_cuda_profiler)
+      test_cuda_paged test_cuda_profiler)
   fi
   local start=$SECONDS
   lb cmake --build "$BUILD_DIR" -j "$JOBS" --target "${targets[@]}" || return 1
@@ -435,8 +435,9 @@ sanitize() {
   esac
 }
 
-# --- memcheck: the attention and flash kernels, and the Llama family's rms_norm, swiglu, rotary
-# and grouped split_qkv kernels (their correctness tests), under memcheck ----------------------
+# --- memcheck: the attention and flash kernels, the paged ones (gather, scatter, flash_paged,
+# split_qkv_paged), and the Llama family's rms_norm, swiglu, rotary and grouped split_qkv kernels
+# (their correctness tests), under memcheck -----------------------------------------------------
 step_memcheck() {
   has_gpu || { echo "SKIPPED: no GPU"; return 2; }
   built || { echo "SKIPPED: no build"; return 2; }
@@ -445,6 +446,7 @@ step_memcheck() {
   : >"$log"
   for run in "test_cuda_attention|*matches float64*" \
              "test_cuda_flash|*matches float64*,*split-KV*" \
+             "test_cuda_paged|*cuda paged attention*,*split_qkv_paged*" \
              "test_cuda_ops|*rms_norm*,*swiglu*,*rotary_embedding*,*split_qkv*"; do
     sanitize memcheck "${run%%|*}" "${run#*|}" "$log"
     r=$?

@@ -2,13 +2,16 @@
 #include "tools/attnscope/commands/bench_serving.h"
 
 #include <algorithm>
-#include <cctype>
 #include <iostream>
 
 #include "ops/attention/registry.h"
+#include "profiler/attach.h"
+#include "profiler/chrome_trace.h"
 #include "runtime/error.h"
+#include "tools/attnscope/cli/engine_flags.h"
 #include "tools/attnscope/cli/flags.h"
 #include "tools/attnscope/cli/model_loading.h"
+#include "tools/attnscope/cli/output_files.h"
 #include "tools/attnscope/measure/serving_run.h"
 #include "tools/attnscope/report/statistics.h"
 
@@ -90,28 +93,6 @@ json serving_row(const std::vector<ServingResult>& rounds, const std::string& de
 
 }  // namespace
 
-std::uint64_t parse_bytes(const std::string& text, const char* flag) {
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  std::string unit = text.substr(used);
-  unit.erase(std::remove_if(unit.begin(), unit.end(), [](unsigned char c) { return c == ' '; }),
-             unit.end());
-  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  double scale = 0;
-  if (unit.empty() || unit == "B") scale = 1;
-  if (unit == "KIB" || unit == "KB" || unit == "K") scale = 0x1p10;
-  if (unit == "MIB" || unit == "MB" || unit == "M") scale = 0x1p20;
-  if (unit == "GIB" || unit == "GB" || unit == "G") scale = 0x1p30;
-  check(used > 0 && scale > 0 && value > 0 && value * scale < 0x1p60, flag,
-        "expected a size such as 512MiB, 2GiB or a number of bytes, got '" + text + "'");
-  return static_cast<std::uint64_t>(value * scale);
-}
-
 void add_serving_flags(CLI::App& app, ServingFlags& flags) {
   const std::string group = "--op serving";
   app.add_option("--requests", flags.requests,
@@ -141,32 +122,18 @@ void add_serving_flags(CLI::App& app, ServingFlags& flags) {
                  "JSON lines {\"prompt_ids\": [...], \"max_tokens\": N} instead of the random "
                  "workload")
       ->group(group);
-  app.add_option("--block-size", flags.block_size, "Positions per KV block")
-      ->capture_default_str()
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}))
-      ->group(group);
-  app.add_option("--kv-memory", flags.kv_memory,
-                 "KV cache size (512MiB, 2GiB; default min(1/8 of memory, 16 full contexts))")
-      ->group(group);
-  app.add_option("--max-batch-tokens", flags.max_batch_tokens,
-                 "Tokens per engine step, prefill chunks and decodes together")
-      ->capture_default_str()
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
-      ->group(group);
-  app.add_option("--max-running", flags.max_running, "Sequences holding KV blocks at once")
-      ->capture_default_str()
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
+  add_engine_flags(app, flags.engine, group);
+  app.add_option("--trace", flags.trace,
+                 "Also write a Chrome trace (Perfetto) of one more, profiled run: the engine's "
+                 "steps and batches, and a track per request")
       ->group(group);
 }
 
 json run_serving_grid(const ServingFlags& flags, const ServingGrid& grid, int& threads,
                       std::string& gpu) {
-  engine::EngineOptions options;
-  options.block_tokens = flags.block_size;
-  options.kv_memory_bytes =
-      flags.kv_memory.empty() ? 0 : parse_bytes(flags.kv_memory, "--kv-memory");
-  options.scheduler = {flags.max_batch_tokens, flags.max_running};
+  const engine::EngineOptions options = engine_options(flags.engine);
   json rows = json::array();
+  bool traced = false;
   for (const std::string& device : grid.devices) {
     for (const std::string& dtype : grid.dtypes) {
       const std::unique_ptr<Context> ctx = make_context(DeviceOptions{device, dtype, grid.threads});
@@ -210,8 +177,8 @@ json run_serving_grid(const ServingFlags& flags, const ServingGrid& grid, int& t
                         {"device", device},
                         {"dtype", dtype},
                         {"threads", threads},
-                        {"block_size", flags.block_size},
-                        {"max_batch_tokens", flags.max_batch_tokens}});
+                        {"block_size", flags.engine.block_size},
+                        {"max_batch_tokens", flags.engine.max_batch_tokens}});
             if (one != flags.concurrency.end()) {
               const auto& base = cells[static_cast<std::size_t>(one - flags.concurrency.begin())];
               std::vector<double> ratios;
@@ -222,6 +189,18 @@ json run_serving_grid(const ServingFlags& flags, const ServingGrid& grid, int& t
               row["samples_speedup_vs_one_at_a_time"] = ratios;
             }
             rows.push_back(std::move(row));
+          }
+          if (!flags.trace.empty() && !traced) {
+            std::cerr << "bench: profiled run for --trace " << flags.trace << "\n";
+            profiler::CpuTracer tracer;
+            {
+              const profiler::Profiling on(*ctx, tracer);
+              run_serving(*model, *ctx, options, workload, flags.concurrency.back());
+            }
+            write_output_file(flags.trace, [&](std::ostream& out) {
+              profiler::write_chrome_trace(tracer.trace(), "attnscope bench --op serving", out);
+            });
+            traced = true;
           }
         }
       }

@@ -2,7 +2,9 @@
 // grid of --model, --attn, --device, --dtype and --concurrency, repeated --reps times with the
 // concurrencies interleaved in each round. Its flags, and the report rows (one per model,
 // backend, device, dtype and concurrency; medians over the rounds, latency percentiles over
-// every request of every round).
+// every request of every round). With --trace, one more run of the first model and backend at
+// the last concurrency, untimed and profiled: each engine step a scope named by its batch, the
+// model's scopes inside, and a track per request with its phases (engine/engine.h).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -10,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "tools/attnscope/cli/engine_flags.h"
 
 namespace attnscope::cli {
 
@@ -20,10 +24,8 @@ struct ServingFlags {
   std::string output_len = "32:128";
   std::int64_t shared_prefix = 0;
   std::string dataset;  // JSON lines of {"prompt_ids", "max_tokens"}; replaces the random mix
-  std::int64_t block_size = 16;
-  std::string kv_memory;  // "512MiB", "2GiB", bytes; empty: the engine's default
-  std::int64_t max_batch_tokens = 512;
-  std::int64_t max_running = 256;
+  EngineFlags engine;
+  std::string trace;  // a Chrome trace of one more, profiled run (the first model and backend)
 };
 
 void add_serving_flags(CLI::App& app, ServingFlags& flags);
@@ -39,9 +41,5 @@ struct ServingGrid {
 // was used) for the report's machine block.
 nlohmann::json run_serving_grid(const ServingFlags& flags, const ServingGrid& grid, int& threads,
                                 std::string& gpu);
-
-// Bytes from "N", "N KiB|MiB|GiB" (or KB/MB/GB, also powers of 1024, with or without the
-// space); throws Error naming `flag` otherwise.
-std::uint64_t parse_bytes(const std::string& text, const char* flag);
 
 }  // namespace attnscope::cli

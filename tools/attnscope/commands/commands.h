@@ -22,5 +22,6 @@ Subcommand add_profile(CLI::App& app);
 Subcommand add_compare(CLI::App& app);
 Subcommand add_perplexity(CLI::App& app);
 Subcommand add_study(CLI::App& app);
+Subcommand add_serve(CLI::App& app);
 
 }  // namespace attnscope::cli

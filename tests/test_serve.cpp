@@ -1,0 +1,470 @@
+// `attnscope serve`, driven as a client over loopback HTTP (cpp-httplib's client; and, when the
+// `openai` package is installed, OpenAI's own Python client): every endpoint, greedy output equal
+// to `attnscope generate`'s, streaming, parameters and their errors, a malformed-request corpus,
+// the API key, a full queue, a client that goes away mid-stream, a load of 64 concurrent
+// streaming clients, and a graceful shutdown with a request in flight. Each server is started on
+// a free port and stopped by the test; every wait is bounded.
+#include <arpa/inet.h>
+#include <doctest/doctest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fixture_paths.h"
+#include "server_process.h"
+
+using attnscope::testing::ServerProcess;
+using nlohmann::json;
+
+namespace {
+
+const std::string kBinary = ATTNSCOPE_BINARY;
+
+// The model every server here serves: tiny (2 layers, GPT-2's vocabulary and tokenizer), small
+// blocks, one thread, room for the load test.
+const std::vector<std::string> kServeArgs = {
+    "--model", "synthetic:tiny", "--threads", "1", "--block-size", "4", "--kv-memory", "2MiB"};
+
+std::vector<std::string> serve_args(std::vector<std::string> extra) {
+  std::vector<std::string> args = kServeArgs;
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+// stdout of `attnscope ARGS` (a command that must succeed).
+std::string run_tool(const std::string& args) {
+  std::string out;
+  FILE* pipe = popen((kBinary + " " + args + " 2>/dev/null").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
+  REQUIRE(pclose(pipe) == 0);
+  return out;
+}
+
+// What `attnscope generate` gives for these ids: the reference for the server's greedy text.
+std::string generate_text(const std::string& ids, int tokens) {
+  const json out =
+      json::parse(run_tool("generate -m synthetic:tiny --threads 1 --prompt-ids " + ids + " -n " +
+                           std::to_string(tokens) + " --ignore-eos --json"));
+  return out.at("text").get<std::string>();
+}
+
+httplib::Client client(const ServerProcess& server) {
+  httplib::Client c("127.0.0.1", server.port());
+  c.set_read_timeout(30, 0);
+  c.set_connection_timeout(5, 0);
+  return c;
+}
+
+httplib::Result post(httplib::Client& c, const json& body) {
+  return c.Post("/v1/completions", body.dump(), "application/json");
+}
+
+json greedy_body(const std::vector<int>& ids, int tokens) {
+  return {{"model", "synthetic:tiny"},
+          {"prompt", ids},
+          {"max_tokens", tokens},
+          {"temperature", 0},
+          {"ignore_eos", true}};
+}
+
+std::string comma_ids(const std::vector<int>& ids) {
+  std::string text;
+  for (int id : ids) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(id);
+  }
+  return text;
+}
+
+// A streamed completion: the concatenated text, the chunks, and whether [DONE] ended it.
+struct Streamed {
+  int status = 0;
+  std::string text;
+  std::vector<json> chunks;
+  bool done = false;
+};
+
+Streamed post_streamed(httplib::Client& c, json body, int stop_after_chunks = -1) {
+  body["stream"] = true;
+  Streamed out;
+  std::string buffer;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.headers = {{"Content-Type", "application/json"}};
+  req.body = body.dump();
+  req.content_receiver = [&](const char* data, std::size_t size, std::uint64_t, std::uint64_t) {
+    buffer.append(data, size);
+    for (std::size_t end; (end = buffer.find("\n\n")) != std::string::npos;) {
+      const std::string event = buffer.substr(0, end);
+      buffer.erase(0, end + 2);
+      REQUIRE(event.starts_with("data: "));
+      const std::string data_text = event.substr(6);
+      if (data_text == "[DONE]") {
+        out.done = true;
+        continue;
+      }
+      const json chunk = json::parse(data_text);
+      if (chunk.contains("choices") && !chunk["choices"].empty()) {
+        out.text += chunk["choices"][0]["text"].get<std::string>();
+      }
+      out.chunks.push_back(chunk);
+    }
+    return stop_after_chunks < 0 || static_cast<int>(out.chunks.size()) < stop_after_chunks;
+  };
+  const httplib::Result res = c.send(req);
+  out.status = res ? res->status : 0;
+  return out;
+}
+
+json metrics_of(const std::string& text) {
+  json values = json::object();
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line[0] == '#' || line.find('{') != std::string::npos) continue;
+    const std::size_t space = line.find(' ');
+    values[line.substr(0, space)] = std::stod(line.substr(space + 1));
+  }
+  return values;
+}
+
+json metrics(httplib::Client& c) {
+  const httplib::Result res = c.Get("/metrics");
+  REQUIRE(res);
+  REQUIRE(res->status == 200);
+  return metrics_of(res->body);
+}
+
+// Polls /metrics until the server holds no request and no KV block (up to 5 s).
+bool drained(httplib::Client& c) {
+  for (int i = 0; i < 250; ++i) {
+    const json m = metrics(c);
+    if (m["attnscope_num_requests_running"] == 0 && m["attnscope_kv_blocks_used"] == 0 &&
+        m["attnscope_num_requests_waiting"] == 0) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+bool has_tokenizer() {
+  const bool found = std::filesystem::exists(attnscope::testing::shared_fixtures() +
+                                             "/gpt2-tokenizer/encoder.json");
+  if (!found) MESSAGE("SKIPPED: GPT-2's vocabulary not found; the server has no tokenizer");
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("serve: endpoints, greedy text equal to generate's, streaming, usage, logprobs") {
+  if (!has_tokenizer()) return;
+  ServerProcess server(kBinary, kServeArgs);
+  httplib::Client c = client(server);
+
+  httplib::Result health = c.Get("/health");
+  REQUIRE(health);
+  CHECK(health->status == 200);
+  const httplib::Result models = c.Get("/v1/models");
+  REQUIRE(models);
+  CHECK(json::parse(models->body)["data"][0]["id"] == "synthetic:tiny");
+
+  const std::vector<int> ids = {464, 2068, 7586, 21831};
+  const std::string expected = generate_text(comma_ids(ids), 12);
+  const httplib::Result whole = post(c, greedy_body(ids, 12));
+  REQUIRE(whole);
+  REQUIRE(whole->status == 200);
+  const json body = json::parse(whole->body);
+  CHECK(body["object"] == "text_completion");
+  CHECK(body["choices"][0]["text"] == expected);
+  CHECK(body["choices"][0]["finish_reason"] == "length");
+  CHECK(body["usage"] ==
+        json{{"prompt_tokens", 4}, {"completion_tokens", 12}, {"total_tokens", 16}});
+
+  // The same as text: the prompt's own text encodes back to the same ids.
+  json text_body = greedy_body(ids, 12);
+  text_body["prompt"] = " The quick brown fox";
+  const httplib::Result as_text = post(c, text_body);
+  REQUIRE(as_text);
+  CHECK(json::parse(as_text->body)["usage"]["prompt_tokens"] == 4);
+
+  // Streamed: the chunks add up to the same text, the last chunk has the finish reason, the
+  // usage chunk comes when asked, then [DONE].
+  json stream_body = greedy_body(ids, 12);
+  stream_body["stream_options"] = {{"include_usage", true}};
+  const Streamed streamed = post_streamed(c, stream_body);
+  CHECK(streamed.status == 200);
+  CHECK(streamed.done);
+  CHECK(streamed.text == expected);
+  REQUIRE(streamed.chunks.size() >= 2);
+  CHECK(streamed.chunks.back()["usage"]["completion_tokens"] == 12);
+  CHECK(streamed.chunks[streamed.chunks.size() - 2]["choices"][0]["finish_reason"] == "length");
+
+  // logprobs: one entry per token, the chosen token's among the top ones (greedy: the first).
+  json with_logprobs = greedy_body(ids, 5);
+  with_logprobs["logprobs"] = 3;
+  const json lp = json::parse(post(c, with_logprobs)->body)["choices"][0]["logprobs"];
+  REQUIRE(lp["tokens"].size() == 5);
+  for (std::size_t i = 0; i < 5; ++i) {
+    CHECK(lp["token_logprobs"][i].get<double>() <= 0.0);
+    CHECK(lp["top_logprobs"][i].size() <= 3);
+  }
+
+  // echo: the prompt's text first. stop: the text ends before the stop string.
+  json echo = greedy_body(ids, 4);
+  echo["echo"] = true;
+  const std::string prompt_text = run_tool(
+      "detokenize --tokenizer " + attnscope::testing::gpt2_tokenizer_dir() + " " + comma_ids(ids));
+  CHECK(json::parse(post(c, echo)->body)["choices"][0]["text"] ==
+        prompt_text.substr(0, prompt_text.find_last_not_of('\n') + 1) +
+            generate_text(comma_ids(ids), 4));
+  const std::string cut = expected.substr(expected.size() / 2, 3);
+  json stop = greedy_body(ids, 12);
+  stop["stop"] = cut;
+  const json stopped = json::parse(post(c, stop)->body)["choices"][0];
+  CHECK(stopped["text"] == expected.substr(0, expected.find(cut)));
+  CHECK(stopped["finish_reason"] == "stop");
+  const Streamed stopped_stream = post_streamed(c, stop);
+  CHECK(stopped_stream.text == expected.substr(0, expected.find(cut)));
+
+  // A sampled request is reproducible from its seed.
+  const json sampled = {
+      {"prompt", ids}, {"max_tokens", 8}, {"temperature", 0.9}, {"seed", 7}, {"ignore_eos", true}};
+  const auto sampled_text = [&] {
+    return json::parse(post(c, sampled)->body)["choices"][0]["text"].get<std::string>();
+  };
+  CHECK(sampled_text() == sampled_text());
+
+  const httplib::Result chat = c.Post("/v1/chat/completions", "{}", "application/json");
+  REQUIRE(chat);
+  CHECK(chat->status == 501);
+  CHECK(chat->body.find("chat template") != std::string::npos);
+  CHECK(drained(c));
+  CHECK(server.stop(SIGTERM, 10) == 0);
+}
+
+TEST_CASE("serve: malformed and out-of-range requests get a 4xx with an OpenAI error object") {
+  ServerProcess server(kBinary, serve_args({"--max-body-bytes", "64KiB"}));
+  httplib::Client c = client(server);
+  struct Bad {
+    std::string body, content_type;
+    int status;
+    std::string says;
+  };
+  const std::vector<Bad> corpus = {
+      {"{not json", "application/json", 400, "not valid JSON"},
+      {R"({"prompt": [1, 2], "max_tokens": 4)", "application/json", 400, "not valid JSON"},
+      {R"([1, 2, 3])", "application/json", 400, "JSON object"},
+      {R"({"max_tokens": 4})", "application/json", 400, "prompt is required"},
+      {R"({"prompt": [1, 2], "max_tokens": "4"})", "application/json", 400, "max_tokens"},
+      {R"({"prompt": [1, 2], "max_tokens": 0})", "application/json", 400, "max_tokens"},
+      {R"({"prompt": [1, 2], "max_tokens": 1e400})", "application/json", 400, "number overflow"},
+      {R"({"prompt": [1, 2], "max_tokens": 99999999999999999999999})", "application/json", 400,
+       "max_tokens"},
+      {R"({"prompt": [1, 2], "temperature": -1})", "application/json", 400, "temperature"},
+      {R"({"prompt": [1, 2], "top_p": 0})", "application/json", 400, "top_p"},
+      {R"({"prompt": [1, 2], "logprobs": 50})", "application/json", 400, "logprobs"},
+      {R"({"prompt": [1, 2], "n": 2})", "application/json", 400, "n must be"},
+      {R"({"prompt": [1, 2], "stop": 5})", "application/json", 400, "stop"},
+      {R"({"prompt": [1, 999999]})", "application/json", 400, "not an id"},
+      {R"({"prompt": [[1], [2]]})", "application/json", 400, "one prompt per request"},
+      {R"({"prompt": []})", "application/json", 400, "empty"},
+      {R"({"prompt": [1, 2], "stream": "yes"})", "application/json", 400, "stream"},
+      {R"({"prompt": [1, 2], "prompt": [3]})", "application/json", 400, "duplicate key"},
+      {"{\"prompt\": \"\xff\xfe\"}", "application/json", 400, "not valid JSON"},
+      {R"({"prompt": [1, 2]})", "text/plain", 415, "Content-Type"},
+      {"{\"prompt\": [" + std::string(70000, '1') + "]}", "application/json", 413, "too large"},
+  };
+  for (const Bad& bad : corpus) {
+    CAPTURE(bad.body.substr(0, 80));
+    const httplib::Result res = c.Post("/v1/completions", bad.body, bad.content_type);
+    REQUIRE(res);
+    CHECK(res->status == bad.status);
+    const json error = json::parse(res->body)["error"];
+    CHECK(error["message"].get<std::string>().find(bad.says) != std::string::npos);
+    CHECK(error.contains("type"));
+  }
+  // A prompt past the context (128 positions) is the engine's refusal, said at once.
+  std::vector<int> long_prompt(200, 11);
+  const httplib::Result too_long = post(c, greedy_body(long_prompt, 4));
+  REQUIRE(too_long);
+  CHECK(too_long->status == 400);
+  CHECK(too_long->body.find("leaves no room") != std::string::npos);
+  const httplib::Result missing = c.Get("/v1/nothing");
+  REQUIRE(missing);
+  CHECK(missing->status == 404);
+  CHECK(json::parse(missing->body)["error"]["message"].get<std::string>().find(
+            "no such endpoint") != std::string::npos);
+  // A client that sends half a body and goes quiet is dropped after the read timeout; the server
+  // still answers the others.
+  {
+    httplib::Client slow("127.0.0.1", server.port());
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<std::uint16_t>(server.port()));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    const std::string partial =
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Content-Length: 100\r\n\r\n{\"prompt\"";
+    CHECK(send(fd, partial.data(), partial.size(), 0) == static_cast<ssize_t>(partial.size()));
+    const httplib::Result other = c.Get("/health");
+    REQUIRE(other);
+    CHECK(other->status == 200);
+    close(fd);
+  }
+  CHECK(drained(c));
+  CHECK(server.stop(SIGINT, 10) == 0);
+}
+
+TEST_CASE("serve: the API key guards every endpoint but /health; a full queue answers 429") {
+  ServerProcess server(
+      kBinary, serve_args({"--api-key", "s3cret", "--max-queue", "1", "--max-batch-tokens", "8"}));
+  httplib::Client c = client(server);
+  CHECK(c.Get("/health")->status == 200);
+  CHECK(c.Get("/v1/models")->status == 401);
+  CHECK(c.Get("/metrics")->status == 401);
+  c.set_bearer_token_auth("wrong");
+  CHECK(c.Get("/v1/models")->status == 401);
+  c.set_bearer_token_auth("s3cret");
+  CHECK(c.Get("/v1/models")->status == 200);
+
+  // One long streamed request fills the queue of one; a second is told 429 at once.
+  std::atomic<bool> first_started{false};
+  std::thread first([&] {
+    httplib::Client other = client(server);
+    other.set_bearer_token_auth("s3cret");
+    json body = greedy_body({1, 2, 3}, 100);
+    body["stream"] = true;
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/completions";
+    req.headers = {{"Content-Type", "application/json"}, {"Authorization", "Bearer s3cret"}};
+    req.body = body.dump();
+    req.content_receiver = [&](const char*, std::size_t, std::uint64_t, std::uint64_t) {
+      first_started = true;
+      return true;
+    };
+    other.send(req);
+  });
+  for (int i = 0; i < 500 && !first_started; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(first_started);
+  const auto start = std::chrono::steady_clock::now();
+  const httplib::Result full = post(c, greedy_body({4, 5}, 2));
+  REQUIRE(full);
+  CHECK(full->status == 429);
+  CHECK(full->get_header_value("Retry-After") == "1");
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+  first.join();
+  CHECK(drained(c));
+  CHECK(metrics(c)["attnscope_request_rejected_total"] >= 1);
+  CHECK(server.stop(SIGTERM, 10) == 0);
+}
+
+TEST_CASE("serve: a client gone mid-stream cancels its request; 64 streaming clients; shutdown") {
+  if (!has_tokenizer()) return;
+  ServerProcess server(kBinary, serve_args({"--max-queue", "80"}));
+  httplib::Client c = client(server);
+
+  // Gone after two chunks of a 120-token request: its blocks come back at once.
+  const Streamed cut = post_streamed(c, greedy_body({9, 8, 7}, 120), 2);
+  CHECK(cut.chunks.size() == 2);
+  CHECK(drained(c));
+  CHECK(metrics(c)["attnscope_generation_tokens_total"] < 120);
+
+  // 64 clients x 4 requests each, 4 distinct prompts: every answer equal to the prompt's own.
+  const std::vector<std::vector<int>> prompts = {
+      {464, 2068}, {40, 588, 257}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {50, 60, 70}};
+  std::vector<std::string> expected;
+  for (const auto& p : prompts) expected.push_back(generate_text(comma_ids(p), 8));
+  const auto round = [&](int clients, int each) {
+    std::atomic<int> wrong{0}, answered{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < clients; ++t) {
+      threads.emplace_back([&, t] {
+        httplib::Client mine = client(server);
+        for (int r = 0; r < each; ++r) {
+          const std::size_t which = static_cast<std::size_t>(t + r) % prompts.size();
+          const Streamed s = post_streamed(mine, greedy_body(prompts[which], 8));
+          answered += s.status == 200 && s.done ? 1 : 0;
+          wrong += s.text == expected[which] ? 0 : 1;
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    const int answered_count = answered, wrong_count = wrong;
+    INFO("server stderr: " << server.log());
+    CHECK(answered_count == clients * each);
+    CHECK(wrong_count == 0);
+  };
+  // Warm first: a full batch's allocations, and the memory arenas of the connection threads,
+  // happen once. Then memory stays flat however many requests are served.
+  round(64, 2);
+  const long before = server.resident_kib();
+  round(64, 4);
+  const long after = server.resident_kib();
+  CAPTURE(before);
+  CAPTURE(after);
+  CHECK(after - before < 16 * 1024);  // flat: no growth with the number of requests served
+  CHECK(drained(c));
+
+  // SIGTERM with a request in flight: it finishes (200, all its tokens), then the server exits 0.
+  int in_flight_status = 0;
+  json in_flight_body;
+  std::thread request([&] {
+    httplib::Client mine = client(server);
+    const httplib::Result res = post(mine, greedy_body({5, 6, 7}, 60));
+    if (!res) return;
+    in_flight_status = res->status;
+    in_flight_body = json::parse(res->body);
+  });
+  for (int i = 0; i < 500 && metrics(c)["attnscope_num_requests_running"] == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CHECK(server.stop(SIGTERM, 30) == 0);
+  request.join();
+  CHECK(in_flight_status == 200);
+  CHECK(in_flight_body["usage"]["completion_tokens"] == 60);
+  CHECK(server.log().find("stopped") != std::string::npos);
+}
+
+TEST_CASE("serve: OpenAI's Python client, as a user would drive it") {
+  if (!has_tokenizer()) return;
+  if (std::system("python3 -c 'import openai' 2>/dev/null") != 0) {
+    MESSAGE("SKIPPED: the openai package is not installed (pip install openai)");
+    return;
+  }
+  ServerProcess server(kBinary, kServeArgs);
+  const std::vector<int> ids = {464, 2068, 7586, 21831};
+  const std::string expected = generate_text(comma_ids(ids), 12);
+  const std::string script = std::string(ATTNSCOPE_TEST_FIXTURES) + "/../serve_openai_client.py";
+  const std::string expected_file = std::filesystem::temp_directory_path() /
+                                    ("attnscope-expected-" + std::to_string(getpid()) + ".txt");
+  {
+    std::ofstream out(expected_file, std::ios::binary);
+    out << expected;
+  }
+  const std::string command = "python3 " + script +
+                              " http://127.0.0.1:" + std::to_string(server.port()) + "/v1 " +
+                              expected_file;
+  CHECK(std::system(command.c_str()) == 0);
+  std::filesystem::remove(expected_file);
+  CHECK(server.stop(SIGTERM, 10) == 0);
+}

@@ -1,0 +1,462 @@
+// `attnscope serve`: an OpenAI-compatible HTTP server over the engine (engine/engine.h), so that
+// the clients and benchmark tools that speak OpenAI's API (the `openai` package, vLLM's bench
+// serve, guidellm) drive attnscope as they drive vLLM or llama.cpp's llama-server.
+//
+//   POST /v1/completions       a completion, whole or streamed as server-sent events
+//                              (serve/openai_api.h has the fields)
+//   POST /v1/chat/completions  501: chat templates are Jinja programs, and attnscope has no
+//                              template engine to render them faithfully (the error says so)
+//   GET  /v1/models            the one model served
+//   GET  /metrics              Prometheus text: requests running and waiting, KV blocks, prefix
+//                              cache hits, preemptions, tokens, time-to-first-token and
+//                              inter-token histograms
+//   GET  /health               200 while serving (no key needed)
+//
+// Threads: cpp-httplib's pool answers connections; each request becomes an engine request
+// through EngineLoop (serve/engine_loop.h), the one thread that runs the engine, and reads its
+// events back. A streamed request whose client goes away is cancelled, its blocks returned at
+// once. A full queue (--max-queue requests in flight) answers 429 at once.
+//
+// Limits: --host 127.0.0.1 unless told otherwise; --api-key makes every endpoint but /health
+// need "Authorization: Bearer KEY" (compared in constant time); request bodies up to
+// --max-body-bytes (413 beyond), a read timeout for slow clients, --request-timeout for a whole
+// request (504), nothing on disk is ever served. SIGINT or SIGTERM: stop accepting (503), let
+// the requests in flight finish for up to --shutdown-grace seconds, cancel the rest, exit 0.
+#include <httplib.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <ctime>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "runtime/error.h"
+#include "tools/attnscope/cli/engine_flags.h"
+#include "tools/attnscope/cli/flags.h"
+#include "tools/attnscope/cli/model_loading.h"
+#include "tools/attnscope/commands/commands.h"
+#include "tools/attnscope/serve/engine_loop.h"
+#include "tools/attnscope/serve/metrics_text.h"
+#include "tools/attnscope/serve/openai_api.h"
+
+namespace attnscope::cli {
+
+namespace {
+
+using nlohmann::json;
+
+struct ServeFlags {
+  std::string model;
+  std::string tokenizer;
+  std::string attention = "flash";
+  DeviceOptions device;
+  EngineFlags engine;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string api_key;
+  std::string served_model_name;  // default: the --model spec
+  std::int64_t max_queue = 256;
+  int http_threads = 0;  // 0: max_queue + 8, so a full queue can still be told so
+  std::string max_body = "1MiB";
+  int read_timeout_s = 10;
+  int request_timeout_s = 600;
+  int shutdown_grace_s = 30;
+};
+
+// Equal without an early exit: the time taken does not say how much of a key was right.
+bool constant_time_equal(const std::string& a, const std::string& b) {
+  unsigned char difference = a.size() == b.size() ? 0 : 1;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    difference |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+  }
+  return difference == 0;
+}
+
+void send_error(httplib::Response& res, const ApiError& error) {
+  res.status = error.status;
+  res.set_content(error_body(error), "application/json");
+}
+
+// Everything a handler needs, alive for the whole server.
+struct Service {
+  const ServeFlags& flags;
+  const LanguageModel& model;
+  const std::optional<TextTokenizer>& tokenizer;
+  const engine::Engine& engine;  // refusal() only: the loop thread owns the rest
+  EngineLoop& loop;
+  std::string model_name;
+  std::time_t started = std::time(nullptr);
+  std::atomic<std::int64_t> next_id{1};
+  std::atomic<bool> shutting_down{false};
+
+  const TextTokenizer* text() const { return tokenizer ? &*tokenizer : nullptr; }
+};
+
+// A completion's common fields.
+json completion_head(Service& service, const std::string& id) {
+  return {{"id", id},
+          {"object", "text_completion"},
+          {"created", static_cast<std::int64_t>(std::time(nullptr))},
+          {"model", service.model_name}};
+}
+
+json usage_json(std::int64_t prompt, std::int64_t completion) {
+  return {{"prompt_tokens", prompt},
+          {"completion_tokens", completion},
+          {"total_tokens", prompt + completion}};
+}
+
+// Waits for a whole completion and answers it as one JSON object.
+void answer_whole(Service& service, const CompletionRequest& asked,
+                  const std::shared_ptr<EngineLoop::Stream>& stream, httplib::Response& res) {
+  const std::string id = "cmpl-" + std::to_string(service.next_id++);
+  CompletionText text(service.text(), asked.request.stop);
+  std::vector<engine::Event> events;
+  std::string body_text = asked.echo ? asked.prompt_text : std::string();
+  const std::size_t offset = body_text.size();
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(service.flags.request_timeout_s);
+  engine::Event event;
+  for (;;) {
+    if (!stream->next(event, std::chrono::milliseconds(100))) {
+      if (std::chrono::steady_clock::now() < deadline) continue;
+      service.loop.cancel(stream);
+      return send_error(res,
+                        {504, "timeout", "the request took longer than --request-timeout", ""});
+    }
+    if (event.has_token) {
+      body_text += text.append(event.token);
+      events.push_back(event);
+    }
+    if (event.finished) break;
+  }
+  if (event.reason == engine::FinishReason::refused) {
+    return send_error(res, {400, "invalid_request_error", event.error, "prompt"});
+  }
+  if (event.reason == engine::FinishReason::cancelled) {
+    return send_error(res, {503, "server_error", "the server is shutting down", ""});
+  }
+  body_text += text.finish();
+  json choice = {{"index", 0},
+                 {"text", body_text},
+                 {"logprobs", nullptr},
+                 {"finish_reason", finish_reason(event.reason)}};
+  if (asked.request.logprobs >= 0) choice["logprobs"] = logprobs_json(events, text, offset);
+  json body = completion_head(service, id);
+  body["choices"] = json::array({choice});
+  body["usage"] = usage_json(static_cast<std::int64_t>(asked.request.prompt.size()),
+                             static_cast<std::int64_t>(events.size()));
+  res.set_content(dump(body), "application/json");
+}
+
+// Streams a completion as server-sent events: a chunk per piece of text, the last one with the
+// finish reason, the usage when asked, then `data: [DONE]`.
+void answer_streamed(Service& service, const CompletionRequest& asked,
+                     const std::shared_ptr<EngineLoop::Stream>& stream, httplib::Response& res) {
+  struct State {
+    CompletionRequest asked;
+    std::string id;
+    CompletionText text;
+    std::int64_t tokens = 0;
+    std::size_t offset = 0;
+    bool echoed = false;
+    bool finished = false;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  auto state = std::make_shared<State>(State{
+      asked, "cmpl-" + std::to_string(service.next_id++),
+      CompletionText(service.text(), asked.request.stop), 0, 0, false, false,
+      std::chrono::steady_clock::now() + std::chrono::seconds(service.flags.request_timeout_s)});
+  const auto chunk = [&service, state](const std::string& piece, const json& logprobs,
+                                       const json& reason) {
+    json body = completion_head(service, state->id);
+    body["choices"] = json::array(
+        {{{"index", 0}, {"text", piece}, {"logprobs", logprobs}, {"finish_reason", reason}}});
+    return "data: " + dump(body) + "\n\n";
+  };
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [&service, state, stream, chunk](std::size_t, httplib::DataSink& sink) {
+        const auto send = [&](const std::string& data) {
+          return sink.write(data.data(), data.size());
+        };
+        if (!state->echoed) {
+          state->echoed = true;
+          if (state->asked.echo && !send(chunk(state->asked.prompt_text, nullptr, nullptr))) {
+            return false;
+          }
+          state->offset = state->asked.echo ? state->asked.prompt_text.size() : 0;
+        }
+        engine::Event event;
+        if (!stream->next(event, std::chrono::milliseconds(100))) {
+          // No event yet: still connected and in time? (A false return cancels the request.)
+          return sink.is_writable() && std::chrono::steady_clock::now() < state->deadline;
+        }
+        if (event.reason == engine::FinishReason::refused && event.finished) {
+          send("data: " + error_body({400, "invalid_request_error", event.error, "prompt"}) +
+               "\n\n");
+          sink.done();
+          state->finished = true;
+          return true;
+        }
+        std::string piece;
+        json logprobs = nullptr;
+        if (event.has_token) {
+          ++state->tokens;
+          piece = state->text.append(event.token);
+          if (state->asked.request.logprobs >= 0) {
+            logprobs = logprobs_json({event}, state->text, state->offset);
+          }
+          state->offset += piece.size();
+        }
+        if (!event.finished) {
+          return piece.empty() && logprobs.is_null() ? true : send(chunk(piece, logprobs, nullptr));
+        }
+        piece += state->text.finish();
+        const bool cancelled = event.reason == engine::FinishReason::cancelled;
+        if (!send(chunk(piece, logprobs,
+                        cancelled ? json(nullptr) : json(finish_reason(event.reason))))) {
+          return false;
+        }
+        if (state->asked.include_usage) {
+          json usage = completion_head(service, state->id);
+          usage["choices"] = json::array();
+          usage["usage"] = usage_json(static_cast<std::int64_t>(state->asked.request.prompt.size()),
+                                      state->tokens);
+          send("data: " + dump(usage) + "\n\n");
+        }
+        send("data: [DONE]\n\n");
+        state->finished = true;
+        sink.done();
+        return true;
+      },
+      [&service, state, stream](bool /*success*/) {
+        if (!state->finished) service.loop.cancel(stream);  // the client went away
+      });
+}
+
+void handle_completion(Service& service, const httplib::Request& req, httplib::Response& res) {
+  const std::string content_type = req.get_header_value("Content-Type");
+  if (content_type.find("application/json") == std::string::npos) {
+    return send_error(res, {415, "invalid_request_error",
+                            "the body must be JSON, sent with Content-Type: application/json", ""});
+  }
+  CompletionRequest asked;
+  try {
+    asked = parse_completion_request(req.body, service.text(), service.model.config().vocab_size);
+  } catch (const ApiError& error) {
+    return send_error(res, error);
+  }
+  if (std::string why = service.engine.refusal(asked.request); !why.empty()) {
+    return send_error(res, {400, "invalid_request_error", why, "prompt"});
+  }
+  if (service.shutting_down) {
+    return send_error(res, {503, "server_error", "the server is shutting down", ""});
+  }
+  const std::shared_ptr<EngineLoop::Stream> stream = service.loop.submit(asked.request);
+  if (!stream) {
+    res.set_header("Retry-After", "1");
+    return send_error(res,
+                      {429, "rate_limit_error",
+                       "the queue is full (--max-queue " + std::to_string(service.flags.max_queue) +
+                           " requests in flight): retry later",
+                       ""});
+  }
+  if (asked.stream) return answer_streamed(service, asked, stream, res);
+  answer_whole(service, asked, stream, res);
+}
+
+void add_routes(httplib::Server& server, Service& service) {
+  server.set_pre_routing_handler([&service](const httplib::Request& req, httplib::Response& res) {
+    if (service.flags.api_key.empty() || req.path == "/health") {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    const std::string expected = "Bearer " + service.flags.api_key;
+    if (constant_time_equal(req.get_header_value("Authorization"), expected)) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    res.set_header("WWW-Authenticate", "Bearer");
+    send_error(res, {401, "invalid_request_error",
+                     "missing or wrong API key (Authorization: Bearer KEY)", ""});
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  server.Get("/health", [&service](const httplib::Request&, httplib::Response& res) {
+    res.status = service.shutting_down ? 503 : 200;
+    res.set_content(service.shutting_down ? R"({"status":"shutting down"})" : R"({"status":"ok"})",
+                    "application/json");
+  });
+  server.Get("/v1/models", [&service](const httplib::Request&, httplib::Response& res) {
+    const json body = {{"object", "list"},
+                       {"data",
+                        {{{"id", service.model_name},
+                          {"object", "model"},
+                          {"created", static_cast<std::int64_t>(service.started)},
+                          {"owned_by", "attnscope"},
+                          {"max_model_len", service.model.config().context_length}}}}};
+    res.set_content(dump(body), "application/json");
+  });
+  server.Get("/metrics", [&service](const httplib::Request&, httplib::Response& res) {
+    res.set_content(prometheus_text(service.loop.metrics()), "text/plain; version=0.0.4");
+  });
+  server.Post("/v1/completions", [&service](const httplib::Request& req, httplib::Response& res) {
+    handle_completion(service, req, res);
+  });
+  server.Post("/v1/chat/completions", [](const httplib::Request&, httplib::Response& res) {
+    send_error(res, {501, "invalid_request_error",
+                     "chat completions need the checkpoint's chat template, a Jinja program, and "
+                     "attnscope has no template engine to render it faithfully: render the "
+                     "conversation yourself and send it to /v1/completions",
+                     ""});
+  });
+  server.set_exception_handler(
+      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr error) {
+        std::string what = "unknown error";
+        try {
+          std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        std::cerr << "attnscope serve: " << req.method << " " << req.path << ": " << what << "\n";
+        send_error(res, {500, "server_error", what, ""});
+      });
+  server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;  // a handler's own error answer
+    const std::string what = res.status == 404 ? "no such endpoint: " + req.method + " " + req.path
+                             : res.status == 413 ? "the request body is too large"
+                                                 : "the request could not be served";
+    send_error(res, {res.status, "invalid_request_error", what, ""});
+  });
+}
+
+// Blocks SIGINT and SIGTERM in this thread and every thread it starts afterwards, so that only
+// the waiter (sigwait) receives them.
+sigset_t block_stop_signals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
+int run_serve(const ServeFlags& flags) {
+  const ModelOnDevice loaded = load_model_on_device(flags.model, flags.device, flags.attention);
+  const std::optional<TextTokenizer> tokenizer = find_tokenizer(flags.tokenizer, flags.model);
+  engine::TokenText token_text;
+  if (tokenizer) token_text = [&](std::int32_t id) { return tokenizer->token_bytes(id); };
+  const std::uint64_t max_body = parse_bytes(flags.max_body, "--max-body-bytes");
+  engine::Engine engine(*loaded.model, *loaded.ctx, engine_options(flags.engine), token_text);
+
+  const sigset_t signals = block_stop_signals();
+  EngineLoop loop(engine, flags.max_queue);
+  Service service{
+      flags,     *loaded.model,
+      tokenizer, engine,
+      loop,      flags.served_model_name.empty() ? flags.model : flags.served_model_name};
+  httplib::Server server;
+  const int threads =
+      flags.http_threads > 0 ? flags.http_threads : static_cast<int>(flags.max_queue) + 8;
+  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server.set_payload_max_length(max_body);
+  server.set_read_timeout(flags.read_timeout_s, 0);
+  server.set_write_timeout(flags.read_timeout_s, 0);
+  add_routes(server, service);
+  // The listening socket: SO_REUSEADDR (a restart may bind at once) but not cpp-httplib's default
+  // SO_REUSEPORT, which would let a second server share the port silently.
+  int listening = -1;
+  server.set_socket_options([&listening](int socket) {
+    const int yes = 1;
+    setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listening = socket;
+  });
+  const int port = flags.port == 0
+                       ? server.bind_to_any_port(flags.host)
+                       : (server.bind_to_port(flags.host, flags.port) ? flags.port : -1);
+  check(port > 0, "--port", [&] {
+    return "cannot listen on " + flags.host + ":" + std::to_string(flags.port) +
+           " (in use, or not an address of this machine)";
+  });
+  // cpp-httplib listens with a backlog of 5 connections (CPPHTTPLIB_LISTEN_BACKLOG, fixed when the
+  // library was built): a burst of clients connecting at once (a benchmark's 64) overflows it and
+  // loses connections. Listening again on the same socket raises the backlog.
+  check(::listen(listening, SOMAXCONN) == 0, "serve", "cannot raise the listen backlog");
+  std::cerr << "attnscope serve: " << service.model_name << " ("
+            << run_description(*loaded.model, *loaded.ctx) << ", "
+            << (tokenizer ? "with" : "without") << " a tokenizer) listening on http://"
+            << flags.host << ":" << port << std::endl;
+
+  std::thread waiter([&] {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    std::cerr << "attnscope serve: " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
+              << ": no new requests; letting the ones in flight finish (up to "
+              << flags.shutdown_grace_s << " s)" << std::endl;
+    service.shutting_down = true;
+    loop.stop_accepting();
+    const std::int64_t cancelled =
+        loop.drain(std::chrono::steady_clock::now() + std::chrono::seconds(flags.shutdown_grace_s));
+    if (cancelled > 0) std::cerr << "attnscope serve: cancelled " << cancelled << " requests\n";
+    server.stop();
+  });
+  const bool listened = server.listen_after_bind();
+  waiter.join();
+  check(listened, "serve", "the server stopped listening on an error");
+  std::cerr << "attnscope serve: stopped" << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_serve(CLI::App& app) {
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "serve", "Serve the model over HTTP with OpenAI's completions API (continuous batching)");
+  add_model_flag(*sub, flags->model);
+  sub->add_option("--tokenizer", flags->tokenizer,
+                  "Directory with vocab.json + merges.txt, or with a tokenizer.json; default: the "
+                  "model directory's own (without one, prompts must be token ids)");
+  add_attention_flag(*sub, flags->attention);
+  add_device_flags(*sub, flags->device);
+  const std::string group = "Engine";
+  add_engine_flags(*sub, flags->engine, group);
+  sub->add_option("--host", flags->host, "Address to listen on (0.0.0.0: every interface)")
+      ->capture_default_str();
+  sub->add_option("--port", flags->port, "Port to listen on (0: any free one, printed)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  sub->add_option("--api-key", flags->api_key,
+                  "Require Authorization: Bearer KEY on every endpoint but /health");
+  sub->add_option("--served-model-name", flags->served_model_name,
+                  "The model's name in the API (default: the --model spec)");
+  sub->add_option("--max-queue", flags->max_queue,
+                  "Requests in flight (waiting or running) at most; beyond, 429 at once")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 16));
+  sub->add_option("--http-threads", flags->http_threads,
+                  "Connection threads (default: --max-queue + 8)")
+      ->check(CLI::Range(0, 1 << 16));
+  sub->add_option("--max-body-bytes", flags->max_body, "Largest request body (413 beyond)")
+      ->capture_default_str();
+  sub->add_option("--read-timeout", flags->read_timeout_s,
+                  "Seconds a slow client may take to send a request (and to read an answer)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  sub->add_option("--request-timeout", flags->request_timeout_s,
+                  "Seconds a request may run before it is cancelled (504)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400));
+  sub->add_option("--shutdown-grace", flags->shutdown_grace_s,
+                  "On SIGINT/SIGTERM, seconds the requests in flight may take to finish")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 3600));
+  return {sub, [flags] { return run_serve(*flags); }};
+}
+
+}  // namespace attnscope::cli

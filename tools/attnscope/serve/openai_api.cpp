@@ -1,0 +1,272 @@
+// The OpenAI completions API (tools/attnscope/serve/openai_api.h).
+#include "tools/attnscope/serve/openai_api.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "runtime/error.h"
+#include "runtime/strict_json.h"
+
+namespace attnscope::cli {
+
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void bad(const std::string& param, const std::string& message) {
+  throw ApiError{400, "invalid_request_error", message, param};
+}
+
+// The field's integer value, checked to lie in [low, high].
+std::int64_t integer(const json& body, const char* name, std::int64_t fallback, std::int64_t low,
+                     std::int64_t high) {
+  const auto found = body.find(name);
+  if (found == body.end() || found->is_null()) return fallback;
+  if (!found->is_number_integer()) {
+    bad(name, std::string(name) + " must be an integer, got " + json_excerpt(*found));
+  }
+  const bool huge = found->is_number_unsigned() &&
+                    found->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX);
+  const std::int64_t value = huge ? 0 : found->get<std::int64_t>();
+  if (huge || value < low || value > high) {
+    bad(name, std::string(name) + " must be in [" + std::to_string(low) + ", " +
+                  std::to_string(high) + "], got " + json_excerpt(*found));
+  }
+  return value;
+}
+
+double number(const json& body, const char* name, double fallback, double low, double high) {
+  const auto found = body.find(name);
+  if (found == body.end() || found->is_null()) return fallback;
+  if (!found->is_number()) {
+    bad(name, std::string(name) + " must be a number, got " + json_excerpt(*found));
+  }
+  const double value = found->get<double>();
+  if (!std::isfinite(value) || value < low || value > high) {
+    bad(name, std::string(name) + " must be in [" + json(low).dump() + ", " + json(high).dump() +
+                  "], got " + json_excerpt(*found));
+  }
+  return value;
+}
+
+bool boolean(const json& body, const char* name) {
+  const auto found = body.find(name);
+  if (found == body.end() || found->is_null()) return false;
+  if (!found->is_boolean()) {
+    bad(name, std::string(name) + " must be true or false, got " + json_excerpt(*found));
+  }
+  return found->get<bool>();
+}
+
+std::vector<std::int32_t> token_ids(const json& ids, std::int64_t vocab_size) {
+  std::vector<std::int32_t> out;
+  for (const json& id : ids) {
+    if (!id.is_number_integer() || id.get<std::int64_t>() < 0 ||
+        id.get<std::int64_t>() >= vocab_size) {
+      bad("prompt", "prompt token " + json_excerpt(id) + " is not an id in [0, " +
+                        std::to_string(vocab_size) + ")");
+    }
+    out.push_back(id.get<std::int32_t>());
+  }
+  return out;
+}
+
+// The prompt: a string, ids, or a batch of one of either (n prompts per request: not served).
+void read_prompt(const json& body, const TextTokenizer* tokenizer, std::int64_t vocab_size,
+                 CompletionRequest& out) {
+  const auto found = body.find("prompt");
+  if (found == body.end()) bad("prompt", "prompt is required");
+  json prompt = *found;
+  if (prompt.is_array() && prompt.size() == 1 && (prompt[0].is_string() || prompt[0].is_array())) {
+    prompt = json(prompt[0]);
+  }
+  if (prompt.is_string()) {
+    if (tokenizer == nullptr) {
+      bad("prompt", "this server has no tokenizer: send the prompt as token ids");
+    }
+    out.prompt_text = prompt.get<std::string>();
+    out.request.prompt = tokenizer->encode(out.prompt_text);
+  } else if (prompt.is_array() && std::all_of(prompt.begin(), prompt.end(), [](const json& x) {
+               return !x.is_array() && !x.is_string();
+             })) {
+    out.request.prompt = token_ids(prompt, vocab_size);
+    if (tokenizer != nullptr) out.prompt_text = tokenizer->decode(out.request.prompt);
+  } else {
+    bad("prompt", "prompt must be a string or an array of token ids (one prompt per request)");
+  }
+  if (out.request.prompt.empty()) bad("prompt", "the prompt is empty");
+}
+
+std::vector<std::string> read_stop(const json& body) {
+  const auto found = body.find("stop");
+  if (found == body.end() || found->is_null()) return {};
+  std::vector<std::string> stop;
+  if (found->is_string()) {
+    stop.push_back(found->get<std::string>());
+  } else if (found->is_array() && found->size() <= 4 &&
+             std::all_of(found->begin(), found->end(),
+                         [](const json& x) { return x.is_string(); })) {
+    for (const json& s : *found) stop.push_back(s.get<std::string>());
+  } else {
+    bad("stop", "stop must be a string or an array of at most 4 strings");
+  }
+  for (const std::string& s : stop) {
+    if (s.empty()) bad("stop", "a stop string is empty");
+  }
+  return stop;
+}
+
+// The longest suffix of `text` that is a proper prefix of one of `stop`.
+std::size_t possible_stop_start(const std::string& text, const std::vector<std::string>& stop) {
+  std::size_t longest = 0;
+  for (const std::string& s : stop) {
+    for (std::size_t n = std::min(s.size() - 1, text.size()); n > longest; --n) {
+      if (text.compare(text.size() - n, n, s, 0, n) == 0) {
+        longest = n;
+        break;
+      }
+    }
+  }
+  return longest;
+}
+
+// Bytes at the end of `text` that start a UTF-8 character not yet complete.
+std::size_t incomplete_utf8_tail(const std::string& text) {
+  for (std::size_t back = 1; back <= std::min<std::size_t>(3, text.size()); ++back) {
+    const auto byte = static_cast<unsigned char>(text[text.size() - back]);
+    if ((byte & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+    const std::size_t length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1;
+    return length > back ? back : 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string error_body(const ApiError& error) {
+  return dump({{"error",
+                {{"message", error.message},
+                 {"type", error.type},
+                 {"param", error.param.empty() ? json(nullptr) : json(error.param)},
+                 {"code", nullptr}}}});
+}
+
+std::string dump(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+CompletionRequest parse_completion_request(const std::string& body, const TextTokenizer* tokenizer,
+                                           std::int64_t vocab_size) {
+  json parsed;
+  try {
+    parsed = parse_json_refusing_duplicates(body, "request", "the body");
+  } catch (const Error& e) {
+    throw ApiError{400, "invalid_request_error", e.what(), ""};
+  }
+  if (!parsed.is_object()) bad("", "the body must be a JSON object");
+  CompletionRequest out;
+  read_prompt(parsed, tokenizer, vocab_size, out);
+  engine::Request& request = out.request;
+  request.max_tokens = integer(parsed, "max_tokens", 16, 1, std::int64_t{1} << 30);
+  request.sampling.temperature = static_cast<float>(number(parsed, "temperature", 1.0, 0.0, 100.0));
+  request.sampling.top_p = static_cast<float>(number(parsed, "top_p", 1.0, 0.0, 1.0));
+  if (request.sampling.top_p == 0.0f) bad("top_p", "top_p must be greater than 0");
+  request.sampling.top_k = integer(parsed, "top_k", 0, -1, vocab_size);
+  if (request.sampling.top_k == -1) request.sampling.top_k = 0;  // vLLM's "off"
+  if (parsed.contains("seed") && !parsed["seed"].is_null()) {
+    request.sampling.seed =
+        static_cast<std::uint64_t>(integer(parsed, "seed", 0, INT64_MIN, INT64_MAX));
+  } else {
+    request.sampling.seed = std::random_device{}();
+  }
+  request.stop = read_stop(parsed);
+  request.logprobs = integer(parsed, "logprobs", -1, 0, 20);
+  request.ignore_eos = boolean(parsed, "ignore_eos");
+  out.stream = boolean(parsed, "stream");
+  out.echo = boolean(parsed, "echo");
+  if (out.echo && request.logprobs >= 0) {
+    bad("echo", "echo with logprobs is not served (the prompt's log-probabilities are not kept)");
+  }
+  if (out.echo && tokenizer == nullptr) bad("echo", "echo needs a tokenizer");
+  if (integer(parsed, "n", 1, 1, 1) != 1) bad("n", "n must be 1");
+  if (integer(parsed, "best_of", 1, 1, 1) != 1) bad("best_of", "best_of must be 1");
+  if (const auto options = parsed.find("stream_options");
+      options != parsed.end() && !options->is_null()) {
+    if (!options->is_object()) bad("stream_options", "stream_options must be an object");
+    out.include_usage = boolean(*options, "include_usage");
+  }
+  for (const char* text_field : {"model", "user", "suffix"}) {
+    const auto found = parsed.find(text_field);
+    if (found != parsed.end() && !found->is_null() && !found->is_string()) {
+      bad(text_field, std::string(text_field) + " must be a string");
+    }
+  }
+  if (parsed.contains("suffix") && !parsed["suffix"].is_null()) {
+    bad("suffix", "suffix (insertion) is not served");
+  }
+  if (!request.stop.empty() && tokenizer == nullptr) {
+    bad("stop", "stop strings need a tokenizer, and this server has none");
+  }
+  return out;
+}
+
+CompletionText::CompletionText(const TextTokenizer* tokenizer, std::vector<std::string> stop)
+    : tokenizer_(tokenizer), stop_(std::move(stop)) {}
+
+std::string CompletionText::token_text(std::int32_t token) const {
+  return tokenizer_ == nullptr ? std::string() : tokenizer_->token_bytes(token);
+}
+
+std::string CompletionText::append(std::int32_t token) {
+  if (stopped_ || tokenizer_ == nullptr) return "";
+  const std::size_t searched_from = text_.size();
+  text_ += tokenizer_->token_bytes(token);
+  for (const std::string& s : stop_) {
+    const std::size_t from = searched_from >= s.size() ? searched_from - s.size() + 1 : 0;
+    const std::size_t at = text_.find(s, from);
+    if (at != std::string::npos) {
+      text_.resize(at);
+      stopped_ = true;
+    }
+  }
+  std::size_t end = text_.size();
+  if (!stopped_) end -= std::max(possible_stop_start(text_, stop_), incomplete_utf8_tail(text_));
+  if (end <= emitted_) return "";
+  std::string now = text_.substr(emitted_, end - emitted_);
+  emitted_ = end;
+  return now;
+}
+
+std::string CompletionText::finish() {
+  std::string rest = text_.substr(std::min(emitted_, text_.size()));
+  emitted_ = text_.size();
+  return rest;
+}
+
+const char* finish_reason(engine::FinishReason reason) {
+  return reason == engine::FinishReason::length ? "length" : "stop";
+}
+
+nlohmann::json logprobs_json(const std::vector<engine::Event>& events, const CompletionText& text,
+                             std::size_t offset) {
+  json tokens = json::array(), token_logprobs = json::array(), top = json::array(),
+       offsets = json::array();
+  for (const engine::Event& e : events) {
+    if (!e.has_token) continue;
+    const std::string piece = text.token_text(e.token);
+    tokens.push_back(piece);
+    token_logprobs.push_back(e.logprob);
+    json alternatives = json::object();
+    for (const auto& [id, logprob] : e.top_logprobs) alternatives[text.token_text(id)] = logprob;
+    top.push_back(alternatives);
+    offsets.push_back(offset);
+    offset += piece.size();
+  }
+  return {{"tokens", tokens},
+          {"token_logprobs", token_logprobs},
+          {"top_logprobs", top},
+          {"text_offset", offsets}};
+}
+
+}  // namespace attnscope::cli

@@ -1,0 +1,81 @@
+// The OpenAI completions API as `attnscope serve` speaks it: a request body read into an engine
+// request (every known field checked, with the error OpenAI's clients expect), the completion's
+// text as it streams (whole UTF-8 characters only, cut before a stop string), and the response
+// bodies: one JSON object, or server-sent events ending with `data: [DONE]`.
+//
+// POST /v1/completions fields: prompt (a string, an array of token ids, or an array of one
+// string or of one array of ids), max_tokens (16), temperature (1), top_p (1), top_k (0: off;
+// vLLM's extension), seed (random when absent), stop (a string or up to 4), logprobs (0-20),
+// echo, stream, stream_options.include_usage, ignore_eos (vLLM's extension), n (1 only),
+// model, user. Unknown fields are ignored, as OpenAI's server does; a known field of the wrong
+// type or out of range is a 400 naming it.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "tools/attnscope/cli/text_tokenizer.h"
+
+namespace attnscope::cli {
+
+// An error answer: HTTP status, OpenAI's error type ("invalid_request_error", ...), the message,
+// and the field it is about ("" when none).
+struct ApiError {
+  int status = 400;
+  std::string type = "invalid_request_error";
+  std::string message;
+  std::string param;
+};
+
+// {"error": {"message", "type", "param", "code"}}
+std::string error_body(const ApiError& error);
+
+struct CompletionRequest {
+  engine::Request request;
+  std::string prompt_text;  // the prompt as text (decoded when given as ids), for echo
+  bool stream = false;
+  bool echo = false;
+  bool include_usage = false;  // stream_options.include_usage
+};
+
+// Reads a /v1/completions body. `tokenizer` may be null (then the prompt must be token ids).
+// Throws ApiError.
+CompletionRequest parse_completion_request(const std::string& body, const TextTokenizer* tokenizer,
+                                           std::int64_t vocab_size);
+
+// The generated text, token by token, as a client may see it: only whole UTF-8 characters, and
+// never the stop string nor a tail that could still become one (OpenAI excludes the stop
+// string from the text).
+class CompletionText {
+ public:
+  CompletionText(const TextTokenizer* tokenizer, std::vector<std::string> stop);
+  // Appends a token's bytes; returns the text that can be sent now.
+  std::string append(std::int32_t token);
+  // The end: whatever is left, cut at the first stop string.
+  std::string finish();
+  // The token's own text, as logprobs show it.
+  std::string token_text(std::int32_t token) const;
+
+ private:
+  const TextTokenizer* tokenizer_;
+  std::vector<std::string> stop_;
+  std::string text_;         // every byte so far, cut at a stop string once one is seen
+  std::size_t emitted_ = 0;  // bytes of text_ already returned
+  bool stopped_ = false;
+};
+
+// "stop" or "length": OpenAI's finish_reason for an engine's reason.
+const char* finish_reason(engine::FinishReason reason);
+
+// The logprobs object of a completion choice from the tokens' events: tokens (their text),
+// token_logprobs, top_logprobs ({text: logprob}) and text_offset (byte offsets, from `offset`).
+nlohmann::json logprobs_json(const std::vector<engine::Event>& events, const CompletionText& text,
+                             std::size_t offset);
+
+// A JSON text with any invalid UTF-8 replaced (a token may hold half a character).
+std::string dump(const nlohmann::json& value);
+
+}  // namespace attnscope::cli
