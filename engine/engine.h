@@ -96,6 +96,9 @@ class Engine {
   // counted on its own (a shared prefix once per sharer): what per-request caches would hold.
   std::int64_t running_positions() const;
   PagedKVCache::Usage kv_usage() const { return cache_.usage(); }
+  // Bytes the context's allocator holds now (the weights, the KV pool, and a step's temporaries
+  // while it runs): between steps, a number that must not grow with the requests served.
+  std::size_t allocated_bytes() const { return ctx_.allocator().current_bytes(); }
   const PagedKVCache& cache() const { return cache_; }
 
  private:

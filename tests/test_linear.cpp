@@ -149,11 +149,13 @@ TEST_CASE("linear with f32 weights: the prefill GEMM at every cpu level, edges a
   });
 }
 
-TEST_CASE("linear with f32 weights: decode rows 1..15 at every cpu level") {
+TEST_CASE("linear with f32 weights: decode rows 1..15 (and up to 63) at every cpu level") {
   Context ctx(2);
   std::mt19937 rng(13);
   for_each_cpu_level([&] {
-    for (std::int64_t rows = 1; rows < 16; ++rows) {
+    // 16 to 63 rows: the avx2 level's tiles, which take batches below kAvx2GemmMinRows (in tiles
+    // of up to 6 rows, shared out evenly); the GEMM at the other levels.
+    for (std::int64_t rows : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 23, 37, 63}) {
       // K 67: whole rounds of 16 and a masked tail; 131 outputs: thread blocks of 128 and 3 (an
       // odd one); rows 9..15 in two tiles at the avx512 levels.
       check_linear(ctx, {rows, 67, 131}, DType::F32, rows % 2 == 1, rows % 3 == 0, rng);
@@ -164,11 +166,11 @@ TEST_CASE("linear with f32 weights: decode rows 1..15 at every cpu level") {
   });
 }
 
-TEST_CASE("linear with bf16 and f16 weights: decode rows 1..15 at every cpu level") {
+TEST_CASE("linear with bf16 and f16 weights: decode rows 1..15 (and up to 63) at every level") {
   Context ctx(2);
   std::mt19937 rng(15);
   for_each_16bit_dtype_at_every_cpu_level([&](DType dtype) {
-    for (std::int64_t rows = 1; rows < 16; ++rows) {
+    for (std::int64_t rows : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 23, 37, 63}) {
       // K 67: no multiple of 8, 16 or 32, so every kernel runs its tail; 131 outputs: two
       // thread blocks, the second partial and odd (a tile's last weight row without a twin).
       check_linear(ctx, {rows, 67, 131}, dtype, rows % 2 == 1, rows % 3 == 0, rng);

@@ -1,7 +1,8 @@
-// The decode kernels of the cpu linear layers from the avx512 level on (runtime/cpu_features.h),
-// for f32 weights (ops/cpu/linear.cpp) and 16-bit ones (ops/cpu/linear_16bit.cpp): y = x W^T + b
-// for a batch of up to 15 input rows x (batch decode), reading W from memory once. 1 to 3 rows
-// go one weight row at a time (dot_rows_avx512, below), 4 to 15 in tiles.
+// The batch-decode kernels of the cpu linear layers (runtime/cpu_features.h's levels), for f32
+// weights (ops/cpu/linear.cpp) and 16-bit ones (ops/cpu/linear_16bit.cpp): y = x W^T + b for a
+// batch of input rows x, reading W from memory once. From the avx512 level on, 1 to 3 rows go one
+// weight row at a time (dot_rows_avx512, below), 4 to 15 in tiles; at the avx2 level, 2 rows to
+// gemm_min_rows(avx2) in the avx2 tiles at the end of this file (8 lanes, the same idea).
 //
 // A tile is 2 adjacent weight rows against kInputRows <= 8 input rows: 16 accumulators of 16
 // lanes. Each weight vector is loaded (and widened, for 16-bit weights) once and multiplied into
@@ -25,6 +26,7 @@
 
 #include "ops/cpu/output_blocks.h"
 #include "ops/cpu/transpose16.h"
+#include "runtime/dtype.h"
 
 namespace attnscope::ops::cpu {
 
@@ -33,6 +35,11 @@ namespace attnscope::ops::cpu {
 // vcvtph2ps.
 struct F32Weights {
   using Element = float;
+  // avx2: 8 consecutive weights as 8 f32 lanes; one weight as f32, for the scalar tail.
+  __attribute__((target("avx2,fma,f16c"))) static __m256 load8(const float* w) {
+    return _mm256_loadu_ps(w);
+  }
+  static float one(float w) { return w; }
   __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 load(
       const float* w) {
     return _mm512_loadu_ps(w);
@@ -46,6 +53,10 @@ struct F32Weights {
 template <typename Format>
 struct SixteenBitWeights {
   using Element = std::uint16_t;
+  __attribute__((target("avx2,fma,f16c"))) static __m256 load8(const std::uint16_t* w) {
+    return Format::widen8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
+  }
+  static float one(std::uint16_t w) { return Format::one(w); }
   __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 load(
       const std::uint16_t* w) {
     return Format::widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
@@ -60,12 +71,20 @@ struct Bf16Format {
       __m256i bits) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
   }
+  __attribute__((target("avx2,fma,f16c"))) static __m256 widen8(__m128i bits) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+  }
+  static float one(std::uint16_t bits) { return bf16_to_f32(bits); }
 };
 struct F16Format {
   __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 widen(
       __m256i bits) {
     return _mm512_cvtph_ps(bits);
   }
+  __attribute__((target("avx2,fma,f16c"))) static __m256 widen8(__m128i bits) {
+    return _mm256_cvtph_ps(bits);
+  }
+  static float one(std::uint16_t bits) { return f16_to_f32(bits); }
 };
 using Bf16Weights = SixteenBitWeights<Bf16Format>;
 using F16Weights = SixteenBitWeights<F16Format>;
@@ -214,6 +233,83 @@ void matrix_vector_tiles(const float* x, const typename Weights::Element* w, con
         float* row = y + (r0 + r) * outputs;
         store_output(row[o], sums[r], b, o, accumulate);
         if (pair) store_output(row[o + 1], sums[8 + r], b, o + 1, accumulate);
+      }
+    }
+  }
+}
+
+// ---- avx2: the tiles for CPUs without AVX-512 ----
+//
+// 2 adjacent weight rows against up to kAvx2TileRows input rows: 2 kAvx2TileRows accumulators of
+// 8 lanes, 2 weight vectors and one input vector, 15 of the 16 ymm registers. Each weight vector
+// is loaded (and widened) once and multiplied into every input row, so a round of 8 weights costs
+// 2 + rows loads for 2 rows multiply-adds, where a dot product per (weight row, input row) pair
+// costs two loads per multiply-add and runs at the load ports' rate, not the FMA units'. The
+// weight rows stay in L1 while further tiles take the next input rows, so W is read from memory
+// once per step whatever the batch. Each sum is reduced across its lanes at the end (sum8),
+// the last k % 8 products in a scalar loop.
+// Measured (AMD EPYC Zen 3, 2 threads, synthetic:gpt2 f32 decode behind 32 tokens; see
+// docs/results/2026-12-02-engine/): gemm_min_rows below says where Eigen's GEMM takes over.
+constexpr int kAvx2TileRows = 6;
+
+template <typename Weights, int kInputRows>
+__attribute__((target("avx2,fma,f16c"))) void dot_tile_avx2(const typename Weights::Element* w0,
+                                                            const typename Weights::Element* w1,
+                                                            const float* x, std::int64_t in,
+                                                            float sums[2 * kAvx2TileRows]) {
+  __m256 acc[kInputRows][2];
+  for (auto& row : acc) row[0] = row[1] = _mm256_setzero_ps();
+  std::int64_t k = 0;
+  for (; k + 8 <= in; k += 8) {
+    _mm_prefetch(reinterpret_cast<const char*>(w0 + 2 * k) + kWeightPrefetchBytes, _MM_HINT_T0);
+    const __m256 first = Weights::load8(w0 + k);
+    const __m256 second = Weights::load8(w1 + k);
+    for (int r = 0; r < kInputRows; ++r) {
+      const __m256 input = _mm256_loadu_ps(x + r * in + k);
+      acc[r][0] = _mm256_fmadd_ps(first, input, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(second, input, acc[r][1]);
+    }
+  }
+  for (int r = 0; r < kInputRows; ++r) {
+    sums[r] = sum8(acc[r][0]);
+    sums[kAvx2TileRows + r] = sum8(acc[r][1]);
+  }
+  for (; k < in; ++k) {
+    const float first = Weights::one(w0[k]), second = Weights::one(w1[k]);
+    for (int r = 0; r < kInputRows; ++r) {
+      sums[r] += first * x[r * in + k];
+      sums[kAvx2TileRows + r] += second * x[r * in + k];
+    }
+  }
+}
+
+// Outputs [first, first + width) of y [rows, outputs] = x [rows, in] W^T (+ b), added to y with
+// `accumulate`, for 2 <= rows < gemm_min_rows(avx2): for each pair of weight rows, tiles of up to
+// kAvx2TileRows input rows (the rows shared out evenly among the tiles). An odd last weight row is
+// paired with itself, its twin discarded.
+template <typename Weights>
+void matrix_vector_tiles_avx2(const float* x, const typename Weights::Element* w, const float* b,
+                              float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
+                              std::int64_t first, std::int64_t width, bool accumulate) {
+  using Tile = void (*)(const typename Weights::Element*, const typename Weights::Element*,
+                        const float*, std::int64_t, float*);
+  constexpr Tile kTiles[kAvx2TileRows] = {dot_tile_avx2<Weights, 1>, dot_tile_avx2<Weights, 2>,
+                                          dot_tile_avx2<Weights, 3>, dot_tile_avx2<Weights, 4>,
+                                          dot_tile_avx2<Weights, 5>, dot_tile_avx2<Weights, 6>};
+  const std::int64_t tiles = (rows + kAvx2TileRows - 1) / kAvx2TileRows;
+  const std::int64_t tile_rows = (rows + tiles - 1) / tiles;
+  float sums[2 * kAvx2TileRows];
+  for (std::int64_t o = first; o < first + width; o += 2) {
+    const bool pair = o + 1 < first + width;
+    const typename Weights::Element* w0 = w + o * in;
+    const typename Weights::Element* w1 = pair ? w0 + in : w0;
+    for (std::int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
+      const auto count = static_cast<int>(std::min(tile_rows, rows - r0));
+      kTiles[count - 1](w0, w1, x + r0 * in, in, sums);
+      for (int r = 0; r < count; ++r) {
+        float* row = y + (r0 + r) * outputs;
+        store_output(row[o], sums[r], b, o, accumulate);
+        if (pair) store_output(row[o + 1], sums[kAvx2TileRows + r], b, o + 1, accumulate);
       }
     }
   }

@@ -38,6 +38,10 @@ void matrix_vector_rows(const Context& ctx, CpuLevel level, const float* x, cons
                                                           width, accumulate);
       return;
     }
+    if (level == CpuLevel::Avx2 && rows > 1) {
+      matrix_vector_tiles_avx2<F32Weights>(x, w, b, y, rows, in, outputs, first, width, accumulate);
+      return;
+    }
 #endif
     if (rows == 1) {
       Eigen::Map<Eigen::VectorXf> result(y + first, width);
@@ -82,7 +86,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& b
   const float* b = bias.defined() ? bias.data<float>() : nullptr;
   // Read here, outside the threads' parallel region (an unknown ATTNSCOPE_CPU_LEVEL throws).
   const CpuLevel level = cpu_level();
-  if (rows < kGemmMinRows) {
+  if (rows < gemm_min_rows(level)) {
     matrix_vector_rows(ctx, level, x.data<float>(), weight.data<float>(), b, out.data<float>(),
                        rows, in, outputs, accumulate);
   } else {

@@ -77,22 +77,12 @@ void widen_portable(const std::uint16_t* w, std::int64_t n, float* dst) {
 
 #if defined(__x86_64__)
 
-// ---- avx2: 8 lanes ----
-
-template <bool kBf16>
-__attribute__((target("avx2,fma,f16c"))) __m256 widen8(const std::uint16_t* w) {
-  const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w));
-  if constexpr (kBf16) {
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
-  } else {
-    return _mm256_cvtph_ps(bits);
-  }
-}
+// ---- avx2: 8 lanes (each format's load8 and one: ops/cpu/dot_tile.h) ----
 
 // Two accumulators per input row (16 weights a round) hide the FMA latency; the last k % 8
 // weights go through the scalar loop. One prefetch a round: every other one asks for a line
 // already asked for, which costs less than a branch to skip it.
-template <bool kBf16, int kRows>
+template <typename Weights, int kRows>
 __attribute__((target("avx2,fma,f16c"))) void dot_rows_avx2_fixed(const std::uint16_t* w,
                                                                   const float* x, std::int64_t ldx,
                                                                   std::int64_t k, float* sums) {
@@ -101,40 +91,40 @@ __attribute__((target("avx2,fma,f16c"))) void dot_rows_avx2_fixed(const std::uin
   std::int64_t i = 0;
   for (; i + 16 <= k; i += 16) {
     _mm_prefetch(reinterpret_cast<const char*>(w + i) + kWeightPrefetchBytes, _MM_HINT_T0);
-    const __m256 w0 = widen8<kBf16>(w + i);
-    const __m256 w1 = widen8<kBf16>(w + i + 8);
+    const __m256 w0 = Weights::load8(w + i);
+    const __m256 w1 = Weights::load8(w + i + 8);
     for (int r = 0; r < kRows; ++r) {
       acc[r][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + r * ldx + i), acc[r][0]);
       acc[r][1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + r * ldx + i + 8), acc[r][1]);
     }
   }
   for (; i + 8 <= k; i += 8) {
-    const __m256 w0 = widen8<kBf16>(w + i);
+    const __m256 w0 = Weights::load8(w + i);
     for (int r = 0; r < kRows; ++r) {
       acc[r][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + r * ldx + i), acc[r][0]);
     }
   }
   for (int r = 0; r < kRows; ++r) sums[r] = sum8(_mm256_add_ps(acc[r][0], acc[r][1]));
   for (; i < k; ++i) {
-    const float weight = widen_one<kBf16>(w[i]);
+    const float weight = Weights::one(w[i]);
     for (int r = 0; r < kRows; ++r) sums[r] += weight * x[r * ldx + i];
   }
 }
 
-template <bool kBf16>
+template <typename Weights>
 void dot_rows_avx2(const std::uint16_t* w, const float* x, std::int64_t ldx, int rows,
                    std::int64_t k, float* sums) {
   with_fixed_rows(rows, [&](auto fixed) {
-    dot_rows_avx2_fixed<kBf16, decltype(fixed)::value>(w, x, ldx, k, sums);
+    dot_rows_avx2_fixed<Weights, decltype(fixed)::value>(w, x, ldx, k, sums);
   });
 }
 
-template <bool kBf16>
+template <typename Weights>
 __attribute__((target("avx2,fma,f16c"))) void widen_avx2(const std::uint16_t* w, std::int64_t n,
                                                          float* dst) {
   std::int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, widen8<kBf16>(w + i));
-  for (; i < n; ++i) dst[i] = widen_one<kBf16>(w[i]);
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, Weights::load8(w + i));
+  for (; i < n; ++i) dst[i] = Weights::one(w[i]);
 }
 
 // ---- avx512: 16 lanes, the tail by masked loads; 4 rows or more in the shared tiles ----
@@ -151,12 +141,25 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void widen_av
 
 #endif  // __x86_64__
 
-// Outputs [first, first + width) of a decode step (rows < 16), for one thread.
+// Outputs [first, first + width) of a decode step (rows < gemm_min_rows), for one thread.
 using MatrixVectorBlock = void (*)(const float* x, const std::uint16_t* w, const float* b, float* y,
                                    std::int64_t rows, std::int64_t in, std::int64_t outputs,
                                    std::int64_t first, std::int64_t width, bool accumulate);
 
 #if defined(__x86_64__)
+// One row: one weight row at a time; more: the avx2 tiles (dot_tile.h).
+template <typename Weights>
+void matrix_vector_avx2(const float* x, const std::uint16_t* w, const float* b, float* y,
+                        std::int64_t rows, std::int64_t in, std::int64_t outputs,
+                        std::int64_t first, std::int64_t width, bool accumulate) {
+  if (rows > 1) {
+    matrix_vector_tiles_avx2<Weights>(x, w, b, y, rows, in, outputs, first, width, accumulate);
+  } else {
+    matrix_vector_dot_rows<dot_rows_avx2<Weights>>(x, w, b, y, rows, in, outputs, first, width,
+                                                   accumulate);
+  }
+}
+
 template <typename Weights>
 void matrix_vector_avx512(const float* x, const std::uint16_t* w, const float* b, float* y,
                           std::int64_t rows, std::int64_t in, std::int64_t outputs,
@@ -183,16 +186,15 @@ Kernels kernels_for(CpuLevel level) {
     return {matrix_vector_avx512<Weights>, widen_avx512<Weights>};
   }
   if (level == CpuLevel::Avx2) {
-    return {matrix_vector_dot_rows<dot_rows_avx2<kBf16>>, widen_avx2<kBf16>};
+    return {matrix_vector_avx2<Weights>, widen_avx2<Weights>};
   }
 #endif
   (void)level;
   return {matrix_vector_dot_rows<dot_rows_portable<kBf16>>, widen_portable<kBf16>};
 }
 
-// The kernels for `weight_dtype` at this CPU's level (cpu_level(), which a test may cap).
-Kernels select_kernels(DType weight_dtype) {
-  const CpuLevel level = cpu_level();
+// The kernels for `weight_dtype` at `level` (cpu_level(), which a test may cap).
+Kernels select_kernels(DType weight_dtype, CpuLevel level) {
   return weight_dtype == DType::BF16 ? kernels_for<true>(level) : kernels_for<false>(level);
 }
 
@@ -203,10 +205,11 @@ void linear_16bit(Context& ctx, const Tensor& x, const Tensor& weight, const Ten
   const std::int64_t rows = x.dim(0);
   const std::int64_t in = x.dim(1);
   const std::int64_t outputs = weight.dim(0);
-  const Kernels kernels = select_kernels(weight.dtype());
+  const CpuLevel level = cpu_level();
+  const Kernels kernels = select_kernels(weight.dtype(), level);
   const auto* w = static_cast<const std::uint16_t*>(weight.raw_data());
   const float* b = bias.defined() ? bias.data<float>() : nullptr;
-  if (rows < kGemmMinRows) {
+  if (rows < gemm_min_rows(level)) {
     for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
       kernels.matrix_vector(x.data<float>(), w, b, out.data<float>(), rows, in, outputs, first,
                             width, accumulate);

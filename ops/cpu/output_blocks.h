@@ -10,13 +10,20 @@
 #include <type_traits>
 
 #include "runtime/context.h"
+#include "runtime/cpu_features.h"
 
 namespace attnscope::ops::cpu {
 
 // Below this many rows (decode of a batch) each weight row is read once and used for every input
 // row while in L1: memory-bound, like one row. From it on (prefill), a blocked GEMM, which is
-// FLOP-bound and repacks the weights, pays off.
+// FLOP-bound and repacks the weights, pays off. At the avx2 level the GEMM is Eigen's, which
+// packs the weights on every call: the avx2 tiles (dot_tile.h) stay ahead of it for longer
+// (measured: see kAvx2GemmMinRows).
 constexpr std::int64_t kGemmMinRows = 16;
+constexpr std::int64_t kAvx2GemmMinRows = 64;
+inline std::int64_t gemm_min_rows(CpuLevel level) {
+  return level == CpuLevel::Avx2 ? kAvx2GemmMinRows : kGemmMinRows;
+}
 
 // The 16-bit and q8_0 decode kernels ask for the weight bytes this far ahead of the ones they are
 // multiplying (one software prefetch per 64-byte line). A thread's weights are one contiguous

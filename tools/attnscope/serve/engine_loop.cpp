@@ -173,6 +173,7 @@ void EngineLoop::run() {
     metrics_.prefix_hits = usage.blocks.prefix_hits;
     metrics_.prefix_lookups = usage.blocks.prefix_lookups;
     metrics_.preemptions = engine_.scheduler().preemptions();
+    metrics_.allocated_bytes = static_cast<std::int64_t>(engine_.allocated_bytes());
     if (in_flight_ == 0) idle_.notify_all();
   }
 }

@@ -37,7 +37,8 @@ struct LoopMetrics {
   std::int64_t prefix_hits = 0, prefix_lookups = 0, preemptions = 0;
   std::int64_t requests_finished = 0, requests_rejected = 0;
   std::int64_t prompt_tokens = 0, generation_tokens = 0;
-  double busy_seconds = 0;  // time spent in engine steps
+  double busy_seconds = 0;           // time spent in engine steps
+  std::int64_t allocated_bytes = 0;  // the engine's allocator, between steps
   // Histograms (Prometheus: cumulative counts per upper bound, plus sum and count), seconds.
   struct Histogram {
     std::vector<double> bounds;

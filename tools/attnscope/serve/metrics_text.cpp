@@ -59,6 +59,9 @@ std::string prometheus_text(const LoopMetrics& m) {
   sample(out, "generation_tokens_per_second", "gauge",
          "Tokens generated per second of engine steps, since the start.",
          m.busy_seconds > 0 ? d(m.generation_tokens) / m.busy_seconds : 0.0);
+  sample(out, "allocated_bytes", "gauge",
+         "Bytes the engine's allocator holds between steps (weights, KV pool).",
+         d(m.allocated_bytes));
   histogram(out, "time_to_first_token_seconds", "From arrival to the first token.",
             m.time_to_first_token);
   histogram(out, "inter_token_latency_seconds", "Between two tokens of a request.", m.inter_token);
