@@ -209,33 +209,47 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void dot_tile
 // the gap; two interleaved weight streams may suit the hardware prefetchers less than one.
 constexpr std::int64_t kTileMinRows = 4;
 
-// Outputs [first, first + width) of y [rows, outputs] = x [rows, in] W^T (+ b), added to y with
-// `accumulate`, for kTileMinRows <= rows < 16: one tile of all rows, or two of 4 to 8 rows each.
-// An odd last weight row is paired with itself, its twin discarded.
+// The loop both levels' tiles share: outputs [first, first + width) of y [rows, outputs] =
+// x [rows, in] W^T (+ b), added to y with `accumulate`, a pair of weight rows at a time (an odd
+// last row paired with itself, its twin discarded), the input rows in tiles of `tile_rows`.
+// tile(count, w0, w1, x_rows, sums) leaves the dot of w0 with x row r in sums[r] and of w1 in
+// sums[second + r], for r < count.
+template <typename Element, typename Tile>
+void for_each_weight_pair_tile(const float* x, const Element* w, const float* b, float* y,
+                               std::int64_t rows, std::int64_t in, std::int64_t outputs,
+                               std::int64_t first, std::int64_t width, bool accumulate,
+                               std::int64_t tile_rows, int second, Tile tile) {
+  alignas(64) float sums[16];
+  for (std::int64_t o = first; o < first + width; o += 2) {
+    const bool pair = o + 1 < first + width;
+    const Element* w0 = w + o * in;
+    const Element* w1 = pair ? w0 + in : w0;
+    for (std::int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
+      const auto count = static_cast<int>(std::min(tile_rows, rows - r0));
+      tile(count, w0, w1, x + r0 * in, sums);
+      for (int r = 0; r < count; ++r) {
+        float* row = y + (r0 + r) * outputs;
+        store_output(row[o], sums[r], b, o, accumulate);
+        if (pair) store_output(row[o + 1], sums[second + r], b, o + 1, accumulate);
+      }
+    }
+  }
+}
+
+// kTileMinRows <= rows < 16 at the avx512 levels: one tile of all rows, or two of 4 to 8 rows.
 template <typename Weights>
 void matrix_vector_tiles(const float* x, const typename Weights::Element* w, const float* b,
                          float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
                          std::int64_t first, std::int64_t width, bool accumulate) {
-  using Tile = void (*)(const typename Weights::Element*, const typename Weights::Element*,
-                        const float*, std::int64_t, float*);
+  using Element = typename Weights::Element;
+  using Tile = void (*)(const Element*, const Element*, const float*, std::int64_t, float*);
   constexpr Tile kTiles[5] = {dot_tile<Weights, 4>, dot_tile<Weights, 5>, dot_tile<Weights, 6>,
                               dot_tile<Weights, 7>, dot_tile<Weights, 8>};
-  const std::int64_t tile_rows = rows <= 8 ? rows : (rows + 1) / 2;
-  alignas(64) float sums[16];
-  for (std::int64_t o = first; o < first + width; o += 2) {
-    const bool pair = o + 1 < first + width;
-    const typename Weights::Element* w0 = w + o * in;
-    const typename Weights::Element* w1 = pair ? w0 + in : w0;
-    for (std::int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
-      const auto count = static_cast<int>(std::min(tile_rows, rows - r0));
-      kTiles[count - kTileMinRows](w0, w1, x + r0 * in, in, sums);
-      for (int r = 0; r < count; ++r) {
-        float* row = y + (r0 + r) * outputs;
-        store_output(row[o], sums[r], b, o, accumulate);
-        if (pair) store_output(row[o + 1], sums[8 + r], b, o + 1, accumulate);
-      }
-    }
-  }
+  for_each_weight_pair_tile(
+      x, w, b, y, rows, in, outputs, first, width, accumulate, rows <= 8 ? rows : (rows + 1) / 2, 8,
+      [&](int count, const Element* w0, const Element* w1, const float* x_rows, float* sums) {
+        kTiles[count - kTileMinRows](w0, w1, x_rows, in, sums);
+      });
 }
 
 // ---- avx2: the tiles for CPUs without AVX-512 ----
@@ -283,36 +297,24 @@ __attribute__((target("avx2,fma,f16c"))) void dot_tile_avx2(const typename Weigh
   }
 }
 
-// Outputs [first, first + width) of y [rows, outputs] = x [rows, in] W^T (+ b), added to y with
-// `accumulate`, for 2 <= rows < gemm_min_rows(avx2): for each pair of weight rows, tiles of up to
-// kAvx2TileRows input rows (the rows shared out evenly among the tiles). An odd last weight row is
-// paired with itself, its twin discarded.
+// 2 <= rows < gemm_min_rows(avx2): tiles of up to kAvx2TileRows input rows, the rows shared out
+// evenly among them.
 template <typename Weights>
 void matrix_vector_tiles_avx2(const float* x, const typename Weights::Element* w, const float* b,
                               float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
                               std::int64_t first, std::int64_t width, bool accumulate) {
-  using Tile = void (*)(const typename Weights::Element*, const typename Weights::Element*,
-                        const float*, std::int64_t, float*);
+  using Element = typename Weights::Element;
+  using Tile = void (*)(const Element*, const Element*, const float*, std::int64_t, float*);
   constexpr Tile kTiles[kAvx2TileRows] = {dot_tile_avx2<Weights, 1>, dot_tile_avx2<Weights, 2>,
                                           dot_tile_avx2<Weights, 3>, dot_tile_avx2<Weights, 4>,
                                           dot_tile_avx2<Weights, 5>, dot_tile_avx2<Weights, 6>};
   const std::int64_t tiles = (rows + kAvx2TileRows - 1) / kAvx2TileRows;
-  const std::int64_t tile_rows = (rows + tiles - 1) / tiles;
-  float sums[2 * kAvx2TileRows];
-  for (std::int64_t o = first; o < first + width; o += 2) {
-    const bool pair = o + 1 < first + width;
-    const typename Weights::Element* w0 = w + o * in;
-    const typename Weights::Element* w1 = pair ? w0 + in : w0;
-    for (std::int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
-      const auto count = static_cast<int>(std::min(tile_rows, rows - r0));
-      kTiles[count - 1](w0, w1, x + r0 * in, in, sums);
-      for (int r = 0; r < count; ++r) {
-        float* row = y + (r0 + r) * outputs;
-        store_output(row[o], sums[r], b, o, accumulate);
-        if (pair) store_output(row[o + 1], sums[kAvx2TileRows + r], b, o + 1, accumulate);
-      }
-    }
-  }
+  for_each_weight_pair_tile(
+      x, w, b, y, rows, in, outputs, first, width, accumulate, (rows + tiles - 1) / tiles,
+      kAvx2TileRows,
+      [&](int count, const Element* w0, const Element* w1, const float* x_rows, float* sums) {
+        kTiles[count - 1](w0, w1, x_rows, in, sums);
+      });
 }
 
 }  // namespace attnscope::ops::cpu
