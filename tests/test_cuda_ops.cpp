@@ -776,17 +776,17 @@ TEST_CASE("cuda swiglu matches the cpu op, large negative gates included") {
   // Saturated gates on both sides (-6e4 is near f16's largest finite value).
   const float gates[] = {0.0f, -20.0f, -88.5f, -100.0f, -1e3f, -6e4f, 20.0f, 100.0f};
   for (DType dtype : kFloatTypes) {
-    for (std::int64_t half : {64, 1000, 1536}) {
+    for (std::int64_t units : {64, 1000, 1536}) {
       for (std::int64_t rows : {1, 5}) {
-        Tensor gate_up = random_tensor({rows, 2 * half}, rng, cpu.allocator(), 4.0f);
+        Tensor gate_up = random_tensor({rows, 2 * units}, rng, cpu.allocator(), 4.0f);
         std::copy(std::begin(gates), std::end(gates), gate_up.data<float>());
         gate_up = rounded(cpu, gate_up, dtype);
-        Tensor expected = Tensor::empty({rows, half}, DType::F32, cpu.allocator());
+        Tensor expected = Tensor::empty({rows, units}, DType::F32, cpu.allocator());
         ops::swiglu(cpu, gate_up, expected);
-        Tensor out = poisoned(gpu, {rows, half}, dtype);
+        Tensor out = poisoned(gpu, {rows, units}, dtype);
         ops::swiglu(gpu, upload(gpu, gate_up, dtype), out);
         CAPTURE(dtype_name(dtype));
-        CAPTURE(half);
+        CAPTURE(units);
         CAPTURE(rows);
         CHECK(device_error(gpu, out, expected) <= two_roundings(dtype));
       }
