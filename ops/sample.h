@@ -10,8 +10,8 @@
 // (ops/cpu/sample.cpp): a batch-1 run draws exactly what one Sampler drawing step by step does.
 // On a GPU the draw uses a counter-based generator: the uniform number of row r at step s is a
 // hash (splitmix64) of (options.seed, s, r), so a seed reproduces a run and rows never share
-// numbers. The GPU walks the kept tokens in id order (the CPU walks them most probable first), so
-// one seed picks different tokens on the two devices, from the same distribution.
+// numbers. Both devices walk the kept tokens in id order, but from different numbers, so one seed
+// picks different tokens on the two devices, from the same distribution.
 //
 // Shapes: logits [B, V] f32, out_ids [B] i32 on the same device. On the cpu a NaN logit is an
 // error (as in Sampler). On a GPU logits are expected finite; a NaN logit is treated as -inf, and

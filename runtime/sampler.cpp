@@ -46,41 +46,80 @@ std::int32_t Sampler::sample(std::span<const float> logits) {
                                      logits.begin());
   }
 
-  // Probabilities at this temperature, most probable first.
+  // 1. Probabilities at this temperature (unnormalised: the most probable token has 1).
   const float max_logit = *std::max_element(logits.begin(), logits.end());
-  candidates_.clear();
+  probabilities_.resize(logits.size());
   for (std::size_t i = 0; i < logits.size(); ++i) {
-    const float p = std::exp((logits[i] - max_logit) / options_.temperature);
-    candidates_.emplace_back(p, static_cast<std::int32_t>(i));
+    probabilities_[i] = std::exp((logits[i] - max_logit) / options_.temperature);
+  }
+
+  // 2-3. The kept tokens are those at least as probable as `cut`, the least probable one kept
+  // (most probable first, the lower id first on ties). Without top-k and top-p every token is
+  // kept and nothing is sorted: the common case costs O(V).
+  std::pair<float, std::int32_t> cut{0.0f, static_cast<std::int32_t>(logits.size() - 1)};
+  const bool limit_k =
+      options_.top_k > 0 && static_cast<std::size_t>(options_.top_k) < logits.size();
+  if (limit_k || options_.top_p < 1.0f) cut = least_probable_kept();
+  auto kept = [&](std::size_t i) {
+    const float p = probabilities_[i];
+    return p > cut.first || (p == cut.first && static_cast<std::int32_t>(i) <= cut.second);
+  };
+
+  // 4. Renormalise and draw, walking the kept tokens in id order (as the GPU does).
+  double mass = 0.0;
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    if (kept(i)) mass += probabilities_[i];
+  }
+  const double draw = next_uniform() * mass;
+  double running = 0.0;
+  std::int32_t last_kept = cut.second;
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    if (!kept(i)) continue;
+    running += probabilities_[i];
+    last_kept = static_cast<std::int32_t>(i);
+    if (draw < running) return last_kept;
+  }
+  return last_kept;  // rounding left the draw at the very top
+}
+
+std::pair<float, std::int32_t> Sampler::least_probable_kept() {
+  candidates_.clear();
+  for (std::size_t i = 0; i < probabilities_.size(); ++i) {
+    candidates_.emplace_back(probabilities_[i], static_cast<std::int32_t>(i));
   }
   auto more_probable = [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;
   };
+  const auto at = [&](std::size_t n) {
+    return candidates_.begin() + static_cast<std::ptrdiff_t>(n);
+  };
+
+  // Top-k: the k most probable first, in any order (a selection, O(V)).
   std::size_t kept = candidates_.size();
   if (options_.top_k > 0 && static_cast<std::size_t>(options_.top_k) < kept) {
     kept = static_cast<std::size_t>(options_.top_k);
+    std::nth_element(candidates_.begin(), at(kept - 1), candidates_.end(), more_probable);
   }
-  std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(kept),
-                    candidates_.end(), more_probable);
+  if (options_.top_p >= 1.0f) {
+    return *std::max_element(candidates_.begin(), at(kept), more_probable);  // the last of them
+  }
 
+  // Top-p: the smallest most-probable prefix of the kept whose mass reaches top_p of theirs.
+  // Sorted a little at a time (64, then 4x more each round), since a peaked distribution
+  // reaches the mass within a few tokens.
   double mass = 0.0;
   for (std::size_t i = 0; i < kept; ++i) mass += candidates_[i].first;
-  if (options_.top_p < 1.0f) {
-    const double target = options_.top_p * mass;
-    double running = 0.0;
-    std::size_t nucleus = 0;
-    while (nucleus < kept && running < target) running += candidates_[nucleus++].first;
-    kept = std::max<std::size_t>(nucleus, 1);
-    mass = running > 0.0 ? running : candidates_[0].first;
-  }
-
-  const double draw = next_uniform() * mass;
+  const double target = options_.top_p * mass;
   double running = 0.0;
-  for (std::size_t i = 0; i < kept; ++i) {
-    running += candidates_[i].first;
-    if (draw < running) return candidates_[i].second;
+  std::size_t nucleus = 0, sorted = 0;
+  for (;;) {
+    const std::size_t next = std::min(kept, std::max<std::size_t>(64, 4 * sorted));
+    std::partial_sort(at(sorted), at(next), at(kept), more_probable);
+    sorted = next;
+    while (nucleus < sorted && running < target) running += candidates_[nucleus++].first;
+    if (running >= target || sorted == kept) break;
   }
-  return candidates_[kept - 1].second;  // rounding left the draw at the very top
+  return candidates_[std::max<std::size_t>(nucleus, 1) - 1];
 }
 
 }  // namespace attnscope

@@ -4,13 +4,15 @@
 //   1. temperature: p = softmax(logits / T)
 //   2. top-k: keep the k most probable tokens (k = 0: all)
 //   3. top-p (nucleus): keep the smallest most-probable set whose mass reaches p (p = 1: all)
-//   4. renormalise and draw with a seeded generator (splitmix64), so a seed reproduces a run on
-//      any machine.
-// Cost: O(V) for greedy; O(V log V) when sorting is needed (top-k via partial sort, top-p).
+//   4. renormalise and draw with a seeded generator (splitmix64), walking the kept tokens in id
+//      order, so a seed reproduces a run on any machine.
+// Cost: O(V) for greedy, plain temperature and top-k (a selection); top-p sorts the most probable
+// tokens until their mass is reached (a few for a peaked distribution, O(V log V) at worst).
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace attnscope {
@@ -35,10 +37,14 @@ class Sampler {
 
  private:
   double next_uniform();  // in [0, 1)
+  // The least probable token top-k and top-p keep of probabilities_ (fills candidates_).
+  std::pair<float, std::int32_t> least_probable_kept();
 
   SamplingOptions options_;
   std::uint64_t state_;
-  std::vector<std::pair<float, std::int32_t>> candidates_;  // reused between calls
+  // Reused between calls: p_i at this temperature, and (p_i, i) for top-k and top-p.
+  std::vector<float> probabilities_;
+  std::vector<std::pair<float, std::int32_t>> candidates_;
 };
 
 }  // namespace attnscope

@@ -1,9 +1,12 @@
 // Sampling: greedy, temperature, top-k, top-p; reproducible with a seed.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
+#include <random>
 #include <vector>
 
 #include "runtime/error.h"
@@ -64,6 +67,66 @@ TEST_CASE("top-p keeps the smallest set reaching the mass") {
   CHECK(counts.at(0) / 20000.0 == doctest::Approx(0.5 / 0.8).epsilon(0.03));
   options.top_p = 0.01f;  // always at least the most probable token
   CHECK(histogram(options, logits, 100).size() == 1);
+}
+
+TEST_CASE("top-k and top-p over a large vocabulary keep what a full sort keeps") {
+  // 3000 tokens with spread-out logits: the nucleus holds a few hundred tokens, more than the
+  // sampler's first partial sort of 64, and top-k cuts inside it. The reference sorts all.
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::vector<float> logits(3000);
+  for (float& l : logits) l = normal(rng);
+  std::vector<std::int32_t> order(logits.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) {
+    return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
+  });
+  const float max_logit = logits[order[0]];
+  auto nucleus = [&](std::size_t top_k, double top_p) {
+    double mass = 0.0, running = 0.0;
+    for (std::size_t i = 0; i < top_k; ++i) mass += std::exp(logits[order[i]] - max_logit);
+    std::size_t kept = 0;
+    while (kept < top_k && running < top_p * mass) {
+      running += std::exp(logits[order[kept++]] - max_logit);
+    }
+    return std::vector<std::int32_t>(order.begin(), order.begin() + kept);
+  };
+  for (const auto& [top_k, top_p] :
+       {std::pair{0, 0.9f}, std::pair{120, 0.95f}, std::pair{500, 1.0f}, std::pair{0, 0.3f}}) {
+    CAPTURE(top_k);
+    CAPTURE(top_p);
+    SamplingOptions options;
+    options.temperature = 1.0f;
+    options.top_k = top_k;
+    options.top_p = top_p;
+    std::vector<std::int32_t> expected =
+        nucleus(top_k > 0 ? static_cast<std::size_t>(top_k) : logits.size(), top_p);
+    std::sort(expected.begin(), expected.end());
+    const auto counts = histogram(options, logits, 30000);
+    for (const auto& [id, count] : counts) {
+      CAPTURE(id);
+      CHECK(std::binary_search(expected.begin(), expected.end(), id));
+    }
+    // The kept tokens are drawn in proportion to their probabilities: the least probable of
+    // them, those holding the last fifth of the kept mass, get about a fifth of the draws (a
+    // sampler keeping too few tokens gives them less, one keeping too many more).
+    std::vector<std::int32_t> by_rank = nucleus(expected.size(), 1.0);
+    double kept_mass = 0.0;
+    for (std::int32_t id : by_rank) kept_mass += std::exp(logits[id] - max_logit);
+    double running = 0.0, tail_mass = 0.0;
+    int tail_draws = 0;
+    for (std::int32_t id : by_rank) {
+      const double p = std::exp(logits[id] - max_logit);
+      running += p;
+      if (running > 0.8 * kept_mass) {
+        tail_mass += p;
+        tail_draws += counts.contains(id) ? counts.at(id) : 0;
+      }
+    }
+    const double expected_share = tail_mass / kept_mass, drawn_share = tail_draws / 30000.0;
+    CAPTURE(expected_share);
+    CHECK(std::abs(drawn_share - expected_share) < 0.08 * expected_share);
+  }
 }
 
 TEST_CASE("the same seed reproduces the same draws; another seed differs") {
