@@ -81,7 +81,7 @@ def stop(process: subprocess.Popen) -> None:
         process.wait()
 
 
-def run_guidellm(args, port: int, concurrency: int, report: Path) -> None:
+def run_guidellm(args, port: int, concurrency: int, seed: int, report: Path) -> None:
     requests = max(args.min_requests, args.requests_per_stream * concurrency)
     data = {"kind": "synthetic_text", "prompt_tokens": args.prompt_tokens,
             "output_tokens": args.output_tokens}
@@ -93,7 +93,7 @@ def run_guidellm(args, port: int, concurrency: int, report: Path) -> None:
         "--constraint", f"kind=max_requests,count={requests}",
         "--tokenizer", f"kind=huggingface_auto,model={args.model}",
         "--data", json.dumps(data),
-        "--seed", f"kind=static,value={args.seed}",
+        "--seed", f"kind=static,value={seed}",
         "--output", f"kind=json,path={report}",
         "--disable-console-interactive",
     ]
@@ -194,7 +194,10 @@ def main() -> None:
                 for concurrency in args.concurrency:
                     report = raw / f"round-{round_index}-{name}-c{concurrency}.json"
                     started = time.monotonic()
-                    run_guidellm(args, port, concurrency, report)
+                    # Prompts never repeat across runs (no prefix or prompt cache hits from an
+                    # earlier run), and both servers get the same ones for a (round, concurrency).
+                    seed = args.seed + 1_000_000 * round_index + 1000 * concurrency
+                    run_guidellm(args, port, concurrency, seed, report)
                     run = {"round": round_index, "server": name, "concurrency": concurrency,
                            **metrics_of(report)}
                     runs.append(run)
