@@ -598,8 +598,31 @@ TEST_CASE("bench --op attention and --op membw") {
   CHECK(naive.contains("time_ms_stddev"));
 
   const Result membw = require_success(run("bench --op membw --membw-mib 4 -r 2 -o csv"));
-  CHECK(membw.out.starts_with(
-      "test,threads,gb_per_s_median,gb_per_s_median_low,gb_per_s_median_high,gb_per_s_mean"));
+  CHECK(
+      membw.out.starts_with("test,variant,best,threads,gb_per_s_median,gb_per_s_median_low,"
+                            "gb_per_s_median_high,gb_per_s_mean"));
+  // Every way of reading gets a row with the same sum (the buffer's), the fastest is the best.
+  const nlohmann::json probe =
+      success_json(run("bench --op membw --membw-mib 4 -r 3 -o json"))["results"];
+  REQUIRE(probe.size() == 4);
+  std::set<std::string> variants;
+  int best = 0;
+  double highest = 0;
+  for (const nlohmann::json& row : probe) {
+    variants.insert(row["variant"].get<std::string>());
+    CHECK(row["samples_gb_per_s"].size() == 3);
+    CHECK(row["gb_per_s_median"].get<double>() > 0);
+    CHECK(row["checksum"].get<double>() ==
+          doctest::Approx(probe[0]["checksum"].get<double>()).epsilon(1e-3));
+    highest = std::max(highest, row["gb_per_s_median"].get<double>());
+  }
+  for (const nlohmann::json& row : probe) {
+    if (!row["best"].get<bool>()) continue;
+    ++best;
+    CHECK(row["gb_per_s_median"].get<double>() == highest);
+  }
+  CHECK(best == 1);
+  CHECK(variants == std::set<std::string>{"simd-sum", "accumulators", "streams", "prefetch"});
 }
 
 TEST_CASE("bench --op serving: the engine at each concurrency, every request answered") {

@@ -38,6 +38,7 @@
 #include "tools/attnscope/commands/bench_serving.h"
 #include "tools/attnscope/commands/commands.h"
 #include "tools/attnscope/measure/attention_timing.h"
+#include "tools/attnscope/measure/read_bandwidth.h"
 #include "tools/attnscope/report/bench_output.h"
 
 namespace attnscope::cli {
@@ -343,40 +344,32 @@ json run_attention_grid(const BenchFlags& flags, int& threads) {
 
 // ---- read bandwidth ----
 
-// Sums a buffer of --membw-mib MiB with every thread (a vectorised reduction), warmup passes
-// first, and reports GB/s per pass: the ceiling a decode step, which reads every weight once,
-// can approach.
+// Reads a buffer of --membw-mib MiB with every thread, each of the probe's ways
+// (measure/read_bandwidth.h), warmup passes first, and reports GB/s per pass: a row per way, the
+// fastest marked best. That is the ceiling a decode step, which reads every weight once, can
+// approach.
 json run_membw(const BenchFlags& flags, int& threads) {
   check(flags.devices == std::vector<std::string>{"cpu"}, "--device",
         "--op membw measures host memory: cpu only");
-  Context ctx(flags.threads);
+  const Context ctx(flags.threads);
   threads = ctx.threads();
-  const std::int64_t count = flags.membw_mib * 1024 * 1024 / 4;
-  Tensor buffer = Tensor::empty({count}, DType::F32, ctx.allocator());
-  float* data = buffer.data<float>();
-  // Each thread first touches the pages it will read, so they sit on its memory node.
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (std::int64_t i = 0; i < count; ++i) data[i] = static_cast<float>(i % 7);
-  std::vector<double> gb_per_s;
-  float checksum = 0;
-  for (int pass = 0; pass < flags.warmup + flags.repetitions; ++pass) {
-    const auto start = std::chrono::steady_clock::now();
-    float total = 0;
-#pragma omp parallel for simd num_threads(threads) schedule(static) reduction(+ : total)
-    for (std::int64_t i = 0; i < count; ++i) total += data[i];
-    const double seconds = seconds_since(start);
-    checksum += total;
-    if (pass >= flags.warmup) gb_per_s.push_back(4.0 * static_cast<double>(count) / seconds / 1e9);
+  const ReadBandwidth probe =
+      measure_read_bandwidth(ctx, flags.membw_mib * 1024 * 1024, flags.warmup, flags.repetitions);
+  json rows = json::array();
+  for (std::size_t v = 0; v < probe.variants.size(); ++v) {
+    const ReadVariant& variant = probe.variants[v];
+    json row = {{"op", "membw"},
+                {"implementation", "attnscope"},
+                {"test", "read " + std::to_string(flags.membw_mib) + " MiB"},
+                {"variant", variant.name},
+                {"best", v == probe.best},
+                {"threads", threads},
+                {"samples_gb_per_s", variant.gb_per_s},
+                {"checksum", variant.checksum}};
+    add_stats(row, "gb_per_s", summarize(variant.gb_per_s));
+    rows.push_back(row);
   }
-  json row = {{"op", "membw"},
-              {"implementation", "attnscope"},
-              {"test", "sum " + std::to_string(flags.membw_mib) + " MiB"},
-              {"threads", threads},
-              {"buffer_bytes", 4 * count},
-              {"samples_gb_per_s", gb_per_s},
-              {"checksum", checksum}};
-  add_stats(row, "gb_per_s", summarize(gb_per_s));
-  return json::array({row});
+  return rows;
 }
 
 int run_bench(const BenchFlags& flags) {

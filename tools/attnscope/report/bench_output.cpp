@@ -156,6 +156,8 @@ std::vector<Column> columns_for(const std::string& op) {
             text_column("prefix_hits", "prefix hits")};
   }
   return {text_column("test", "test"),
+          text_column("variant", "variant"),
+          {"best", "best", [](const json& r) { return r["best"].get<bool>() ? "best" : ""; }},
           text_column("threads", "threads"),
           median_column("gb_per_s", "median GB/s [95% CI]", 1),
           {"gb_per_s_median_low", "", nullptr},
