@@ -36,6 +36,16 @@ from pathlib import Path
 SERVERS = ("attnscope", "llama-server")
 
 
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -213,7 +223,7 @@ def main() -> None:
                 stop(process)
                 log.close()
 
-    setup = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+    setup = {"machine": cpu_model(), "cpus": os.cpu_count(),
              "servers": {name: server_command(args, name, 0) for name in SERVERS},
              **{key: getattr(args, key) for key in ("prompt_tokens", "output_tokens",
                                                     "concurrency", "rounds", "threads",
