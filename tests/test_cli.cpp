@@ -553,6 +553,27 @@ TEST_CASE("bench --dtype f32,bf16,f16,q8_0 on the cpu: one row per dtype, weight
   }
 }
 
+TEST_CASE("bench --read-roof gives decode's weight GB/s as a share of the probe's best") {
+  const nlohmann::json report =
+      success_json(run(kTinyModelBench + " --read-roof --membw-mib 4 --output json"));
+  REQUIRE(report["results"].size() == 2);  // pp8, tg4
+  for (const nlohmann::json& row : report["results"]) {
+    CAPTURE(row["test"]);
+    const double roof = row["read_roof_gb_per_s"].get<double>();
+    CHECK(roof > 0);
+    CHECK(std::set<std::string>{"simd-sum", "accumulators", "streams", "prefetch"}.contains(
+        row["read_roof_variant"].get<std::string>()));
+    if (row["test"] == "pp8") {
+      CHECK_FALSE(row.contains("weights_share_of_read_roof"));
+    } else {
+      CHECK(row["weights_share_of_read_roof"].get<double>() ==
+            doctest::Approx(row["weights_gb_per_s_mean"].get<double>() / roof));
+    }
+  }
+  const Result md = require_success(run(kTinyModelBench + " --read-roof --membw-mib 4"));
+  CHECK(md.out.find("% of read roof") != std::string::npos);
+}
+
 TEST_CASE("bench --output md, csv and jsonl print one row per test") {
   const Result md = require_success(run(kTinyModelBench));
   CHECK(md.out.find("| synthetic:tiny | flash | f32 | 1 | 1 | pp8 |") != std::string::npos);

@@ -72,6 +72,7 @@ struct BenchFlags {
   int warmup = 1;
   int threads = 0;
   std::int64_t membw_mib = 512;
+  bool read_roof = false;  // model op on the cpu: decode weight GB/s as a share of the probe's
   std::string output = "md";
   AttentionBenchFlags attention;  // the shape flags of --op attention
   ServingFlags serving;           // the workload and engine flags of --op serving
@@ -274,6 +275,23 @@ json run_model_tests(const BenchFlags& flags, Context& ctx, const std::string& s
   return rows;
 }
 
+// With --read-roof on the cpu: the read-bandwidth probe's best (measure/read_bandwidth.h), once
+// per context before its models, and each decode row's weight GB/s as a share of it.
+std::optional<ReadVariant> read_roof(const BenchFlags& flags, const Context& ctx) {
+  if (!flags.read_roof || ctx.device() != Device::CPU) return std::nullopt;
+  std::cerr << "bench: read-bandwidth probe, " << flags.membw_mib << " MiB\n";
+  const ReadBandwidth probe = measure_read_bandwidth(ctx, flags.membw_mib * 1024 * 1024, 1, 3);
+  return probe.variants[probe.best];
+}
+
+void add_read_share(json& row, const ReadVariant& roof) {
+  row["read_roof_gb_per_s"] = roof.median_gb_per_s;
+  row["read_roof_variant"] = roof.name;
+  if (row["weights_gb_per_s_mean"].is_null()) return;
+  row["weights_share_of_read_roof"] =
+      row["weights_gb_per_s_mean"].get<double>() / roof.median_gb_per_s;
+}
+
 // Every device x dtype x model: load once, then the grid of tests.
 json run_model_grid(const BenchFlags& flags, int& threads, std::string& gpu) {
   json rows = json::array();
@@ -283,8 +301,10 @@ json run_model_grid(const BenchFlags& flags, int& threads, std::string& gpu) {
           make_context(DeviceOptions{device, dtype, flags.threads});
       threads = context->threads();
       if (context->device() == Device::CUDA) gpu = context->describe();
+      const std::optional<ReadVariant> roof = read_roof(flags, *context);
       for (const std::string& spec : flags.models) {
         for (json& row : run_model_tests(flags, *context, spec, device, dtype)) {
+          if (roof) add_read_share(row, *roof);
           rows.push_back(std::move(row));
         }
       }
@@ -470,7 +490,10 @@ Subcommand add_bench(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"md", "csv", "json", "jsonl"}));
   add_attention_shape_flags(*sub, flags->attention, flags->kv_heads_option);
-  sub->add_option("--membw-mib", flags->membw_mib, "Buffer of --op membw, in MiB")
+  sub->add_flag("--read-roof", flags->read_roof,
+                "--op model on the cpu: run the read-bandwidth probe first (--op membw's best "
+                "way) and give each decode test's weight GB/s as a share of it");
+  sub->add_option("--membw-mib", flags->membw_mib, "Buffer of --op membw (and --read-roof), in MiB")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
   add_serving_flags(*sub, flags->serving);

@@ -81,9 +81,15 @@ std::vector<Column> columns_for(const std::string& op) {
             {"ttft_ms_median_high", "", nullptr},
             {"peak_bytes", "peak memory",
              [](const json& r) { return binary_bytes(r["peak_bytes"].get<double>()); }},
-            {"weights_gb_per_s_mean", "weights GB/s", [](const json& r) {
+            {"weights_gb_per_s_mean", "weights GB/s",
+             [](const json& r) {
                const json& v = r["weights_gb_per_s_mean"];
                return v.is_null() ? std::string("-") : fixed(v.get<double>(), 1);
+             }},
+            {"weights_share_of_read_roof", "% of read roof", [](const json& r) {
+               return r.contains("weights_share_of_read_roof")
+                          ? fixed(100 * r["weights_share_of_read_roof"].get<double>(), 0) + "%"
+                          : std::string("-");
              }}};
   }
   if (op == "attention") {
