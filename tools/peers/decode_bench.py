@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""attnscope bench against llama.cpp's llama-bench on the same checkpoint, in interleaved rounds.
+
+Prefill (ppP) and batch-1 decode (tgN) at each weight type, the table of issue 29: attnscope
+runs `bench --attn flash --dtype D -pP -nN --read-roof` on the Hugging Face folder (so every
+round also measures the read-bandwidth probe, the roof the decode rows are a share of);
+llama-bench runs the GGUF of the same weights at that type (made from the f32 GGUF by
+llama-quantize when missing), with flash attention off and on (its best counts). attnscope's
+bf16 is compared with llama.cpp's f16, as llama.cpp's CPU path has no faster 16-bit type.
+
+    python3 tools/peers/decode_bench.py --attnscope build/tools/attnscope \\
+        --llama-bin build/peers/llama.cpp/build/bin --model build/peers/gpt2-random \\
+        --gguf build/peers/gpt2-random-f32.gguf --out docs/results/DATE-decode-peers
+
+Writes OUT/raw/round-R-{attnscope,llama}-TYPE.json (each tool's own JSON), OUT/decode_bench.json
+(the numbers taken from them) and OUT/summary.md: medians over rounds, the median (min-max) of
+the per-round ratios attnscope / llama.cpp, and the decode weight bytes per second of both as a
+share of the same round's roof. tools/peers/README.md says how to build and make the inputs.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+# attnscope --dtype, llama.cpp's type for llama-quantize and the file name.
+WEIGHT_TYPES = {"f32": "F32", "f16": "F16", "bf16": "F16", "q8_0": "Q8_0"}
+
+
+def run(command: list[str], output: Path) -> dict | list:
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"decode_bench: {' '.join(command)} failed ({result.returncode}):\n"
+                 f"{result.stderr[-3000:]}")
+    output.write_text(result.stdout)
+    return json.loads(result.stdout)
+
+
+def gguf_for(args, llama_type: str) -> Path:
+    if llama_type == "F32":
+        return args.gguf
+    path = args.gguf.with_name(args.gguf.name.replace("-f32", "").replace(".gguf", "") +
+                               f"-{llama_type.lower()}.gguf")
+    if not path.is_file():
+        subprocess.run([str(args.llama_bin / "llama-quantize"), str(args.gguf), str(path),
+                        llama_type], check=True, capture_output=True)
+    return path
+
+
+def attnscope_round(args, dtype: str, raw: Path) -> dict:
+    report = run([args.attnscope, "bench", "-m", str(args.model), "--attn", "flash", "--dtype",
+                  dtype, "-p", str(args.prompt), "-n", str(args.gen), "-r", "1", "--warmup", "1",
+                  "-t", str(args.threads), "--read-roof", "-o", "json"], raw)
+    rows = {row["test"]: row for row in report["results"]}
+    decode = rows[f"tg{args.gen}"]
+    return {"pp": rows[f"pp{args.prompt}"]["tokens_per_s_mean"],
+            "tg": decode["tokens_per_s_mean"],
+            "roof_gb_per_s": decode["read_roof_gb_per_s"],
+            "roof_variant": decode["read_roof_variant"],
+            "weights_gb_per_s": decode["weights_gb_per_s_mean"]}
+
+
+def llama_round(args, gguf: Path, raw: Path) -> dict:
+    rows = run([str(args.llama_bin / "llama-bench"), "-m", str(gguf), "-p", str(args.prompt),
+                "-n", str(args.gen), "-r", "1", "-t", str(args.threads), "-fa", "0,1", "-o",
+                "json"], raw)
+    best = {}
+    for row in rows:
+        test = "pp" if row["n_gen"] == 0 else "tg"
+        if row["avg_ts"] > best.get(test, (0, None))[0]:
+            best[test] = (row["avg_ts"], row["flash_attn"])
+    size = rows[0]["model_size"]
+    return {"pp": best["pp"][0], "pp_flash_attn": best["pp"][1], "tg": best["tg"][0],
+            "tg_flash_attn": best["tg"][1], "weight_bytes": size,
+            "weights_gb_per_s": best["tg"][0] * size / 1e9}
+
+
+def summarize(runs: list[dict], args) -> str:
+    lines = ["| weights | test | attnscope | llama.cpp (best of -fa 0/1) | ratio, median (min-max) |",
+             "| --- | --- | ---: | ---: | ---: |"]
+    shares = ["| weights | attnscope decode, % of roof | llama.cpp decode, % of roof | roof GB/s "
+              "(probe's best way) |", "| --- | ---: | ---: | ---: |"]
+    for dtype in args.dtypes:
+        mine = [r for r in runs if r["dtype"] == dtype]
+        for test in ("pp", "tg"):
+            ours = [r["attnscope"][test] for r in mine]
+            theirs = [r["llama"][test] for r in mine]
+            ratios = [a / b for a, b in zip(ours, theirs)]
+            name = f"pp{args.prompt}" if test == "pp" else f"tg{args.gen}"
+            label = dtype if dtype != "bf16" else "bf16 (llama.cpp: f16)"
+            lines.append(f"| {label} | {name} | {statistics.median(ours):.1f} | "
+                         f"{statistics.median(theirs):.1f} | {statistics.median(ratios):.2f} "
+                         f"({min(ratios):.2f}-{max(ratios):.2f}) |")
+        ours = [r["attnscope"]["weights_gb_per_s"] / r["attnscope"]["roof_gb_per_s"] for r in mine]
+        theirs = [r["llama"]["weights_gb_per_s"] / r["attnscope"]["roof_gb_per_s"] for r in mine]
+        roofs = [r["attnscope"]["roof_gb_per_s"] for r in mine]
+        shares.append(f"| {dtype} | {100 * min(ours):.0f}-{100 * max(ours):.0f}% | "
+                      f"{100 * min(theirs):.0f}-{100 * max(theirs):.0f}% | "
+                      f"{min(roofs):.1f}-{max(roofs):.1f} |")
+    return "\n".join(["Tokens/s, medians over rounds; ratio attnscope / llama.cpp (above 1: "
+                      "attnscope faster):", "", *lines, "",
+                      "Decode weight bytes per second as a share of the same round's read roof "
+                      "(min-max over rounds):", "", *shares, ""])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--attnscope", required=True)
+    parser.add_argument("--llama-bin", required=True, type=Path,
+                        help="folder with llama-bench and llama-quantize")
+    parser.add_argument("--model", required=True, type=Path, help="Hugging Face folder")
+    parser.add_argument("--gguf", required=True, type=Path, help="the same model as f32 GGUF")
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--dtypes", type=lambda s: s.split(","), default=list(WEIGHT_TYPES))
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--prompt", type=int, default=512)
+    parser.add_argument("--gen", type=int, default=128)
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    args = parser.parse_args()
+    for dtype in args.dtypes:
+        if dtype not in WEIGHT_TYPES:
+            parser.error(f"--dtypes: {dtype} is not one of {', '.join(WEIGHT_TYPES)}")
+
+    raw = args.out / "raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    ggufs = {dtype: gguf_for(args, WEIGHT_TYPES[dtype]) for dtype in args.dtypes}
+    runs = []
+    for round_index in range(args.rounds):
+        for dtype in args.dtypes:
+            order = ("attnscope", "llama") if round_index % 2 == 0 else ("llama", "attnscope")
+            run_ = {"round": round_index, "dtype": dtype}
+            for tool in order:
+                path = raw / f"round-{round_index}-{tool}-{dtype}.json"
+                run_[tool] = (attnscope_round(args, dtype, path) if tool == "attnscope"
+                              else llama_round(args, ggufs[dtype], path))
+            runs.append(run_)
+            print(f"round {round_index} {dtype:5} attnscope pp {run_['attnscope']['pp']:7.1f} "
+                  f"tg {run_['attnscope']['tg']:6.1f} | llama.cpp pp {run_['llama']['pp']:7.1f} "
+                  f"tg {run_['llama']['tg']:6.1f} | roof {run_['attnscope']['roof_gb_per_s']:.1f}"
+                  f" GB/s", flush=True)
+    setup = {key: str(value) if isinstance(value, Path) else value
+             for key, value in vars(args).items()}
+    (args.out / "decode_bench.json").write_text(
+        json.dumps({"setup": setup, "ggufs": {k: str(v) for k, v in ggufs.items()},
+                    "runs": runs}, indent=2) + "\n")
+    summary = summarize(runs, args)
+    (args.out / "summary.md").write_text(summary)
+    print(summary)
+
+
+if __name__ == "__main__":
+    main()
