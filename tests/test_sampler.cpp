@@ -91,21 +91,21 @@ TEST_CASE("top-k and top-p over a large vocabulary keep what a full sort keeps")
     }
     return std::vector<std::int32_t>(order.begin(), order.begin() + kept);
   };
-  for (const auto& [top_k, top_p] :
+  for (const std::pair<int, float>& limits :
        {std::pair{0, 0.9f}, std::pair{120, 0.95f}, std::pair{500, 1.0f}, std::pair{0, 0.3f}}) {
-    CAPTURE(top_k);
-    CAPTURE(top_p);
     SamplingOptions options;
     options.temperature = 1.0f;
-    options.top_k = top_k;
-    options.top_p = top_p;
-    std::vector<std::int32_t> expected =
-        nucleus(top_k > 0 ? static_cast<std::size_t>(top_k) : logits.size(), top_p);
+    options.top_k = limits.first;
+    options.top_p = limits.second;
+    CAPTURE(options.top_k);
+    CAPTURE(options.top_p);
+    std::vector<std::int32_t> expected = nucleus(
+        limits.first > 0 ? static_cast<std::size_t>(limits.first) : logits.size(), limits.second);
     std::sort(expected.begin(), expected.end());
     const auto counts = histogram(options, logits, 30000);
-    for (const auto& [id, count] : counts) {
-      CAPTURE(id);
-      CHECK(std::binary_search(expected.begin(), expected.end(), id));
+    for (const auto& drawn : counts) {
+      CAPTURE(drawn.first);
+      CHECK(std::binary_search(expected.begin(), expected.end(), drawn.first));
     }
     // The kept tokens are drawn in proportion to their probabilities: the least probable of
     // them, those holding the last fifth of the kept mass, get about a fifth of the draws (a
