@@ -94,7 +94,7 @@ std::pair<float, std::int32_t> Sampler::least_probable_kept() {
     return candidates_.begin() + static_cast<std::ptrdiff_t>(n);
   };
 
-  // Top-k: the k most probable first, in any order (a selection, O(V)).
+  // Top-k: the k most probable moved to the front, in any order (a selection, O(V)).
   std::size_t kept = candidates_.size();
   if (options_.top_k > 0 && static_cast<std::size_t>(options_.top_k) < kept) {
     kept = static_cast<std::size_t>(options_.top_k);

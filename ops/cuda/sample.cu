@@ -16,8 +16,8 @@
 // 5. Draw: each thread owns a contiguous chunk of ids; kept p become integers p * 2^38, so block
 //    prefix sums are exact and identical in every thread. A 64-bit hash of (seed, step, row)
 //    scaled to [0, total) picks the token whose cumulative interval contains it, walking ids in
-//    increasing order (the cpu walks most probable first: same distribution, different token
-//    for one seed).
+//    increasing order, as the cpu does (from numbers of its own: same distribution, different
+//    token for one seed).
 // Every branch and loop that contains a barrier depends only on block-wide reduction results,
 // which are bit-identical in every thread, so the whole block always takes it together.
 // Cost per row: greedy reads V floats once. Sampling reads V logits once, writes V floats of
