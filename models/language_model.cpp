@@ -239,6 +239,7 @@ Tensor LanguageModel::run_step(Context& ctx, const StepInputs& inputs, const Ste
   Tensor hidden = embed(ctx, inputs, tables);
   for (std::int64_t i = 0; i < config().n_layers; ++i) {
     profiler::Scope layer_scope(ctx, "layer", "layer");
+    layer_scope.set_index(i);
     {
       profiler::Scope block_scope(ctx, "attention_block", "block");
       attention_block(ctx, i, hidden, kv);

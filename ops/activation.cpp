@@ -14,6 +14,8 @@ void activation(Context& ctx, Activation function, const Tensor& x, Tensor& out)
   require_float(x, device, "activation", "x");
   require_dtype(out, x.dtype(), "activation", "out");
   require_shape(out, x.shape(), "activation", "out");
+  scope.set_work(8.0 * static_cast<double>(x.numel()),  // the cost in activation.h
+                 static_cast<double>(x.nbytes() + out.nbytes()));
   if (device == Device::CUDA) {
     if constexpr (kCudaBuild) cuda::activation(ctx, function, x, out);
     return;

@@ -16,6 +16,7 @@ void cast(Context& ctx, const Tensor& x, Tensor& out) {
   check(x.dtype() != DType::I32 && out.dtype() != DType::I32, "cast",
         "converts between f32, f16 and bf16, not i32");
   require_shape(out, x.shape(), "cast", "out");
+  scope.set_work(0, static_cast<double>(x.nbytes() + out.nbytes()));  // the cost in cast.h
   if (device == Device::CUDA) {
     check(is_float_dtype(x.dtype()) && is_float_dtype(out.dtype()), "cast", [&] {
       return "cannot convert " + std::string(dtype_name(x.dtype())) + " to " +

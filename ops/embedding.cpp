@@ -29,6 +29,17 @@ void check_tables(Device device, const Tensor& token_table, const Tensor& positi
         "position_table must be [positions, the token table's width]");
 }
 
+// The cost in embedding.h: a row of each table read per output row (a token row in the token
+// table's dtype), out written, one add per element with learned positions.
+void record_embedding_work(const profiler::Scope& scope, const Tensor& token_table,
+                           const Tensor& position_table, const Tensor& out) {
+  const double elements = static_cast<double>(out.numel());
+  const double position_bytes = position_table.defined() ? static_cast<double>(out.nbytes()) : 0;
+  scope.set_work(position_table.defined() ? elements : 0,
+                 static_cast<double>(storage_bytes(token_table.dtype(), out.numel())) +
+                     position_bytes + static_cast<double>(out.nbytes()));
+}
+
 // Range-checks host ids and positions, then runs the cpu loop.
 void embedding_on_cpu(Context& ctx, const Tensor& token_table, const Tensor& position_table,
                       std::span<const std::int32_t> token_ids,
@@ -63,6 +74,7 @@ void embedding(Context& ctx, const Tensor& token_table, const Tensor& position_t
   check(positions.size() == token_ids.size(), "embedding", "ids and positions differ in length");
   check_tables(device, token_table, position_table, static_cast<std::int64_t>(token_ids.size()),
                out);
+  record_embedding_work(scope, token_table, position_table, out);
   embedding_on_cpu(ctx, token_table, position_table, token_ids, positions, out);
 }
 
@@ -79,6 +91,7 @@ void embedding(Context& ctx, const Tensor& token_table, const Tensor& position_t
   const std::int64_t rows = token_ids.dim(0);
   require_shape(positions, {rows}, "embedding", "positions");
   check_tables(device, token_table, position_table, rows, out);
+  record_embedding_work(scope, token_table, position_table, out);
   if (device == Device::CUDA) {
     if constexpr (kCudaBuild) {
       cuda::embedding(ctx, token_table, position_table, token_ids, positions, out);

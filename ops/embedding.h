@@ -9,7 +9,8 @@
 // on cuda tables and out share one dtype (f32, f16 or bf16, added in f32); on the cpu the
 // position table and out are f32 and the token table is f32, bf16, f16 or q8_0 (the LM head's
 // weight dtype, since GPT-2 ties the two; its rows are widened, or dequantized, as they are read).
-// Cost: reads 2 N C elements (random rows) and writes N C, one launch on a GPU.
+// Cost: reads 2 N C elements (random rows) and writes N C, N C FLOPs (the adds; none without
+// positions), one launch on a GPU.
 //
 // Ids and positions are checked against V and P. On the cpu an out-of-range id is an Error,
 // never an out-of-bounds read. On a GPU the ids already live on the device and reading them

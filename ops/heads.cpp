@@ -32,6 +32,7 @@ void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, 
     return "appending " + std::to_string(s.tokens) + " tokens at " + std::to_string(start) +
            " overflows a cache of " + std::to_string(s.capacity);
   });
+  scope.set_work(0, 2.0 * static_cast<double>(qkv.nbytes()));  // a copy: each row read, written
   if (device == Device::CUDA) {
     if constexpr (kCudaBuild) cuda::split_qkv(ctx, qkv, q_out, k_cache, v_cache, start);
     return;
@@ -65,6 +66,7 @@ void split_qkv_paged(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& key
                 "key_blocks");
   require_shape(value_blocks, key_blocks.shape(), op, "value_blocks");
   require_shape(slots, {rows}, op, "slots");
+  scope.set_work(0, 2.0 * static_cast<double>(qkv.nbytes()) + static_cast<double>(slots.nbytes()));
   if (device == Device::CUDA) {
     if constexpr (kCudaBuild)
       cuda::split_qkv_paged(ctx, qkv, q_out, key_blocks, value_blocks, slots);
@@ -88,6 +90,7 @@ void merge_heads(Context& ctx, const Tensor& x, Tensor& out) {
   require_dtype(out, x.dtype(), "merge_heads", "out");
   check(x.rank() == 4, "merge_heads", "x must be 4-D");
   require_shape(out, {x.dim(0), x.dim(2), x.dim(1) * x.dim(3)}, "merge_heads", "out");
+  scope.set_work(0, static_cast<double>(x.nbytes() + out.nbytes()));  // a copy: no FLOPs
   if (device == Device::CUDA) {
     if constexpr (kCudaBuild) cuda::merge_heads(ctx, x, out);
     return;

@@ -21,6 +21,8 @@ void layer_norm(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor
   require_shape(gamma, {width}, "layer_norm", "gamma");
   require_shape(beta, {width}, "layer_norm", "beta");
   require_shape(out, x.shape(), "layer_norm", "out");
+  scope.set_work(8.0 * static_cast<double>(x.numel()),  // the cost in layer_norm.h
+                 static_cast<double>(x.nbytes() + gamma.nbytes() + beta.nbytes() + out.nbytes()));
   if (device == Device::CUDA) {
     if constexpr (kCudaBuild) cuda::layer_norm(ctx, x, gamma, beta, eps, out);
     return;

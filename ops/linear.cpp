@@ -47,6 +47,16 @@ void run_linear(Context& ctx, Device device, const Tensor& x, const Tensor& weig
   }
 }
 
+// The cost in linear.h: 2 N M K FLOPs; x, the weights and the bias read once, out written (and
+// read first when accumulating).
+void record_linear_work(const profiler::Scope& scope, const Tensor& x, const Tensor& weight,
+                        const Tensor& bias, const Tensor& out, bool accumulate) {
+  const double flops = 2.0 * static_cast<double>(x.dim(0) * weight.dim(0) * x.dim(1));
+  const std::size_t bias_bytes = bias.defined() ? bias.nbytes() : 0;
+  scope.set_work(flops, static_cast<double>(x.nbytes() + weight.nbytes() + bias_bytes +
+                                            (accumulate ? 2 : 1) * out.nbytes()));
+}
+
 }  // namespace
 
 void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out) {
@@ -57,6 +67,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& b
     return "out must be " + std::string(dtype_name(x.dtype())) + " or f32, got " +
            std::string(dtype_name(out.dtype()));
   });
+  record_linear_work(scope, x, weight, bias, out, false);
   run_linear(ctx, device, x, weight, bias, out, false);
 }
 
@@ -65,6 +76,7 @@ void linear_residual(Context& ctx, const Tensor& x, const Tensor& weight, const 
   profiler::Scope scope(ctx, "linear_residual");
   const Device device = check_linear(x, weight, bias, residual);
   require_dtype(residual, x.dtype(), "linear_residual", "residual");
+  record_linear_work(scope, x, weight, bias, residual, true);
   run_linear(ctx, device, x, weight, bias, residual, true);
 }
 

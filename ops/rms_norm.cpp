@@ -18,6 +18,8 @@ void rms_norm(Context& ctx, const Tensor& x, const Tensor& weight, float eps, Te
   require_shape(weight, {x.dim(-1)}, "rms_norm", "weight");
   require_shape(out, x.shape(), "rms_norm", "out");
   check(eps >= 0.0f, "rms_norm", "eps must not be negative");
+  scope.set_work(4.0 * static_cast<double>(x.numel()),  // the cost in rms_norm.h
+                 static_cast<double>(x.nbytes() + weight.nbytes() + out.nbytes()));
   if (device == Device::CUDA) {
     if constexpr (kCudaBuild) cuda::rms_norm(ctx, x, weight, eps, out);
     return;

@@ -109,6 +109,11 @@ void rotary_embedding_(Context& ctx, Tensor& qkv, std::int64_t rotated_heads,
     return std::to_string(rotated_heads) + " heads of " + std::to_string(head_dim) +
            " do not fit in rows of " + std::to_string(qkv.dim(1));
   });
+  // The cost in rotary_embedding.h: ~6 FLOPs per rotated pair, the rotated elements read and
+  // written, a cos and a sin float per pair and row.
+  const double pairs = static_cast<double>(rows * rotated_heads * head_dim / 2);
+  scope.set_work(6.0 * pairs, pairs * static_cast<double>(2 * dtype_size(qkv.dtype())) +
+                                  static_cast<double>(rows * head_dim) * sizeof(float));
   if (device == Device::CUDA) {
     if constexpr (kCudaBuild) cuda::rotary_embedding_(ctx, qkv, rotated_heads, positions, table);
     return;

@@ -18,11 +18,19 @@ Device check_softmax(const char* op, const Tensor& x, const Tensor& out) {
   return device;
 }
 
+// The cost in softmax.h.
+void record_softmax_work(const profiler::Scope& scope, const Tensor& x, const Tensor& out) {
+  scope.set_work(4.0 * static_cast<double>(x.numel()),
+                 static_cast<double>(2 * x.nbytes() + out.nbytes()));
+}
+
 }  // namespace
 
 void softmax(Context& ctx, const Tensor& x, Tensor& out) {
   profiler::Scope scope(ctx, "softmax");
-  if (check_softmax("softmax", x, out) == Device::CUDA) {
+  const Device device = check_softmax("softmax", x, out);
+  record_softmax_work(scope, x, out);
+  if (device == Device::CUDA) {
     if constexpr (kCudaBuild) cuda::softmax(ctx, x, out);
     return;
   }
@@ -31,7 +39,9 @@ void softmax(Context& ctx, const Tensor& x, Tensor& out) {
 
 void safe_softmax(Context& ctx, const Tensor& x, Tensor& out) {
   profiler::Scope scope(ctx, "safe_softmax");
-  if (check_softmax("safe_softmax", x, out) == Device::CUDA) {
+  const Device device = check_softmax("safe_softmax", x, out);
+  record_softmax_work(scope, x, out);
+  if (device == Device::CUDA) {
     if constexpr (kCudaBuild) cuda::safe_softmax(ctx, x, out);
     return;
   }

@@ -24,6 +24,8 @@ void swiglu(Context& ctx, const Tensor& gate_up, Tensor& out) {
   Shape out_shape = gate_up.shape();
   out_shape.back() = width / 2;
   require_shape(out, out_shape, "swiglu", "out");
+  scope.set_work(5.0 * static_cast<double>(out.numel()),  // the cost in swiglu.h
+                 static_cast<double>(gate_up.nbytes() + out.nbytes()));
   if (device == Device::CUDA) {
     if constexpr (kCudaBuild) cuda::swiglu(ctx, gate_up, out);
     return;

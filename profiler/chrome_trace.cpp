@@ -42,8 +42,16 @@ void add_host_scopes(const Trace& trace, json& events) {
   std::stable_sort(by_start.begin(), by_start.end(), [](const Event* a, const Event* b) {
     return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->depth < b->depth;
   });
+  std::unordered_map<std::int64_t, const Event*> by_id;
+  for (const Event& e : trace.events) by_id[e.id] = &e;
   for (const Event* e : by_start) {
     json args = {{"depth", e->depth}};
+    // The indices of the scope and of its enclosing ones: every op inside layer 3 says so.
+    for (const Event* scope = e; scope != nullptr;) {
+      if (scope->index >= 0) args[scope->name] = scope->index;
+      const auto parent = by_id.find(scope->parent);
+      scope = parent == by_id.end() ? nullptr : parent->second;
+    }
     if (e->flops) args["flops"] = e->flops;
     if (e->bytes) args["bytes"] = e->bytes;
     if (e->peak_bytes) args["peak_bytes"] = e->peak_bytes;
@@ -54,7 +62,7 @@ void add_host_scopes(const Trace& trace, json& events) {
     if (e->event_timer_ns >= 0) args["event_timer_us"] = microseconds(e->event_timer_ns);
     if (e->kernels) args["kernels"] = e->kernels;
     events.push_back({{"ph", "X"},
-                      {"name", e->name},
+                      {"name", e->index >= 0 ? e->name + " " + std::to_string(e->index) : e->name},
                       {"cat", e->category},
                       {"pid", kHostProcess},
                       {"tid", e->thread},

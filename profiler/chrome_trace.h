@@ -6,6 +6,8 @@
 //     {"ph": "M", "name": "thread_name", "pid": 1, "tid": T, "args": {"name": "host thread T"}},
 //     {"ph": "X", "name", "cat", "pid": 1, "tid": T, "ts": us, "dur": us,
 //      "args": {"depth", "flops"?, "bytes"?, "peak_bytes"?, "device_us"?, ...}},  one per scope
+//     (a scope with an index is named "layer 3", and it and every scope inside it carry
+//     "layer": 3 in their args, so a viewer can group attention time by layer)
 //     {"ph": "C", "name": "memory", "pid": 1, "ts": us, "args": {"cpu_bytes": N}}, ...],
 //    "otherData": {...}}                                                       GPU runs only
 //

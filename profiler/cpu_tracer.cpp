@@ -79,6 +79,21 @@ void CpuTracer::end_scope() {
   trace_.events.push_back(std::move(scope.event));
 }
 
+void CpuTracer::set_work(std::uint64_t flops, std::uint64_t bytes) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  ThreadScopes& scopes = scopes_of_this_thread();
+  check(!scopes.open.empty(), "profiler", "set_work() outside any scope");
+  scopes.open.back().event.flops = flops;
+  scopes.open.back().event.bytes = bytes;
+}
+
+void CpuTracer::set_index(std::int64_t index) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  ThreadScopes& scopes = scopes_of_this_thread();
+  check(!scopes.open.empty(), "profiler", "set_index() outside any scope");
+  scopes.open.back().event.index = index;
+}
+
 void CpuTracer::start_memory_counter(Device device, std::size_t current_bytes) {
   const std::lock_guard<std::mutex> lock(mutex_);
   current_bytes_ = current_bytes;

@@ -35,6 +35,8 @@ class CpuTracer final : public ScopeSink, public AllocationObserver {
   CpuTracer();
   void begin_scope(const char* name, const char* category) override;
   void end_scope() override;
+  void set_work(std::uint64_t flops, std::uint64_t bytes) override;
+  void set_index(std::int64_t index) override;
   void begin_span(std::int64_t track, const char* name) override;
   void end_span(std::int64_t track) override;
   void on_allocation_change(Device device, std::size_t current_bytes) noexcept override;

@@ -36,6 +36,7 @@ struct Event {
   std::int64_t children_ns = 0;  // sum of the durations of direct children
   std::uint64_t flops = 0;       // floating-point operations; 0 = unknown
   std::uint64_t bytes = 0;       // bytes read + written; 0 = unknown
+  std::int64_t index = -1;       // which one of its kind ("layer" 3); -1 = none given
   // How far the watched allocator's live bytes rose above their value at the scope's start,
   // at the highest point while it was open (0 when memory is not watched). For an attention
   // call this is exactly its temporaries.

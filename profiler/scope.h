@@ -1,9 +1,12 @@
 // Scope: opens a named profiler scope for the lifetime of the object.
 //
 //   profiler::Scope scope(ctx, "layer_norm");
+//   scope.set_work(flops, bytes);  // optional: what the op computes and moves (its cost model)
 //
 // With profiling off (ctx.profiler() == nullptr) it costs one pointer test on entry and exit.
 #pragma once
+
+#include <cstdint>
 
 #include "runtime/context.h"
 
@@ -16,6 +19,15 @@ class Scope {
   }
   ~Scope() {
     if (sink_) sink_->end_scope();
+  }
+  // The work of this scope (ScopeSink::set_work): FLOPs computed and bytes that must move.
+  void set_work(double flops, double bytes) const {
+    if (sink_)
+      sink_->set_work(static_cast<std::uint64_t>(flops), static_cast<std::uint64_t>(bytes));
+  }
+  // Which one of its kind this scope is (ScopeSink::set_index): the layer's number.
+  void set_index(std::int64_t index) const {
+    if (sink_) sink_->set_index(index);
   }
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;

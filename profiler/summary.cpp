@@ -204,6 +204,50 @@ std::string format_summary_table(const std::vector<SummaryRow>& rows, std::int64
   return out;
 }
 
+std::vector<LayerTime> times_by_layer(const std::vector<Event>& events, std::size_t first,
+                                      std::size_t end, std::string_view category) {
+  std::unordered_map<std::int64_t, const Event*> by_id;
+  for (std::size_t i = first; i < end; ++i) by_id[events[i].id] = &events[i];
+  auto time_of = [](const Event& e) { return e.device_ns >= 0 ? e.device_ns : e.duration_ns(); };
+  std::map<std::int64_t, LayerTime> rows;
+  for (std::size_t i = first; i < end; ++i) {
+    const Event& e = events[i];
+    if (e.index >= 0) {
+      LayerTime& row = rows[e.index];
+      row.layer = e.index;
+      row.layer_ns += time_of(e);
+    }
+    if (e.category != category) continue;
+    for (auto up = by_id.find(e.parent); up != by_id.end(); up = by_id.find(up->second->parent)) {
+      if (up->second->index < 0) continue;
+      LayerTime& row = rows[up->second->index];
+      row.layer = up->second->index;
+      row.calls += 1;
+      row.time_ns += time_of(e);
+      break;
+    }
+  }
+  std::vector<LayerTime> result;
+  for (const auto& [layer, row] : rows) result.push_back(row);
+  return result;
+}
+
+std::string format_layer_table(const std::vector<LayerTime>& rows) {
+  TextTable table({{"layer", 0}, {"calls", 7}, {"ms", 11}, {"layer ms", 11}, {"share %", 8}});
+  LayerTime total;
+  for (const LayerTime& row : rows) {
+    table.add({std::to_string(row.layer), std::to_string(row.calls),
+               milliseconds(static_cast<double>(row.time_ns)),
+               milliseconds(static_cast<double>(row.layer_ns)), fixed(100.0 * row.share(), 1)});
+    total.calls += row.calls;
+    total.time_ns += row.time_ns;
+    total.layer_ns += row.layer_ns;
+  }
+  table.add({"all", std::to_string(total.calls), milliseconds(static_cast<double>(total.time_ns)),
+             milliseconds(static_cast<double>(total.layer_ns)), fixed(100.0 * total.share(), 1)});
+  return table.str();
+}
+
 std::vector<KernelRow> summarize_kernels(const Trace& trace) {
   std::unordered_map<std::int64_t, const Event*> scopes;
   for (const Event& e : trace.events) scopes[e.id] = &e;

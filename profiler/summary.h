@@ -104,6 +104,28 @@ struct FidelityRow {
 std::vector<FidelityRow> fidelity_rows(const std::vector<Event>& events);
 std::string format_fidelity_table(const std::vector<FidelityRow>& rows);
 
+// Time per layer: the events of one category (the attention calls) grouped by the layer they
+// ran in. The model numbers its layer scopes (Scope::set_index: "layer" 0 .. L-1), so an
+// event's layer is the index of its nearest ancestor that has one. Per layer: the calls, their
+// summed time (device time where measured, else host time) and the layer scopes' own summed
+// time, so a row says what share of its layer attention took. Every event of the category inside
+// an indexed scope lands in exactly one row: the rows add up to the category's total there.
+struct LayerTime {
+  std::int64_t layer = 0;
+  std::int64_t calls = 0;
+  std::int64_t time_ns = 0;   // the category's events inside this layer
+  std::int64_t layer_ns = 0;  // the layer scopes themselves
+  double share() const {
+    return layer_ns > 0 ? static_cast<double>(time_ns) / static_cast<double>(layer_ns) : 0.0;
+  }
+};
+// Events [first, end) of `events`, in layer order; events outside any indexed scope are left
+// out. Cost: one pass, a map by id, and a walk up each event's ancestors.
+std::vector<LayerTime> times_by_layer(const std::vector<Event>& events, std::size_t first,
+                                      std::size_t end, std::string_view category = "attention");
+// A fixed-width table: layer, calls, ms, the layer's ms, share; a totals line.
+std::string format_layer_table(const std::vector<LayerTime>& rows);
+
 // Bytes in binary units: "512 B", "3.00 KiB", "1.50 MiB", "2.00 GiB".
 std::string binary_bytes(std::size_t bytes);
 

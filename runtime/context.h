@@ -26,6 +26,12 @@ class ScopeSink {
   virtual ~ScopeSink() = default;
   virtual void begin_scope(const char* name, const char* category) = 0;
   virtual void end_scope() = 0;
+  // Facts about the innermost scope open on the calling thread, given by whoever opened it: its
+  // work (the FLOPs it computes and the bytes it must move, from its op's cost model) and its
+  // index among its kind (the model's layers: "layer" 3). A sink that keeps no such facts
+  // ignores them.
+  virtual void set_work(std::uint64_t /*flops*/, std::uint64_t /*bytes*/) {}
+  virtual void set_index(std::int64_t /*index*/) {}
   // Spans on tracks of their own, apart from the nesting scopes: the engine's requests, one
   // track each, going through phases (queued, prefill, decode, ...). begin_span ends the track's
   // open span, if any, and starts one named `name` now; end_span ends it. A sink that draws no

@@ -56,21 +56,26 @@ void validate_call(const Call& call) {
   }
 }
 
-void validate_call(const Context& ctx, const Call& call, const char* backend,
-                   bool any_float_on_cpu) {
+void validate_call(const Context& ctx, const Call& call, const Backend& backend,
+                   const char* where) {
   validate_call(call);
   const Device device = call.q.device();
-  check(device == ctx.device(), backend, [&] {
+  check(device == ctx.device(), where, [&] {
     return "the tensors are on " + std::string(device_name(device)) + " but the context runs on " +
            std::string(device_name(ctx.device()));
   });
-  if (any_float_on_cpu || device == Device::CUDA) {
-    check(is_float_dtype(call.q.dtype()), backend, [&] {
-      return "q must be f32, f16 or bf16, got " + std::string(dtype_name(call.q.dtype()));
-    });
-  } else {
-    require_float(call.q, device, backend, "q");
+  const std::string refusal = backend.refusal(ctx, shape_of(call));
+  check(refusal.empty(), where, refusal);
+}
+
+std::string dtype_refusal(Device device, DType dtype, bool any_float_on_cpu) {
+  if (device == Device::CPU && !any_float_on_cpu) {
+    if (dtype == DType::F32) return "";
+    return "q must be f32 on the cpu (f16 and bf16 activations run on cuda), got " +
+           std::string(dtype_name(dtype));
   }
+  if (is_float_dtype(dtype)) return "";
+  return "q must be f32, f16 or bf16, got " + std::string(dtype_name(dtype));
 }
 
 }  // namespace attnscope::ops::attention

@@ -23,7 +23,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime/context.h"
 #include "runtime/tensor.h"
@@ -101,6 +103,18 @@ struct CostModel {
 // the FLOPs and bytes every backend shares, computed here once.
 CostModel cost_of(const Shape& shape, std::size_t temporary_bytes, int steps);
 
+// How a backend runs a call of a given shape on a given device, in words: what `attnscope
+// explain` states before it reads the trace, which then shows what ran.
+struct Plan {
+  std::string path;    // "eager recipe of 6 steps", "tiled", "split-KV in 2 chunks"
+  std::string why;     // why this path for this shape on this device
+  std::string engine;  // what computes the steps here (Eigen, cuBLAS, which kernel, the threads)
+  // The step scopes the call opens, in order, where the plan names them (flash: its path's
+  // steps); empty for the eager recipes, whose steps are their recipe (steps.h).
+  std::vector<std::string> steps;
+  bool materialises_scores = true;  // whether a [B, Hq, Tq, Tk] score tensor exists at all
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -113,6 +127,12 @@ class Backend {
   // The cost of attend(ctx, call) for any call of `shape`, from the backend's formulas (the one
   // place they are stated). `ctx` gives the device and threads, which decide flash's plan.
   virtual CostModel cost_model(const Context& ctx, const Shape& shape) const = 0;
+  // Why this backend cannot serve a call of `shape` on ctx's device, "" when it can: a dtype it
+  // does not take there, a head dim or a size its kernels are not built for. attend() refuses
+  // with this reason (validate_call); `attnscope explain` lists it without running anything.
+  virtual std::string refusal(const Context& ctx, const Shape& shape) const = 0;
+  // How attend(ctx, call) runs a call of `shape` (Plan above).
+  virtual Plan plan(const Context& ctx, const Shape& shape) const = 0;
   // Computes call.out for a ragged batch over a paged KV cache (paged.h), on the device of the
   // call's tensors: the eager backends gather each sequence into a contiguous call
   // (attend_gathered), flash reads the blocks where they lie. Throws Error as attend does.
@@ -125,10 +145,13 @@ class Backend {
 // Throws Error unless the tensors of `call` have consistent shapes, dtypes and devices.
 void validate_call(const Call& call);
 // validate_call, plus what every backend needs: the tensors live on the context's device and
-// hold a float dtype that `backend` takes there (f32 on the cpu unless `any_float_on_cpu`; f32,
-// f16 or bf16 on cuda). Throws Error naming `backend` otherwise.
-void validate_call(const Context& ctx, const Call& call, const char* backend,
-                   bool any_float_on_cpu = false);
+// `backend` does not refuse the call's shape there (Backend::refusal). Throws Error naming
+// `where` otherwise.
+void validate_call(const Context& ctx, const Call& call, const Backend& backend, const char* where);
+// The dtype rule of every backend, for Backend::refusal: q, k, v and out in f32 on the cpu
+// (any float dtype when `any_float_on_cpu`), in f32, f16 or bf16 on cuda. "" when `dtype`
+// passes on `device`, else the reason.
+std::string dtype_refusal(Device device, DType dtype, bool any_float_on_cpu);
 
 // The five backends, one file each (naive.cpp, inplace.cpp, math.cpp, fused.cpp, flash.cpp), in
 // the order of the study; registry.cpp puts them behind their names.

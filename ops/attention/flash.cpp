@@ -52,15 +52,23 @@ namespace {
 
 constexpr const char* kWhere = "attention flash";
 
-// What the GPU kernels need beyond validate_call: a head dim they are instantiated for, and
+// What the GPU kernels need beyond the dtype rule: a head dim they are instantiated for, and
 // sizes that fit the 32-bit ints they index with (`rows`: the query rows or heads they grid over;
-// `keys`: the cache rows one head holds).
-void check_gpu_limits(std::int64_t head_dim, std::int64_t rows, std::int64_t keys) {
-  check(head_dim >= 1 && head_dim <= kFlashMaxHeadDim, kWhere,
-        [&] { return "head dim " + std::to_string(head_dim) + " is not supported (1 to 256)"; });
+// `keys`: the cache rows one head holds). "" when the call fits.
+std::string gpu_limits_refusal(std::int64_t head_dim, std::int64_t rows, std::int64_t keys) {
+  if (head_dim < 1 || head_dim > kFlashMaxHeadDim) {
+    return "head dim " + std::to_string(head_dim) + " is not supported (1 to 256)";
+  }
   constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
-  check(rows <= kIntMax && keys <= kIntMax, kWhere,
-        "the rows, heads and cache lengths must fit in 32-bit ints");
+  if (rows > kIntMax || keys > kIntMax) {
+    return "the rows, heads and cache lengths must fit in 32-bit ints";
+  }
+  return "";
+}
+
+void check_gpu_limits(std::int64_t head_dim, std::int64_t rows, std::int64_t keys) {
+  const std::string refusal = gpu_limits_refusal(head_dim, rows, keys);
+  check(refusal.empty(), kWhere, refusal);
 }
 
 // Which path, chunks and temporaries a call of `shape` takes on the context's device, from that
@@ -96,6 +104,10 @@ class Flash final : public Backend {
   void attend_paged(Context& ctx, const PagedCall& call) const override {
     profiler::Scope scope(ctx, "attention.flash.paged", "attention");
     validate_paged_call(ctx, call, kWhere);
+    if (ctx.profiler() != nullptr) {
+      const CostModel cost = paged_cost_model(ctx, ragged_shape_of(call));
+      scope.set_work(cost.flops, static_cast<double>(cost.bytes_with_temporaries()));
+    }
     const bool on_gpu = call.q.device() == Device::CUDA;
     if (on_gpu) {
       check_gpu_limits(call.head_dim(), call.q.dim(0) * call.q_heads(),
@@ -114,13 +126,41 @@ class Flash final : public Backend {
     return cost_of(shape, plan.temporary_bytes, plan.path == FlashPath::tiled ? 1 : 2);
   }
 
+  std::string refusal(const Context& ctx, const Shape& shape) const override {
+    std::string reason = dtype_refusal(ctx.device(), shape.dtype, false);
+    if (reason.empty() && ctx.device() == Device::CUDA) {
+      reason = gpu_limits_refusal(shape.head_dim, shape.heads(), shape.kv_len);
+    }
+    return reason;
+  }
+
+  Plan plan(const Context& ctx, const Shape& shape) const override {
+    const FlashPlan flash = plan_of(ctx, shape);
+    Plan plan;
+    plan.materialises_scores = false;
+    if (flash.path == FlashPath::tiled) {
+      plan.path = "tiled";
+      plan.steps = {kFlashTiledStep};
+    } else {
+      plan.path = "split-KV in " + std::to_string(flash.chunks) + " chunks";
+      plan.steps = {kFlashPartialsStep, kFlashCombineStep};
+    }
+    plan.why = flash.why;
+    plan.engine = flash.how;
+    return plan;
+  }
+
   void attend(Context& ctx, const Call& call) const override {
     profiler::Scope scope(ctx, "attention.flash", "attention");
-    validate_call(ctx, call, kWhere);  // the tensors live on ctx's device
+    validate_call(ctx, call, *this, kWhere);  // the tensors live on ctx's device
     const bool on_gpu = call.q.device() == Device::CUDA;
     if (on_gpu) check_gpu_limits(call.head_dim(), call.batch() * call.q_heads(), call.k.dim(2));
     const Shape shape = shape_of(call);
     const FlashPlan plan = plan_of(ctx, shape);
+    if (ctx.profiler() != nullptr) {  // the cost model, for the profile's FLOP/s and GB/s
+      const CostModel cost = cost_model(ctx, shape);
+      scope.set_work(cost.flops, static_cast<double>(cost.bytes_with_temporaries()));
+    }
     if (plan.path == FlashPath::tiled) {
       profiler::KernelStep step(ctx, kFlashTiledStep);
       if (on_gpu) {

@@ -48,7 +48,17 @@ struct FlashPlan {
   FlashPath path = FlashPath::tiled;
   std::int64_t chunks = 1;          // split-KV: key ranges per (batch, query head)
   std::size_t temporary_bytes = 0;  // what attend() takes from ctx.allocator(), at the peak
+  // In words, for `attnscope explain` (Plan in backend.h): how the work is cut (tiles, tasks or
+  // CTAs, threads or SMs, the kernel) and why this path and chunk count.
+  std::string how;
+  std::string why;
 };
+
+// The GPU's tiled step runs on tensor cores (cuda/flash_mma.cu) for 16-bit storage at the head
+// dims that kernel is built for, and on the f32-FMA SIMT kernel (cuda/flash_simt.cu) otherwise.
+inline bool flash_uses_tensor_cores(DType dtype, std::int64_t head_dim) {
+  return (dtype == DType::F16 || dtype == DType::BF16) && (head_dim == 64 || head_dim == 128);
+}
 
 // The split-KV partials: for every (batch, query head, chunk) and query row, the unnormalised
 // output O [D] and the running max m and sum l: B Hq chunks Tq (D + 2) floats.

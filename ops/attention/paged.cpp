@@ -52,11 +52,8 @@ void validate_paged_call(const Context& ctx, const PagedCall& call, const char* 
   for (const Tensor* t : {&call.key_blocks, &call.value_blocks, &call.out}) {
     require_dtype(*t, call.q.dtype(), backend, "k, v and out");
   }
-  if (any_float_on_cpu || device == Device::CUDA) {
-    check(is_float_dtype(call.q.dtype()), backend, "q must be f32, f16 or bf16");
-  } else {
-    require_float(call.q, device, backend, "q");
-  }
+  const std::string dtype_reason = dtype_refusal(device, call.q.dtype(), any_float_on_cpu);
+  check(dtype_reason.empty(), backend, dtype_reason);
   const std::int64_t sequences = batch.sequences();
   check(static_cast<std::int64_t>(batch.query_starts.size()) == sequences + 1 &&
             batch.query_starts.front() == 0 && batch.rows() == rows &&

@@ -38,9 +38,34 @@ CostModel Recipe::cost_model(const Context& /*ctx*/, const Shape& shape) const {
   return cost_(shape);
 }
 
+std::string Recipe::refusal(const Context& ctx, const Shape& shape) const {
+  return dtype_refusal(ctx.device(), shape.dtype, any_float_on_cpu_);
+}
+
+Plan Recipe::plan(const Context& ctx, const Shape& shape) const {
+  Plan plan;
+  plan.path = "eager recipe of " + std::to_string(cost_(shape).steps) + " steps";
+  plan.why = "an eager recipe runs the same steps whatever the shape: " + summary_;
+  if (ctx.device() == Device::CUDA) {
+    plan.engine =
+        "the two GEMMs are cuBLAS strided batched GEMMs over the (batch, head) pairs (cuBLAS's "
+        "heuristics pick the kernel: the trace names it); every other step is one kernel";
+  } else {
+    plan.engine = "the two GEMMs are Eigen matrix products, one per (batch, head), the " +
+                  std::to_string(shape.heads()) + " heads split over " +
+                  std::to_string(ctx.threads()) +
+                  " threads; every other step is one parallel pass over the score rows";
+  }
+  return plan;
+}
+
 void Recipe::attend(Context& ctx, const Call& call) const {
   profiler::Scope scope(ctx, scope_.c_str(), "attention");
-  validate_call(ctx, call, where_.c_str(), any_float_on_cpu_);
+  validate_call(ctx, call, *this, where_.c_str());
+  if (ctx.profiler() != nullptr) {  // the cost model, for the profile's FLOP/s and GB/s
+    const CostModel cost = cost_(shape_of(call));
+    scope.set_work(cost.flops, static_cast<double>(cost.bytes_with_temporaries()));
+  }
   Tensor out = call.out;  // a handle on the caller's output, not a copy of its bytes
   steps_(ctx, call, layout_of(call), out);
 }
@@ -48,6 +73,10 @@ void Recipe::attend(Context& ctx, const Call& call) const {
 void Recipe::attend_paged(Context& ctx, const PagedCall& call) const {
   profiler::Scope scope(ctx, paged_scope_.c_str(), "attention");
   validate_paged_call(ctx, call, where_.c_str(), any_float_on_cpu_);
+  if (ctx.profiler() != nullptr) {
+    const CostModel cost = paged_cost_model(ctx, ragged_shape_of(call));
+    scope.set_work(cost.flops, static_cast<double>(cost.bytes_with_temporaries()));
+  }
   attend_gathered(ctx, *this, call);
 }
 

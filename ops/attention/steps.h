@@ -48,6 +48,9 @@ class Recipe final : public Backend {
   std::string_view name() const override { return name_; }
   std::string_view summary() const override { return summary_; }
   CostModel cost_model(const Context& ctx, const Shape& shape) const override;
+  // The dtype rule (dtype_refusal) is all an eager recipe refuses: its steps serve any shape.
+  std::string refusal(const Context& ctx, const Shape& shape) const override;
+  Plan plan(const Context& ctx, const Shape& shape) const override;
   void attend(Context& ctx, const Call& call) const override;
   // Gathered (paged.h): each sequence copied into a contiguous call of this recipe.
   void attend_paged(Context& ctx, const PagedCall& call) const override;

@@ -303,7 +303,8 @@ Tiling paged_tiling_of(const Context& ctx, const RaggedShape& shape) {
 }  // namespace
 
 FlashPlan flash_paged_plan(const Context& ctx, const RaggedShape& shape) {
-  return {FlashPath::tiled, 1, paged_tiling_of(ctx, shape).temporary_bytes()};
+  return {FlashPath::tiled, 1, paged_tiling_of(ctx, shape).temporary_bytes(),
+          "the tiled loop reading key tiles block by block", "a paged call has one path"};
 }
 
 void flash_paged(Context& ctx, const PagedCall& call) {
@@ -339,7 +340,40 @@ void flash_paged(Context& ctx, const PagedCall& call) {
 
 FlashPlan flash_plan(const Context& ctx, const Shape& shape) {
   const Tiling tiling = tiling_of(ctx, shape);
-  return {tiling.path, tiling.chunks, tiling.temporary_bytes()};
+  FlashPlan plan;
+  plan.path = tiling.path;
+  plan.chunks = tiling.chunks;
+  plan.temporary_bytes = tiling.temporary_bytes();
+  const std::string threads = std::to_string(tiling.threads) + " threads";
+  const std::string heads = "B Hq = " + std::to_string(shape.heads()) + " heads";
+  if (tiling.path == FlashPath::split_kv) {
+    plan.how = std::to_string(shape.heads() * tiling.chunks) + " tasks (" +
+               std::to_string(tiling.chunks) + " key chunks per head) of Eigen GEMMs over tiles " +
+               "of " + std::to_string(tiling.key_block) + " keys, over " + threads +
+               "; then the combine";
+    plan.why = std::to_string(shape.q_len) + " query rows per head (split-KV takes at most " +
+               std::to_string(kSplitKvMaxQueries) + ") and " + heads +
+               " do not share out evenly over " + threads + ": " + std::to_string(tiling.chunks) +
+               " chunks of at least " + std::to_string(kMinChunkKeys) +
+               " keys make the tasks a multiple of the threads";
+    return plan;
+  }
+  const std::int64_t tiles = (shape.q_len + tiling.query_block - 1) / tiling.query_block;
+  plan.how = std::to_string(shape.heads() * tiles) + " tasks (" + std::to_string(tiles) +
+             " query tiles of " + std::to_string(tiling.query_block) + " rows per head), Eigen " +
+             "GEMMs over key tiles of " + std::to_string(tiling.key_block) + ", over " + threads;
+  if (shape.q_len > kSplitKvMaxQueries) {
+    plan.why = std::to_string(shape.q_len) + " query rows per head give every thread work " +
+               "without splitting the keys (split-KV takes at most " +
+               std::to_string(kSplitKvMaxQueries) + ")";
+  } else if (shape.heads() % tiling.threads == 0) {
+    plan.why = heads + " share out evenly over " + threads + ": no split needed";
+  } else {
+    plan.why = "only " + std::to_string(shape.kv_len) + " keys: a split-KV chunk needs at least " +
+               std::to_string(kMinChunkKeys) + ", and " + heads + " do not fill " + threads +
+               " evenly";
+  }
+  return plan;
 }
 
 void flash_tiled(Context& ctx, const Call& call) {

@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 }  // namespace
 
 FlashPlan flash_paged_plan(const Context& /*ctx*/, const RaggedShape& /*shape*/) {
-  return {FlashPath::tiled, 1, 0};
+  return {FlashPath::tiled, 1, 0, "flash_paged_kernel", "a paged call has one path"};
 }
 
 void flash_paged(Context& ctx, const PagedCall& call) {

@@ -129,8 +129,6 @@ __global__ void __launch_bounds__(kSimtThreads)
   }
 }
 
-bool is_16_bit(DType dtype) { return dtype == DType::F16 || dtype == DType::BF16; }
-
 void flash_tiled_simt(Context& ctx, const Call& call) {
   ops::cuda::with_storage_type(call.q.dtype(), "attention flash", [&](auto tag) {
     using T = decltype(tag);
@@ -146,10 +144,9 @@ void flash_tiled_simt(Context& ctx, const Call& call) {
 }  // namespace
 
 // The tiled step: tensor cores for 16-bit storage at the head dims the MMA kernel is built for,
-// the SIMT kernel for everything else.
+// the SIMT kernel for everything else (flash_uses_tensor_cores, flash.h).
 void flash_tiled(Context& ctx, const Call& call) {
-  const bool mma = is_16_bit(call.q.dtype()) && (call.head_dim() == 64 || call.head_dim() == 128);
-  if (mma) {
+  if (flash_uses_tensor_cores(call.q.dtype(), call.head_dim())) {
     flash_tiled_mma(ctx, call);
   } else {
     flash_tiled_simt(ctx, call);

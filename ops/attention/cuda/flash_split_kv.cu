@@ -235,14 +235,36 @@ void with_typed_call(const Call& call, F&& f) {
 }  // namespace
 
 FlashPlan flash_plan(const Context& ctx, const Shape& shape) {
-  if (shape.q_len > kSplitKvMaxQueries) return {FlashPath::tiled, 1, 0};  // no temporaries
-  const std::int64_t heads = shape.heads();
-  const std::int64_t ctas = kCtasPerSm * gpu::device_state(ctx).properties.multiProcessorCount;
-  const std::int64_t wanted = heads > 0 ? (ctas + heads - 1) / heads : 1;
+  const std::int64_t sms = gpu::device_state(ctx).properties.multiProcessorCount;
+  const std::string heads = "B Hq = " + std::to_string(shape.heads()) + " heads";
+  if (shape.q_len > kSplitKvMaxQueries) {  // no temporaries
+    const bool mma = flash_uses_tensor_cores(shape.dtype, shape.head_dim);
+    return {FlashPath::tiled, 1, 0,
+            mma ? "flash_forward_mma_kernel: tensor cores (mma.sync, f32 accumulators), one CTA "
+                  "of 4 warps per 64 query rows of a head"
+                : "flash_forward_simt_kernel: f32 FMA, one CTA of 4 warps per 32 query rows of a "
+                  "head",
+            std::to_string(shape.q_len) + " query rows per head fill the " + std::to_string(sms) +
+                " SMs without a split (split-KV takes at most " +
+                std::to_string(kSplitKvMaxQueries) + "); " +
+                (mma ? "16-bit storage at head dim " + std::to_string(shape.head_dim) +
+                           " takes the tensor-core kernel"
+                     : "the tensor-core kernel takes only f16/bf16 at head dim 64 or 128")};
+  }
+  const std::int64_t ctas = kCtasPerSm * sms;
+  const std::int64_t wanted = shape.heads() > 0 ? (ctas + shape.heads() - 1) / shape.heads() : 1;
   const std::int64_t most = std::max<std::int64_t>(1, shape.kv_len / kMinChunkKeys);
   const std::int64_t chunks = std::clamp<std::int64_t>(wanted, 1, most);
   return {FlashPath::split_kv, chunks,
-          static_cast<std::size_t>(split_kv_partial_floats(shape, chunks)) * sizeof(float)};
+          static_cast<std::size_t>(split_kv_partial_floats(shape, chunks)) * sizeof(float),
+          "flash_decode_split_kernel: " + std::to_string(shape.heads() * chunks) +
+              " CTAs of 4 warps (" + std::to_string(chunks) +
+              " per head), then flash_decode_combine_kernel",
+          std::to_string(shape.q_len) + " query rows per head: " + heads + " alone would leave " +
+              "most of the " + std::to_string(sms) + " SMs idle, so each head's " +
+              std::to_string(shape.kv_len) + " keys are cut into " + std::to_string(chunks) +
+              " chunks (about " + std::to_string(kCtasPerSm) + " CTAs per SM, none under " +
+              std::to_string(kMinChunkKeys) + " keys)"};
 }
 
 void flash_split_kv_partials(Context& ctx, const Call& call, const FlashPlan& plan,

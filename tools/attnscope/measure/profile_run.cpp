@@ -30,16 +30,13 @@ std::int64_t measured_ns(const profiler::Event& e) {
 }
 
 // The attention events of [first, end) and their direct children: fills the step's attention
-// time, observed steps, mismatches and temporaries; sets the FLOPs and bytes of step.expected on
-// the attention events.
+// time, observed steps, mismatches and temporaries.
 void read_attention_calls(std::vector<profiler::Event>& events, StepRecord& step) {
   std::int64_t attention_ns = 0;
   bool first = true;
   for (std::size_t i = step.first_event; i < step.end_event; ++i) {
     profiler::Event& call = events[i];
     if (call.category != "attention") continue;
-    call.flops = static_cast<std::uint64_t>(step.expected.flops);
-    call.bytes = step.expected.bytes;
     attention_ns += measured_ns(call);
     ++step.attention_calls;
     const auto children = static_cast<int>(
