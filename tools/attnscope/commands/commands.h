@@ -19,6 +19,7 @@ Subcommand add_inspect(CLI::App& app);
 Subcommand add_bench(CLI::App& app);
 Subcommand add_bench_attention(CLI::App& app);
 Subcommand add_profile(CLI::App& app);
+Subcommand add_explain(CLI::App& app);
 Subcommand add_compare(CLI::App& app);
 Subcommand add_perplexity(CLI::App& app);
 Subcommand add_study(CLI::App& app);
