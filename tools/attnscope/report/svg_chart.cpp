@@ -14,7 +14,8 @@ constexpr int kRowHeight = 24;
 constexpr int kTop = 36;
 constexpr int kWidth = kLabelWidth + kBarMaxWidth + 120;
 
-// The characters XML gives a meaning to, escaped.
+}  // namespace
+
 std::string escape_xml(const std::string& text) {
   std::string out;
   for (char c : text) {
@@ -37,8 +38,6 @@ std::string escape_xml(const std::string& text) {
   }
   return out;
 }
-
-}  // namespace
 
 std::string bar_chart_svg(const std::string& title, const std::string& unit,
                           const std::vector<Bar>& bars) {

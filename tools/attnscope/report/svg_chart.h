@@ -16,6 +16,10 @@ struct Bar {
   double value = 0;
 };
 
+// `text` with the characters XML gives a meaning to (& < > ") escaped: for every text an SVG
+// file shows.
+std::string escape_xml(const std::string& text);
+
 // `unit` follows every printed value ("ms"). Values must be >= 0.
 std::string bar_chart_svg(const std::string& title, const std::string& unit,
                           const std::vector<Bar>& bars);
