@@ -16,6 +16,7 @@
 #include "ops/rotary_embedding.h"
 #include "profiler/scope.h"
 #include "profiler/summary.h"
+#include "runtime/attention_tap.h"
 #include "runtime/error.h"
 #include "runtime/input_file.h"
 #include "runtime/strict_json.h"
@@ -235,8 +236,7 @@ Tensor rows_for_logits(Context& ctx, const Tensor& hidden, std::span<const std::
 
 Tensor LanguageModel::run_step(Context& ctx, const StepInputs& inputs, const StepKv& kv,
                                std::span<const std::int64_t> logit_rows) const {
-  const StepTables tables = step_tables();
-  Tensor hidden = embed(ctx, inputs, tables);
+  Tensor hidden = embed(ctx, inputs, step_tables());
   for (std::int64_t i = 0; i < config().n_layers; ++i) {
     profiler::Scope layer_scope(ctx, "layer", "layer");
     layer_scope.set_index(i);
@@ -248,12 +248,16 @@ Tensor LanguageModel::run_step(Context& ctx, const StepInputs& inputs, const Ste
       profiler::Scope block_scope(ctx, "mlp_block", "block");
       mlp_block(ctx, i, hidden);
     }
+    if (AttentionTap* tap = ctx.attention_tap()) tap->layer_output(ctx, i, hidden);
   }
   // Only the rows whose logits are wanted go through the final norm and the LM head.
-  const Tensor last = rows_for_logits(ctx, hidden, logit_rows);
-  Tensor normed = Tensor::empty(last.shape(), dtypes_.activations, ctx.allocator());
-  final_norm(ctx, last, normed);
-  return lm_head_logits(ctx, normed, tables.lm_head);
+  return logits_of_hidden(ctx, rows_for_logits(ctx, hidden, logit_rows));
+}
+
+Tensor LanguageModel::logits_of_hidden(Context& ctx, const Tensor& hidden) const {
+  Tensor normed = Tensor::empty(hidden.shape(), dtypes_.activations, ctx.allocator());
+  final_norm(ctx, hidden, normed);
+  return lm_head_logits(ctx, normed, step_tables().lm_head);
 }
 
 Tensor LanguageModel::embed(Context& ctx, const StepInputs& inputs,
@@ -297,6 +301,9 @@ Tensor LanguageModel::attend(Context& ctx, std::int64_t layer_index, Tensor& qkv
                  cache.length());
   call.out = Tensor::empty(call.q.shape(), dtypes_.activations, ctx.allocator());
   attention_->attend(ctx, call);
+  if (AttentionTap* tap = ctx.attention_tap()) {
+    tap->attention(ctx, {layer_index, call.q, call.k, call.v, call.kv_len, call.scale, call.out});
+  }
   if (kv.tokens == 1) return call.out.reshape({rows, width});
   Tensor merged = Tensor::empty({kv.batch, kv.tokens, width}, dtypes_.activations, ctx.allocator());
   ops::merge_heads(ctx, call.out, merged);

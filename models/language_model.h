@@ -117,6 +117,12 @@ class LanguageModel {
   // that does not cover the positions, or a cache of another model's shape.
   Tensor forward_paged(Context& ctx, std::span<const SequenceStep> sequences,
                        PagedKVCache& cache) const;
+  // f32 logits [rows, V] of residual-stream rows hidden [rows, C] (activation dtype, on ctx's
+  // device): the final norm and the LM head, what a step does after its last layer. Given the
+  // rows after an earlier layer (AttentionTap::layer_output), it is a logit lens: what the model
+  // would predict if it stopped there.
+  Tensor logits_of_hidden(Context& ctx, const Tensor& hidden) const;
+
   // The shape of this model's paged cache with blocks of `block_tokens` positions.
   PagedKVCache::Geometry kv_geometry(std::int64_t block_tokens) const;
 
@@ -194,8 +200,8 @@ class LanguageModel {
   // (whose keys and values attend() writes where `kv` says): hidden = embed(tokens, positions);
   // for each layer (profiled as "layer", its blocks as "attention_block" and "mlp_block") the
   // attention block, then the MLP block; the final norm of the rows whose logits are wanted; the
-  // LM head. `logit_rows` lists those rows (empty: every row). Returns f32 logits
-  // [logit rows, V].
+  // LM head (logits_of_hidden). `logit_rows` lists those rows (empty: every row). Returns f32
+  // logits [logit rows, V]. An attached AttentionTap sees each layer's output.
   Tensor run_step(Context& ctx, const StepInputs& inputs, const StepKv& kv,
                   std::span<const std::int64_t> logit_rows) const;
   // The first op of run_step: hidden [N, C] in the activation dtype, each token's row of the

@@ -18,6 +18,7 @@ namespace attnscope {
 namespace gpu {
 struct DeviceState;
 }
+class AttentionTap;
 
 // Receives the named scopes that ops and the model open and close. Implemented by the profiler
 // (profiler/), declared here so that the runtime does not depend on it.
@@ -67,6 +68,9 @@ class Context {
 
   ScopeSink* profiler() const { return profiler_; }
   void set_profiler(ScopeSink* sink) { profiler_ = sink; }
+  // The tool watching each attention call (runtime/attention_tap.h); nullptr: none.
+  AttentionTap* attention_tap() const { return attention_tap_; }
+  void set_attention_tap(AttentionTap* tap) { attention_tap_ = tap; }
 
  private:
   std::shared_ptr<gpu::DeviceState> cuda_;
@@ -74,6 +78,7 @@ class Context {
   std::unique_ptr<Allocator> allocator_;  // after cuda_: cached blocks are freed on its stream
   int threads_ = 1;
   ScopeSink* profiler_ = nullptr;
+  AttentionTap* attention_tap_ = nullptr;
 };
 
 }  // namespace attnscope

@@ -8,22 +8,27 @@
 
 #include "runtime/error.h"
 #include "runtime/input_file.h"
+#include "runtime/tensor.h"
 
 namespace attnscope {
 
 namespace {
 
 constexpr std::string_view kMagic = "\x93NUMPY";
-constexpr std::size_t kPreamble = 10;      // magic, version, HEADER_LEN
-constexpr std::size_t kHeaderTotal = 128;  // preamble + header: a multiple of 64
+constexpr std::size_t kPreamble = 10;   // magic, version, HEADER_LEN
+constexpr std::size_t kAlignment = 64;  // preamble + header: a multiple of 64
 
 static_assert(std::endian::native == std::endian::little,
               "the .npy files hold little-endian f32 ('<f4') written as raw bytes");
 
-// The preamble and padded header for a [rows, cols] array: exactly kHeaderTotal bytes.
-std::string npy_header(std::int64_t rows, std::int64_t cols) {
-  std::string dict = npy_header_dict(rows, cols);
-  const std::size_t header_len = kHeaderTotal - kPreamble;
+// The preamble and the header for an array of `shape`, padded with spaces to the next multiple
+// of 64 bytes (128 for every 2-D shape: its dict is 59 to 97 characters, so NpyWriter's rewritten
+// header keeps its length).
+std::string npy_header(std::span<const std::int64_t> shape) {
+  std::string dict = npy_header_dict(shape);
+  const std::size_t total =
+      (kPreamble + dict.size() + 1 + kAlignment - 1) / kAlignment * kAlignment;
+  const std::size_t header_len = total - kPreamble;
   dict.resize(header_len - 1, ' ');
   dict += '\n';
   std::string out(kMagic);
@@ -60,16 +65,37 @@ std::int64_t parse_dimension(const std::string& text, const std::string& path) {
 
 }  // namespace
 
+std::string npy_header_dict(std::span<const std::int64_t> shape) {
+  std::string dims;
+  for (std::int64_t dim : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(dim);
+  if (shape.size() == 1) dims += ",";
+  return "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+}
+
 std::string npy_header_dict(std::int64_t rows, std::int64_t cols) {
-  return "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", " +
-         std::to_string(cols) + "), }";
+  const std::int64_t shape[] = {rows, cols};
+  return npy_header_dict(shape);
+}
+
+void write_npy(std::ostream& out, std::span<const std::int64_t> shape,
+               std::span<const float> values) {
+  check(!shape.empty(), "npy", "an array needs at least one dimension");
+  const std::int64_t count = checked_numel(shape);
+  check(count == static_cast<std::int64_t>(values.size()), "npy", [&] {
+    return std::to_string(values.size()) + " values do not fill a shape of " +
+           std::to_string(count);
+  });
+  out << npy_header(shape);
+  out.write(reinterpret_cast<const char*>(values.data()),
+            static_cast<std::streamsize>(values.size_bytes()));
 }
 
 NpyWriter::NpyWriter(const std::string& path, std::int64_t cols)
     : path_(path), out_(path, std::ios::binary | std::ios::trunc), cols_(cols) {
   check(out_.good(), path, "cannot be written");
   check(cols > 0, path, "rows must hold at least one value");
-  out_ << npy_header(0, cols);  // rewritten by finish() with the final row count
+  const std::int64_t shape[] = {0, cols};
+  out_ << npy_header(shape);  // rewritten by finish() with the final row count
 }
 
 void NpyWriter::append_row(std::span<const float> row) {
@@ -83,7 +109,8 @@ void NpyWriter::append_row(std::span<const float> row) {
 
 void NpyWriter::finish() {
   out_.seekp(0);
-  out_ << npy_header(rows_, cols_);
+  const std::int64_t shape[] = {rows_, cols_};
+  out_ << npy_header(shape);
   out_.close();
   check(!out_.fail(), path_, "write failed");
 }

@@ -1,5 +1,5 @@
-// NumPy's .npy format (version 1.0), for 2-D f32 arrays, so numpy (np.load) and anything built on
-// it can read the logits attnscope writes, and attnscope can read them back.
+// NumPy's .npy format (version 1.0), for f32 arrays, so numpy (np.load) and anything built on it
+// can read the logits and attention maps attnscope writes, and attnscope can read 2-D ones back.
 //
 // Layout (numpy's "NEP 1" format description):
 //   bytes 0-5   magic "\x93NUMPY"
@@ -9,12 +9,14 @@
 //                 {'descr': '<f4', 'fortran_order': False, 'shape': (rows, cols), }
 //               padded with spaces and ended by '\n' so that 10 + HEADER_LEN is a multiple of 64
 //   then        rows * cols little-endian f32 values, row-major (C order).
-// The writer streams rows and writes the header last (fixed 128 bytes in all, enough for any
-// shape up to 20-digit dimensions), so it need not know the row count up front.
+// NpyWriter streams the rows of a 2-D array and writes the header last (128 bytes in all for any
+// 2-D shape up to 20-digit dimensions), so it need not know the row count up front; write_npy
+// writes an array of any rank whose values are all at hand.
 #pragma once
 
 #include <cstdint>
 #include <fstream>
+#include <ostream>
 #include <span>
 #include <string>
 
@@ -53,8 +55,15 @@ class NpyReader {
   std::int64_t rows_ = 0, cols_ = 0, rows_read_ = 0;
 };
 
-// The header dict of a 2-D little-endian f32 array, e.g. "{'descr': '<f4', 'fortran_order':
-// False, 'shape': (3, 4), }" (without padding).
+// The header dict of a little-endian f32 array, e.g. "{'descr': '<f4', 'fortran_order': False,
+// 'shape': (3, 4), }" (without padding); a 1-D shape is written "(3,)", as numpy does.
+std::string npy_header_dict(std::span<const std::int64_t> shape);
 std::string npy_header_dict(std::int64_t rows, std::int64_t cols);
+
+// Writes the whole .npy file of an f32 array of `shape` (rank >= 1) holding `values` (C order,
+// as many as the shape's product) to `out`. Throws Error when the counts disagree; the caller
+// checks the stream (cli::write_output_file does).
+void write_npy(std::ostream& out, std::span<const std::int64_t> shape,
+               std::span<const float> values);
 
 }  // namespace attnscope

@@ -36,6 +36,37 @@ inline double max_relative_error(const Tensor& actual, const std::vector<double>
   return worst;
 }
 
+// The causal softmax probabilities in float64, [B, Hq, Tq, kv_len]: softmax_j(scale q_i . k_j)
+// over the keys j <= query i's position kv_len - Tq + i, and 0 beyond. q [B, Hq, Tq, D], k
+// [B, Hkv, S, D] with kv_len valid rows.
+inline std::vector<double> reference_probabilities(const Tensor& q, const Tensor& k,
+                                                   std::int64_t kv_len, double scale) {
+  const std::int64_t batch = q.dim(0), q_heads = q.dim(1), q_len = q.dim(2), d = q.dim(3);
+  const std::int64_t kv_heads = k.dim(1), capacity = k.dim(2), group = q_heads / kv_heads;
+  std::vector<double> probs(static_cast<std::size_t>(batch * q_heads * q_len * kv_len), 0.0);
+  for (std::int64_t b = 0; b < batch; ++b) {
+    for (std::int64_t h = 0; h < q_heads; ++h) {
+      const float* keys = k.data<float>() + (b * kv_heads + h / group) * capacity * d;
+      for (std::int64_t i = 0; i < q_len; ++i) {
+        const float* qi = q.data<float>() + ((b * q_heads + h) * q_len + i) * d;
+        double* row = probs.data() + ((b * q_heads + h) * q_len + i) * kv_len;
+        const std::int64_t position = kv_len - q_len + i;
+        double max_score = -INFINITY;
+        for (std::int64_t j = 0; j <= position; ++j) {
+          double dot = 0.0;
+          for (std::int64_t x = 0; x < d; ++x) dot += double(qi[x]) * keys[j * d + x];
+          row[j] = dot * scale;
+          max_score = std::max(max_score, row[j]);
+        }
+        double sum = 0.0;
+        for (std::int64_t j = 0; j <= position; ++j) sum += (row[j] = std::exp(row[j] - max_score));
+        for (std::int64_t j = 0; j <= position; ++j) row[j] /= sum;
+      }
+    }
+  }
+  return probs;
+}
+
 // Causal attention in float64: q [B, Hq, Tq, D], k/v [B, Hkv, S, D] with kv_len valid rows.
 inline std::vector<double> reference_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                                std::int64_t kv_len, double scale) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -13,6 +14,8 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "fixture_paths.h"
 #include "runtime/cpu_features.h"
@@ -781,6 +784,115 @@ TEST_CASE("profile and compare reject bad flags with one line") {
                        "valid: naive");
   check_one_line_error(run("compare --diff a.json"), 2, "diff");
   check_one_line_error(run("compare --diff /no/such/a.json /no/such/b.json"), 1, "cannot open");
+}
+
+// The header dict and the f32 values of a .npy file of any rank.
+std::pair<std::string, std::vector<float>> read_npy(const std::string& path) {
+  const std::string bytes = read_all(path);
+  REQUIRE(bytes.size() >= 10);
+  const std::size_t header_len =
+      static_cast<unsigned char>(bytes[8]) | static_cast<unsigned char>(bytes[9]) << 8;
+  std::vector<float> values((bytes.size() - 10 - header_len) / sizeof(float));
+  std::memcpy(values.data(), bytes.data() + 10 + header_len, values.size() * sizeof(float));
+  return {bytes.substr(10, header_len), values};
+}
+
+TEST_CASE("--attention-out saves the map of generate's whole sequence and of profile's prefill") {
+  attnscope::testing::TempDir dir;
+  const std::string map = dir.file("map.npy");
+  // 3 prompt tokens, 3 new ones: the last is never fed back, so 5 positions.
+  const Result generated =
+      run("generate --model synthetic:tiny --prompt-ids 1,2,3 -n 3 --attn flash "
+          "--threads 1 --attention-layers 1 --attention-heads 2,0 "
+          "--attention-out " +
+          map);
+  CAPTURE(generated.err);
+  CHECK(generated.exit_code == 0);
+  CHECK(generated.err.find("flash never materialises") != std::string::npos);
+  const std::pair<std::string, std::vector<float>> npy = read_npy(map);
+  const std::vector<float>& values = npy.second;
+  CHECK(npy.first.find("'shape': (1, 2, 5, 5)") != std::string::npos);
+  REQUIRE(values.size() == 50);
+  for (std::size_t row = 0; row < 10; ++row) {
+    double visible = 0, beyond = 0;
+    for (std::size_t key = 0; key < 5; ++key) {
+      (key <= row % 5 ? visible : beyond) += values[row * 5 + key];
+    }
+    CHECK(visible == doctest::Approx(1.0).epsilon(1e-5));
+    CHECK(beyond == 0.0);
+  }
+
+  const Result profiled =
+      run("profile --model synthetic:tiny --attn naive --prompt-len 6 --gen 2 "
+          "--batch 2 --threads 1 --attention-out " +
+          map);
+  CAPTURE(profiled.err);
+  CHECK(profiled.exit_code == 0);
+  CHECK(profiled.out.find("attention_map.copy") != std::string::npos);
+  CHECK(read_npy(map).first.find("'shape': (2, 4, 6, 6)") != std::string::npos);
+
+  check_one_line_error(run("generate --model synthetic:tiny --attention-layers 0"), 2,
+                       "--attention-out");
+  check_one_line_error(run("generate --model synthetic:tiny --prompt-ids 1 -n 1 "
+                           "--attention-out " +
+                           map + " --attention-layers 2"),
+                       1, "outside the model's 2");
+  check_one_line_error(run("profile --op attention --attention-out " + map), 2, "excludes");
+}
+
+TEST_CASE("diverge reports per layer, writes JSON and a heat map, and finds a perturbed layer") {
+  attnscope::testing::TempDir dir;
+  const std::string json_path = dir.file("d.json"), svg = dir.file("d.svg");
+  const Result same =
+      run("diverge --model synthetic:tiny --attn naive --against naive "
+          "--prompt-len 6 --threads 1 --json " +
+          json_path + " --heatmap " + svg);
+  CAPTURE(same.err);
+  REQUIRE(same.exit_code == 0);
+  check_table_widths(same.out);
+  CHECK(same.out.find("first layer whose logit-lens top-1 flips: none") != std::string::npos);
+  const auto report = read_json(json_path);
+  for (const char* field :
+       {"run", "against", "tokens", "positions", "perturb_layer", "first_output_difference_layer",
+        "first_input_difference_layer", "first_flip_layer", "kl_mean", "kl_max", "layers"}) {
+    CAPTURE(field);
+    CHECK(report.contains(field));
+  }
+  CHECK(report["positions"] == 6);
+  CHECK(report["first_output_difference_layer"].is_null());
+  CHECK(report["kl_max"] == 0.0);
+  REQUIRE(report["layers"].size() == 2);
+  CHECK(report["layers"][1]["heads"].size() == 4);
+  CHECK(report["layers"][0]["out_max"] == 0.0);
+  CHECK(report["layers"][0]["source"] == "equal");
+  CHECK(read_all(svg).starts_with("<svg"));
+
+  const Result perturbed =
+      run("diverge --model synthetic:llama-tiny --attn flash --against flash --perturb-layer 1 "
+          "--prompt-ids 3,1,4,1,5 --threads 1 --json " +
+          json_path);
+  CAPTURE(perturbed.err);
+  REQUIRE(perturbed.exit_code == 0);
+  const auto found = read_json(json_path);
+  CHECK(found["first_output_difference_layer"] == 1);
+  CHECK(found["perturb_layer"] == 1);
+  CHECK(found["layers"][0]["out_max"] == 0.0);
+  CHECK(found["layers"][1]["source"] == "backend");
+  CHECK(found["kl_max"] > 0.0);
+
+  check_one_line_error(run("diverge --model synthetic:tiny --against fastest"), 2, "valid: naive");
+  check_one_line_error(run("diverge --model synthetic:tiny --against-dtype f64"), 2,
+                       "--against-dtype");
+  check_one_line_error(run("diverge --model synthetic:tiny --prompt hi --prompt-len 3"), 2,
+                       "excludes");
+  check_one_line_error(run("diverge --model synthetic:tiny --prompt-len 4 --perturb-layer 2"), 1,
+                       "outside the model's 2 layers");
+  check_one_line_error(run("diverge --model synthetic:tiny --prompt-ids 1,2,3 --against-model "
+                           "synthetic:llama-tiny"),
+                       1, "not of one model");
+  check_one_line_error(run("diverge --model synthetic:tiny --prompt-len 4 --against-dtype q8_0 "
+                           "--against-device cuda"),
+                       1, "cuda");
 }
 
 TEST_CASE("compare writes a report whose numbers recompute from its JSON") {

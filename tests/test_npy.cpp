@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <sstream>
 #include <vector>
 
 #include "runtime/error.h"
@@ -91,4 +92,27 @@ TEST_CASE("NpyReader reads numpy's own padding and refuses what it cannot read")
   CHECK_THROWS_WITH_AS(NpyReader(dir.file("huge.npy")), doctest::Contains("file size"), Error);
   CHECK_THROWS_WITH_AS(NpyReader(dir.path().string()), doctest::Contains("not a regular file"),
                        Error);
+}
+
+TEST_CASE("write_npy writes an array of any rank with numpy's header") {
+  std::ostringstream out;
+  const std::int64_t shape[] = {2, 1, 3, 2};
+  const std::vector<float> values = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  write_npy(out, shape, values);
+  const std::string bytes = out.str();
+  const std::size_t header_len =
+      static_cast<unsigned char>(bytes[8]) | static_cast<unsigned char>(bytes[9]) << 8;
+  CHECK((10 + header_len) % 64 == 0);
+  const std::string header = bytes.substr(10, header_len);
+  CHECK(header.starts_with("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1, 3, 2), }"));
+  CHECK(header.back() == '\n');
+  REQUIRE(bytes.size() == 10 + header_len + values.size() * sizeof(float));
+  float last = 0;
+  std::memcpy(&last, bytes.data() + bytes.size() - sizeof(float), sizeof(float));
+  CHECK(last == 12.0f);
+
+  const std::int64_t one_dim[] = {3};
+  CHECK(npy_header_dict(one_dim).find("'shape': (3,)") != std::string::npos);
+  std::ostringstream short_out;
+  CHECK_THROWS_AS(write_npy(short_out, shape, std::span(values).first(11)), Error);
 }

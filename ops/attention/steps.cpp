@@ -11,6 +11,7 @@
 #include "ops/dispatch.h"
 #include "ops/softmax.h"
 #include "profiler/scope.h"
+#include "runtime/attention_tap.h"
 
 namespace attnscope::ops::attention {
 
@@ -110,6 +111,8 @@ void pv_gemm(Context& ctx, const char* step, const HeadLayout& layout, const Ten
   require_dtype(out, probs.dtype(), step, "out");
   require_score_shape(probs, layout, step);
   require_shape(out, {layout.batch, layout.q_heads, layout.q_len, layout.head_dim}, step, "out");
+  // Every eager recipe's probabilities pass here: the one place a tap sees them.
+  if (AttentionTap* tap = ctx.attention_tap()) tap->probabilities(ctx, probs);
   profiler::KernelStep scope(ctx, step);
   if (device == Device::CUDA) {
     if constexpr (kCudaBuild) cuda::pv_gemm(ctx, layout, probs, v, out);

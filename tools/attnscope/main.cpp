@@ -64,10 +64,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "attnscope 0.1.0");
   const std::vector<cli::Subcommand> subcommands = {
-      cli::add_generate(app),   cli::add_tokenize(app), cli::add_detokenize(app),
-      cli::add_inspect(app),    cli::add_bench(app),    cli::add_bench_attention(app),
-      cli::add_profile(app),    cli::add_explain(app),  cli::add_compare(app),
-      cli::add_perplexity(app), cli::add_study(app),    cli::add_serve(app)};
+      cli::add_generate(app), cli::add_tokenize(app),   cli::add_detokenize(app),
+      cli::add_inspect(app),  cli::add_bench(app),      cli::add_bench_attention(app),
+      cli::add_profile(app),  cli::add_explain(app),    cli::add_compare(app),
+      cli::add_diverge(app),  cli::add_perplexity(app), cli::add_study(app),
+      cli::add_serve(app)};
 
   // `attnscope help` and `attnscope help COMMAND` are --help; a mistyped command is named.
   std::vector<std::string> args(argv + 1, argv + argc);

@@ -8,6 +8,7 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "ops/attention/registry.h"
 #include "runtime/error.h"
@@ -43,8 +44,9 @@ CLI::Validator backend_validator(AttentionList list) {
 
 }  // namespace
 
-void add_attention_flag(CLI::App& app, std::string& name) {
-  app.add_option("--attn", name, "Attention backend: " + ops::attention::backend_list())
+void add_attention_flag(CLI::App& app, std::string& name, const std::string& flag,
+                        const std::string& help) {
+  app.add_option(flag, name, help + ": " + ops::attention::backend_list())
       ->capture_default_str()
       ->check(backend_validator(AttentionList::NamesOnly));
 }
@@ -64,18 +66,55 @@ void add_threads_flag(CLI::App& app, int& threads) {
       ->check(CLI::Range(0, 4096));
 }
 
+namespace {
+
+const std::vector<std::string> kDevices = {"cpu", "cuda"};
+const std::vector<std::string> kDTypes = {"f32", "f16", "bf16", "q8_0"};
+
+}  // namespace
+
 void add_device_flags(CLI::App& app, DeviceOptions& options) {
   app.add_option("--device", options.device, "Where to compute: cpu, or cuda (GPU 0)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+      ->check(CLI::IsMember(kDevices));
   app.add_option("--dtype", options.dtype,
                  "Storage dtype: f32, f16, bf16, q8_0. On cuda of weights and activations (q8_0: "
                  "cpu only); on the cpu of the weight matrices only (activations and KV cache "
                  "stay f32; q8_0 = blocks of 32 int8 with an f16 scale, 34 bytes per 32 "
                  "weights). Math accumulates in f32")
       ->capture_default_str()
-      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}));
+      ->check(CLI::IsMember(kDTypes));
   add_threads_flag(app, options.threads);
+}
+
+void add_against_device_flags(CLI::App& app, DeviceOptions& against) {
+  app.add_option("--against-device", against.device,
+                 "The second run's device (default: --device's)")
+      ->check(CLI::IsMember(kDevices));
+  app.add_option("--against-dtype", against.dtype, "The second run's --dtype (default: --dtype's)")
+      ->check(CLI::IsMember(kDTypes));
+}
+
+CLI::Option* add_attention_map_flags(CLI::App& app, AttentionMapOptions& options,
+                                     const std::string& what) {
+  CLI::Option* out = app.add_option("--attention-out", options.path,
+                                    "Save the softmax probabilities as a .npy array [layer, head, "
+                                    "query, key] of f32 (numpy.load reads it): " +
+                                        what +
+                                        "; flash never materialises them, so they are recomputed "
+                                        "from its q and k");
+  const auto index = CLI::Range(std::int64_t{0}, std::int64_t{1} << 20);
+  app.add_option("--attention-layers", options.layers,
+                 "With --attention-out: the layers to keep, e.g. 0,5 (default: all)")
+      ->delimiter(',')
+      ->check(index)
+      ->needs(out);
+  app.add_option("--attention-heads", options.heads,
+                 "With --attention-out: the query heads to keep, e.g. 0,1 (default: all)")
+      ->delimiter(',')
+      ->check(index)
+      ->needs(out);
+  return out;
 }
 
 std::unique_ptr<Context> make_context(const DeviceOptions& options) {

@@ -23,8 +23,9 @@ enum class AttentionList {
   AllowingAll,  // "all" stands for every backend: "(valid: all, naive, ...)"
 };
 // --attn NAME: one backend, checked against the registry at parse time (a usage error lists the
-// names).
-void add_attention_flag(CLI::App& app, std::string& name);
+// names); `flag` names another flag of the same kind (diverge's --against).
+void add_attention_flag(CLI::App& app, std::string& name, const std::string& flag = "--attn",
+                        const std::string& help = "Attention backend");
 // --attn A,B,...: a comma list of backends, each checked as --attn NAME is (and "all" where the
 // list allows it); `default_text` is what the help shows as the default ("": none shown).
 CLI::Option* add_attention_list_flag(CLI::App& app, std::vector<std::string>& names,
@@ -41,8 +42,23 @@ struct DeviceOptions {
 };
 // --device, --dtype and --threads.
 void add_device_flags(CLI::App& app, DeviceOptions& options);
+// --against-device and --against-dtype: a second run's device and dtype (diverge), with the
+// values --device and --dtype take; `against` keeps what it holds when they are not given.
+void add_against_device_flags(CLI::App& app, DeviceOptions& against);
 // The context for `options`; throws Error with one line when the device cannot be used.
 std::unique_ptr<Context> make_context(const DeviceOptions& options);
+
+// --attention-out FILE and the layers and heads it keeps (generate, profile --model; the map
+// itself is tools/attnscope/measure/attention_map.h).
+struct AttentionMapOptions {
+  std::string path;                  // empty: no map
+  std::vector<std::int64_t> layers;  // empty: every layer
+  std::vector<std::int64_t> heads;   // empty: every query head
+};
+// --attention-out, --attention-layers and --attention-heads; `what` says which positions the map
+// covers, for --help. Returns --attention-out.
+CLI::Option* add_attention_map_flags(CLI::App& app, AttentionMapOptions& options,
+                                     const std::string& what);
 
 // --dtype of the attention op alone (bench-attention, profile --op, study): f32, f16 or bf16;
 // throws Error for q8_0 (a weight format) and anything else.

@@ -21,6 +21,7 @@ Subcommand add_bench_attention(CLI::App& app);
 Subcommand add_profile(CLI::App& app);
 Subcommand add_explain(CLI::App& app);
 Subcommand add_compare(CLI::App& app);
+Subcommand add_diverge(CLI::App& app);
 Subcommand add_perplexity(CLI::App& app);
 Subcommand add_study(CLI::App& app);
 Subcommand add_serve(CLI::App& app);

@@ -1,7 +1,8 @@
 // `attnscope generate`: prefill a prompt, then decode token by token with the KV cache,
 // streaming text to stdout and timings to stderr (or one JSON object with --json, with each
 // token's log-probabilities under --top-logprobs K). --logits-out FILE saves the f32 logits each
-// generated token was chosen from as a .npy array [tokens, vocab].
+// generated token was chosen from as a .npy array [tokens, vocab]; --attention-out FILE the
+// attention probabilities of every position (tools/attnscope/measure/attention_map.h).
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -22,6 +23,7 @@
 #include "tools/attnscope/cli/model_loading.h"
 #include "tools/attnscope/cli/utf8_stream.h"
 #include "tools/attnscope/commands/commands.h"
+#include "tools/attnscope/measure/attention_map.h"
 #include "tools/attnscope/measure/token_log_probs.h"
 
 namespace attnscope::cli {
@@ -43,6 +45,7 @@ struct GenerateFlags {
   bool json = false;
   std::int64_t top_logprobs = -1;  // -1: no log-probabilities in the JSON
   std::string logits_out;          // empty: no .npy file
+  AttentionMapOptions attention_map;
 };
 
 int run_generate(const GenerateFlags& flags) {
@@ -53,7 +56,8 @@ int run_generate(const GenerateFlags& flags) {
   const ModelOnDevice loaded = load_model_on_device(flags.model, flags.device, flags.attention);
   Context& ctx = *loaded.ctx;
   LanguageModel& model = *loaded.model;
-  StepRunner runner(!flags.no_cuda_graphs);
+  // A graph would replay the recorded kernels without the map's host copies.
+  StepRunner runner(!flags.no_cuda_graphs && flags.attention_map.path.empty());
   const ModelConfig& config = model.config();
   const std::optional<TextTokenizer> tokenizer = find_tokenizer(flags.tokenizer, flags.model);
 
@@ -133,26 +137,28 @@ int run_generate(const GenerateFlags& flags) {
   };
 
   if (stream_text) std::cout << tokenizer->decode(prompt) << std::flush;
-  const auto prefill_start = std::chrono::steady_clock::now();
-  Tensor logits = model.forward(ctx, prompt, 1, cache, runner);
-  std::int32_t next = next_token(logits);
-  const double prefill_seconds = seconds_since(prefill_start);
-
-  double decode_seconds = 0.0;
+  double prefill_seconds = 0.0, decode_seconds = 0.0;
   std::int64_t decode_steps = 0;
-  while (flags.max_new_tokens > 0) {
-    emit(next);
-    if (!flags.ignore_eos && next == config.eos_token_id) {
-      stop_reason = "eos";
-      break;
+  with_attention_map(ctx, model, flags.attention_map, AttentionMapSteps::All, [&] {
+    const auto prefill_start = std::chrono::steady_clock::now();
+    Tensor logits = model.forward(ctx, prompt, 1, cache, runner);
+    std::int32_t next = next_token(logits);
+    prefill_seconds = seconds_since(prefill_start);
+
+    while (flags.max_new_tokens > 0) {
+      emit(next);
+      if (!flags.ignore_eos && next == config.eos_token_id) {
+        stop_reason = "eos";
+        break;
+      }
+      if (static_cast<std::int64_t>(generated.size()) == flags.max_new_tokens) break;
+      const auto step_start = std::chrono::steady_clock::now();
+      logits = model.forward(ctx, std::span<const std::int32_t>(&next, 1), 1, cache, runner);
+      next = next_token(logits);
+      decode_seconds += seconds_since(step_start);
+      ++decode_steps;
     }
-    if (static_cast<std::int64_t>(generated.size()) == flags.max_new_tokens) break;
-    const auto step_start = std::chrono::steady_clock::now();
-    logits = model.forward(ctx, std::span<const std::int32_t>(&next, 1), 1, cache, runner);
-    next = next_token(logits);
-    decode_seconds += seconds_since(step_start);
-    ++decode_steps;
-  }
+  });
   if (!flags.json) std::cout << stream.flush() << "\n" << std::flush;
   if (logits_file) logits_file->finish();
 
@@ -241,6 +247,9 @@ Subcommand add_generate(CLI::App& app) {
   sub->add_option("--logits-out", flags->logits_out,
                   "Save the f32 logits each generated token was chosen from as a .npy array "
                   "[tokens, vocab] (numpy.load reads it)");
+  add_attention_map_flags(*sub, flags->attention_map,
+                          "every position the model ran, the prompt's rows and then one row per "
+                          "decode step");
   return {sub, [flags] { return run_generate(*flags); }};
 }
 

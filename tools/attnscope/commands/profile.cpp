@@ -27,6 +27,7 @@
 #include "tools/attnscope/cli/model_loading.h"
 #include "tools/attnscope/cli/output_files.h"
 #include "tools/attnscope/commands/commands.h"
+#include "tools/attnscope/measure/attention_map.h"
 #include "tools/attnscope/measure/profile_run.h"
 
 namespace attnscope::cli {
@@ -52,6 +53,7 @@ struct ProfileFlags {
   bool summary = false;
   std::string sort;  // "" = total on the CPU, device on a GPU
   std::string steps = "all";
+  AttentionMapOptions attention_map;
 };
 
 constexpr std::size_t kKernelRowsShown = 25;
@@ -171,7 +173,8 @@ int run_profile(const ProfileFlags& flags) {
     options.capture = parse_capture(flags.steps);
     options.seed = flags.seed;
     options.gpu_timing = timing;
-    run = profile_model(*ctx, model, options);
+    with_attention_map(*ctx, model, flags.attention_map, AttentionMapSteps::Prefill,
+                       [&] { run = profile_model(*ctx, model, options); });
     process_name =
         "attnscope " + flags.model + " attention " + std::string(model.attention().name());
   }
@@ -295,6 +298,10 @@ Subcommand add_profile(CLI::App& app) {
                   "(default: total, device on a GPU)")
       ->check(CLI::IsMember(profiler::sort_key_names()));
   sub->add_option("--json", flags->json_path, "Write the summary and the run's facts as JSON");
+  add_attention_map_flags(*sub, flags->attention_map,
+                          "--model: the prefill of batch row 0 (its copy, or flash's recompute, "
+                          "in a profiler scope of its own)")
+      ->excludes(op);
   sub->callback([model, op, batch, flags] {
     if (model->count() + op->count() == 0) {
       throw CLI::ValidationError("--model", "profile needs --model M or --op attention");

@@ -16,7 +16,8 @@ struct Bar {
   double value = 0;
 };
 
-// The characters XML gives a meaning to (& < > "), escaped: for every text an SVG here holds.
+// `text` with the characters XML gives a meaning to (& < > ") escaped: for every text an SVG
+// file shows.
 std::string escape_xml(const std::string& text);
 
 // `unit` follows every printed value ("ms"). Values must be >= 0.
