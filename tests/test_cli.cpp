@@ -1427,3 +1427,158 @@ TEST_CASE("profile --op attention --decode profiles one query against the cache"
   CHECK(step["temporary_bytes"] == step["temporary_bytes_expected"]);
   check_one_line_error(run("profile -m synthetic:tiny --decode"), 2, "--decode");
 }
+
+// ---- attnscope explain, and the roofline of profile ----
+
+// Every explain and --roofline run of this process reads one ceilings cache, in a temporary
+// folder (never the user's ~/.cache): the first measures, the rest read it.
+static std::string ceilings_cache_dir() {
+  static attnscope::testing::TempDir dir;
+  static const bool set = setenv("ATTNSCOPE_CACHE_DIR", dir.path().c_str(), 1) == 0;
+  REQUIRE(set);
+  return dir.path().string();
+}
+
+TEST_CASE("explain: FLOPs and bytes equal the shape's formulas, and every plan matches its trace") {
+  ceilings_cache_dir();
+  attnscope::testing::TempDir out;
+  const std::int64_t b = 2, h = 2, t = 40, d = 16;
+  require_success(
+      run("explain --batch 2 --heads 2 --seq-len 40 --head-dim 16 --reps 2 "
+          "--threads 1 --json " +
+          out.file("e.json") + " --roofline " + out.file("r.svg")));
+  const nlohmann::json report = read_json(out.file("e.json"));
+  REQUIRE(report["calls"].size() == 5);
+  CHECK(report["cannot_run"].empty());
+  const double ridge = report["ceilings"]["ridge"];
+  CHECK(ridge > 0);
+  for (const nlohmann::json& call : report["calls"]) {
+    CAPTURE(call["backend"]);
+    const nlohmann::json& cost = call["cost"];
+    // FlashAttention's causal convention, exact per visible pair: 4 D per pair, T (T + 1) / 2.
+    CHECK(cost["flops"] == doctest::Approx(4.0 * b * h * d * t * (t + 1) / 2));
+    CHECK(cost["bytes"] == 4 * b * h * t * d * 4);  // q, k, v read, out written, in f32
+    CHECK(cost["bytes_with_temporaries"] ==
+          cost["bytes"].get<std::int64_t>() + 2 * cost["temporary_bytes"].get<std::int64_t>());
+    CHECK(call["plan_matches_trace"] == true);
+    CHECK(call["observed_steps"].size() == cost["steps"]);
+    const double intensity = call["intensity"];
+    CHECK(call["bound_by"] == (intensity < ridge ? "memory" : "compute"));
+    CHECK(call["roofline_share"] > 0);
+    CHECK(call["plan"]["materialises_scores"] == (call["backend"] != "flash"));
+  }
+  const std::string svg = read_all(out.file("r.svg"));
+  CHECK(svg.rfind("<svg", 0) == 0);
+  for (const char* backend : {"naive", "inplace", "math", "fused", "flash"}) {
+    CHECK(svg.find(std::string(">") + backend + "<") != std::string::npos);
+  }
+}
+
+TEST_CASE("explain: flash's split-KV choice follows the threads, and the trace shows it") {
+  ceilings_cache_dir();
+  // One head of one query against 1024 keys: on 2 threads it cannot share out, so it splits.
+  const std::string decode =
+      "explain --attn flash --batch 1 --heads 1 --seq-len 1024 --decode "
+      "--reps 2 --json ";
+  for (const int threads : {1, 2}) {
+    CAPTURE(threads);
+    attnscope::testing::TempDir out;
+    require_success(run(decode + out.file("e.json") + " --threads " + std::to_string(threads)));
+    const nlohmann::json call = read_json(out.file("e.json"))["calls"][0];
+    std::vector<std::string> observed;
+    for (const nlohmann::json& step : call["observed_steps"]) observed.push_back(step["name"]);
+    const std::vector<std::string> expected =
+        threads == 1
+            ? std::vector<std::string>{"flash.tiled"}
+            : std::vector<std::string>{"flash.split_kv_partials", "flash.split_kv_combine"};
+    CHECK(observed == expected);
+    CHECK(call["plan"]["steps"] == expected);
+    CHECK(call["plan_matches_trace"] == true);
+    CHECK(call["plan"]["path"] == (threads == 1 ? "tiled" : "split-KV in 2 chunks"));
+  }
+}
+
+TEST_CASE("explain lists what cannot run and why; a model step gets its attention per layer") {
+  const std::string cache = ceilings_cache_dir();
+  attnscope::testing::TempDir out;
+  // bf16 on the cpu: only math takes it; the others are listed with the dtype rule, not run.
+  const Result bf16 =
+      require_success(run("explain --batch 1 --heads 2 --seq-len 32 --dtype bf16 "
+                          "--reps 2 --threads 1 --json " +
+                          out.file("b.json")));
+  CHECK(bf16.out.find("cannot run here:") != std::string::npos);
+  const nlohmann::json report = read_json(out.file("b.json"));
+  REQUIRE(report["calls"].size() == 1);
+  CHECK(report["calls"][0]["backend"] == "math");
+  REQUIRE(report["cannot_run"].size() == 4);
+  for (const nlohmann::json& refused : report["cannot_run"]) {
+    CHECK(refused["reason"].get<std::string>().find("bf16") != std::string::npos);
+  }
+  // The ceilings came from the cache the earlier runs wrote.
+  CHECK(report["ceilings"]["source"].get<std::string>().rfind("cached in " + cache, 0) == 0);
+  // Too large for this machine's memory: refused up front, with the bytes.
+  check_one_line_error(run("explain --attn naive --batch 8 --heads 16 --seq-len 65536 "
+                           "--threads 1 --reps 2 --json " +
+                           out.file("h.json")),
+                       1, "no backend could run");
+  const nlohmann::json huge = read_json(out.file("h.json"));
+  REQUIRE(huge["cannot_run"].size() == 1);
+  CHECK(huge["cannot_run"][0]["backend"] == "naive");
+  CHECK(huge["cannot_run"][0]["reason"].get<std::string>().find("needs at least") !=
+        std::string::npos);
+
+  // A model: its prefill and one decode step, each with one attention call per layer.
+  require_success(
+      run("explain --model synthetic:tiny --attn naive,flash --prompt-len 8 "
+          "--threads 1 --json " +
+          out.file("m.json")));
+  const nlohmann::json model = read_json(out.file("m.json"));
+  REQUIRE(model["calls"].size() == 4);
+  for (const nlohmann::json& call : model["calls"]) {
+    CAPTURE(call["backend"]);
+    CAPTURE(call["phase"]);
+    CHECK(call["shape"]["q_len"] == (call["phase"] == "prefill" ? 8 : 1));
+    CHECK(call["plan_matches_trace"] == true);
+    REQUIRE(call["layers"].size() == 2);  // synthetic:tiny's layers
+    double layer_sum = 0;
+    for (const nlohmann::json& layer : call["layers"]) {
+      CHECK(layer["calls"] == 1);
+      layer_sum += layer["attention_ms"].get<double>();
+    }
+    CHECK(layer_sum == doctest::Approx(2 * call["ms_per_call"].get<double>()));
+  }
+
+  check_one_line_error(run("explain --model synthetic:tiny --heads 4"), 2, "--heads");
+  check_one_line_error(run("explain --paged 16"), 2, "--paged");
+  check_one_line_error(run("explain --model synthetic:tiny --batch 2"), 2, "--batch");
+  check_one_line_error(run("explain --attn bogus"), 2, "valid: all");
+}
+
+TEST_CASE("profile: attention per layer adds up to each step's attention; --roofline draws it") {
+  ceilings_cache_dir();
+  attnscope::testing::TempDir out;
+  const Result printed = require_success(
+      run("profile --model synthetic:tiny --prompt-len 8 --gen 2 --threads 1 --summary --json " +
+          out.file("p.json") + " --roofline " + out.file("r.svg")));
+  CHECK(printed.out.find("attention per layer, prefill steps") != std::string::npos);
+  CHECK(printed.out.find("attention per layer, decode steps") != std::string::npos);
+  int profiled = 0;
+  const nlohmann::json summary = read_json(out.file("p.json"));
+  for (const nlohmann::json& step : summary["facts"]["steps"]) {
+    if (!step["profiled"].get<bool>()) continue;
+    ++profiled;
+    double sum = 0;
+    for (const nlohmann::json& layer : step["attention_by_layer"]) {
+      sum += layer["attention_ms"].get<double>();
+    }
+    CHECK(step["attention_by_layer"].size() == 2);
+    CHECK(sum == doctest::Approx(step["attention_ms"].get<double>()));
+  }
+  CHECK(profiled == 3);  // the prefill and 2 decode steps
+  const std::string svg = read_all(out.file("r.svg"));
+  CHECK(svg.find(">attention.flash<") != std::string::npos);
+  CHECK(svg.find(">linear<") != std::string::npos);
+  const std::size_t not_drawn = svg.find("not drawn (no FLOPs): ");
+  REQUIRE(not_drawn != std::string::npos);
+  CHECK(svg.find("split_qkv", not_drawn) != std::string::npos);
+}

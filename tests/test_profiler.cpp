@@ -8,6 +8,7 @@
 #include "profiler/attach.h"
 #include "profiler/cpu_tracer.h"
 #include "profiler/scope.h"
+#include "profiler/summary.h"
 #include "runtime/error.h"
 
 using namespace attnscope;
@@ -55,10 +56,85 @@ TEST_CASE("a GPT-2 forward pass opens a scope per layer, block and op") {
   CHECK(count("forward") == 1);
   CHECK(count("layer") == layers);
   CHECK(count("attention.naive") == layers);
-  CHECK(count("linear") == 2 * layers + 1);  // qkv and up per layer + the LM head
+  CHECK(count("linear") == 2 * layers + 1);       // qkv and up per layer + the LM head
   CHECK(count("linear_residual") == 2 * layers);  // out and down add onto the residual stream
   CHECK(count("layer_norm") == 2 * layers + 1);
   CHECK(tracer.events().back().name == "forward");
+}
+
+TEST_CASE("the model numbers its layers; every op states its work; attention adds up by layer") {
+  Context ctx(1);
+  const gpt2::Model model = gpt2::Model::open("synthetic:tiny", ctx);
+  const std::int64_t tokens = 5;
+  KVCache cache = model.new_cache(ctx, 1, tokens);
+  const std::vector<std::int32_t> ids = {1, 2, 3, 4, 5};
+  profiler::CpuTracer tracer;
+  ctx.set_profiler(&tracer);
+  model.forward(ctx, ids, 1, cache);
+  ctx.set_profiler(nullptr);
+  const std::vector<profiler::Event>& events = tracer.events();
+  const ModelConfig& config = model.config();
+
+  // Layers 0..L-1, each once, in order.
+  std::vector<std::int64_t> layer_indices;
+  for (const profiler::Event& e : events) {
+    if (e.name == "layer") layer_indices.push_back(e.index);
+  }
+  std::vector<std::int64_t> expected(static_cast<std::size_t>(config.n_layers));
+  for (std::size_t i = 0; i < expected.size(); ++i) expected[i] = static_cast<std::int64_t>(i);
+  CHECK(layer_indices == expected);
+
+  // Each linear states 2 N M K FLOPs, the shapes read from the config, not from the op.
+  const std::int64_t c = config.d_model;
+  std::vector<std::uint64_t> linear_flops;
+  for (const profiler::Event& e : events) {
+    if (e.name == "linear") linear_flops.push_back(e.flops);
+  }
+  REQUIRE(linear_flops.size() == static_cast<std::size_t>(2 * config.n_layers + 1));
+  CHECK(linear_flops[0] == static_cast<std::uint64_t>(2 * tokens * 3 * c * c));  // fused qkv
+  CHECK(linear_flops[1] == static_cast<std::uint64_t>(2 * tokens * 4 * c * c));  // MLP up
+  CHECK(linear_flops.back() == static_cast<std::uint64_t>(2 * 1 * config.vocab_size * c));  // head
+  for (const profiler::Event& e : events) {
+    if (e.name == "layer_norm" || e.name == "linear" || e.category == "attention") {
+      CAPTURE(e.name);
+      CHECK(e.bytes > 0);
+    }
+  }
+
+  // Per layer: one attention call each, and the rows add up to every attention call's time.
+  const std::vector<profiler::LayerTime> layers =
+      profiler::times_by_layer(events, 0, events.size());
+  REQUIRE(layers.size() == static_cast<std::size_t>(config.n_layers));
+  std::int64_t by_layers = 0, total = 0;
+  for (const profiler::LayerTime& layer : layers) {
+    CHECK(layer.calls == 1);
+    CHECK(layer.time_ns <= layer.layer_ns);
+    by_layers += layer.time_ns;
+  }
+  for (const profiler::Event& e : events) total += e.category == "attention" ? e.duration_ns() : 0;
+  CHECK(by_layers == total);
+  CHECK(profiler::format_layer_table(layers).find("all") != std::string::npos);
+}
+
+TEST_CASE("set_work and set_index describe the innermost open scope; outside one they throw") {
+  Context ctx(1);
+  profiler::CpuTracer tracer;
+  ctx.set_profiler(&tracer);
+  {
+    profiler::Scope outer(ctx, "outer", "layer");
+    outer.set_index(7);
+    profiler::Scope inner(ctx, "inner");
+    inner.set_work(12, 34);
+  }
+  ctx.set_profiler(nullptr);
+  REQUIRE(tracer.events().size() == 2);
+  CHECK(tracer.events()[0].name == "inner");
+  CHECK(tracer.events()[0].flops == 12);
+  CHECK(tracer.events()[0].bytes == 34);
+  CHECK(tracer.events()[0].index == -1);
+  CHECK(tracer.events()[1].index == 7);
+  CHECK_THROWS_AS(tracer.set_work(1, 1), Error);
+  CHECK_THROWS_AS(tracer.set_index(1), Error);
 }
 
 namespace {

@@ -143,8 +143,8 @@ double intensity(const attention::CostModel& cost) {
 
 Explained explain_op(Context& ctx, const attention::Backend& backend, const attention::Shape& shape,
                      int reps) {
-  Explained e{std::string(backend.name()), "attention", shape, backend.plan(ctx, shape),
-              backend.cost_model(ctx, shape), {}, 0, {}};
+  Explained e{std::string(backend.name()),    "attention", shape, backend.plan(ctx, shape),
+              backend.cost_model(ctx, shape), {},          0,     {}};
   AttentionRunOptions options;
   options.shape = shape;
   options.reps = reps;
@@ -178,8 +178,8 @@ std::vector<Explained> explain_model_steps(Context& ctx, LanguageModel& model,
     const attention::Shape shape = {
         1,           config.n_heads,  config.n_kv_heads,       step.q_len,
         step.kv_len, config.head_dim, model.activation_dtype()};
-    Explained e{std::string(backend.name()), step.phase, shape, backend.plan(ctx, shape),
-                backend.cost_model(ctx, shape), {}, 0, {}};
+    Explained e{std::string(backend.name()),    step.phase, shape, backend.plan(ctx, shape),
+                backend.cost_model(ctx, shape), {},         0,     {}};
     e.observed = observed_steps(run.tracer->trace(), step.first_event, step.end_event);
     e.seconds = step.attention_ms / 1e3 / step.attention_calls;
     e.layers = profiler::times_by_layer(run.tracer->events(), step.first_event, step.end_event);
@@ -398,9 +398,7 @@ int run_explain(const ExplainFlags& flags) {
       points.push_back({e.backend, e.backend, e.phase == "decode", e.cost.flops,
                         static_cast<double>(e.cost.bytes_with_temporaries()), e.seconds});
     }
-    const Roofs roofs = {
-        ceilings.flops_per_s, ceilings.bytes_per_s,
-        ceilings.compute_probe + "; " + ceilings.memory_probe + "; " + ceilings.machine};
+    const Roofs roofs = {ceilings.flops_per_s, ceilings.bytes_per_s, ceilings.caption()};
     write_text_file(flags.roofline_path,
                     roofline_svg("attention " + describe_shape(cases.front().second), roofs, points,
                                  model ? "filled: prefill, hollow: decode" : ""));

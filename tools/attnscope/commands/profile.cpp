@@ -28,7 +28,9 @@
 #include "tools/attnscope/cli/output_files.h"
 #include "tools/attnscope/commands/commands.h"
 #include "tools/attnscope/measure/attention_map.h"
+#include "tools/attnscope/measure/ceilings.h"
 #include "tools/attnscope/measure/profile_run.h"
+#include "tools/attnscope/report/roofline_svg.h"
 
 namespace attnscope::cli {
 
@@ -54,6 +56,8 @@ struct ProfileFlags {
   std::string sort;  // "" = total on the CPU, device on a GPU
   std::string steps = "all";
   AttentionMapOptions attention_map;
+  std::string roofline_path;
+  bool refresh_ceilings = false;
 };
 
 constexpr std::size_t kKernelRowsShown = 25;
@@ -74,6 +78,15 @@ nlohmann::json run_facts(const ProfiledRun& run, const std::string& phase_for_ov
       entry["steps_expected"] = step.expected.steps;
       entry["temporary_bytes"] = step.temporary_bytes;
       entry["temporary_bytes_expected"] = step.expected.temporary_bytes;
+      nlohmann::json layers = nlohmann::json::array();
+      for (const profiler::LayerTime& layer :
+           profiler::times_by_layer(run.tracer->events(), step.first_event, step.end_event)) {
+        layers.push_back({{"layer", layer.layer},
+                          {"calls", layer.calls},
+                          {"attention_ms", static_cast<double>(layer.time_ns) / 1e6},
+                          {"layer_ms", static_cast<double>(layer.layer_ns) / 1e6}});
+      }
+      entry["attention_by_layer"] = layers;
     }
     steps.push_back(entry);
   }
@@ -115,6 +128,53 @@ void print_facts(const ProfiledRun& run, const std::string& phase_for_overhead) 
     std::cout << "profiling overhead: not measured (needs profiled and unprofiled "
               << phase_for_overhead << " steps)\n";
   }
+}
+
+// The events of the profiled steps of `phase`, in one list (their ids stay unique).
+std::vector<profiler::Event> phase_events(const ProfiledRun& run, const std::string& phase) {
+  std::vector<profiler::Event> events;
+  for (const StepRecord& step : run.steps) {
+    if (!step.profiled || step.phase != phase) continue;
+    const auto& all = run.tracer->events();
+    events.insert(events.end(), all.begin() + static_cast<std::ptrdiff_t>(step.first_event),
+                  all.begin() + static_cast<std::ptrdiff_t>(step.end_event));
+  }
+  return events;
+}
+
+// Attention time per layer over the profiled steps of each phase (profiler::times_by_layer).
+void print_layer_tables(const ProfiledRun& run) {
+  for (const std::string phase : {"prefill", "decode"}) {
+    const std::vector<profiler::Event> events = phase_events(run, phase);
+    const std::vector<profiler::LayerTime> layers =
+        profiler::times_by_layer(events, 0, events.size());
+    if (layers.empty()) continue;
+    std::cout << "\nattention per layer, " << phase
+              << " steps (summed over the profiled ones):\n"
+              << profiler::format_layer_table(layers);
+  }
+}
+
+// Every op of the profiled prefill and decode steps with known FLOPs and bytes as a point (the
+// attention calls in their backend's colour, filled for prefill, hollow for decode) under this
+// machine's roofs (measure/ceilings.h).
+std::string profile_roofline(Context& ctx, const ProfiledRun& run, DType dtype, bool refresh,
+                             const std::string& title) {
+  const Ceilings ceilings = machine_ceilings(ctx, dtype, refresh);
+  std::vector<RooflinePoint> points;
+  for (const std::string phase : {"prefill", "decode", "attention"}) {  // attention: --op
+    const std::vector<profiler::Event> events = phase_events(run, phase);
+    for (const profiler::SummaryRow& row : profiler::summarize(events, profiler::SortKey::Total)) {
+      if (row.category == "layer" || row.category == "block") continue;  // sums of their ops
+      const std::int64_t ns = row.device_measured ? row.device_total_ns : row.total_ns;
+      const bool attention = row.category == "attention";
+      points.push_back({row.name, attention ? row.name.substr(row.name.find('.') + 1) : "other ops",
+                        phase == "decode", static_cast<double>(row.flops),
+                        static_cast<double>(row.bytes), static_cast<double>(ns) / 1e9});
+    }
+  }
+  const Roofs roofs = {ceilings.flops_per_s, ceilings.bytes_per_s, ceilings.caption()};
+  return roofline_svg(title, roofs, points, "filled: prefill, hollow: decode");
 }
 
 // What the GPU side measured, after the table: how, what was lost, and the kernels.
@@ -224,7 +284,12 @@ int run_profile(const ProfileFlags& flags) {
               << "\n\n"
               << profiler::format_summary_table(rows, wall, device_wall) << "\n";
     print_facts(run, overhead_phase);
+    print_layer_tables(run);
     if (gpu) print_device_facts(trace, flags.fidelity);
+  }
+  if (!flags.roofline_path.empty()) {
+    write_text_file(flags.roofline_path,
+                    profile_roofline(*ctx, run, dtype, flags.refresh_ceilings, process_name));
   }
   return 0;
 }
@@ -298,6 +363,12 @@ Subcommand add_profile(CLI::App& app) {
                   "(default: total, device on a GPU)")
       ->check(CLI::IsMember(profiler::sort_key_names()));
   sub->add_option("--json", flags->json_path, "Write the summary and the run's facts as JSON");
+  sub->add_option("--roofline", flags->roofline_path,
+                  "Write an SVG roofline: every op of the profiled prefill and decode steps as a "
+                  "point under this machine's measured GEMM FLOP/s and memory bandwidth");
+  sub->add_flag("--refresh-ceilings", flags->refresh_ceilings,
+                "With --roofline: measure the machine's ceilings again instead of reading the "
+                "cache");
   add_attention_map_flags(*sub, flags->attention_map,
                           "--model: the prefill of batch row 0 (its copy, or flash's recompute, "
                           "in a profiler scope of its own)")

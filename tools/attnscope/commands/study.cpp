@@ -33,6 +33,7 @@
 #include "tools/attnscope/cli/output_files.h"
 #include "tools/attnscope/commands/commands.h"
 #include "tools/attnscope/measure/attention_timing.h"
+#include "tools/attnscope/measure/ceilings.h"
 #include "tools/attnscope/measure/profile_run.h"
 #include "tools/attnscope/measure/repetition_plan.h"
 #include "tools/attnscope/report/study_report.h"
@@ -135,7 +136,10 @@ int run_study(const StudyFlags& flags) {
   setup.rounds = rounds;
   const nlohmann::json report = build_study_report(setup, results);
   const std::string markdown = study_markdown(report);
-  write_report_files(flags.out_dir, report, markdown, {study_chart(report)});
+  const Ceilings ceilings = machine_ceilings(ctx, shape.dtype, false);
+  const Roofs roofs = {ceilings.flops_per_s, ceilings.bytes_per_s, ceilings.caption()};
+  write_report_files(flags.out_dir, report, markdown,
+                     {study_chart(report), study_roofline(report, roofs)});
   std::cout << markdown;
   return 0;
 }
@@ -161,8 +165,9 @@ Subcommand add_study(CLI::App& app) {
   add_repetition_flags(*sub, flags->plan, "times one call of every backend");
   add_device_flags(*sub, flags->device);
   sub->add_option("--seed", flags->seed, "Seed of the random inputs")->capture_default_str();
-  sub->add_option("--out", flags->out_dir,
-                  "Directory for report.md, report.json, time.svg and trace-BACKEND.json")
+  sub->add_option(
+         "--out", flags->out_dir,
+         "Directory for report.md, report.json, time.svg, roofline.svg and trace-BACKEND.json")
       ->required();
   return {sub, [flags] { return run_study(*flags); }};
 }

@@ -28,17 +28,19 @@
 namespace attnscope::cli {
 
 struct Ceilings {
-  double flops_per_s = 0;      // the compute roof
-  double bytes_per_s = 0;      // the memory roof
-  std::string compute_probe;   // "f32 GEMM 1024^3 (ops::linear)"
-  std::string memory_probe;    // "read 512 MiB, streams" / "device copy 1 GiB"
-  std::string machine;         // the cache key's machine: CPU model and threads, or the GPU
-  std::string source;          // "measured now" or "cached in PATH (measured DATE)"
+  double flops_per_s = 0;     // the compute roof
+  double bytes_per_s = 0;     // the memory roof
+  std::string compute_probe;  // "f32 GEMM 1024^3 (ops::linear)"
+  std::string memory_probe;   // "read 512 MiB, streams" / "device copy 1 GiB"
+  std::string machine;        // the cache key's machine: CPU model and threads, or the GPU
+  std::string source;         // "measured now" or "cached in PATH (measured DATE)"
 
   // Where compute and memory bound meet, in FLOP per byte.
   double ridge() const { return flops_per_s / bytes_per_s; }
   // min(peak, intensity x bandwidth): the most an op of that intensity can reach.
   double attainable(double intensity) const;
+  // "PROBE; PROBE; MACHINE", for a roofline's caption.
+  std::string caption() const { return compute_probe + "; " + memory_probe + "; " + machine; }
 };
 
 // The ceilings of ctx's device for `dtype`: from the cache, or measured (and cached) when absent

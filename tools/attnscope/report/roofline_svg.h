@@ -16,8 +16,8 @@
 namespace attnscope::cli {
 
 struct RooflinePoint {
-  std::string label;   // "linear", "attention.naive"
-  std::string series;  // its colour: "naive", "flash", "other ops", ...
+  std::string label;    // "linear", "attention.naive"
+  std::string series;   // its colour: "naive", "flash", "other ops", ...
   bool hollow = false;  // drawn as a ring (decode) instead of a disc (prefill)
   double flops = 0;
   double bytes = 0;

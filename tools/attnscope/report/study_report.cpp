@@ -404,4 +404,20 @@ std::pair<std::string, std::string> study_chart(const json& report) {
                                     "ms", bars)};
 }
 
+std::pair<std::string, std::string> study_roofline(const json& report, const Roofs& roofs) {
+  std::vector<RooflinePoint> points;
+  for (const json& b : report["backends"]) {
+    if (!b.contains("observation")) continue;
+    const std::string name = b["backend"];
+    points.push_back({name, name, false, b["prediction"]["useful_flops"].get<double>(),
+                      b["prediction"]["bytes_at_least"].get<double>(),
+                      b["observation"]["median_ms"].get<double>() / 1e3});
+  }
+  const json& s = report["setup"];
+  return {"roofline.svg", roofline_svg("causal attention B=" + s["batch"].dump() +
+                                           " H=" + s["heads"].dump() + " T=" + s["seq_len"].dump() +
+                                           " D=" + s["head_dim"].dump() + " on the roofline",
+                                       roofs, points, "")};
+}
+
 }  // namespace attnscope::cli

@@ -19,6 +19,7 @@
 
 #include "ops/attention/backend.h"
 #include "tools/attnscope/measure/repetition_plan.h"
+#include "tools/attnscope/report/roofline_svg.h"
 
 namespace attnscope::cli {
 
@@ -52,5 +53,9 @@ nlohmann::json build_study_report(const StudySetup& setup,
 std::string study_markdown(const nlohmann::json& report);
 // ("time.svg", SVG): median ms per call per backend.
 std::pair<std::string, std::string> study_chart(const nlohmann::json& report);
+// ("roofline.svg", SVG): every backend that ran as a point at its cost model's FLOPs over the
+// bytes it moves at least (temporaries included) and its median time, under `roofs`.
+std::pair<std::string, std::string> study_roofline(const nlohmann::json& report,
+                                                   const Roofs& roofs);
 
 }  // namespace attnscope::cli
