@@ -11,7 +11,9 @@
 #           on and off beside PyTorch's GPT-2, the CUPTI profile, the CUPTI-vs-CUDA-event fidelity
 #           table, the compare report, `attnscope study` (the seed study's table in one command),
 #           then compute-sanitizer: memcheck on the attention kernels and the Llama ops
-#           and racecheck with the time left. It reuses stage 1's build when the sources match.
+#           and racecheck with the time left, then `attnscope explain` and `attnscope diverge`
+#           (bf16 GPU against f32 CPU) with what is left. It reuses stage 1's build when the
+#           sources match.
 #
 # How to call it (device time is 15 minutes per session, machine start included):
 #   1. Here:   tools/device/pack_deps.sh                    (fills .deps/, about 9 MB, git-ignored)
@@ -39,8 +41,8 @@
 #   stage1 (300 s): env 15, configure 30, build 150, ctest_gpu 75, generate 30
 #   stage2 (360 s): env 15, configure 30 and build 150 (seconds when stage 1's build is reused),
 #           bench_attention 45, torch_attention 60, bench_model 75, profile 75, study 30,
-#           memcheck 110 (required: its budget is always set aside), racecheck 60 (with the time
-#           left)
+#           memcheck 110 (required: its budget is always set aside), racecheck 60 and explain 40
+#           (with the time left)
 #
 # What comes back in $OUT (the tool returns at most 8 files; this writes 3):
 #   summary.txt       one line per step, appended as the step ends; the verdict last
@@ -87,12 +89,12 @@ esac
 # --- the steps, their budgets (seconds, see the header) and their kinds -----------------------
 stage1_steps=(env configure build ctest_gpu generate)
 stage2_steps=(env configure build bench_attention torch_attention bench_model profile study
-              memcheck racecheck)
+              memcheck racecheck explain)
 declare -A budget=([env]=15 [configure]=30 [build]=150 [ctest_gpu]=75 [generate]=30
                    [bench_attention]=45 [torch_attention]=60 [bench_model]=75 [profile]=75
-                   [study]=30 [memcheck]=110 [racecheck]=60)
+                   [study]=30 [memcheck]=110 [racecheck]=60 [explain]=40)
 # Informational steps never fail the check (they still must not be skipped on a GPU machine).
-informational=" bench_attention torch_attention bench_model profile study racecheck "
+informational=" bench_attention torch_attention bench_model profile study racecheck explain "
 if [[ $STAGE == stage1 ]]; then
   steps=("${stage1_steps[@]}")
   CHECK_BUDGET_S=${CHECK_BUDGET_S:-300}
@@ -408,6 +410,26 @@ step_study() {
   lb "$BUILD_DIR/tools/attnscope" study --device cuda --dtype bf16 --reps 5 --budget-s 15 \
     --out "$dir" >/dev/null || rc=3
   sed -n '/## 2. The observation/,/## 4./p' "$dir/report.md" 2>/dev/null
+  return $rc
+}
+
+# --- explain: why each backend wins on the GPU, and where bf16 diverges from f32 -------------
+# `attnscope explain` at the study's shape in bf16 (each backend's plan against the kernels CUPTI
+# saw, FLOP/s, intensity, share of the roofline measured on the H200, roofline.svg), and
+# `attnscope diverge` of GPT-2 bf16 flash on the GPU against f32 naive on the CPU (per layer and
+# head, a heat map); all under explain/ in the archive. Last in stage 2: it runs with what is left.
+step_explain() {
+  has_gpu || { echo "SKIPPED: no GPU"; return 2; }
+  built || { echo "SKIPPED: no build"; return 2; }
+  local dir=$STAGE_DIR/explain rc=0
+  mkdir -p "$dir"
+  ATTNSCOPE_CACHE_DIR=$dir lb "$BUILD_DIR/tools/attnscope" explain --device cuda --dtype bf16 \
+    --json "$dir/explain.json" --roofline "$dir/roofline.svg" >"$dir/explain.txt" || rc=3
+  lb "$BUILD_DIR/tools/attnscope" diverge --model synthetic:gpt2 --prompt-len 64 --attn flash \
+    --device cuda --dtype bf16 --against naive --against-device cpu --against-dtype f32 \
+    --json "$dir/diverge.json" --heatmap "$dir/diverge.svg" >"$dir/diverge.txt" || rc=3
+  head -n 60 "$dir/explain.txt"
+  head -n 30 "$dir/diverge.txt"
   return $rc
 }
 
