@@ -57,13 +57,14 @@ StepRunner::GraphCounts StepRunner::graph_counts() const {
 }
 
 Tensor StepRunner::run(Context& ctx, bool decode, const std::function<Tensor()>& step) {
-  // Decode steps on a GPU run as one CUDA graph, except while profiling: CUPTI then sees every
-  // kernel launched on its own, inside its op's scope. The first decode step runs eagerly, so
-  // every kernel it needs is loaded before a capture starts; a runner kept across a change of
-  // backend (bench) then loads the new backend's kernels during a capture, which drivers of
-  // CUDA 12.3 and later do (lazy loading is capture-safe there).
+  // Decode steps on a GPU run as one CUDA graph, except while profiling (unless under_profiler_):
+  // CUPTI then sees every kernel launched on its own, inside its op's scope. The first decode step
+  // runs eagerly, so every kernel it needs is loaded before a capture starts; a runner kept across
+  // a change of backend (bench) then loads the new backend's kernels during a capture, which
+  // drivers of CUDA 12.3 and later do (lazy loading is capture-safe there).
   if constexpr (kCudaBuild) {
-    if (ctx.device() == Device::CUDA && decode && cuda_graphs_ && ctx.profiler() == nullptr) {
+    const bool profiled = ctx.profiler() != nullptr;
+    if (ctx.device() == Device::CUDA && decode && cuda_graphs_ && (!profiled || under_profiler_)) {
       if (graph_) return graph_->run(ctx, step);
       graph_ = std::make_shared<gpu::StepGraph>();
     }

@@ -46,8 +46,10 @@ StepInputs step_inputs(Context& ctx, std::span<const std::int32_t> tokens, std::
 class StepRunner {
  public:
   // Decode steps on a GPU run as one CUDA graph unless `cuda_graphs` is off or a profiler is
-  // attached. No effect on the CPU.
-  explicit StepRunner(bool cuda_graphs = true) : cuda_graphs_(cuda_graphs) {}
+  // attached (unless `under_profiler`: the profiler then attributes each replayed kernel to the
+  // scope that captured it, profiler/graph_replay.h). No effect on the CPU.
+  explicit StepRunner(bool cuda_graphs = true, bool under_profiler = false)
+      : cuda_graphs_(cuda_graphs), under_profiler_(under_profiler) {}
 
   void set_cuda_graphs(bool on) { cuda_graphs_ = on; }
   bool cuda_graphs() const { return cuda_graphs_; }
@@ -60,11 +62,13 @@ class StepRunner {
   GraphCounts graph_counts() const;
 
   // Runs `step` (everything of a forward pass that runs on the device) and returns its result:
-  // as a CUDA graph when `decode` on a GPU with graphs on and no profiler attached, else eagerly.
+  // as a CUDA graph when `decode` on a GPU with graphs on and no profiler attached (or one, when
+  // under_profiler), else eagerly.
   Tensor run(Context& ctx, bool decode, const std::function<Tensor()>& step);
 
  private:
   bool cuda_graphs_;
+  bool under_profiler_;
   std::shared_ptr<gpu::StepGraph> graph_;  // made at the first GPU decode step
 };
 

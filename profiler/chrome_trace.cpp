@@ -233,6 +233,8 @@ void write_chrome_trace(const Trace& trace, const std::string& process_name, std
     document["otherData"] = {{"device", trace.device_name},
                              {"device_timing", trace.device_timing},
                              {"dropped_records", trace.dropped_records},
+                             {"graph_work_attributed", trace.graph_work_attributed},
+                             {"graph_work_unattributed", trace.graph_work_unattributed},
                              {"notes", trace.notes}};
   }
   out << document.dump() << "\n";

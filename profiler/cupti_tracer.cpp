@@ -334,16 +334,22 @@ std::vector<DeviceEvent> CuptiTracer::take_events() {
   for (const DeviceEvent& event : taken) {
     if (event.is_work()) launched_work.insert(event.correlation_id);
   }
-  std::erase_if(taken, [&](const DeviceEvent& event) {
-    return event.kind == DeviceEventKind::DriverApi &&
-           !launched_work.contains(event.correlation_id);
-  });
   for (DeviceEvent& event : taken) {
     const auto found = external_ids.find(event.correlation_id);
     if (found != external_ids.end()) event.external_id = found->second;
     event.start_ns -= clock_offset_ns_;
     event.end_ns -= clock_offset_ns_;
   }
+  // Before the driver calls that launched nothing are dropped: a graph's captured launches are
+  // among them, and they name the scope of each replayed kernel.
+  const GraphReplays replays = attribute_graph_replays(taken);
+  graph_replays_.launches += replays.launches;
+  graph_replays_.attributed += replays.attributed;
+  graph_replays_.unattributed += replays.unattributed;
+  std::erase_if(taken, [&](const DeviceEvent& event) {
+    return event.kind == DeviceEventKind::DriverApi &&
+           !launched_work.contains(event.correlation_id);
+  });
   std::stable_sort(taken.begin(), taken.end(), [](const DeviceEvent& a, const DeviceEvent& b) {
     return a.start_ns < b.start_ns;
   });

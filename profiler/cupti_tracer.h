@@ -51,6 +51,7 @@
 #include <vector>
 
 #include "profiler/event.h"
+#include "profiler/graph_replay.h"
 
 namespace attnscope::profiler {
 
@@ -91,6 +92,9 @@ class CuptiTracer {
   std::size_t dropped_records() const;
   // Records of kinds we did not ask for, or buffers CUPTI could not parse.
   std::size_t unparsed_records() const;
+  // CUDA graph replays seen by take_events so far, their work given back to the scopes that
+  // captured it (profiler/graph_replay.h).
+  const GraphReplays& graph_replays() const { return graph_replays_; }
 
  private:
   friend struct CuptiCallbacks;
@@ -101,6 +105,7 @@ class CuptiTracer {
   void measure_clock_offset();
 
   bool active_ = false;
+  GraphReplays graph_replays_;      // take_events' thread only
   std::vector<int> enabled_kinds_;  // CUpti_ActivityKind values, to disable exactly those
   bool steady_timestamps_ = false;  // CUPTI accepted the steady clock
   // CUPTI timestamp minus steady-clock reading: 0 when CUPTI uses the steady clock itself.

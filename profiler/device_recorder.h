@@ -45,6 +45,9 @@ class DeviceRecorder {
   // Waits for the stream and moves everything recorded since the last collect into `trace`.
   // Throws Error when the stream reports an asynchronous CUDA error.
   virtual void collect(Trace& trace) = 0;
+  // Whether it times with CUDA events at scope edges: those cannot run inside a CUDA graph
+  // capture, so a profile that replays graphs needs CUPTI alone.
+  virtual bool uses_event_timers() const = 0;
 };
 
 enum class GpuTiming { Cupti, CudaEvents, Both };

@@ -127,7 +127,11 @@ struct Trace {
   std::string device_timing;        // "cupti", "cuda events", "cupti + cuda events"; "" on the CPU
   std::string device_name;          // "GPU 0: NVIDIA H200"
   std::size_t dropped_records = 0;  // CUPTI records lost for lack of buffer space
-  std::vector<std::string> notes;   // facts about the run, written into the trace's metadata
+  // Work replayed by CUDA graphs (graph_replay.h): given the scope that captured it, or left
+  // with the graph launch's scope.
+  std::size_t graph_work_attributed = 0;
+  std::size_t graph_work_unattributed = 0;
+  std::vector<std::string> notes;  // facts about the run, written into the trace's metadata
 };
 
 }  // namespace attnscope::profiler

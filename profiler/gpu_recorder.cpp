@@ -24,6 +24,7 @@
 #endif
 #include "profiler/device_recorder.h"
 #include "profiler/device_time.h"
+#include "profiler/graph_replay.h"
 #include "profiler/occupancy.h"
 #include "runtime/cuda/cuda_context.h"
 #include "runtime/error.h"
@@ -49,6 +50,7 @@ class CuptiTracer {
   void push_scope(std::uint64_t) {}
   void pop_scope() {}
   std::size_t dropped_records() const { return 0; }
+  GraphReplays graph_replays() const { return {}; }
 };
 #endif
 
@@ -180,6 +182,8 @@ class GpuRecorder final : public DeviceRecorder {
     if (use_cupti_) cupti_.pause();
   }
 
+  bool uses_event_timers() const override { return use_events_; }
+
   void collect(Trace& trace) override {
     gpu::synchronize(state_);
     const std::size_t first_device = trace.device.size();
@@ -191,6 +195,8 @@ class GpuRecorder final : public DeviceRecorder {
         trace.device.push_back(std::move(event));
       }
       trace.dropped_records = cupti_.dropped_records();
+      trace.graph_work_attributed = cupti_.graph_replays().attributed;
+      trace.graph_work_unattributed = cupti_.graph_replays().unattributed;
     }
     if (use_events_) {
       std::unordered_map<std::int64_t, std::size_t> index_of_id;

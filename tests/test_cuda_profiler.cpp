@@ -20,6 +20,7 @@
 
 #include "cuda_checks.h"
 #include "models/gpt2/model.h"
+#include "models/step_runner.h"
 #include "ops/attention/registry.h"
 #include "profiler/attach.h"
 #include "profiler/chrome_trace.h"
@@ -184,6 +185,55 @@ TEST_CASE("CUPTI kernel records land inside the op scopes that launched them") {
 
   const std::string table = profiler::format_kernel_table(profiler::summarize_kernels(trace), 50);
   CHECK(contains(table, "occupancy"));
+}
+
+TEST_CASE("decode steps replayed as CUDA graphs keep their kernels in their ops and layers") {
+  if (gpu_missing()) return;
+  Context ctx(Device::CUDA, 1);
+  const gpt2::Model model = gpt2::Model::open("synthetic:tiny", ctx, 0, DType::F32);
+  // The same decode step, once eager and once replayed from a graph, each profiled: every op
+  // scope must own the same kernels either way (profiler/graph_replay.h).
+  auto kernels_per_scope = [&](bool graphs) {
+    profiler::CpuTracer tracer;
+    auto recorder = profiler::make_gpu_recorder(ctx, profiler::GpuTiming::Cupti);
+    tracer.set_device_recorder(recorder.get());
+    KVCache cache = model.new_cache(ctx, 1, 8);
+    StepRunner runner(graphs, /*under_profiler=*/true);
+    const std::vector<std::int32_t> prompt = {5, 6, 7, 8, 9};
+    model.forward(ctx, prompt, 1, cache, runner);
+    const std::int32_t first = 10, second = 11;
+    model.forward(ctx, {&first, 1}, 1, cache, runner);  // eager: loads every kernel
+    {
+      const profiler::Profiling on(ctx, tracer);
+      model.forward(ctx, {&second, 1}, 1, cache, runner);
+    }
+    recorder->collect(tracer.trace());
+    std::map<std::string, std::multiset<std::string>> by_scope;  // "layer 1/linear" -> kernels
+    std::unordered_map<std::int64_t, const profiler::Event*> by_id;
+    for (const profiler::Event& e : tracer.trace().events) by_id[e.id] = &e;
+    for (const profiler::DeviceEvent& d : tracer.trace().device) {
+      if (d.kind != profiler::DeviceEventKind::Kernel) continue;
+      std::string where;
+      for (auto up = by_id.find(static_cast<std::int64_t>(d.external_id)); up != by_id.end();
+           up = by_id.find(up->second->parent)) {
+        where = up->second->name +
+                (up->second->index >= 0 ? " " + std::to_string(up->second->index) : "") + "/" +
+                where;
+      }
+      by_scope[where].insert(d.name);
+    }
+    return std::make_pair(by_scope, tracer.trace().graph_work_attributed);
+  };
+  const auto [eager, eager_attributed] = kernels_per_scope(false);
+  const auto [replayed, attributed] = kernels_per_scope(true);
+  if (eager.empty()) {
+    MESSAGE("SKIPPED (CUPTI checks): no kernel records; CUPTI could not start here");
+    return;
+  }
+  CHECK(eager_attributed == 0);
+  CHECK(attributed > 0);
+  CHECK(replayed == eager);
+  CHECK(eager.contains("forward/layer 1/attention_block/attention.naive/naive.softmax/"));
 }
 
 TEST_CASE("the CUDA-event fallback gives every scope a device time") {

@@ -16,6 +16,7 @@
 #include "profiler/chrome_trace.h"
 #include "profiler/cpu_tracer.h"
 #include "profiler/device_time.h"
+#include "profiler/graph_replay.h"
 #include "profiler/occupancy.h"
 #include "profiler/summary.h"
 #include "profiler/summary_json.h"
@@ -507,4 +508,87 @@ TEST_CASE("GPU activity is exported on stream tracks, with flow arrows from laun
     CHECK(start["ts"].get<double>() <= finish["ts"].get<double>());
   }
   CHECK(finishes[9]["ts"].get<double>() == doctest::Approx(3.2));  // gemm_kernel starts at 3200 ns
+}
+
+// ---- CUDA graph replays (profiler/graph_replay.h), on records made by hand ----
+
+namespace {
+
+profiler::DeviceEvent api_call(profiler::DeviceEventKind kind, const std::string& name,
+                               std::int64_t start, std::int64_t end, std::uint32_t correlation,
+                               std::uint64_t scope, std::uint32_t thread = 1) {
+  profiler::DeviceEvent e;
+  e.kind = kind;
+  e.name = name;
+  e.start_ns = start;
+  e.end_ns = end;
+  e.correlation_id = correlation;
+  e.external_id = scope;
+  e.thread = thread;
+  return e;
+}
+
+profiler::DeviceEvent kernel(const std::string& name, std::int64_t start, std::uint32_t correlation,
+                             std::uint64_t scope) {
+  profiler::DeviceEvent e;
+  e.kind = profiler::DeviceEventKind::Kernel;
+  e.name = name;
+  e.start_ns = start;
+  e.end_ns = start + 5;
+  e.correlation_id = correlation;
+  e.external_id = scope;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("replayed graph kernels take the scopes that captured them, in capture order") {
+  using Kind = profiler::DeviceEventKind;
+  std::vector<profiler::DeviceEvent> events = {
+      // An eager launch before the capture: it launched a kernel of its own, it is no capture.
+      api_call(Kind::RuntimeApi, "cudaLaunchKernel", 0, 2, 1, 100),
+      kernel("eager_kernel", 3, 1, 100),
+      api_call(Kind::RuntimeApi, "cudaStreamBeginCapture", 10, 11, 2, 200),
+      // Captured: our kernel (with the driver call it makes inside it, the same launch), a
+      // cuBLAS launch through the driver, and an async memset; another thread's launch is not
+      // this capture's.
+      api_call(Kind::RuntimeApi, "cudaLaunchKernel", 12, 16, 3, 201),
+      api_call(Kind::DriverApi, "cuLaunchKernel", 13, 15, 4, 201),
+      api_call(Kind::DriverApi, "cuLaunchKernel", 17, 18, 5, 202),
+      api_call(Kind::RuntimeApi, "cudaLaunchKernel", 17, 18, 6, 900, /*thread=*/2),
+      api_call(Kind::RuntimeApi, "cudaMemsetAsync", 19, 20, 7, 203),
+      api_call(Kind::RuntimeApi, "cudaStreamEndCapture", 21, 22, 8, 200),
+      api_call(Kind::RuntimeApi, "cudaGraphLaunch", 30, 31, 9, 200),
+      // The replay, in the order it ran, all carrying the graph launch's correlation id.
+      kernel("split", 40, 9, 200),
+      kernel("gemm", 50, 9, 200),
+  };
+  profiler::DeviceEvent memset = kernel("Memset", 60, 9, 200);
+  memset.kind = Kind::Memset;
+  events.push_back(memset);
+
+  const profiler::GraphReplays replays = profiler::attribute_graph_replays(events);
+  CHECK(replays.launches == 1);
+  CHECK(replays.attributed == 3);
+  CHECK(replays.unattributed == 0);
+  std::map<std::string, std::uint64_t> scope_of;
+  for (const profiler::DeviceEvent& e : events) {
+    if (e.is_work()) scope_of[e.name] = e.external_id;
+  }
+  CHECK(scope_of["eager_kernel"] == 100);
+  CHECK(scope_of["split"] == 201);
+  CHECK(scope_of["gemm"] == 202);
+  CHECK(scope_of["Memset"] == 203);
+
+  // One replayed kernel more than captured launches: nothing is guessed, all are counted.
+  events.push_back(kernel("extra", 70, 9, 200));
+  for (profiler::DeviceEvent& e : events) {
+    if (e.is_work() && e.correlation_id == 9) e.external_id = 200;
+  }
+  const profiler::GraphReplays mismatch = profiler::attribute_graph_replays(events);
+  CHECK(mismatch.attributed == 0);
+  CHECK(mismatch.unattributed == 4);
+  for (const profiler::DeviceEvent& e : events) {
+    if (e.is_work() && e.correlation_id == 9) CHECK(e.external_id == 200);
+  }
 }

@@ -150,6 +150,7 @@ class RecordingDevice final : public profiler::DeviceRecorder {
   void resume() override { calls.push_back("resume"); }
   void pause() noexcept override { calls.push_back("pause"); }
   void collect(profiler::Trace& /*trace*/) override { calls.push_back("collect"); }
+  bool uses_event_timers() const override { return false; }
 };
 
 }  // namespace

@@ -26,6 +26,19 @@
 using attnscope::testing::ServerProcess;
 using nlohmann::json;
 
+// Whether this build runs under AddressSanitizer (clang's and GCC's ways of saying so).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
 namespace {
 
 const std::string kBinary = ATTNSCOPE_BINARY;
@@ -432,7 +445,14 @@ TEST_CASE("serve: a client gone mid-stream cancels its request; 64 streaming cli
   }
   INFO("resident KiB after each round: " << resident[0] << " " << resident[1] << " " << resident[2]
                                          << " " << resident[3]);
-  CHECK(*std::max_element(resident.begin(), resident.end()) - resident[0] < 64 * 1024);
+  if (kAddressSanitizer) {
+    // ASan keeps freed blocks in its quarantine (256 MB) before reusing them, so resident
+    // memory climbs with every allocation until that fills: not a leak, and LeakSanitizer
+    // checks leaks here. The 64 MB bound is the Release build's.
+    MESSAGE("resident memory not bounded under AddressSanitizer (its quarantine grows it)");
+  } else {
+    CHECK(*std::max_element(resident.begin(), resident.end()) - resident[0] < 64 * 1024);
+  }
   CHECK(drained(c));
 
   // SIGTERM with a request in flight: it finishes (200, all its tokens), then the server exits 0.

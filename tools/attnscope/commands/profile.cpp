@@ -58,6 +58,7 @@ struct ProfileFlags {
   AttentionMapOptions attention_map;
   std::string roofline_path;
   bool refresh_ceilings = false;
+  bool cuda_graphs = false;
 };
 
 constexpr std::size_t kKernelRowsShown = 25;
@@ -149,8 +150,7 @@ void print_layer_tables(const ProfiledRun& run) {
     const std::vector<profiler::LayerTime> layers =
         profiler::times_by_layer(events, 0, events.size());
     if (layers.empty()) continue;
-    std::cout << "\nattention per layer, " << phase
-              << " steps (summed over the profiled ones):\n"
+    std::cout << "\nattention per layer, " << phase << " steps (summed over the profiled ones):\n"
               << profiler::format_layer_table(layers);
   }
 }
@@ -165,7 +165,8 @@ std::string profile_roofline(Context& ctx, const ProfiledRun& run, DType dtype, 
   for (const std::string phase : {"prefill", "decode", "attention"}) {  // attention: --op
     const std::vector<profiler::Event> events = phase_events(run, phase);
     for (const profiler::SummaryRow& row : profiler::summarize(events, profiler::SortKey::Total)) {
-      if (row.category == "layer" || row.category == "block") continue;  // sums of their ops
+      // Layers and blocks are sums of their ops; a backend's steps are its own point's work.
+      if (row.category == "layer" || row.category == "block" || row.category == "kernel") continue;
       const std::int64_t ns = row.device_measured ? row.device_total_ns : row.total_ns;
       const bool attention = row.category == "attention";
       points.push_back({row.name, attention ? row.name.substr(row.name.find('.') + 1) : "other ops",
@@ -183,6 +184,11 @@ void print_device_facts(const profiler::Trace& trace, bool fidelity) {
   for (const profiler::DeviceEvent& d : trace.device) work += d.is_work() ? 1 : 0;
   std::cout << "device timing: " << trace.device_timing << " (" << trace.device_name << "; " << work
             << " kernel/copy records, " << trace.dropped_records << " dropped)\n";
+  if (trace.graph_work_attributed + trace.graph_work_unattributed > 0) {
+    std::cout << "CUDA graphs: " << trace.graph_work_attributed
+              << " replayed kernel/copy records given the scope that captured them, "
+              << trace.graph_work_unattributed << " left with the graph launch's\n";
+  }
   for (const std::string& note : trace.notes) std::cout << "note: " << note << "\n";
   if (work > 0) {
     std::cout << "\n"
@@ -199,6 +205,7 @@ int run_profile(const ProfileFlags& flags) {
   const std::unique_ptr<Context> ctx = make_context(flags.device);
   const bool gpu = ctx->device() == Device::CUDA;
   check(gpu || !flags.fidelity, "--fidelity", "needs --device cuda (it compares GPU timers)");
+  check(gpu || !flags.cuda_graphs, "--cuda-graphs", "needs --device cuda (graphs run on a GPU)");
   const DType dtype = parse_dtype(flags.device.dtype);
   const profiler::GpuTiming timing =
       flags.fidelity ? profiler::GpuTiming::Both
@@ -233,6 +240,7 @@ int run_profile(const ProfileFlags& flags) {
     options.capture = parse_capture(flags.steps);
     options.seed = flags.seed;
     options.gpu_timing = timing;
+    options.cuda_graphs = flags.cuda_graphs;
     with_attention_map(*ctx, model, flags.attention_map, AttentionMapSteps::Prefill,
                        [&] { run = profile_model(*ctx, model, options); });
     process_name =
@@ -261,6 +269,8 @@ int run_profile(const ProfileFlags& flags) {
                    {"dtype", dtype_name(dtype)},
                    {"device_timing", trace.device_timing},
                    {"dropped_records", trace.dropped_records},
+                   {"graph_work_attributed", trace.graph_work_attributed},
+                   {"graph_work_unattributed", trace.graph_work_unattributed},
                    {"notes", trace.notes}};
     json["facts"] = run_facts(run, overhead_phase);
     if (flags.fidelity) {
@@ -363,6 +373,10 @@ Subcommand add_profile(CLI::App& app) {
                   "(default: total, device on a GPU)")
       ->check(CLI::IsMember(profiler::sort_key_names()));
   sub->add_option("--json", flags->json_path, "Write the summary and the run's facts as JSON");
+  sub->add_flag("--cuda-graphs", flags->cuda_graphs,
+                "--device cuda --model: decode steps replay CUDA graphs, as generate and bench "
+                "run them; each replayed kernel is still given the op and layer that captured it")
+      ->needs(model);
   sub->add_option("--roofline", flags->roofline_path,
                   "Write an SVG roofline: every op of the profiled prefill and decode steps as a "
                   "point under this machine's measured GEMM FLOP/s and memory bandwidth");

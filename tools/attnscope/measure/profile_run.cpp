@@ -52,16 +52,24 @@ void read_attention_calls(std::vector<profiler::Event>& events, StepRecord& step
   step.attention_ms = static_cast<double>(attention_ns) / 1e6;
 }
 
-// On a GPU: gives the run its device recorder, and says that the steps run without CUDA graphs.
-void attach_device(Context& ctx, ProfiledRun& run, profiler::GpuTiming timing) {
+// On a GPU: gives the run its device recorder, and says whether the decode steps replay CUDA
+// graphs.
+void attach_device(Context& ctx, ProfiledRun& run, profiler::GpuTiming timing, bool cuda_graphs) {
   if constexpr (kCudaBuild) {
     if (ctx.device() != Device::CUDA) return;
     run.device = profiler::make_gpu_recorder(ctx, timing);
     run.tracer->set_device_recorder(run.device.get());
+    check(!cuda_graphs || !run.device->uses_event_timers(), "--cuda-graphs",
+          "needs CUPTI alone: CUDA-event timers cannot be recorded inside a graph capture (drop "
+          "--gpu-timer events and --fidelity; where CUPTI cannot start, profile without graphs)");
     const std::string note =
-        "CUDA graphs are off in profile runs, profiled steps and unprofiled alike: every op "
-        "launches its kernels one by one (eager), so launch gaps are those of eager execution; "
-        "generate and bench may replay graphs";
+        cuda_graphs
+            ? "decode steps replay CUDA graphs, profiled steps and unprofiled alike (captured "
+              "anew each step, scopes open): each replayed kernel is given the scope that "
+              "captured it; host scope times of decode steps are capture times"
+            : "CUDA graphs are off in profile runs, profiled steps and unprofiled alike: every "
+              "op launches its kernels one by one (eager), so launch gaps are those of eager "
+              "execution; generate and bench may replay graphs (profile --cuda-graphs)";
     run.tracer->trace().notes.push_back(note);
     static bool told = false;  // once per process: compare makes many runs
     if (!told) std::cerr << "attnscope: profiling on cuda: " << note << "\n";
@@ -133,12 +141,12 @@ ProfiledRun profile_model(Context& ctx, const LanguageModel& model,
   const double head_flops = 2.0 * static_cast<double>(config.vocab_size * config.d_model);
 
   ProfiledRun run;
-  attach_device(ctx, run, options.gpu_timing);
+  attach_device(ctx, run, options.gpu_timing, options.cuda_graphs);
   KVCache cache = model.new_cache(ctx, batch, options.prompt_len + decode_steps);
-  // No CUDA graphs (docs/PROFILING.md): profiled steps cannot use them (each kernel must launch
-  // inside its op's scope), and the unprofiled steps they are compared with must run the same
-  // way, or the profiling overhead would include the launch time a graph saves.
-  StepRunner runner(/*cuda_graphs=*/false);
+  // CUDA graphs only when asked for (docs/PROFILING.md), and then for the profiled decode steps
+  // and the unprofiled ones alike, or the profiling overhead would include the launch time a
+  // graph saves.
+  StepRunner runner(options.cuda_graphs, /*under_profiler=*/true);
   auto forward_step = [&](const std::string& phase, std::span<const std::int32_t> ids,
                           bool profiled) {
     StepRecord step;
@@ -177,7 +185,7 @@ ProfiledRun profile_attention_op(Context& ctx, const attention::Backend& backend
   const attention::Call call = random_attention_call(ctx, shape, options.seed);
 
   ProfiledRun run;
-  attach_device(ctx, run, options.gpu_timing);
+  attach_device(ctx, run, options.gpu_timing, false);
   backend.attend(ctx, call);  // warm-up
   ctx.synchronize();
   const attention::CostModel expected = backend.cost_model(ctx, shape);

@@ -73,6 +73,9 @@ struct ModelRunOptions {
   Capture capture = Capture::All;
   std::uint64_t seed = 0;
   profiler::GpuTiming gpu_timing = profiler::GpuTiming::Cupti;  // GPU runs only
+  // GPU runs: decode steps (profiled and not) replay a CUDA graph, each replayed kernel given
+  // to the scope that captured it (profiler/graph_replay.h); off, every step launches eagerly.
+  bool cuda_graphs = false;
 };
 
 // The decode steps a run of `gen` profiled ones takes: as many unprofiled ones go between them

@@ -59,7 +59,8 @@ std::string roofline_svg(const std::string& title, const Roofs& roofs,
     max_y = std::max(max_y, p.flops / p.seconds);
   }
   const LogAxis x = decades(min_x, max_x, kLeft, kRight);
-  const LogAxis y = decades(min_y, max_y, kBottom, kTop);
+  LogAxis y = decades(min_y, max_y, kBottom, kTop);
+  y.high = std::ceil(std::log10(3 * max_y));  // room above the compute roof for its label, no more
 
   std::ostringstream svg;
   svg << std::fixed << std::setprecision(1);
