@@ -217,8 +217,14 @@ int run_diverge(DivergeFlags flags) {
   }
   if (!flags.heatmap_path.empty()) {
     HeatMap map;
-    map.title = "max |attention output difference|: " + std::string(run.json["attention"]) +
-                " against " + std::string(against.json["attention"]);
+    // "flash bf16 against naive f32", the devices named when they differ.
+    const bool devices_differ = flags.device.device != flags.against_device.device;
+    const auto label = [&](const Run& r, const std::string& device) {
+      return std::string(r.json["attention"]) + " " + std::string(r.json["dtype"]) +
+             (devices_differ ? " on " + device : "");
+    };
+    map.title = "max |attention output difference|: " + label(run, flags.device.device) +
+                " against " + label(against, flags.against_device.device);
     map.rows_name = "layer";
     map.columns_name = "head";
     map.unit = "max |diff|";
