@@ -4,7 +4,6 @@
 // generated token was chosen from as a .npy array [tokens, vocab]; --attention-out FILE the
 // attention probabilities of every position (tools/attnscope/measure/attention_map.h).
 #include <algorithm>
-#include <chrono>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -12,13 +11,12 @@
 #include <optional>
 #include <span>
 
-#include "ops/sample.h"
 #include "runtime/error.h"
 #include "runtime/npy.h"
 #include "runtime/sampler.h"
 #include "runtime/transfer.h"
-#include "tools/attnscope/cli/elapsed.h"
 #include "tools/attnscope/cli/flags.h"
+#include "tools/attnscope/cli/generation.h"
 #include "tools/attnscope/cli/machine_info.h"
 #include "tools/attnscope/cli/model_loading.h"
 #include "tools/attnscope/cli/utf8_stream.h"
@@ -99,68 +97,46 @@ int run_generate(const GenerateFlags& flags) {
   KVCache cache = model.new_cache(ctx, 1, positions);
   Utf8Stream stream;
   const bool stream_text = !flags.json && tokenizer.has_value();
-  std::vector<std::int32_t> generated;
-  std::string stop_reason = "length";
-  auto emit = [&](std::int32_t id) {
-    generated.push_back(id);
-    if (stream_text) {
-      std::cout << stream.push(tokenizer->token_bytes(id)) << std::flush;
-    } else if (!flags.json) {
-      std::cout << (generated.size() > 1 ? " " : "") << id << std::flush;
-    }
-  };
-  // The next token from logits [1, 1, V], chosen on ctx's device: on a GPU only the chosen id
-  // crosses to the host (which also waits for the step to finish).
-  std::uint64_t draws = 0;
-  // With --top-logprobs or --logits-out the whole row of logits also crosses, once per token
-  // (inside the timed steps, so decode tokens/s include it).
+  // With --top-logprobs or --logits-out the whole row of logits also crosses to the host, once
+  // per token, between the timed steps.
   std::optional<NpyWriter> logits_file;
   if (!flags.logits_out.empty()) logits_file.emplace(flags.logits_out, config.vocab_size);
   nlohmann::json log_probs = nlohmann::json::array();
-  auto next_token = [&](const Tensor& logits) -> std::int32_t {
-    Tensor id = Tensor::empty({1}, DType::I32, ctx.allocator());
-    ops::sample_tokens(ctx, logits.reshape({1, config.vocab_size}), sampling, draws++, id);
-    const std::int32_t chosen = to_host(ctx, id).data<std::int32_t>()[0];
-    // False only for the prefill's pick under -n 0, which is never emitted.
-    const bool kept = static_cast<std::int64_t>(generated.size()) < flags.max_new_tokens;
-    if (kept && (logits_file || flags.top_logprobs >= 0)) {
+  std::size_t emitted = 0;
+  auto on_token = [&](std::int32_t id, const Tensor& logits) {
+    if (logits_file || flags.top_logprobs >= 0) {
       const Tensor host = to_host(ctx, logits);
       const std::span<const float> row(host.data<float>(),
                                        static_cast<std::size_t>(config.vocab_size));
       if (logits_file) logits_file->append_row(row);
       if (flags.top_logprobs >= 0) {
         log_probs.push_back(
-            token_log_probs(row, chosen, flags.top_logprobs, tokenizer ? &*tokenizer : nullptr));
+            token_log_probs(row, id, flags.top_logprobs, tokenizer ? &*tokenizer : nullptr));
       }
     }
-    return chosen;
+    if (stream_text) {
+      std::cout << stream.push(tokenizer->token_bytes(id)) << std::flush;
+    } else if (!flags.json) {
+      std::cout << (emitted > 0 ? " " : "") << id << std::flush;
+    }
+    ++emitted;
   };
 
   if (stream_text) std::cout << tokenizer->decode(prompt) << std::flush;
-  double prefill_seconds = 0.0, decode_seconds = 0.0;
-  std::int64_t decode_steps = 0;
+  GenerationOptions options;
+  options.max_new_tokens = flags.max_new_tokens;
+  options.sampling = sampling;
+  options.ignore_eos = flags.ignore_eos;
+  Generation generation;
   with_attention_map(ctx, model, flags.attention_map, AttentionMapSteps::All, [&] {
-    const auto prefill_start = std::chrono::steady_clock::now();
-    Tensor logits = model.forward(ctx, prompt, 1, cache, runner);
-    std::int32_t next = next_token(logits);
-    prefill_seconds = seconds_since(prefill_start);
-
-    while (flags.max_new_tokens > 0) {
-      emit(next);
-      if (!flags.ignore_eos && next == config.eos_token_id) {
-        stop_reason = "eos";
-        break;
-      }
-      if (static_cast<std::int64_t>(generated.size()) == flags.max_new_tokens) break;
-      const auto step_start = std::chrono::steady_clock::now();
-      logits = model.forward(ctx, std::span<const std::int32_t>(&next, 1), 1, cache, runner);
-      next = next_token(logits);
-      decode_seconds += seconds_since(step_start);
-      ++decode_steps;
-    }
+    generation = generate_tokens(ctx, model, cache, runner, prompt, options, on_token);
   });
   if (!flags.json) std::cout << stream.flush() << "\n" << std::flush;
   if (logits_file) logits_file->finish();
+  const std::vector<std::int32_t>& generated = generation.generated;
+  const double prefill_seconds = generation.prefill_seconds;
+  const double decode_seconds = generation.decode_seconds;
+  const std::int64_t decode_steps = generation.decode_steps;
 
   const double prefill_rate = static_cast<double>(prompt_length) / prefill_seconds;
   const double decode_rate =
@@ -180,7 +156,7 @@ int run_generate(const GenerateFlags& flags) {
         {"seed", sampling.seed},
         {"prompt_ids", prompt},
         {"generated_ids", generated},
-        {"stop_reason", stop_reason},
+        {"stop_reason", generation.stop_reason},
         {"prefill_tokens", prompt_length},
         {"prefill_seconds", prefill_seconds},
         {"prefill_tokens_per_s", prefill_rate},
