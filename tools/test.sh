@@ -24,6 +24,11 @@ if ! python3 -c 'import openai' 2>/dev/null; then
   python3 -m pip install --quiet --disable-pip-version-check 'openai>=1.0' ||
     echo "-- the openai package could not be installed: test_serve's client test will skip"
 fi
+# NumPy and pytest, for test_python (`import attnscope`, python/); from PyPI as well.
+if ! python3 -c 'import numpy, pytest' 2>/dev/null; then
+  python3 -m pip install --quiet --disable-pip-version-check numpy pytest ||
+    echo "-- numpy or pytest could not be installed: test_python will say SKIPPED"
+fi
 
 echo "== Release build and tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
@@ -40,7 +45,7 @@ fi
 echo "== ASan + UBSan build (clang, with the libFuzzer harnesses) and tests"
 # -O1 with line tables: a faster compile than -O2 -g, enough for readable sanitizer stacks.
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNSCOPE_SANITIZE=ON \
-  -DATTNSCOPE_FUZZ=ON -DATTNSCOPE_CUDA=OFF -DCMAKE_CXX_COMPILER=clang++ \
+  -DATTNSCOPE_FUZZ=ON -DATTNSCOPE_CUDA=OFF -DATTNSCOPE_PYTHON=OFF -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG"
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

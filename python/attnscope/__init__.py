@@ -1,0 +1,241 @@
+"""attnscope from Python: load a model, swap its attention backend, generate, read logits and
+attention maps as NumPy arrays, and profile it, without a subprocess.
+
+    import attnscope
+    m = attnscope.load("synthetic:gpt2")            # or a checkpoint directory
+    m.attn = "naive"                                 # any of attnscope.backends()
+    out = m.generate("The quick brown fox", max_new_tokens=16)
+    logits = m.logits(out.ids)                       # float32 [tokens, vocab]
+    p = attnscope.profile(m, prompt_len=128, gen=8)  # summary rows, steps, Chrome trace
+
+The work runs in attnscope's C++ libraries (the same ones the `attnscope` command line runs),
+with the GIL released; Ctrl-C stops a long generate between two tokens (KeyboardInterrupt).
+Bad arguments raise ValueError or TypeError here, before anything runs; what fails inside the
+runtime (a malformed checkpoint, a prompt longer than the context, memory) raises
+attnscope.Error, a RuntimeError with the command line's one-line message.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _attnscope
+from ._attnscope import Error
+
+__all__ = ["Error", "Model", "Generation", "Profile", "Tokenizer", "backends", "load", "profile"]
+
+_DEVICES = ("cpu", "cuda")
+_DTYPES = ("f32", "f16", "bf16", "q8_0")
+
+
+def backends() -> list[str]:
+    """The attention backends, by their --attn names, in the study's order."""
+    return list(_attnscope.backends())
+
+
+def _check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def _check_int(name: str, value: Any, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < low:
+        raise ValueError(f"{name} must be at least {low}, got {value}")
+    return int(value)
+
+
+@dataclass
+class Generation:
+    """What Model.generate returned: the new ids (and text when the model has a tokenizer),
+    why it stopped ("length" or "eos"), and the timings."""
+
+    prompt_ids: list[int]
+    ids: list[int]
+    text: Optional[str]
+    stop_reason: str
+    prefill_seconds: float
+    decode_seconds: float
+    decode_steps: int
+    logits: Optional[np.ndarray] = None  # float32 [len(ids), vocab] with logits=True
+
+    @property
+    def decode_tokens_per_s(self) -> float:
+        return self.decode_steps / self.decode_seconds if self.decode_seconds > 0 else 0.0
+
+
+class Tokenizer:
+    """The model's tokenizer (GPT-2's vocab.json + merges.txt, or a tokenizer.json)."""
+
+    def __init__(self, model: "Model") -> None:
+        self._model = model
+
+    def encode(self, text: str) -> list[int]:
+        """The ids of `text` (a tokenizer.json adds its special tokens, as transformers does)."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        return list(self._model._native.encode(text))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of `ids`."""
+        return self._model._native.decode(self._model._ids(ids))
+
+
+class Model:
+    """A model on its device, made by attnscope.load(). `attn` selects the attention backend."""
+
+    def __init__(self, native: Any) -> None:
+        self._native = native
+
+    @property
+    def attn(self) -> str:
+        """The attention backend every call uses; assign any name of attnscope.backends()."""
+        return self._native.attn
+
+    @attn.setter
+    def attn(self, name: str) -> None:
+        self._native.attn = _check_choice("attn", name, backends())
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """Vocabulary, context length, layers, heads, head dim, parameters, device and dtype."""
+        return dict(self._native.config())
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The tokenizer; raises attnscope.Error when the model has none."""
+        if not self._native.has_tokenizer():
+            raise Error(f"tokenizer: no tokenizer for {self.config['model']}: pass tokenizer=DIR "
+                        "to attnscope.load, or give token ids")
+        return Tokenizer(self)
+
+    def _ids(self, ids: Union[Sequence[int], np.ndarray]) -> list[int]:
+        if isinstance(ids, str):
+            raise TypeError("ids must be a sequence of ints, not a str")
+        values = np.asarray(ids)
+        if values.ndim != 1 or (values.size and not np.issubdtype(values.dtype, np.integer)):
+            raise TypeError("ids must be a 1-D sequence of ints")
+        vocab = self._native.config()["vocab_size"]
+        if values.size and (values.min() < 0 or values.max() >= vocab):
+            raise ValueError(f"token ids must lie in [0, {vocab}), got {values.min()}..{values.max()}")
+        return [int(i) for i in values]
+
+    def _prompt(self, prompt: Union[str, Sequence[int], np.ndarray]) -> list[int]:
+        ids = self.tokenizer.encode(prompt) if isinstance(prompt, str) else self._ids(prompt)
+        if not ids:
+            raise ValueError("the prompt has no tokens")
+        return ids
+
+    def logits(self, ids: Union[str, Sequence[int], np.ndarray]) -> np.ndarray:
+        """float32 logits [len(ids), vocab] of every position, from an empty cache. On the CPU
+        the array is the model's own output (no copy); on a GPU one copy to the host."""
+        return np.asarray(self._native.logits(self._prompt(ids)))
+
+    def generate(self, prompt: Union[str, Sequence[int], np.ndarray], max_new_tokens: int = 32,
+                 temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
+                 ignore_eos: bool = False, logits: bool = False) -> Generation:
+        """Prefill `prompt` (text, or token ids), then pick up to `max_new_tokens` tokens:
+        greedy at temperature 0, else sampled (top_k 0 and top_p 1 mean no limit) from a
+        generator seeded by `seed`, so the same call gives the same tokens. It stops at the
+        model's eos token unless `ignore_eos`. With `logits`, Generation.logits holds the
+        float32 logits each new token was chosen from (what `attnscope generate --logits-out`
+        saves)."""
+        ids = self._prompt(prompt)
+        options = _attnscope.SamplingOptions()
+        if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
+            raise TypeError(f"temperature must be a float, got {type(temperature).__name__}")
+        if not math.isfinite(temperature) or temperature < 0:
+            raise ValueError(f"temperature must be finite and at least 0, got {temperature}")
+        if isinstance(top_p, bool) or not isinstance(top_p, numbers.Real):
+            raise TypeError(f"top_p must be a float, got {type(top_p).__name__}")
+        if not 0 < top_p <= 1:
+            raise ValueError(f"top_p must lie in (0, 1], got {top_p}")
+        options.temperature = float(temperature)
+        options.top_k = _check_int("top_k", top_k, 0)
+        options.top_p = float(top_p)
+        options.seed = _check_int("seed", seed, 0)
+        result = self._native.generate(ids, _check_int("max_new_tokens", max_new_tokens, 0),
+                                       options, bool(ignore_eos), bool(logits))
+        new_ids = list(result["ids"])
+        text = self._native.decode(new_ids) if self._native.has_tokenizer() else None
+        return Generation(ids, new_ids, text, result["stop_reason"], result["prefill_seconds"],
+                          result["decode_seconds"], result["decode_steps"],
+                          np.asarray(result["logits"]) if logits else None)
+
+    def attention_maps(self, ids: Union[str, Sequence[int], np.ndarray],
+                       layers: Optional[Sequence[int]] = None,
+                       heads: Optional[Sequence[int]] = None) -> np.ndarray:
+        """The softmax probabilities float32 [layer, head, query, key] of one prefill of `ids`
+        (every layer and head unless chosen), 0 beyond each query's position. The eager
+        backends' are their own; flash never materialises them, so they are recomputed from its
+        q and k (and a warning says so)."""
+        chosen_layers = [_check_int("layers[i]", l, 0) for l in (layers or [])]
+        chosen_heads = [_check_int("heads[i]", h, 0) for h in (heads or [])]
+        maps, recomputed = self._native.attention_maps(self._prompt(ids), chosen_layers,
+                                                       chosen_heads)
+        if recomputed:
+            import warnings
+            warnings.warn("flash never materialises the attention probabilities: these were "
+                          "recomputed from its q and k", stacklevel=2)
+        return np.asarray(maps)
+
+    def __repr__(self) -> str:
+        c = self.config
+        return (f"attnscope.Model({c['model']!r}, attn={self.attn!r}, {c['device']}, "
+                f"{c['dtype']})")
+
+
+@dataclass
+class Profile:
+    """What attnscope.profile measured: the summary table's rows (one per scope name, as
+    `attnscope profile --json` writes them), every step with the cost model's predictions and
+    the attention time per layer, and the Chrome trace as a dict."""
+
+    rows: list[dict[str, Any]]
+    steps: list[dict[str, Any]]
+    trace: dict[str, Any]
+    summary: dict[str, Any] = field(repr=False)
+
+    def write_chrome_trace(self, path: str) -> None:
+        """Writes the trace for https://ui.perfetto.dev or chrome://tracing."""
+        with open(path, "w", encoding="utf-8") as out:
+            json.dump(self.trace, out)
+
+
+def load(model: str, device: str = "cpu", dtype: str = "f32", attn: str = "flash",
+         threads: int = 0, tokenizer: Optional[str] = None) -> Model:
+    """Opens `model`: a checkpoint directory (GPT-2 or Llama family, Hugging Face safetensors)
+    or a built-in synthetic shape ("synthetic:gpt2", "synthetic:tiny", "synthetic:llama-tiny",
+    ...) with seeded random weights. `device` "cpu" or "cuda"; `dtype` the storage of the
+    weights (and on cuda of activations); `threads` 0 for every hardware thread; `tokenizer` a
+    directory with the vocabulary when the model's own has none."""
+    if not isinstance(model, str):
+        raise TypeError(f"model must be a str, got {type(model).__name__}")
+    _check_choice("device", device, _DEVICES)
+    _check_choice("dtype", dtype, _DTYPES)
+    _check_choice("attn", attn, backends())
+    _check_int("threads", threads, 0)
+    if tokenizer is not None and not isinstance(tokenizer, str):
+        raise TypeError(f"tokenizer must be a str, got {type(tokenizer).__name__}")
+    return Model(_attnscope.Model(model, device, dtype, attn, threads, tokenizer or ""))
+
+
+def profile(model: Model, prompt_len: int = 128, gen: int = 16, batch: int = 1) -> Profile:
+    """Profiles `model` as `attnscope profile` does: a prefill of `prompt_len` random ids, then
+    2 x `gen` decode steps of which `gen` are profiled (the others measure the overhead)."""
+    if not isinstance(model, Model):
+        raise TypeError(f"model must be an attnscope.Model, got {type(model).__name__}")
+    result = model._native.profile(_check_int("prompt_len", prompt_len, 1),
+                                   _check_int("gen", gen, 0), _check_int("batch", batch, 1))
+    summary = result["summary"]
+    return Profile(summary["rows"], result["steps"], result["trace"], summary)

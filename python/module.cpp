@@ -1,0 +1,309 @@
+// attnscope._attnscope: the runtime and its profiler for Python (pybind11). This file is the
+// thin C++ half: it holds a model on its device and hands out what the C++ libraries compute.
+// The Pythonic half (python/attnscope/__init__.py: argument checks with ValueError/TypeError,
+// docstrings, the Profile object, NumPy arrays) wraps it.
+//
+// Arrays cross as HostArray, an f32 buffer with a shape that NumPy reads through the buffer
+// protocol without copying (np.asarray keeps the HostArray, and so the bytes, alive). Logits on
+// the CPU are the model's own output tensor (zero-copy); on a GPU they are copied to the host
+// once. Every compute call releases the GIL; generate takes it back between tokens to see
+// Ctrl-C (PyErr_CheckSignals), which stops the loop with KeyboardInterrupt. attnscope::Error
+// becomes attnscope.Error (a RuntimeError) with the same one-line message.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "models/language_model.h"
+#include "ops/attention/registry.h"
+#include "profiler/chrome_trace.h"
+#include "profiler/device_time.h"
+#include "profiler/summary.h"
+#include "profiler/summary_json.h"
+#include "runtime/dtype.h"
+#include "runtime/error.h"
+#include "runtime/transfer.h"
+#include "tools/attnscope/cli/flags.h"
+#include "tools/attnscope/cli/generation.h"
+#include "tools/attnscope/cli/model_loading.h"
+#include "tools/attnscope/measure/attention_map.h"
+#include "tools/attnscope/measure/profile_run.h"
+
+namespace py = pybind11;
+
+namespace attnscope::python {
+
+// f32 values with a shape, readable by NumPy in place: either a host tensor (shared, so the
+// model's own logits are not copied; it keeps the Context whose allocator owns its bytes alive,
+// so an array may outlive its Model) or values of its own.
+class HostArray {
+ public:
+  HostArray(Tensor tensor, std::vector<std::int64_t> shape, std::shared_ptr<Context> owner)
+      : owner_(std::move(owner)), tensor_(std::move(tensor)), shape_(std::move(shape)) {}
+  HostArray(std::vector<float> values, std::vector<std::int64_t> shape)
+      : values_(std::move(values)), shape_(std::move(shape)) {}
+
+  py::buffer_info buffer() {
+    float* data = tensor_.defined() ? tensor_.data<float>() : values_.data();
+    std::vector<py::ssize_t> shape(shape_.begin(), shape_.end());
+    std::vector<py::ssize_t> strides(shape.size());
+    py::ssize_t stride = sizeof(float);
+    for (std::size_t i = shape.size(); i-- > 0;) {
+      strides[i] = stride;
+      stride *= shape[i];
+    }
+    return py::buffer_info(data, sizeof(float), py::format_descriptor<float>::format(),
+                           static_cast<py::ssize_t>(shape.size()), shape, strides);
+  }
+
+ private:
+  std::shared_ptr<Context> owner_;  // declared first: released after the tensor
+  Tensor tensor_;
+  std::vector<float> values_;
+  std::vector<std::int64_t> shape_;
+};
+
+py::object parse_json(const nlohmann::json& value) {
+  return py::module_::import("json").attr("loads")(value.dump());
+}
+
+class Model {
+ public:
+  Model(const std::string& spec, const std::string& device, const std::string& dtype,
+        const std::string& attention, int threads, const std::string& tokenizer_dir)
+      : spec_(spec) {
+    cli::DeviceOptions options{device, dtype, threads};
+    py::gil_scoped_release released;
+    ctx_ = cli::make_context(options);
+    model_ = open_model(spec, *ctx_, 0, parse_dtype(dtype));
+    model_->set_attention(attention);
+    tokenizer_ = cli::find_tokenizer(tokenizer_dir, spec);
+  }
+
+  std::string attention() const { return std::string(model_->attention().name()); }
+  void set_attention(const std::string& name) { model_->set_attention(name); }
+
+  py::dict config() const {
+    const ModelConfig& c = model_->config();
+    py::dict d;
+    d["model"] = spec_;
+    d["vocab_size"] = c.vocab_size;
+    d["context_length"] = c.context_length;
+    d["d_model"] = c.d_model;
+    d["n_layers"] = c.n_layers;
+    d["n_heads"] = c.n_heads;
+    d["n_kv_heads"] = c.n_kv_heads;
+    d["head_dim"] = c.head_dim;
+    d["eos_token_id"] = c.eos_token_id;
+    d["parameters"] = model_->parameter_count();
+    d["device"] = ctx_->describe();
+    d["dtype"] = model_->dtype_summary();
+    d["threads"] = ctx_->threads();
+    return d;
+  }
+
+  bool has_tokenizer() const { return tokenizer_.has_value(); }
+  std::vector<std::int32_t> encode(const std::string& text) const {
+    return tokenizer().encode(text);
+  }
+  std::string decode(const std::vector<std::int32_t>& ids) const { return tokenizer().decode(ids); }
+
+  // f32 logits [T, V] of every position of `ids`, from an empty cache.
+  HostArray logits(const std::vector<std::int32_t>& ids) {
+    const auto length = static_cast<std::int64_t>(ids.size());
+    Tensor host;
+    {
+      py::gil_scoped_release released;
+      prepare(length, length, true);
+      KVCache cache = model_->new_cache(*ctx_, 1, length);
+      host = to_host(*ctx_, model_->forward(*ctx_, ids, 1, cache, true));
+    }
+    return HostArray(host, {length, model_->config().vocab_size}, ctx_);
+  }
+
+  // The decode loop of `attnscope generate` (cli/generation.h); with `keep_logits` also the
+  // f32 logits [new tokens, V] each token was chosen from, as generate --logits-out saves them.
+  py::dict generate(const std::vector<std::int32_t>& prompt, std::int64_t max_new_tokens,
+                    const SamplingOptions& sampling, bool ignore_eos, bool keep_logits) {
+    cli::GenerationOptions options{max_new_tokens, sampling, ignore_eos};
+    validate_sampling(options.sampling);
+    const auto length = static_cast<std::int64_t>(prompt.size());
+    const std::int64_t positions = length + std::max<std::int64_t>(max_new_tokens - 1, 0);
+    const std::int64_t vocab = model_->config().vocab_size;
+    cli::Generation generation;
+    std::vector<float> logits;
+    auto on_token = [&](std::int32_t, const Tensor& step_logits) {
+      if (keep_logits) {
+        const Tensor host = to_host(*ctx_, step_logits);
+        logits.insert(logits.end(), host.data<float>(), host.data<float>() + vocab);
+      }
+      py::gil_scoped_acquire acquired;
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    };
+    {
+      py::gil_scoped_release released;
+      prepare(positions, length, false);
+      KVCache cache = model_->new_cache(*ctx_, 1, positions);
+      StepRunner runner;
+      generation = cli::generate_tokens(*ctx_, *model_, cache, runner, prompt, options, on_token);
+    }
+    py::dict d;
+    if (keep_logits) {
+      const auto rows = static_cast<std::int64_t>(generation.generated.size());
+      d["logits"] = HostArray(std::move(logits), {rows, vocab});
+    }
+    d["ids"] = generation.generated;
+    d["stop_reason"] = generation.stop_reason;
+    d["prefill_seconds"] = generation.prefill_seconds;
+    d["decode_seconds"] = generation.decode_seconds;
+    d["decode_steps"] = generation.decode_steps;
+    return d;
+  }
+
+  // The softmax probabilities [layers, heads, T, T] of `ids` (cli::AttentionMapRecorder: the
+  // eager backends' own, flash's recomputed from its q and k), and whether they were recomputed.
+  py::tuple attention_maps(const std::vector<std::int32_t>& ids,
+                           const std::vector<std::int64_t>& layers,
+                           const std::vector<std::int64_t>& heads) {
+    const auto length = static_cast<std::int64_t>(ids.size());
+    cli::AttentionMapRecorder recorder(model_->config(), {"", layers, heads},
+                                       cli::AttentionMapSteps::All);
+    {
+      py::gil_scoped_release released;
+      prepare(length, length, false);
+      KVCache cache = model_->new_cache(*ctx_, 1, length);
+      ctx_->set_attention_tap(&recorder);
+      try {
+        model_->forward(*ctx_, ids, 1, cache);
+      } catch (...) {
+        ctx_->set_attention_tap(nullptr);
+        throw;
+      }
+      ctx_->set_attention_tap(nullptr);
+    }
+    return py::make_tuple(HostArray(recorder.values(), recorder.shape()), recorder.recomputed());
+  }
+
+  // A profiled prefill and decode steps (measure/profile_run.h): the summary table's rows, the
+  // steps with the cost model's predictions and attention per layer, and the Chrome trace, each
+  // as the JSON the command line writes.
+  py::dict profile(std::int64_t prompt_len, std::int64_t gen, std::int64_t batch) {
+    cli::ProfiledRun run;
+    std::string trace_text;
+    nlohmann::json summary, steps = nlohmann::json::array();
+    {
+      py::gil_scoped_release released;
+      cli::ModelRunOptions options;
+      options.batch = batch;
+      options.prompt_len = prompt_len;
+      options.gen = gen;
+      run = cli::profile_model(*ctx_, *model_, options);
+      const profiler::Trace& trace = run.tracer->trace();
+      const auto rows = profiler::summarize(trace.events, profiler::SortKey::Total);
+      summary = profiler::summary_json(rows, profiler::wall_ns(trace.events), run.peak_bytes,
+                                       profiler::device_wall_ns(trace.events),
+                                       profiler::summarize_kernels(trace));
+      for (const cli::StepRecord& step : run.steps) {
+        nlohmann::json entry = {{"phase", step.phase},
+                                {"q_len", step.q_len},
+                                {"kv_len", step.kv_len},
+                                {"profiled", step.profiled},
+                                {"wall_ms", step.wall_ms}};
+        if (step.profiled) {
+          entry["attention_ms"] = step.attention_ms;
+          entry["attention_calls"] = step.attention_calls;
+          entry["predicted"] = {{"steps", step.expected.steps},
+                                {"temporary_bytes", step.expected.temporary_bytes},
+                                {"flops", step.expected.flops},
+                                {"bytes", step.expected.bytes}};
+          entry["observed"] = {{"steps_min", step.steps_observed_min},
+                               {"steps_max", step.steps_observed_max},
+                               {"temporary_bytes", step.temporary_bytes}};
+          nlohmann::json layers = nlohmann::json::array();
+          for (const profiler::LayerTime& layer :
+               profiler::times_by_layer(trace.events, step.first_event, step.end_event)) {
+            layers.push_back({{"layer", layer.layer},
+                              {"attention_ms", static_cast<double>(layer.time_ns) / 1e6},
+                              {"layer_ms", static_cast<double>(layer.layer_ns) / 1e6}});
+          }
+          entry["attention_by_layer"] = layers;
+        }
+        steps.push_back(entry);
+      }
+      std::ostringstream text;
+      profiler::write_chrome_trace(trace, "attnscope " + spec_ + " attention " + attention(), text);
+      trace_text = text.str();
+    }
+    py::dict d;
+    d["summary"] = parse_json(summary);
+    d["steps"] = parse_json(steps);
+    d["trace"] = py::module_::import("json").attr("loads")(trace_text);
+    return d;
+  }
+
+ private:
+  const cli::TextTokenizer& tokenizer() const {
+    check(tokenizer_.has_value(), "tokenizer",
+          "no tokenizer for " + spec_ +
+              ": pass tokenizer=DIR (vocab.json + merges.txt, or "
+              "tokenizer.json) or give token ids");
+    return *tokenizer_;
+  }
+
+  // The checks every call makes before it allocates: ids of the prompt are checked by forward;
+  // positions against the context; memory against the device.
+  void prepare(std::int64_t positions, std::int64_t tokens, bool all_positions) const {
+    check(tokens >= 1, "ids", "need at least one token id");
+    check(positions <= model_->config().context_length, "ids",
+          std::to_string(positions) + " positions are more than the context length of " +
+              std::to_string(model_->config().context_length));
+    model_->require_memory(*ctx_, 1, positions, tokens, all_positions, "ids", "use fewer tokens");
+  }
+
+  std::string spec_;
+  std::shared_ptr<Context> ctx_;  // shared with the arrays whose bytes its allocator owns
+  std::unique_ptr<LanguageModel> model_;
+  std::optional<cli::TextTokenizer> tokenizer_;
+};
+
+}  // namespace attnscope::python
+
+PYBIND11_MODULE(_attnscope, m) {
+  using namespace attnscope;
+  using attnscope::python::HostArray;
+  using attnscope::python::Model;
+  m.doc() = "attnscope's C++ runtime (use the attnscope package, not this module)";
+  py::register_exception<Error>(m, "Error", PyExc_RuntimeError);
+
+  m.def("backends", &ops::attention::backend_names, "The --attn names, in the study's order");
+
+  py::class_<HostArray>(m, "HostArray", py::buffer_protocol()).def_buffer([](HostArray& array) {
+    return array.buffer();
+  });
+
+  py::class_<SamplingOptions>(m, "SamplingOptions")
+      .def(py::init<>())
+      .def_readwrite("temperature", &SamplingOptions::temperature)
+      .def_readwrite("top_k", &SamplingOptions::top_k)
+      .def_readwrite("top_p", &SamplingOptions::top_p)
+      .def_readwrite("seed", &SamplingOptions::seed);
+
+  py::class_<Model>(m, "Model")
+      .def(py::init<const std::string&, const std::string&, const std::string&, const std::string&,
+                    int, const std::string&>(),
+           py::arg("spec"), py::arg("device"), py::arg("dtype"), py::arg("attn"),
+           py::arg("threads"), py::arg("tokenizer"))
+      .def_property("attn", &Model::attention, &Model::set_attention)
+      .def("config", &Model::config)
+      .def("has_tokenizer", &Model::has_tokenizer)
+      .def("encode", &Model::encode)
+      .def("decode", &Model::decode)
+      .def("logits", &Model::logits)
+      .def("generate", &Model::generate)
+      .def("attention_maps", &Model::attention_maps)
+      .def("profile", &Model::profile);
+}

@@ -1,0 +1,230 @@
+"""`import attnscope` (python/), tested as a Python user would use it, against independent
+references: Hugging Face transformers' logits and greedy tokens (tests/fixtures/hf*), the
+`attnscope` command line's own --logits-out (bit for bit: the same loop through two front
+ends), and a float64 softmax for the attention maps. Run by ctest (test_python) with the build
+tree's package on PYTHONPATH and the binary in ATTNSCOPE_BINARY."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import attnscope
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+BINARY = os.environ.get("ATTNSCOPE_BINARY", "")
+
+
+def reference(name):
+    return json.loads((FIXTURES / name / "reference.json").read_text())
+
+
+def max_relative_difference(actual, expected):
+    """The C++ parity suites' measure: |a - e| / max(|e|, 1), at its largest."""
+    expected = np.asarray(expected, dtype=np.float64)
+    return float(np.max(np.abs(np.asarray(actual, np.float64) - expected) /
+                        np.maximum(np.abs(expected), 1.0)))
+
+
+@pytest.mark.parametrize("fixture", ["hf/tiny-a", "hf/tiny-b", "hf-llama/gqa-tied-llama3"])
+def test_logits_match_hugging_face(fixture):
+    ref = reference(fixture)
+    model = attnscope.load(str(FIXTURES / fixture), threads=1)
+    for row, ids in enumerate(ref["input_ids"]):
+        logits = model.logits(ids)
+        assert logits.dtype == np.float32
+        assert logits.shape == (len(ids), model.config["vocab_size"])
+        assert max_relative_difference(logits, ref["logits"][row]) < 1e-4
+
+
+def test_greedy_generation_matches_hugging_face():
+    ref = reference("hf/tiny-a")
+    greedy = ref["greedy"]
+    model = attnscope.load(str(FIXTURES / "hf/tiny-a"), threads=1)
+    out = model.generate(greedy["prompt_ids"], max_new_tokens=greedy["max_new_tokens"])
+    assert out.ids == greedy["generated_ids"]
+    assert out.stop_reason == "length"
+    assert out.decode_steps == len(out.ids) - 1
+    assert out.prefill_seconds > 0 and out.decode_tokens_per_s > 0
+
+
+@pytest.mark.skipif(not BINARY, reason="ATTNSCOPE_BINARY is not set (ctest sets it)")
+def test_logits_equal_the_command_lines_logits_out_bit_for_bit(tmp_path):
+    fixture = str(FIXTURES / "hf/tiny-a")
+    prompt = [11, 108, 205, 302, 399]
+    saved = tmp_path / "logits.npy"
+    subprocess.run([BINARY, "generate", "--model", fixture, "--prompt-ids",
+                    ",".join(map(str, prompt)), "-n", "6", "--threads", "1", "--json",
+                    "--logits-out", str(saved)], check=True, capture_output=True)
+    model = attnscope.load(fixture, threads=1)
+    out = model.generate(prompt, max_new_tokens=6, logits=True)
+    from_cli = np.load(saved)
+    assert from_cli.shape == out.logits.shape == (6, model.config["vocab_size"])
+    assert np.array_equal(from_cli, out.logits)
+
+
+def test_every_backend_is_selectable_and_agrees_with_naive():
+    model = attnscope.load("synthetic:llama-tiny", threads=1)
+    ids = list(range(1, 40))
+    model.attn = "naive"
+    expected = model.logits(ids)
+    for name in attnscope.backends():
+        model.attn = name
+        assert model.attn == name
+        assert max_relative_difference(model.logits(ids), expected) < 1e-5
+
+
+def test_logits_on_the_cpu_are_the_models_own_tensor():
+    model = attnscope.load("synthetic:llama-tiny", threads=1)
+    logits = model.logits([1, 2, 3])
+    assert not logits.flags["OWNDATA"]  # a view of the model's output, kept alive by its base
+    assert logits.base is not None
+    del model
+    assert np.isfinite(logits).all()  # still readable after the model is gone
+
+
+def test_attention_maps_are_softmax_of_qk_for_eager_and_flash():
+    model = attnscope.load("synthetic:tiny", threads=1, attn="naive")
+    ids = [5, 17, 3, 42, 8, 19, 23]
+    eager = model.attention_maps(ids, layers=[0, 1], heads=[0, 3])
+    assert eager.shape == (2, 2, len(ids), len(ids))
+    # Each query's probabilities sum to 1 over the keys it sees, and are 0 beyond them.
+    np.testing.assert_allclose(eager.sum(axis=-1), 1.0, atol=1e-6)
+    assert np.all(np.triu(eager, k=1) == 0)
+    model.attn = "flash"
+    with pytest.warns(UserWarning, match="recomputed"):
+        recomputed = model.attention_maps(ids, layers=[0, 1], heads=[0, 3])
+    np.testing.assert_allclose(recomputed, eager, atol=1e-5)
+
+
+def test_profile_returns_rows_steps_per_layer_and_a_chrome_trace(tmp_path):
+    model = attnscope.load("synthetic:tiny", threads=1)
+    profile = attnscope.profile(model, prompt_len=8, gen=2)
+    names = {row["name"] for row in profile.rows}
+    assert {"forward", "layer", "linear", "attention.flash"} <= names
+    profiled = [s for s in profile.steps if s["profiled"]]
+    assert [s["phase"] for s in profiled] == ["prefill", "decode", "decode"]
+    for step in profiled:
+        assert step["observed"]["steps_min"] == step["predicted"]["steps"]
+        layers = step["attention_by_layer"]
+        assert [l["layer"] for l in layers] == list(range(model.config["n_layers"]))
+        assert sum(l["attention_ms"] for l in layers) == pytest.approx(step["attention_ms"])
+    path = tmp_path / "trace.json"
+    profile.write_chrome_trace(str(path))
+    events = json.loads(path.read_text())["traceEvents"]
+    assert any(e.get("name") == "layer 1" for e in events)
+
+
+def test_tokenizer_round_trips_openais_vocabulary():
+    model = attnscope.load("synthetic:tiny", threads=1)
+    if not model._native.has_tokenizer():
+        pytest.skip("SKIPPED: the shared GPT-2 vocabulary is not in this build's fixtures")
+    ids = model.tokenizer.encode("Hello world")
+    assert ids == [15496, 995]  # OpenAI's GPT-2 ids
+    assert model.tokenizer.decode(ids) == "Hello world"
+    out = model.generate("Hello world", max_new_tokens=3, temperature=1.0, top_k=50, seed=7)
+    again = model.generate("Hello world", max_new_tokens=3, temperature=1.0, top_k=50, seed=7)
+    assert out.ids == again.ids and out.text == model.tokenizer.decode(out.ids)
+
+
+def test_bad_arguments_raise_the_right_exceptions(tmp_path):
+    with pytest.raises(ValueError, match="attn"):
+        attnscope.load("synthetic:tiny", attn="fastest")
+    with pytest.raises(ValueError, match="device"):
+        attnscope.load("synthetic:tiny", device="tpu")
+    with pytest.raises(TypeError):
+        attnscope.load(42)
+    with pytest.raises(attnscope.Error, match="unknown synthetic model"):
+        attnscope.load("synthetic:nope")
+    (tmp_path / "config.json").write_text("{ not json")
+    with pytest.raises(attnscope.Error, match="config.json"):
+        attnscope.load(str(tmp_path))
+    model = attnscope.load("synthetic:llama-tiny", threads=1)
+    with pytest.raises(ValueError, match="token ids"):
+        model.logits([1, 2, 10**6])
+    with pytest.raises(TypeError):
+        model.logits([1.5, 2.0])
+    with pytest.raises(ValueError, match="no tokens"):
+        model.logits([])
+    with pytest.raises(ValueError, match="temperature"):
+        model.generate([1], temperature=-1)
+    with pytest.raises(ValueError, match="top_p"):
+        model.generate([1], top_p=0)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        model.generate([1], max_new_tokens=-1)
+    with pytest.raises(attnscope.Error, match="context length"):
+        model.generate([1] * 10, max_new_tokens=model.config["context_length"])
+    with pytest.raises(attnscope.Error, match="tokenizer"):
+        model.generate("text needs a tokenizer")  # synthetic Llama shapes have none
+    assert issubclass(attnscope.Error, RuntimeError)
+
+
+def resident_kib():
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def test_no_leak_over_a_thousand_load_generate_cycles():
+    def cycle():
+        model = attnscope.load("synthetic:llama-tiny", threads=1)
+        model.generate([1, 2, 3], max_new_tokens=4)
+        model.logits([1, 2, 3])
+
+    for _ in range(100):  # warm: the allocator's arenas and the import settle
+        cycle()
+    before = resident_kib()
+    for _ in range(1000):
+        cycle()
+    # Each cycle makes and frees about 0.6 MB of weights: a leak of any of it would be 600 MB.
+    assert resident_kib() - before < 16 * 1024
+
+
+def test_generate_releases_the_gil():
+    model = attnscope.load("synthetic:tiny", threads=1)
+    ticks = 0
+    done = threading.Event()
+
+    def count():
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+            time.sleep(0.001)
+
+    counter = threading.Thread(target=count)
+    counter.start()
+    start = time.perf_counter()
+    model.generate([1, 2, 3], max_new_tokens=60, ignore_eos=True)
+    elapsed = time.perf_counter() - start
+    done.set()
+    counter.join()
+    # A GIL held for the whole call would leave the counter at a tick or two.
+    assert ticks > 0.2 * elapsed / 0.001
+
+
+def test_ctrl_c_stops_a_long_generate_with_keyboard_interrupt():
+    script = (
+        "import attnscope, sys\n"
+        "m = attnscope.load('synthetic:gpt2', threads=1)\n"
+        "print('ready', flush=True)\n"
+        "try:\n"
+        "    m.generate([1, 2, 3], max_new_tokens=1000, ignore_eos=True)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', flush=True)\n"
+        "    sys.exit(3)\n")
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                             env=os.environ.copy())
+    assert child.stdout.readline().strip() == "ready"
+    time.sleep(0.5)
+    child.send_signal(signal.SIGINT)
+    start = time.perf_counter()
+    out, _ = child.communicate(timeout=60)
+    assert child.returncode == 3
+    assert "interrupted" in out
+    assert time.perf_counter() - start < 10  # between two tokens, not after 1000 of them
