@@ -31,6 +31,7 @@
 #include "tools/attnscope/cli/generation.h"
 #include "tools/attnscope/cli/model_loading.h"
 #include "tools/attnscope/measure/attention_map.h"
+#include "tools/attnscope/measure/attention_timing.h"
 #include "tools/attnscope/measure/profile_run.h"
 
 namespace py = pybind11;
@@ -270,6 +271,38 @@ class Model {
   std::optional<cli::TextTokenizer> tokenizer_;
 };
 
+// The attention op alone, as `attnscope bench-attention` times it (measure/attention_timing.h):
+// one untimed call of `backend` on random inputs of `shape`, then `reps` timed ones, beside the
+// backend's cost model. Throws Error when the backend refuses the shape (its reason).
+py::dict bench_attention(const std::string& backend_name, const ops::attention::Shape& shape,
+                         const std::string& device, int threads, int reps, std::uint64_t seed) {
+  const ops::attention::Backend& backend = ops::attention::find_backend(backend_name);
+  std::vector<double> times;
+  ops::attention::CostModel cost;
+  std::string description;
+  {
+    py::gil_scoped_release released;
+    const std::unique_ptr<Context> ctx =
+        cli::make_context({device, std::string(dtype_name(shape.dtype)), threads});
+    const std::string refusal = backend.refusal(*ctx, shape);
+    check(refusal.empty(), "attention " + backend_name, refusal);
+    cost = backend.cost_model(*ctx, shape);
+    const ops::attention::Call call = cli::random_attention_call(*ctx, shape, seed);
+    cli::time_attention(*ctx, backend, call);  // warm-up
+    for (int i = 0; i < reps; ++i) times.push_back(cli::time_attention(*ctx, backend, call));
+    description = ctx->describe();
+  }
+  py::dict d;
+  d["backend"] = backend_name;
+  d["device"] = description;
+  d["times_ms"] = times;
+  d["flops"] = cost.flops;
+  d["bytes"] = cost.bytes;
+  d["temporary_bytes"] = cost.temporary_bytes;
+  d["steps"] = cost.steps;
+  return d;
+}
+
 }  // namespace attnscope::python
 
 PYBIND11_MODULE(_attnscope, m) {
@@ -280,6 +313,19 @@ PYBIND11_MODULE(_attnscope, m) {
   py::register_exception<Error>(m, "Error", PyExc_RuntimeError);
 
   m.def("backends", &ops::attention::backend_names, "The --attn names, in the study's order");
+  m.def("bench_attention", [](const std::string& backend, std::int64_t batch, std::int64_t heads,
+                              std::int64_t kv_heads, std::int64_t seq_len, std::int64_t head_dim,
+                              bool decode, const std::string& dtype, const std::string& device,
+                              int threads, int reps, std::uint64_t seed) {
+    const ops::attention::Shape shape = {batch,
+                                         heads,
+                                         kv_heads,
+                                         decode ? 1 : seq_len,
+                                         seq_len,
+                                         head_dim,
+                                         cli::parse_attention_dtype(dtype)};
+    return python::bench_attention(backend, shape, device, threads, reps, seed);
+  });
 
   py::class_<HostArray>(m, "HostArray", py::buffer_protocol()).def_buffer([](HostArray& array) {
     return array.buffer();

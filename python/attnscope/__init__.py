@@ -28,7 +28,8 @@ import numpy as np
 from . import _attnscope
 from ._attnscope import Error
 
-__all__ = ["Error", "Model", "Generation", "Profile", "Tokenizer", "backends", "load", "profile"]
+__all__ = ["Error", "Model", "Generation", "Profile", "Tokenizer", "backends", "bench_attention",
+           "load", "profile"]
 
 _DEVICES = ("cpu", "cuda")
 _DTYPES = ("f32", "f16", "bf16", "q8_0")
@@ -228,6 +229,30 @@ def load(model: str, device: str = "cpu", dtype: str = "f32", attn: str = "flash
     if tokenizer is not None and not isinstance(tokenizer, str):
         raise TypeError(f"tokenizer must be a str, got {type(tokenizer).__name__}")
     return Model(_attnscope.Model(model, device, dtype, attn, threads, tokenizer or ""))
+
+
+def bench_attention(attn: str, batch: int = 8, heads: int = 16, kv_heads: Optional[int] = None,
+                    seq_len: int = 1024, head_dim: int = 64, decode: bool = False,
+                    dtype: str = "f32", device: str = "cpu", threads: int = 0, reps: int = 5,
+                    seed: int = 0) -> dict[str, Any]:
+    """Times the attention op alone, as `attnscope bench-attention` does: causal attention of
+    `seq_len` queries (one with `decode`) against `seq_len` keys, `heads` query heads on
+    `kv_heads` (default: as many) key/value heads, random inputs. One untimed call, then `reps`
+    timed ones. Returns the times (ms) beside the backend's cost model: flops (4 D per visible
+    query-key pair), bytes it must move at least, temporary_bytes, steps. The defaults are the
+    study's shape (B=8, H=16, T=1024, D=64). attnscope.Error when the backend refuses the shape
+    (e.g. bf16 on the cpu for all but math)."""
+    _check_choice("attn", attn, backends())
+    _check_choice("device", device, _DEVICES)
+    _check_choice("dtype", dtype, ("f32", "f16", "bf16"))
+    heads = _check_int("heads", heads, 1)
+    kv_heads = heads if kv_heads is None else _check_int("kv_heads", kv_heads, 1)
+    if heads % kv_heads:
+        raise ValueError(f"heads ({heads}) must be a multiple of kv_heads ({kv_heads})")
+    return dict(_attnscope.bench_attention(
+        attn, _check_int("batch", batch, 1), heads, kv_heads, _check_int("seq_len", seq_len, 1),
+        _check_int("head_dim", head_dim, 1), bool(decode), dtype, device,
+        _check_int("threads", threads, 0), _check_int("reps", reps, 1), _check_int("seed", seed, 0)))
 
 
 def profile(model: Model, prompt_len: int = 128, gen: int = 16, batch: int = 1) -> Profile:

@@ -228,3 +228,20 @@ def test_ctrl_c_stops_a_long_generate_with_keyboard_interrupt():
     assert child.returncode == 3
     assert "interrupted" in out
     assert time.perf_counter() - start < 10  # between two tokens, not after 1000 of them
+
+
+def test_bench_attention_times_the_op_beside_its_cost_model():
+    b, h, t, d = 2, 4, 64, 16
+    for name in attnscope.backends():
+        result = attnscope.bench_attention(name, batch=b, heads=h, seq_len=t, head_dim=d,
+                                           reps=3, threads=1)
+        assert len(result["times_ms"]) == 3 and min(result["times_ms"]) > 0
+        assert result["flops"] == 4 * b * h * d * t * (t + 1) / 2  # FlashAttention's causal count
+        assert result["bytes"] == 4 * b * h * t * d * 4  # q, k, v read and out written, f32
+    decode = attnscope.bench_attention("flash", batch=1, heads=2, seq_len=300, head_dim=8,
+                                       decode=True, reps=1, threads=1)
+    assert decode["flops"] == 4 * 2 * 8 * 300
+    with pytest.raises(attnscope.Error, match="bf16"):
+        attnscope.bench_attention("naive", dtype="bf16", seq_len=8, reps=1)
+    with pytest.raises(ValueError, match="multiple"):
+        attnscope.bench_attention("flash", heads=6, kv_heads=4)
