@@ -19,7 +19,7 @@ try:
 except ImportError:
     print("(pip install matplotlib for the chart)")
 else:
-    plt.bar(results, [statistics.median(r["times_ms"]) for r in results.values()])
+    plt.bar(list(results), [statistics.median(r["times_ms"]) for r in results.values()])
     plt.ylabel("ms per call (median)")
     plt.title("causal attention B=8 H=16 T=1024 D=64")
     plt.savefig("study.png", dpi=120)
