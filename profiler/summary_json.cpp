@@ -67,4 +67,15 @@ nlohmann::json summary_json(const std::vector<SummaryRow>& rows, std::int64_t wa
           {"kernels", out_kernels}};
 }
 
+nlohmann::json layer_times_json(const std::vector<LayerTime>& rows) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const LayerTime& layer : rows) {
+    layers.push_back({{"layer", layer.layer},
+                      {"calls", layer.calls},
+                      {"attention_ms", static_cast<double>(layer.time_ns) / 1e6},
+                      {"layer_ms", static_cast<double>(layer.layer_ns) / 1e6}});
+  }
+  return layers;
+}
+
 }  // namespace attnscope::profiler

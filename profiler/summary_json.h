@@ -21,6 +21,10 @@ namespace attnscope::profiler {
 
 // `peak_memory_bytes`: the highest live bytes of the run's allocator. `device_wall`:
 // device_wall_ns() (-1 on the CPU).
+// The per-layer rows (times_by_layer) as [{"layer", "calls", "attention_ms", "layer_ms"}]: what
+// `profile --json`, `explain --json` and the Python module's profile() write.
+nlohmann::json layer_times_json(const std::vector<LayerTime>& rows);
+
 nlohmann::json summary_json(const std::vector<SummaryRow>& rows, std::int64_t wall,
                             std::size_t peak_memory_bytes, std::int64_t device_wall = -1,
                             const std::vector<KernelRow>& kernels = {});

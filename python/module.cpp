@@ -224,14 +224,8 @@ class Model {
           entry["observed"] = {{"steps_min", step.steps_observed_min},
                                {"steps_max", step.steps_observed_max},
                                {"temporary_bytes", step.temporary_bytes}};
-          nlohmann::json layers = nlohmann::json::array();
-          for (const profiler::LayerTime& layer :
-               profiler::times_by_layer(trace.events, step.first_event, step.end_event)) {
-            layers.push_back({{"layer", layer.layer},
-                              {"attention_ms", static_cast<double>(layer.time_ns) / 1e6},
-                              {"layer_ms", static_cast<double>(layer.layer_ns) / 1e6}});
-          }
-          entry["attention_by_layer"] = layers;
+          entry["attention_by_layer"] = profiler::layer_times_json(
+              profiler::times_by_layer(trace.events, step.first_event, step.end_event));
         }
         steps.push_back(entry);
       }

@@ -13,7 +13,6 @@
 // profiled and unprofiled ones); a model step, the attention calls' time inside the profiled
 // step (device time on a GPU), per call.
 #include <algorithm>
-#include <iomanip>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -21,6 +20,7 @@
 
 #include "ops/attention/registry.h"
 #include "profiler/summary.h"
+#include "profiler/summary_json.h"
 #include "runtime/error.h"
 #include "tools/attnscope/cli/flags.h"
 #include "tools/attnscope/cli/machine_info.h"
@@ -29,6 +29,7 @@
 #include "tools/attnscope/commands/commands.h"
 #include "tools/attnscope/measure/ceilings.h"
 #include "tools/attnscope/measure/profile_run.h"
+#include "tools/attnscope/report/report_json.h"
 #include "tools/attnscope/report/roofline_svg.h"
 #include "tools/attnscope/report/statistics.h"
 
@@ -188,16 +189,10 @@ std::vector<Explained> explain_model_steps(Context& ctx, LanguageModel& model,
   return explained;
 }
 
-std::string number(double value, int precision) {
-  std::ostringstream text;
-  text << std::fixed << std::setprecision(precision) << value;
-  return text.str();
-}
-
 // "12.3 GFLOP/s" or "1.23 TFLOP/s".
 std::string flop_rate(double flops_per_s) {
-  return flops_per_s >= 1e12 ? number(flops_per_s / 1e12, 2) + " TFLOP/s"
-                             : number(flops_per_s / 1e9, 2) + " GFLOP/s";
+  return flops_per_s >= 1e12 ? fixed(flops_per_s / 1e12, 2) + " TFLOP/s"
+                             : fixed(flops_per_s / 1e9, 2) + " GFLOP/s";
 }
 
 void print_explained(const Explained& e, const Ceilings& ceilings) {
@@ -217,33 +212,33 @@ void print_explained(const Explained& e, const Ceilings& ceilings) {
                               e.shape.score_elements() * dtype_size(e.shape.dtype))) +
                           " per score tensor; temporaries " +
                           profiler::binary_bytes(e.cost.temporary_bytes) + " = " +
-                          number(static_cast<double>(e.cost.temporary_bytes) /
-                                     static_cast<double>(e.shape.score_elements() *
-                                                         dtype_size(e.shape.dtype)),
-                                 2) +
+                          fixed(static_cast<double>(e.cost.temporary_bytes) /
+                                    static_cast<double>(e.shape.score_elements() *
+                                                        dtype_size(e.shape.dtype)),
+                                2) +
                           "x that"
                     : "never materialised; temporaries " +
                           profiler::binary_bytes(e.cost.temporary_bytes))
             << "\n"
-            << "  work:     " << number(e.cost.flops / 1e9, 3) << " GFLOP (4 D per visible "
+            << "  work:     " << fixed(e.cost.flops / 1e9, 3) << " GFLOP (4 D per visible "
             << "query-key pair, causal); moves at least " << profiler::binary_bytes(e.cost.bytes)
             << " (q, k, v, out) + 2 x temporaries = "
             << profiler::binary_bytes(e.cost.bytes_with_temporaries()) << "\n"
             << "  ran:      ";
   for (std::size_t i = 0; i < e.observed.size(); ++i) {
     const ObservedStep& step = e.observed[i];
-    std::cout << (i ? ", " : "") << step.name << " " << number(step.ms, 3) << " ms";
+    std::cout << (i ? ", " : "") << step.name << " " << fixed(step.ms, 3) << " ms";
     for (const std::string& kernel : step.kernels) std::cout << " [" << kernel << "]";
   }
   std::cout << (plan_matches_trace(e) ? "  (as planned)" : "  (NOT as planned)") << "\n"
-            << "  time:     " << number(e.seconds * 1e3, 3)
+            << "  time:     " << fixed(e.seconds * 1e3, 3)
             << " ms per call: " << flop_rate(flops_per_s) << ", "
-            << number(bytes / e.seconds / 1e9, 2) << " GB/s\n"
-            << "  roofline: " << number(ai, 2) << " FLOP/byte, "
+            << fixed(bytes / e.seconds / 1e9, 2) << " GB/s\n"
+            << "  roofline: " << fixed(ai, 2) << " FLOP/byte, "
             << (ai < ceilings.ridge() ? "left of" : "right of") << " the ridge at "
-            << number(ceilings.ridge(), 2) << ": bound by "
+            << fixed(ceilings.ridge(), 2) << ": bound by "
             << (ai < ceilings.ridge() ? "memory" : "compute") << "; "
-            << number(100.0 * flops_per_s / roof, 1) << "% of the " << flop_rate(roof)
+            << fixed(100.0 * flops_per_s / roof, 1) << "% of the " << flop_rate(roof)
             << " it could reach\n";
   if (!e.layers.empty()) {
     std::cout << "  attention per layer (" << e.phase << " step):\n";
@@ -257,13 +252,6 @@ json explained_json(const Explained& e, const Ceilings& ceilings) {
   json observed = json::array();
   for (const ObservedStep& step : e.observed) {
     observed.push_back({{"name", step.name}, {"ms", step.ms}, {"kernels", step.kernels}});
-  }
-  json layers = json::array();
-  for (const profiler::LayerTime& layer : e.layers) {
-    layers.push_back({{"layer", layer.layer},
-                      {"calls", layer.calls},
-                      {"attention_ms", static_cast<double>(layer.time_ns) / 1e6},
-                      {"layer_ms", static_cast<double>(layer.layer_ns) / 1e6}});
   }
   json shape = shape_json(e.shape);
   shape["dtype"] = dtype_name(e.shape.dtype);
@@ -290,7 +278,7 @@ json explained_json(const Explained& e, const Ceilings& ceilings) {
           {"intensity", intensity(e.cost)},
           {"bound_by", intensity(e.cost) < ceilings.ridge() ? "memory" : "compute"},
           {"roofline_share", flops_per_s / ceilings.attainable(intensity(e.cost))},
-          {"layers", layers}};
+          {"layers", profiler::layer_times_json(e.layers)}};
 }
 
 int run_explain(const ExplainFlags& flags) {
@@ -358,8 +346,8 @@ int run_explain(const ExplainFlags& flags) {
             << describe_shape(cases.front().second) << ", "
             << dtype_name(cases.front().second.dtype) << "; " << where << "\n"
             << "roofline: " << flop_rate(ceilings.flops_per_s) << " (" << ceilings.compute_probe
-            << "), " << number(ceilings.bytes_per_s / 1e9, 1) << " GB/s (" << ceilings.memory_probe
-            << "): ridge at " << number(ceilings.ridge(), 2) << " FLOP/byte; " << ceilings.source
+            << "), " << fixed(ceilings.bytes_per_s / 1e9, 1) << " GB/s (" << ceilings.memory_probe
+            << "): ridge at " << fixed(ceilings.ridge(), 2) << " FLOP/byte; " << ceilings.source
             << "\n";
   for (const Explained& e : explained) print_explained(e, ceilings);
   if (!refused.empty()) {

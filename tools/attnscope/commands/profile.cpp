@@ -79,15 +79,8 @@ nlohmann::json run_facts(const ProfiledRun& run, const std::string& phase_for_ov
       entry["steps_expected"] = step.expected.steps;
       entry["temporary_bytes"] = step.temporary_bytes;
       entry["temporary_bytes_expected"] = step.expected.temporary_bytes;
-      nlohmann::json layers = nlohmann::json::array();
-      for (const profiler::LayerTime& layer :
-           profiler::times_by_layer(run.tracer->events(), step.first_event, step.end_event)) {
-        layers.push_back({{"layer", layer.layer},
-                          {"calls", layer.calls},
-                          {"attention_ms", static_cast<double>(layer.time_ns) / 1e6},
-                          {"layer_ms", static_cast<double>(layer.layer_ns) / 1e6}});
-      }
-      entry["attention_by_layer"] = layers;
+      entry["attention_by_layer"] = profiler::layer_times_json(
+          profiler::times_by_layer(run.tracer->events(), step.first_event, step.end_event));
     }
     steps.push_back(entry);
   }
