@@ -1582,3 +1582,16 @@ TEST_CASE("profile: attention per layer adds up to each step's attention; --roof
   REQUIRE(not_drawn != std::string::npos);
   CHECK(svg.find("split_qkv", not_drawn) != std::string::npos);
 }
+
+TEST_CASE("profile --cuda-graphs and explain's outputs refuse what they cannot do, in one line") {
+  ceilings_cache_dir();
+  check_one_line_error(run("profile --model synthetic:tiny --prompt-len 4 --gen 1 --cuda-graphs"),
+                       1, "--cuda-graphs");
+  check_one_line_error(run("profile --op attention --cuda-graphs"), 2, "--cuda-graphs");
+  const std::string tiny = "explain --attn flash --batch 1 --heads 1 --seq-len 16 --reps 2 -t 1";
+  check_one_line_error(run(tiny + " --json /dev/full"), 1, "/dev/full");
+  check_one_line_error(run(tiny + " --roofline /dev/full"), 1, "/dev/full");
+  check_one_line_error(run("profile --model synthetic:tiny --prompt-len 4 --gen 1 --threads 1 "
+                           "--roofline /dev/full"),
+                       1, "/dev/full");
+}

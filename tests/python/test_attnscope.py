@@ -220,14 +220,19 @@ def test_ctrl_c_stops_a_long_generate_with_keyboard_interrupt():
         "    sys.exit(3)\n")
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
                              env=os.environ.copy())
-    assert child.stdout.readline().strip() == "ready"
-    time.sleep(0.5)
-    child.send_signal(signal.SIGINT)
-    start = time.perf_counter()
-    out, _ = child.communicate(timeout=60)
-    assert child.returncode == 3
-    assert "interrupted" in out
-    assert time.perf_counter() - start < 10  # between two tokens, not after 1000 of them
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(0.5)
+        child.send_signal(signal.SIGINT)
+        start = time.perf_counter()
+        out, _ = child.communicate(timeout=60)
+        assert child.returncode == 3
+        assert "interrupted" in out
+        assert time.perf_counter() - start < 10  # between two tokens, not after 1000 of them
+    finally:
+        if child.poll() is None:  # a failed check never leaves the child running
+            child.kill()
+            child.wait()
 
 
 def test_bench_attention_times_the_op_beside_its_cost_model():
