@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch peer of `attnscope bench`: the same tests through Hugging Face's models, same JSON.
 
---op model: --model gpt2 is GPT2LMHeadModel built from GPT2Config() (the 124M shape, attnscope's
+--op model: --model DIR loads a Hugging Face folder (make_random_checkpoint.py's, say); --model gpt2 is GPT2LMHeadModel built from GPT2Config() (the 124M shape, attnscope's
 synthetic:gpt2); --model smollm2-135m is LlamaForCausalLM with SmolLM2-135M's shape (30 layers,
 576 wide, 9 query / 3 key-value heads, tied head: attnscope's synthetic:smollm2-135m). Seeded
 random weights, attn_implementation "eager" and "sdpa", f32 (f16/bf16 too; on the CPU as in attnscope), torch.inference_mode().
@@ -122,7 +122,11 @@ def run_model_test(model, test, device, vocab, samples):
 
 
 def model_config(name):
-    """(config, model class, context length) of a --model shape."""
+    """(config, model class, context length) of a --model shape, or of a Hugging Face folder."""
+    if Path(name).is_dir():
+        config = transformers.AutoConfig.from_pretrained(name)
+        context = getattr(config, "max_position_embeddings", None) or config.n_positions
+        return config, transformers.AutoModelForCausalLM, context
     if name == "gpt2":
         config = transformers.GPT2Config()
         return config, transformers.GPT2LMHeadModel, config.n_positions
@@ -141,7 +145,10 @@ def model_rows(args, threads):
         if backend not in ("eager", "sdpa"):
             sys.exit(f"torch_bench: error: --attn {backend}: use eager and/or sdpa")
         torch.manual_seed(0)
-        model = model_class._from_config(config, attn_implementation=backend)
+        if Path(args.model).is_dir():
+            model = model_class.from_pretrained(args.model, attn_implementation=backend)
+        else:
+            model = model_class._from_config(config, attn_implementation=backend)
         model = model.to(device=device, dtype=TORCH_DTYPES[args.dtype]).eval()
         parameters = sum(p.numel() for p in model.parameters())
         tests = []
@@ -172,7 +179,8 @@ def model_rows(args, threads):
             ttft_mean, ttft_stddev = mean_stddev(sample["ttft_ms"])
             decode = not test["prompt_len"]
             rows.append({
-                "op": "model", "implementation": "torch", "model": "synthetic:" + args.model,
+                "op": "model", "implementation": "torch", "model": (args.model if Path(args.model).is_dir()
+                                            else "synthetic:" + args.model),
                 "backend": backend, "device": device, "dtype": args.dtype, "threads": threads,
                 "batch": test["batch"],
                 "test": test_name(test["prompt_len"], test["gen"], test["depth"]),
@@ -254,8 +262,9 @@ def attention_rows(args, threads):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--op", choices=["model", "attention"], default="model")
-    parser.add_argument("--model", choices=["gpt2", "smollm2-135m"], default="gpt2",
-                        help="model op: the shape (random weights), as attnscope's synthetic:NAME")
+    parser.add_argument("--model", default="gpt2",
+                        help="model op: gpt2 or smollm2-135m (that shape, random weights, as "
+                             "attnscope's synthetic:NAME), or a Hugging Face folder")
     parser.add_argument("--attn", default="eager,sdpa", help="model op: eager,sdpa")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--dtype", choices=["f32", "f16", "bf16"], default="f32")
@@ -273,6 +282,8 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", help="write the JSON here (default: stdout)")
     args = parser.parse_args()
+    if args.model not in ("gpt2", "smollm2-135m") and not Path(args.model).is_dir():
+        parser.error(f"--model {args.model}: not gpt2, smollm2-135m or a folder")
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("torch_bench: error: --device cuda: no CUDA device is available")
     if args.threads > 0:
