@@ -126,7 +126,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void dot_rows
   for (; i + 32 <= k; i += 32) {
     const char* ahead = reinterpret_cast<const char*>(w + i) + kWeightPrefetchBytes;
     for (int line = 0; line < kStreamBytesPerRound; line += 64) {
-      _mm_prefetch(ahead + line, _MM_HINT_T0);
+      prefetch_weights(ahead + line);
     }
     const __m512 w0 = Weights::load(w + i);
     const __m512 w1 = Weights::load(w + i + 16);
@@ -169,7 +169,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void dot_tile
   for (; k + 16 <= in; k += 16) {
     const char* ahead = reinterpret_cast<const char*>(w0 + 2 * k) + kWeightPrefetchBytes;
     for (int line = 0; line < kStreamBytesPerRound; line += 64) {
-      _mm_prefetch(ahead + line, _MM_HINT_T0);
+      prefetch_weights(ahead + line);
     }
     const __m512 first = Weights::load(w0 + k);
     const __m512 second = Weights::load(w1 + k);
@@ -275,7 +275,7 @@ __attribute__((target("avx2,fma,f16c"))) void dot_tile_avx2(const typename Weigh
   for (auto& row : acc) row[0] = row[1] = _mm256_setzero_ps();
   std::int64_t k = 0;
   for (; k + 8 <= in; k += 8) {
-    _mm_prefetch(reinterpret_cast<const char*>(w0 + 2 * k) + kWeightPrefetchBytes, _MM_HINT_T0);
+    prefetch_weights(reinterpret_cast<const char*>(w0 + 2 * k) + kWeightPrefetchBytes);
     const __m256 first = Weights::load8(w0 + k);
     const __m256 second = Weights::load8(w1 + k);
     for (int r = 0; r < kInputRows; ++r) {

@@ -90,7 +90,7 @@ __attribute__((target("avx2,fma,f16c"))) void dot_rows_avx2_fixed(const std::uin
   for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   std::int64_t i = 0;
   for (; i + 16 <= k; i += 16) {
-    _mm_prefetch(reinterpret_cast<const char*>(w + i) + kWeightPrefetchBytes, _MM_HINT_T0);
+    prefetch_weights(reinterpret_cast<const char*>(w + i) + kWeightPrefetchBytes);
     const __m256 w0 = Weights::load8(w + i);
     const __m256 w1 = Weights::load8(w + i + 8);
     for (int r = 0; r < kRows; ++r) {

@@ -116,8 +116,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c"))) vo
   std::int64_t b = 0;
   for (; b + 4 <= blocks; b += 4) {
     // 4 blocks are 136 bytes: two lines a step (the hardware prefetcher fills the odd gap)
-    _mm_prefetch(reinterpret_cast<const char*>(w + b) + kWeightPrefetchBytes, _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(w + b) + kWeightPrefetchBytes + 64, _MM_HINT_T0);
+    prefetch_weights(reinterpret_cast<const char*>(w + b) + kWeightPrefetchBytes);
+    prefetch_weights(reinterpret_cast<const char*>(w + b) + kWeightPrefetchBytes + 64);
     const __m512i weights[2] = {load_pair(w + b), load_pair(w + b + 2)};
     const __mmask64 negative[2] = {_mm512_movepi8_mask(weights[0]),
                                    _mm512_movepi8_mask(weights[1])};

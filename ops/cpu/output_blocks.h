@@ -25,15 +25,23 @@ inline std::int64_t gemm_min_rows(CpuLevel level) {
   return level == CpuLevel::Avx2 ? kAvx2GemmMinRows : kGemmMinRows;
 }
 
-// The 16-bit and q8_0 decode kernels ask for the weight bytes this far ahead of the ones they are
-// multiplying (one software prefetch per 64-byte line). A thread's weights are one contiguous
-// stream, but the hardware prefetcher alone left those kernels at 9-11 GB/s on this machine's
-// Xeon (2 threads, membw 13.7 GB/s): their compute per byte is 2-4x that of f32, so fewer loads
-// are in flight. With it, `attnscope bench` tg128 on synthetic:gpt2 went from 1.24x to 1.92x f32
-// with bf16 weights and from 2.13x to 2.58x with q8_0, the 16-bit kernels now reading at the
-// machine's bandwidth (docs/results/2026-12-01-cpu-decode/). The distance was chosen on a
-// throwaway sweep (2, 4 and 8 KB; 8 KB was worse), not a committed benchmark.
-constexpr int kWeightPrefetchBytes = 4096;
+// The hand-written decode kernels (16-bit and q8_0 weights, and every tile) ask for the weight
+// bytes this far ahead of the ones they are multiplying, one software prefetch per 64-byte line
+// (prefetch_weights). A thread's weights are one contiguous stream, but the hardware prefetcher
+// alone left those kernels at 9-11 GB/s on a Xeon (2 threads, membw 13.7 GB/s): their compute per
+// byte is 2-4x that of f32, so fewer loads are in flight. The prefetch goes into L2, not L1
+// (likely why: prefetches into L1 take L1's few miss buffers, and the kernel's own loads queue
+// behind them). Measured (Xeon with AVX-512, 2 threads, synthetic:gpt2 tg64, 3 interleaved rounds,
+// docs/results/2026-12-03-decode-prefetch): against L1 at 4 KB, L2 at 8 KB gave batch-1 decode
+// 1.12x with f16 weights, 1.27x with bf16 and 1.14x with q8_0 (all three now at 90% of the read
+// roof or more), 1.22x with 16-bit weights at the avx2 level; batch 8 1.03-1.10x; f32 batch 1
+// (Eigen's GEMV, no software prefetch) unchanged. In L2, 4-32 KB ahead were within noise of
+// each other; in L1, 1 KB was best and 1.5 KB on worse. (AMD's cores fill L1 for every hint, so
+// there only the distance changes; not measured there.)
+constexpr int kWeightPrefetchBytes = 8192;
+
+// Asks for the 64-byte line at `ahead` into L2 (prefetcht1 on x86), for reading.
+inline void prefetch_weights(const void* ahead) { __builtin_prefetch(ahead, 0, 2); }
 
 // Splits `outputs` into one block per thread, each a multiple of 64 so that no two threads write
 // one cache line; `task(first, width)` handles outputs [first, first + width). Must not throw.

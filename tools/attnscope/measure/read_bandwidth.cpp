@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 
+#include "ops/cpu/output_blocks.h"
 #include "runtime/error.h"
 #include "tools/attnscope/cli/elapsed.h"
 #include "tools/attnscope/report/statistics.h"
@@ -19,7 +20,8 @@ namespace {
 using Lanes = float __attribute__((vector_size(32)));
 constexpr std::int64_t kLanes = 8;
 constexpr std::int64_t kBlock = 8 * kLanes;  // floats per iteration: 8 vectors, 256 bytes
-constexpr std::int64_t kPrefetchBytes = 512;
+// The decode kernels' prefetch distance and hint (ops/cpu/output_blocks.h): 8 KB ahead, into L2.
+constexpr std::int64_t kPrefetchBytes = ops::cpu::kWeightPrefetchBytes;
 constexpr std::int64_t kCacheLine = 64;
 
 Lanes load(const float* p) {
@@ -51,7 +53,7 @@ float accumulators_sum(const float* data, std::int64_t count) {
     if constexpr (kPrefetch) {
       const char* ahead = reinterpret_cast<const char*>(data + i) + kPrefetchBytes;
       for (std::int64_t line = 0; line < kBlock * 4; line += kCacheLine) {
-        __builtin_prefetch(ahead + line, 0, 0);
+        ops::cpu::prefetch_weights(ahead + line);
       }
     }
     for (int a = 0; a < 8; ++a) sums[a] += load(data + i + a * kLanes);
