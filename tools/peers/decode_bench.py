@@ -106,24 +106,29 @@ def torch_round(args, dtype: str, raw: Path) -> dict:
     return best
 
 
+def ratio_row(label: str, test_name: str, test: str, runs: list[dict], peer: str) -> str:
+    """A table row: attnscope's and `peer`'s medians over `runs` and the per-round ratios."""
+    ours = [r["attnscope"][test] for r in runs]
+    theirs = [r[peer][test] for r in runs]
+    ratios = [a / b for a, b in zip(ours, theirs)]
+    return (f"| {label} | {test_name} | {statistics.median(ours):.1f} | "
+            f"{statistics.median(theirs):.1f} | {statistics.median(ratios):.2f} "
+            f"({min(ratios):.2f}-{max(ratios):.2f}) |")
+
+
 def summarize(runs: list[dict], args) -> str:
     lines = ["| weights | test | attnscope | llama.cpp (best of -fa 0/1) | ratio, median (min-max) |",
              "| --- | --- | ---: | ---: | ---: |"]
     shares = ["| weights | attnscope decode, % of roof | llama.cpp decode, % of roof | roof GB/s "
               "(probe's best way) |", "| --- | ---: | ---: | ---: |"]
+    tests = (("pp", f"pp{args.prompt}"), ("tg", f"tg{args.gen}"))
     for dtype in args.dtypes:
         mine = [r for r in runs if r["dtype"] == dtype]
-        for test in ("pp", "tg"):
-            ours = [r["attnscope"][test] for r in mine]
-            theirs = [r["llama"][test] for r in mine]
-            ratios = [a / b for a, b in zip(ours, theirs)]
-            name = f"pp{args.prompt}" if test == "pp" else f"tg{args.gen}"
-            label = dtype if dtype != "bf16" else "bf16 (llama.cpp: f16)"
-            if any(r["llama"]["repack"] == 0 for r in mine):
-                label += " (llama.cpp: --repack 0, its default crashed)"
-            lines.append(f"| {label} | {name} | {statistics.median(ours):.1f} | "
-                         f"{statistics.median(theirs):.1f} | {statistics.median(ratios):.2f} "
-                         f"({min(ratios):.2f}-{max(ratios):.2f}) |")
+        label = dtype if dtype != "bf16" else "bf16 (llama.cpp: f16)"
+        if any(r["llama"]["repack"] == 0 for r in mine):
+            label += " (llama.cpp: --repack 0, its default crashed)"
+        for test, name in tests:
+            lines.append(ratio_row(label, name, test, mine, "llama"))
         ours = [r["attnscope"]["weights_gb_per_s"] / r["attnscope"]["roof_gb_per_s"] for r in mine]
         theirs = [r["llama"]["weights_gb_per_s"] / r["attnscope"]["roof_gb_per_s"] for r in mine]
         roofs = [r["attnscope"]["roof_gb_per_s"] for r in mine]
@@ -142,14 +147,8 @@ def summarize(runs: list[dict], args) -> str:
                   "| --- | --- | ---: | ---: | ---: |"]
         for dtype in [d for d in args.dtypes if d in TORCH_TYPES]:
             mine = [r for r in torch_runs if r["dtype"] == dtype]
-            for test in ("pp", "tg"):
-                ours = [r["attnscope"][test] for r in mine]
-                theirs = [r["torch"][test] for r in mine]
-                ratios = [a / b for a, b in zip(ours, theirs)]
-                name = f"pp{args.prompt}" if test == "pp" else f"tg{args.gen}"
-                parts.append(f"| {dtype} | {name} | {statistics.median(ours):.1f} | "
-                             f"{statistics.median(theirs):.1f} | {statistics.median(ratios):.2f} "
-                             f"({min(ratios):.2f}-{max(ratios):.2f}) |")
+            for test, name in tests:
+                parts.append(ratio_row(dtype, name, test, mine, "torch"))
         parts.append("")
     return "\n".join(parts)
 
