@@ -79,58 +79,39 @@ void widen_portable(const std::uint16_t* w, std::int64_t n, float* dst) {
 
 // ---- avx2: 8 lanes (each format's load8 and one: ops/cpu/dot_tile.h) ----
 
-// kAccumulators per input row hide the FMA latency: 4 for one row (32 weights, one 64-byte line
-// a round), 2 for more (16 weights a round; more would not fit the 16 registers). With 2 at one
-// row, each round of 32 bytes waited for one FMA latency, about 8 bytes a cycle, no faster than
-// a core's share of the memory stream: 4 made batch-1 decode 1.17x (f16) and 1.22x (bf16) on
-// GPT-2 under ATTNSCOPE_CPU_LEVEL=avx2 on a Xeon (docs/results/2026-12-03-decode-avx2-row). The
-// last k % 8 weights go through the scalar loop. One prefetch a round (with 2 accumulators every
-// other one asks for a line already asked for, which costs less than a branch to skip it).
-template <typename Weights, int kRows>
-__attribute__((target("avx2,fma,f16c"))) void dot_rows_avx2_fixed(const std::uint16_t* w,
-                                                                  const float* x, std::int64_t ldx,
-                                                                  std::int64_t k, float* sums) {
-  constexpr int kAccumulators = kRows == 1 ? 4 : 2;
-  constexpr int kRound = 8 * kAccumulators;
-  __m256 acc[kRows][kAccumulators];
-  for (auto& row : acc) {
-    for (__m256& a : row) a = _mm256_setzero_ps();
-  }
+// One weight row against one input row (more rows take the avx2 tiles, dot_tile.h): 4
+// accumulators, 32 weights (one 64-byte line) a round, hide the FMA latency. With 2, each round
+// of 32 bytes waited for one FMA latency, about 8 bytes a cycle, no faster than a core's share of
+// the memory stream: 4 made batch-1 decode 1.17x (f16) and 1.22x (bf16) on GPT-2 under
+// ATTNSCOPE_CPU_LEVEL=avx2 on a Xeon (docs/results/2026-12-03-decode-avx2-row). The last k % 8
+// weights go through the scalar loop.
+template <typename Weights>
+__attribute__((target("avx2,fma,f16c"))) float dot_row_avx2(const std::uint16_t* w, const float* x,
+                                                            std::int64_t k) {
+  constexpr int kAccumulators = 4;
+  __m256 acc[kAccumulators];
+  for (__m256& a : acc) a = _mm256_setzero_ps();
   std::int64_t i = 0;
-  for (; i + kRound <= k; i += kRound) {
+  for (; i + 8 * kAccumulators <= k; i += 8 * kAccumulators) {
     prefetch_weights(reinterpret_cast<const char*>(w + i) + kWeightPrefetchBytes);
-    __m256 weights[kAccumulators];
-    for (int a = 0; a < kAccumulators; ++a) weights[a] = Weights::load8(w + i + 8 * a);
-    for (int r = 0; r < kRows; ++r) {
-      for (int a = 0; a < kAccumulators; ++a) {
-        acc[r][a] =
-            _mm256_fmadd_ps(weights[a], _mm256_loadu_ps(x + r * ldx + i + 8 * a), acc[r][a]);
-      }
+    for (int a = 0; a < kAccumulators; ++a) {
+      acc[a] =
+          _mm256_fmadd_ps(Weights::load8(w + i + 8 * a), _mm256_loadu_ps(x + i + 8 * a), acc[a]);
     }
   }
   for (; i + 8 <= k; i += 8) {
-    const __m256 w0 = Weights::load8(w + i);
-    for (int r = 0; r < kRows; ++r) {
-      acc[r][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + r * ldx + i), acc[r][0]);
-    }
+    acc[0] = _mm256_fmadd_ps(Weights::load8(w + i), _mm256_loadu_ps(x + i), acc[0]);
   }
-  for (int r = 0; r < kRows; ++r) {
-    __m256 total = acc[r][0];
-    for (int a = 1; a < kAccumulators; ++a) total = _mm256_add_ps(total, acc[r][a]);
-    sums[r] = sum8(total);
-  }
-  for (; i < k; ++i) {
-    const float weight = Weights::one(w[i]);
-    for (int r = 0; r < kRows; ++r) sums[r] += weight * x[r * ldx + i];
-  }
+  float sum = sum8(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+  for (; i < k; ++i) sum += Weights::one(w[i]) * x[i];
+  return sum;
 }
 
+// matrix_vector_dot_rows's kernel at the avx2 level, where it only ever gets one row.
 template <typename Weights>
 void dot_rows_avx2(const std::uint16_t* w, const float* x, std::int64_t ldx, int rows,
                    std::int64_t k, float* sums) {
-  with_fixed_rows(rows, [&](auto fixed) {
-    dot_rows_avx2_fixed<Weights, decltype(fixed)::value>(w, x, ldx, k, sums);
-  });
+  for (int r = 0; r < rows; ++r) sums[r] = dot_row_avx2<Weights>(w, x + r * ldx, k);
 }
 
 template <typename Weights>

@@ -97,8 +97,7 @@ def llama_round(args, gguf: Path, raw: Path) -> dict:
 def torch_round(args, dtype: str, raw: Path) -> dict:
     report = run([args.torch, str(TORCH_BENCH), "--model", str(args.model), "--attn",
                   args.torch_attn, "--dtype", dtype, "-p", str(args.prompt), "-n", str(args.gen),
-                  "-r", "1", "--warmup", "1", "--threads", str(args.threads), "--output",
-                  "/dev/stdout"], raw)
+                  "-r", "1", "--warmup", "1", "--threads", str(args.threads)], raw)
     best = {}
     for row in report["results"]:
         test = "pp" if row["gen_tokens"] == 0 else "tg"

@@ -13,10 +13,10 @@
 //   prefetch        accumulators plus the decode kernels' software prefetch: into L2,
 //                   kWeightPrefetchBytes ahead (ops/cpu/output_blocks.h).
 // Measured on a 2-core Zen 3 (bench --op membw): simd-sum 24-27 GB/s, accumulators 27-29,
-// streams 31-33 (8 streams no better), prefetch 24-27 at 512 or 2048 bytes ahead (then into
-// L1). On a 2-core Xeon with AVX-512 (3 runs): simd-sum 21-23, accumulators 22-23, streams
-// 28-29, prefetch 24-26 (18-19 into L1 512 bytes ahead); streams with the prefetch as well
-// were no faster than streams (28-29).
+// streams 31-33 (8 streams no better), prefetch 24-27 at 512 or 2048 bytes ahead (then a
+// non-temporal prefetch). On a 2-core Xeon with AVX-512 (3 runs): simd-sum 21-23, accumulators
+// 22-23, streams 28-29, prefetch 24-26 (18-19 non-temporal 512 bytes ahead); streams with the
+// prefetch as well were no faster than streams (28-29).
 // Cost: warmup + repetitions passes over `bytes` per variant, each ~bytes / bandwidth.
 #pragma once
 
