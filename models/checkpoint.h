@@ -2,10 +2,10 @@
 // on disk, the tensors as the checkpoint stores them, and placing the weights on the device.
 //
 // A family (models/gpt2/, models/llama/) knows its own tensors: their names, shapes and layout.
-// How they reach the device is the same for all of them: read in f32 on the host (straight into
-// their final place on the CPU), each matrix narrowed to the weight dtype and every other tensor
-// to the activation dtype, then copied to the device, one tensor at a time so that peak memory is
-// the f32 model plus one tensor.
+// How they reach the device is the same for all of them: read in f32 on the host, each matrix
+// narrowed to the weight dtype and every other tensor to the activation dtype, one tensor at a
+// time, so that peak memory is the f32 model and the placed one; on a GPU each is copied to the
+// device, on the CPU into one block of memory on huge pages (place_weights).
 #pragma once
 
 #include <cstdint>
@@ -124,9 +124,11 @@ struct Placement {
   Tensor* tensor = nullptr;
   bool matrix = false;
 };
-// Places every tensor of `tensors` (which include the token embedding) with place_tensor, then
-// the LM head: a head tied to the token embedding stays that one tensor (one copy, not two), an
-// untied one is a matrix. Nothing to do for f32 weights on the CPU, which are in place already.
+// Places every tensor of `tensors` (which include the token embedding) and the LM head: a head
+// tied to the token embedding stays that one tensor (one copy, not two), an untied one is a
+// matrix. On a GPU each goes through place_tensor; on the CPU all of them move, converted, into
+// one allocation starting on a 2 MiB page and advised for huge pages, which the weights stream
+// through on every step (runtime/allocator.h), each tensor a view of it.
 void place_weights(Context& ctx, std::span<const Placement> tensors, const Tensor& token_embedding,
                    Tensor& lm_head, ModelDTypes dtypes);
 

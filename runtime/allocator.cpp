@@ -1,5 +1,8 @@
 #include "runtime/allocator.h"
 
+#include <sys/mman.h>
+
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -42,5 +45,13 @@ void* CpuAllocator::raw_allocate(std::size_t bytes) {
 }
 
 void CpuAllocator::raw_deallocate(void* ptr, std::size_t /*bytes*/) noexcept { std::free(ptr); }
+
+bool advise_huge_pages(void* data, std::size_t bytes) {
+  const auto begin = reinterpret_cast<std::uintptr_t>(data);
+  const std::uintptr_t first = (begin + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  const std::uintptr_t end = (begin + bytes) / kHugePageBytes * kHugePageBytes;
+  if (end <= first) return false;
+  return ::madvise(reinterpret_cast<void*>(first), end - first, MADV_HUGEPAGE) == 0;
+}
 
 }  // namespace attnscope

@@ -1,5 +1,6 @@
 #include "runtime/tensor.h"
 
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -73,6 +74,33 @@ Tensor Tensor::zeros(const Shape& shape, DType dtype, Allocator& allocator) {
   if (t.device() != Device::CPU) throw Error("tensor", "zeros() is implemented for cpu only");
   std::memset(t.raw_data(), 0, t.nbytes());
   return t;
+}
+
+std::vector<Tensor> empty_on_huge_pages(std::span<const TensorSpec> specs, Allocator& allocator) {
+  check(allocator.device() == Device::CPU, "tensor", "empty_on_huge_pages() is for host memory");
+  constexpr std::size_t kLine = 64;
+  std::vector<std::size_t> offsets;
+  std::size_t total = 0;
+  for (const TensorSpec& spec : specs) {
+    offsets.push_back(total);
+    total += (storage_bytes(spec.dtype, checked_numel(spec.shape)) + kLine - 1) / kLine * kLine;
+  }
+  // Room to start on a 2 MiB boundary wherever the allocator puts the block, for a block that
+  // can hold a huge page at all.
+  const std::size_t room = total >= kHugePageBytes ? kHugePageBytes : 0;
+  const auto block = std::make_shared<Buffer>(allocator, total + room);
+  char* start = static_cast<char*>(block->data());
+  if (room != 0) {
+    const auto address = reinterpret_cast<std::uintptr_t>(start);
+    start += (kHugePageBytes - address % kHugePageBytes) % kHugePageBytes;
+    advise_huge_pages(start, total);
+  }
+  std::vector<Tensor> tensors;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    tensors.push_back(
+        Tensor::borrow(start + offsets[i], specs[i].shape, specs[i].dtype, Device::CPU, block));
+  }
+  return tensors;
 }
 
 Tensor Tensor::borrow(void* data, const Shape& shape, DType dtype, Device device,

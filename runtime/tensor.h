@@ -92,6 +92,17 @@ class Tensor {
   std::int64_t numel_ = 0;
 };
 
+// Host tensors that every step streams through (a cpu model's weights, a cpu KV cache), made
+// together: uninitialised tensors of these shapes and dtypes as views of one allocation from the
+// cpu `allocator`, each starting on a 64-byte line. A block of 2 MiB or more starts on a 2 MiB
+// page (up to 2 MiB more are allocated to find one) and is advised for huge pages
+// (runtime/allocator.h says why). The block lives as long as any of them.
+struct TensorSpec {
+  Shape shape;
+  DType dtype = DType::F32;
+};
+std::vector<Tensor> empty_on_huge_pages(std::span<const TensorSpec> specs, Allocator& allocator);
+
 template <>
 float* Tensor::data<float>() const;
 template <>

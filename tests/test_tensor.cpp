@@ -2,8 +2,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "runtime/allocator.h"
 #include "runtime/error.h"
@@ -127,4 +129,57 @@ TEST_CASE("a cpu KV cache starts zeroed, whatever its memory held before") {
                         [](float v) { return v == 0.0f; }));
     }
   }
+}
+
+TEST_CASE(
+    "empty_on_huge_pages: disjoint 64-byte-aligned views of one block, 2 MiB-aligned when large") {
+  const auto address = [](const Tensor& t) {
+    return reinterpret_cast<std::uintptr_t>(t.raw_data());
+  };
+  // Small: exactly the tensors' bytes, each rounded up to a line; no room for a huge page.
+  {
+    CpuAllocator allocator;
+    const std::vector<TensorSpec> specs = {
+        {{3, 5}, DType::F32}, {{7}, DType::F16}, {{2, 32}, DType::Q8_0}};
+    const std::vector<Tensor> small = empty_on_huge_pages(specs, allocator);
+    REQUIRE(small.size() == 3);
+    CHECK(allocator.current_bytes() == 64 + 64 + 128);  // 60, 14 and 68 bytes
+    CHECK(allocator.allocation_count() == 1);
+    for (std::size_t i = 0; i < small.size(); ++i) {
+      CHECK(small[i].shape() == specs[i].shape);
+      CHECK(small[i].dtype() == specs[i].dtype);
+      CHECK(address(small[i]) % 64 == 0);
+      if (i > 0) CHECK(address(small[i]) >= address(small[i - 1]) + small[i - 1].nbytes());
+    }
+  }
+  // Large: the first view on a 2 MiB boundary, 2 MiB of room beside the tensors; every view
+  // written whole without touching its neighbours.
+  CpuAllocator allocator;
+  const std::vector<TensorSpec> specs = {
+      {{1000, 1000}, DType::F32}, {{5}, DType::F32}, {{300, 1001}, DType::F32}};
+  {
+    const std::vector<Tensor> large = empty_on_huge_pages(specs, allocator);
+    CHECK(address(large[0]) % kHugePageBytes == 0);
+    CHECK(allocator.current_bytes() == 4000000 + 64 + 1201216 + kHugePageBytes);
+    for (std::size_t i = 0; i < large.size(); ++i) {
+      std::fill_n(large[i].data<float>(), large[i].numel(), static_cast<float>(i));
+    }
+    for (std::size_t i = 0; i < large.size(); ++i) {
+      const float* v = large[i].data<float>();
+      CHECK(std::all_of(v, v + large[i].numel(),
+                        [&](float x) { return x == static_cast<float>(i); }));
+    }
+  }
+  CHECK(allocator.current_bytes() == 0);  // the block went with its last view
+  // Device memory is refused before anything is allocated.
+  class DeviceAllocator final : public Allocator {
+   public:
+    Device device() const override { return Device::CUDA; }
+
+   protected:
+    void* raw_allocate(std::size_t) override { return nullptr; }
+    void raw_deallocate(void*, std::size_t) noexcept override {}
+  } device_allocator;
+  CHECK_THROWS_WITH_AS(empty_on_huge_pages(specs, device_allocator),
+                       doctest::Contains("for host memory"), Error);
 }

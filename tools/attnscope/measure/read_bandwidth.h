@@ -17,6 +17,9 @@
 // non-temporal prefetch). On a 2-core Xeon with AVX-512 (3 runs): simd-sum 21-23, accumulators
 // 22-23, streams 28-29, prefetch 24-26 (18-19 non-temporal 512 bytes ahead); streams with the
 // prefetch as well were no faster than streams (28-29).
+// The buffer is advised for huge pages, as a cpu model's weights are (runtime/tensor.h
+// empty_on_huge_pages): on the Xeon above, on 4 KiB pages, simd-sum read 22-23 GB/s and streams
+// 29-30; on huge pages 32 and 31-33 (docs/results/2026-12-03-decode-huge-pages).
 // Cost: warmup + repetitions passes over `bytes` per variant, each ~bytes / bandwidth.
 #pragma once
 
