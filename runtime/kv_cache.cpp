@@ -1,26 +1,36 @@
 #include "runtime/kv_cache.h"
 
+#include <cstring>
 #include <string>
 
 #include "runtime/error.h"
 
 namespace attnscope {
 
+void kv_layer_tensors(std::int64_t layers, const Shape& shape, DType dtype, Allocator& allocator,
+                      std::vector<Tensor>& keys, std::vector<Tensor>& values) {
+  if (allocator.device() != Device::CPU) {
+    for (std::int64_t l = 0; l < layers; ++l) {
+      keys.push_back(Tensor::empty(shape, dtype, allocator));
+      values.push_back(Tensor::empty(shape, dtype, allocator));
+    }
+    return;
+  }
+  const std::vector<TensorSpec> specs(static_cast<std::size_t>(2 * layers), {shape, dtype});
+  std::vector<Tensor> block = empty_on_huge_pages(specs, allocator);
+  for (std::int64_t l = 0; l < layers; ++l) {
+    keys.push_back(block[static_cast<std::size_t>(2 * l)]);
+    values.push_back(block[static_cast<std::size_t>(2 * l + 1)]);
+  }
+  for (const Tensor& t : block) std::memset(t.raw_data(), 0, t.nbytes());
+}
+
 KVCache::KVCache(std::int64_t layers, std::int64_t batch, std::int64_t kv_heads,
                  std::int64_t capacity, std::int64_t head_dim, DType dtype, Allocator& allocator)
     : batch_(batch), capacity_(capacity) {
   check(layers > 0 && batch > 0 && kv_heads > 0 && capacity > 0 && head_dim > 0, "kv cache",
         "every dimension must be positive");
-  const Shape shape = {batch, kv_heads, capacity, head_dim};
-  // Zeroed on the cpu (kv_cache.h says why); positions past length() then read as 0.
-  const auto make = [&] {
-    return allocator.device() == Device::CPU ? Tensor::zeros(shape, dtype, allocator)
-                                             : Tensor::empty(shape, dtype, allocator);
-  };
-  for (std::int64_t l = 0; l < layers; ++l) {
-    keys_.push_back(make());
-    values_.push_back(make());
-  }
+  kv_layer_tensors(layers, {batch, kv_heads, capacity, head_dim}, dtype, allocator, keys_, values_);
 }
 
 void KVCache::advance(std::int64_t tokens) {

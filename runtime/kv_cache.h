@@ -4,7 +4,8 @@
 // Layout per layer: keys and values [B, Hkv, capacity, D], head-major so that one head's keys are
 // contiguous (what the attention GEMMs want). length() tokens are valid; the model appends the
 // new tokens' keys and values (ops::split_qkv), then calls advance().
-// Memory: 2 L B Hkv capacity D elements, allocated once, up front; on the cpu zeroed then, so
+// Memory: 2 L B Hkv capacity D elements, allocated once, up front (on the cpu in one block on
+// huge pages, kv_layer_tensors below); on the cpu zeroed then, so
 // that the pages are faulted in when the cache is made and not by the first forward pass (a
 // 512-token GPT-2 prefill's split_qkv took 15-18 ms with the faults, 5-7 without:
 // docs/results/2026-12-01-cpu-emerald-rapids/kv-cache-ab.txt), as llama.cpp clears its cache
@@ -17,6 +18,13 @@
 #include "runtime/tensor.h"
 
 namespace attnscope {
+
+// The keys and values of `layers` layers, each tensor `shape`: on the cpu views of one block on
+// huge pages (empty_on_huge_pages, runtime/tensor.h), as the weights are, since decode streams
+// through the cache every step, and zeroed; elsewhere one uninitialised allocation each. Shared by
+// KVCache and PagedKVCache (runtime/paged_kv_cache.h).
+void kv_layer_tensors(std::int64_t layers, const Shape& shape, DType dtype, Allocator& allocator,
+                      std::vector<Tensor>& keys, std::vector<Tensor>& values);
 
 class KVCache {
  public:

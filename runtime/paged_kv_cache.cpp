@@ -3,6 +3,7 @@
 #include <string>
 
 #include "runtime/error.h"
+#include "runtime/kv_cache.h"
 
 namespace attnscope {
 
@@ -19,15 +20,8 @@ PagedKVCache::PagedKVCache(const Geometry& geometry, std::int64_t block_count, A
   const Geometry& g = geometry;
   check(g.layers > 0 && g.kv_heads > 0 && g.head_dim > 0, "paged kv cache",
         "layers, kv heads and head dim must be positive");
-  const Shape shape = {block_count, g.kv_heads, g.block_tokens, g.head_dim};
-  const auto make = [&] {
-    return allocator.device() == Device::CPU ? Tensor::zeros(shape, g.dtype, allocator)
-                                             : Tensor::empty(shape, g.dtype, allocator);
-  };
-  for (std::int64_t l = 0; l < g.layers; ++l) {
-    keys_.push_back(make());
-    values_.push_back(make());
-  }
+  kv_layer_tensors(g.layers, {block_count, g.kv_heads, g.block_tokens, g.head_dim}, g.dtype,
+                   allocator, keys_, values_);
 }
 
 std::int64_t PagedKVCache::blocks_within(const Geometry& geometry, std::uint64_t budget_bytes) {
