@@ -5,9 +5,9 @@
 // contiguous (what the attention GEMMs want). length() tokens are valid; the model appends the
 // new tokens' keys and values (ops::split_qkv), then calls advance().
 // Memory: 2 L B Hkv capacity D elements, allocated once, up front (on the cpu in one block on
-// huge pages, kv_layer_tensors below); on the cpu zeroed then, so
-// that the pages are faulted in when the cache is made and not by the first forward pass (a
-// 512-token GPT-2 prefill's split_qkv took 15-18 ms with the faults, 5-7 without:
+// huge pages, kv_layer_tensors below) and on the cpu zeroed then, so that the pages are faulted
+// in when the cache is made and not by the first forward pass (a 512-token GPT-2 prefill's
+// split_qkv took 15-18 ms with the faults, 5-7 without:
 // docs/results/2026-12-01-cpu-emerald-rapids/kv-cache-ab.txt), as llama.cpp clears its cache
 // buffer when it makes it.
 #pragma once
