@@ -298,7 +298,7 @@ TEST_CASE("linear_q8_0 matches float64 at every cpu level, decode and prefill") 
     set_cpu_level_cap(level);
     double worst_same = 0.0, worst_original = 0.0;
     for (std::int64_t rows : {1, 2, 5, 15, 16, 33}) {
-      // 1, 2, 3, 5, 9, 18 blocks: AVX-512 steps of 4 and masked last steps of 1 to 3 blocks
+      // 1, 2, 3, 5, 9, 18 blocks: AVX-512 steps of 4, a last pair, an odd last block
       for (std::int64_t in : {32, 64, 96, 160, 288, 576}) {
         CAPTURE(cpu_level_name(level));
         CAPTURE(rows);
@@ -352,7 +352,7 @@ TEST_CASE("linear_q8_0: the avx512vnni kernel equals the avx512 kernel bit for b
     return;
   }
   std::mt19937 rng(29);
-  constexpr std::int64_t kIn = 27 * 32, kOutputs = 70;  // 6 steps of 4 blocks and a tail of 3
+  constexpr std::int64_t kIn = 27 * 32, kOutputs = 70;  // 6 steps of 4 blocks, a pair, one block
   for (std::int64_t rows : {1, 2, 3, 4, 5, 15}) {
     CAPTURE(rows);
     const std::vector<float> x = normal_values(rows * kIn, rng);

@@ -83,15 +83,19 @@ __attribute__((target("avx2,fma,f16c"))) void row_dots_avx2(const BlockQ8_0* w,
 }
 
 // Four blocks per step in two 512-bit registers (lanes 0-7: block b, 8-15: block b + 1; then
-// b + 2 and b + 3), each with its own accumulator; the last blocks % 4 go through the avx2
-// kernel. AVX-512 BW has no vpsignb: qw's sign goes onto qx by negating qx under the mask of
-// qw's negative bytes. The four scales dw dx of a step are formed in one 128-bit multiply (the
-// f16 dw widened by vcvtph2ps, the dx read as 4 contiguous floats) and spread to 8 lanes each by
-// vpermps, instead of four scalar conversions, multiplies and broadcasts. Measured on this
-// machine's Xeon (one thread, interleaved, loaded): 1.2-1.4x the two-block version with scalar
-// scales. The weights are prefetched ahead (kWeightPrefetchBytes, output_blocks.h): the stream
-// of 34-byte blocks is what decode waits on, and the prefetch raised the out-of-cache LM head's
-// rate by a further ~1.3x.
+// b + 2 and b + 3), each with its own accumulator; then, where blocks % 4 >= 2, one last pair the
+// same way; an odd last block goes through the avx2 kernel. AVX-512 BW has no vpsignb: qw's sign
+// goes onto qx by negating qx under the mask of qw's negative bytes. The four scales dw dx of a
+// step are formed in one 128-bit multiply (the f16 dw widened by vcvtph2ps, the dx read as 4
+// contiguous floats) and spread to 8 lanes each by vpermps, instead of four scalar conversions,
+// multiplies and broadcasts. Measured on this machine's Xeon (one thread, interleaved, loaded):
+// 1.2-1.4x the two-block version with scalar scales. The weights are prefetched ahead
+// (kWeightPrefetchBytes, output_blocks.h): the stream of 34-byte blocks is what decode waits on,
+// and the prefetch raised the out-of-cache LM head's rate by a further ~1.3x. The last pair
+// matters for SmolLM2, whose 576 inputs are 18 blocks: taking blocks 17 and 18 in one pair step
+// instead of two calls of the avx2 kernel made its q8_0 decode 1.08x at batch 1 and 1.20x at
+// batch 8 (2-core Xeon, 3 interleaved rounds, docs/results/2026-12-03-q8-pair-tail); GPT-2, whose
+// widths are multiples of 4 blocks, unchanged.
 // With kVnni (the avx512vnni level) one vpdpbusd forms each lane's sum of 4 byte products,
 // where vpmaddubsw + vpmaddwd take two instructions; the sums are the same integers (the int16
 // pairs of vpmaddubsw never saturate, see linear_q8_0.h), so both levels give identical results.
@@ -103,52 +107,72 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2"))) inline __m512i load_pa
       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair[1].q)), 1);
 }
 
+// One step of row_dots_avx512: blocks [b, b + 2 kPairs) (kPairs = 2 in the main loop, 1 for
+// a last pair), each pair of blocks in one register with an accumulator of its own, against every
+// row. A last pair reads its two scales dx as one 64-bit load, not four floats past the row.
+template <int kRows, bool kVnni, int kPairs>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c"))) inline void
+step_avx512(const BlockQ8_0* w, const std::int8_t* qx, const float* dx, std::int64_t blocks,
+            std::int64_t b, __m512 (&sums)[kRows][2]) {
+  const __m512i ones = _mm512_set1_epi16(1);
+  const __m512i first_pair = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i second_pair = _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2);
+  // 2 kPairs blocks are 68 kPairs bytes: a line (two in the main loop) a step, the hardware
+  // prefetcher filling the odd gap
+  for (int line = 0; line < kPairs; ++line) {
+    prefetch_weights(reinterpret_cast<const char*>(w + b) + kWeightPrefetchBytes + 64 * line);
+  }
+  __m512i magnitudes[kPairs];
+  __mmask64 negative[kPairs];
+  for (int pair = 0; pair < kPairs; ++pair) {
+    const __m512i weights = load_pair(w + b + 2 * pair);
+    negative[pair] = _mm512_movepi8_mask(weights);
+    magnitudes[pair] = _mm512_abs_epi8(weights);
+  }
+  auto scale_bits = [&](std::int64_t block) {
+    return block < b + 2 * kPairs ? static_cast<std::int16_t>(w[block].scale) : std::int16_t{0};
+  };
+  const __m128 weight_scales = _mm_cvtph_ps(_mm_setr_epi16(
+      scale_bits(b), scale_bits(b + 1), scale_bits(b + 2), scale_bits(b + 3), 0, 0, 0, 0));
+  for (int r = 0; r < kRows; ++r) {
+    const float* row_scales = dx + r * blocks + b;
+    const __m128 input_scales =
+        kPairs == 2
+            ? _mm_loadu_ps(row_scales)
+            : _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row_scales)));
+    const __m512 scales = _mm512_castps128_ps512(_mm_mul_ps(weight_scales, input_scales));
+    const __m512 spread[2] = {_mm512_permutexvar_ps(first_pair, scales),
+                              _mm512_permutexvar_ps(second_pair, scales)};
+    for (int pair = 0; pair < kPairs; ++pair) {
+      const __m512i inputs = _mm512_loadu_si512(qx + (r * blocks + b + 2 * pair) * kBlock);
+      const __m512i signed_inputs =
+          _mm512_mask_sub_epi8(inputs, negative[pair], _mm512_setzero_si512(), inputs);
+      const __m512i quads =
+          kVnni ? _mm512_dpbusd_epi32(_mm512_setzero_si512(), magnitudes[pair], signed_inputs)
+                : _mm512_madd_epi16(_mm512_maddubs_epi16(magnitudes[pair], signed_inputs), ones);
+      sums[r][pair] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(quads), spread[pair], sums[r][pair]);
+    }
+  }
+}
+
 // Both instantiations carry the avx512vnni target (the intrinsic needs it in its caller); only
 // the kVnni one contains the instruction, and only the avx512vnni level calls it.
 template <int kRows, bool kVnni>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c"))) void row_dots_avx512(
     const BlockQ8_0* w, const std::int8_t* qx, const float* dx, std::int64_t blocks, float* dots) {
-  const __m512i ones = _mm512_set1_epi16(1);
-  const __m512i first_pair = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-  const __m512i second_pair = _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2);
   __m512 sums[kRows][2];
   for (int r = 0; r < kRows; ++r) sums[r][0] = sums[r][1] = _mm512_setzero_ps();
   std::int64_t b = 0;
-  for (; b + 4 <= blocks; b += 4) {
-    // 4 blocks are 136 bytes: two lines a step (the hardware prefetcher fills the odd gap)
-    prefetch_weights(reinterpret_cast<const char*>(w + b) + kWeightPrefetchBytes);
-    prefetch_weights(reinterpret_cast<const char*>(w + b) + kWeightPrefetchBytes + 64);
-    const __m512i weights[2] = {load_pair(w + b), load_pair(w + b + 2)};
-    const __mmask64 negative[2] = {_mm512_movepi8_mask(weights[0]),
-                                   _mm512_movepi8_mask(weights[1])};
-    const __m512i magnitudes[2] = {_mm512_abs_epi8(weights[0]), _mm512_abs_epi8(weights[1])};
-    const __m128 weight_scales = _mm_cvtph_ps(_mm_setr_epi16(
-        static_cast<std::int16_t>(w[b].scale), static_cast<std::int16_t>(w[b + 1].scale),
-        static_cast<std::int16_t>(w[b + 2].scale), static_cast<std::int16_t>(w[b + 3].scale), 0, 0,
-        0, 0));
-    for (int r = 0; r < kRows; ++r) {
-      const __m512 scales =
-          _mm512_castps128_ps512(_mm_mul_ps(weight_scales, _mm_loadu_ps(dx + r * blocks + b)));
-      const __m512 spread[2] = {_mm512_permutexvar_ps(first_pair, scales),
-                                _mm512_permutexvar_ps(second_pair, scales)};
-      for (int half = 0; half < 2; ++half) {
-        const __m512i inputs = _mm512_loadu_si512(qx + (r * blocks + b + 2 * half) * kBlock);
-        const __m512i signed_inputs =
-            _mm512_mask_sub_epi8(inputs, negative[half], _mm512_setzero_si512(), inputs);
-        const __m512i quads =
-            kVnni ? _mm512_dpbusd_epi32(_mm512_setzero_si512(), magnitudes[half], signed_inputs)
-                  : _mm512_madd_epi16(_mm512_maddubs_epi16(magnitudes[half], signed_inputs), ones);
-        sums[r][half] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(quads), spread[half], sums[r][half]);
-      }
-    }
+  for (; b + 4 <= blocks; b += 4) step_avx512<kRows, kVnni, 2>(w, qx, dx, blocks, b, sums);
+  if (b + 2 <= blocks) {
+    step_avx512<kRows, kVnni, 1>(w, qx, dx, blocks, b, sums);
+    b += 2;
   }
   float tail[kRows] = {};
-  for (; b < blocks; ++b) {
-    // The last blocks of each row: rows of a one-block slice are still `blocks` blocks apart.
+  if (b < blocks) {
+    // The last block of an odd count: rows of a one-block slice are still `blocks` blocks apart.
     for (int r = 0; r < kRows; ++r) {
-      float dot = 0.0f;
-      row_dots_avx2<1>(w + b, qx + (r * blocks + b) * kBlock, dx + r * blocks + b, 1, &dot);
-      tail[r] += dot;
+      row_dots_avx2<1>(w + b, qx + (r * blocks + b) * kBlock, dx + r * blocks + b, 1, tail + r);
     }
   }
   for (int r = 0; r < kRows; ++r) dots[r] = sum16(_mm512_add_ps(sums[r][0], sums[r][1])) + tail[r];
