@@ -7,7 +7,7 @@
 // A tile is 2 adjacent weight rows against kInputRows <= 8 input rows: 16 accumulators of 16
 // lanes. Each weight vector is loaded (and widened, for 16-bit weights) once and multiplied into
 // every input row, which stay in L1 or L2 (kInputRows x K floats); 9 to 15 rows take two tiles.
-// Fewer rows (kTileMinRows, below) take dot_rows_avx512, one f32 row Eigen's GEMV (linear.cpp).
+// Fewer rows (kTileMinRows, below) take dot_rows_avx512, f32 weights too (linear.cpp).
 // The 16 dot products are summed across their lanes together: one transpose16 and 15 additions
 // leave dot (i, r) in lane 8 i + r (a reduction per dot product costs about as much as a
 // 768-wide dot product itself). The two rows are one contiguous stream, prefetched

@@ -15,14 +15,18 @@ namespace {
 
 // Each thread streams its contiguous block of weight rows from memory exactly once: every input
 // row is multiplied with a weight row while that row (4 C bytes) sits in L1, so a batch of a
-// few rows costs the same memory traffic as one. One row goes through Eigen's row-major
-// matrix-vector kernel, which works on several weight rows at a time. From the avx512 level on,
-// 2 or 3 rows go one weight row at a time against all of them, 4 rows or more in tiles of 2
-// weight rows x up to 8 input rows (ops/cpu/dot_tile.h); below avx512, a few rows take one Eigen
-// dot product per (weight row, input row). Measured (Zen 5, 2 threads, synthetic:gpt2 tg32,
-// interleaved rounds, docs/results/2026-12-01-cpu-decode-rows): with Eigen's dot products batch
-// 3 ran below batch 4's tiles per step; one weight row at a time gave batch 3 1.18x and batch 2
-// 1.06x (8 rounds); the tiles at 2 rows were ~10% slower.
+// few rows costs the same memory traffic as one. From the avx512 level on, 1 to 3 rows go one
+// weight row at a time against all of them, the stream prefetched into L2 (dot_rows_avx512), 4
+// rows or more in tiles of 2 weight rows x up to 8 input rows (ops/cpu/dot_tile.h). Below
+// avx512 one row goes through Eigen's row-major matrix-vector kernel (several weight rows at a
+// time, no software prefetch), a few rows through one Eigen dot product per (weight row, input
+// row). Measured (Zen 5, 2 threads, synthetic:gpt2 tg32, interleaved rounds,
+// docs/results/2026-12-01-cpu-decode-rows): with Eigen's dot products batch 3 ran below batch 4's
+// tiles per step; one weight row at a time gave batch 3 1.18x and batch 2 1.06x (8 rounds); the
+// tiles at 2 rows were ~10% slower. Batch 1 through dot_rows_avx512 instead of Eigen's GEMV, on
+// huge pages (2-core Xeon, 3 interleaved rounds, docs/results/2026-12-03-f32-decode-row): GPT-2
+// 1.02-1.07x, SmolLM2 shape 1.06-1.08x (85-87% of the read roof -> 92-93%). It also makes a
+// row's result the same whether it is decoded alone or beside one or two others.
 // With `accumulate` the products are added to y instead of replacing it.
 void matrix_vector_rows(const Context& ctx, CpuLevel level, const float* x, const float* w,
                         const float* b, float* y, std::int64_t rows, std::int64_t in,
@@ -33,7 +37,7 @@ void matrix_vector_rows(const Context& ctx, CpuLevel level, const float* x, cons
       matrix_vector_tiles<F32Weights>(x, w, b, y, rows, in, outputs, first, width, accumulate);
       return;
     }
-    if (level >= CpuLevel::Avx512 && rows > 1) {
+    if (level >= CpuLevel::Avx512) {
       matrix_vector_dot_rows<dot_rows_avx512<F32Weights>>(x, w, b, y, rows, in, outputs, first,
                                                           width, accumulate);
       return;
