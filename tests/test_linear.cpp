@@ -14,6 +14,7 @@
 // f16's subnormals, 2^-25 (half their spacing; bf16 has f32's range and no such term).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <random>
@@ -136,8 +137,9 @@ TEST_CASE("linear with f32 weights: the prefill GEMM at every cpu level, edges a
     Context ctx(2);
     for (bool with_bias : {false, true}) {
       for (bool accumulate : {false, true}) {
-        // 16 rows: one whole 14-row tile and an edge of 2; 130 outputs: thread blocks of 128
-        // (four 32-column panels) and 2 (an edge panel); K 67: one partial depth slice.
+        // 16 rows: one whole 14-row tile and an edge of 2; 130 outputs: thread blocks of 96
+        // (three 32-column panels) and 34 (a panel and an edge of 2); K 67: one partial depth
+        // slice.
         check_linear(ctx, {16, 67, 130}, DType::F32, with_bias, accumulate, rng);
         // K 520: depth slices of 256, 256 and 8; 130 rows: row blocks of 112 and 18.
         check_linear(ctx, {130, 520, 75}, DType::F32, with_bias, accumulate, rng);
@@ -156,12 +158,40 @@ TEST_CASE("linear with f32 weights: decode rows 1..15 (and up to 63) at every cp
     // 16 to 63 rows: the avx2 level's tiles, which take batches below kAvx2GemmMinRows (in tiles
     // of up to 6 rows, shared out evenly); the GEMM at the other levels.
     for (std::int64_t rows : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 23, 37, 63}) {
-      // K 67: whole rounds of 16 and a masked tail; 131 outputs: thread blocks of 128 and 3 (an
+      // K 67: whole rounds of 16 and a masked tail; 131 outputs: thread blocks of 96 and 35 (an
       // odd one); rows 9..15 in two tiles at the avx512 levels.
       check_linear(ctx, {rows, 67, 131}, DType::F32, rows % 2 == 1, rows % 3 == 0, rng);
       check_linear(ctx, {rows, 768, 70}, DType::F32, rows % 2 == 0, rows % 4 == 1, rng);
       // K 57: one round of 32, then a tail of 25 in two masked steps (one whole, one of 9).
       check_linear(ctx, {rows, 57, 70}, DType::F32, rows % 2 == 1, rows % 2 == 0, rng);
+    }
+  });
+}
+
+TEST_CASE("linear: a row decoded alone equals the same row decoded beside one or two others") {
+  // From the avx512 level on, 1 to 3 rows take one weight row at a time against every input row
+  // with the same accumulators per row (dot_rows_avx512), for f32 and 16-bit weights alike, so a
+  // sequence's logits do not depend on how many others share its decode step. (Below avx512 one
+  // f32 row is Eigen's GEMV, which sums in another order.)
+  Context ctx(2);
+  std::mt19937 rng(15);
+  for_each_cpu_level([&] {
+    if (cpu_level() < CpuLevel::Avx512) return;
+    for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
+      CAPTURE(dtype_name(dtype));
+      const Tensor x = random_tensor({3, 200}, rng, ctx.allocator());
+      const Tensor weight =
+          random_tensor({70, 200}, rng, ctx.allocator()).to_dtype(dtype, ctx.allocator());
+      const Tensor bias = random_tensor({70}, rng, ctx.allocator());
+      Tensor together = Tensor::empty({3, 70}, DType::F32, ctx.allocator());
+      ops::linear(ctx, x, weight, bias, together);
+      for (std::int64_t r = 0; r < 3; ++r) {
+        CAPTURE(r);
+        Tensor alone = Tensor::empty({1, 70}, DType::F32, ctx.allocator());
+        ops::linear(ctx, x.slice_rows(r, r + 1), weight, bias, alone);
+        CHECK(std::equal(alone.data<float>(), alone.data<float>() + 70,
+                         together.data<float>() + r * 70));
+      }
     }
   });
 }
