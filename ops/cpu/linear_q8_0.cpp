@@ -129,11 +129,13 @@ step_avx512(const BlockQ8_0* w, const std::int8_t* qx, const float* dx, std::int
     negative[pair] = _mm512_movepi8_mask(weights);
     magnitudes[pair] = _mm512_abs_epi8(weights);
   }
-  auto scale_bits = [&](std::int64_t block) {
-    return block < b + 2 * kPairs ? static_cast<std::int16_t>(w[block].scale) : std::int16_t{0};
-  };
-  const __m128 weight_scales = _mm_cvtph_ps(_mm_setr_epi16(
-      scale_bits(b), scale_bits(b + 1), scale_bits(b + 2), scale_bits(b + 3), 0, 0, 0, 0));
+  // The f16 scales of the step's blocks (a last pair: two, then zeros), widened together.
+  std::int16_t scale_bits[4] = {};
+  for (int block = 0; block < 2 * kPairs; ++block) {
+    scale_bits[block] = static_cast<std::int16_t>(w[b + block].scale);
+  }
+  const __m128 weight_scales = _mm_cvtph_ps(
+      _mm_setr_epi16(scale_bits[0], scale_bits[1], scale_bits[2], scale_bits[3], 0, 0, 0, 0));
   for (int r = 0; r < kRows; ++r) {
     const float* row_scales = dx + r * blocks + b;
     const __m128 input_scales =
