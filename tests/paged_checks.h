@@ -115,6 +115,8 @@ inline const std::vector<RaggedCase>& ragged_cases() {
       {2, 1, 64, 512, {{100, 700}, {1, 513}}},
       // an odd block size across many sequences
       {3, 3, 8, 7, {{1, 8}, {1, 15}, {2, 2}, {4, 30}, {1, 7}, {6, 6}, {1, 29}}},
+      // head dim 128 (a GPU kernel's wider lane chunks) with grouped heads, across block edges
+      {8, 2, 128, 16, {{1, 1}, {17, 17}, {1, 33}, {16, 33}}},
   };
   return cases;
 }

@@ -15,6 +15,7 @@
 
 #include "engine/engine.h"
 #include "engine/scheduler.h"
+#include "engine_checks.h"
 #include "hf_fixtures.h"
 #include "llama_fixtures.h"
 #include "model_checks.h"
@@ -244,34 +245,6 @@ std::vector<Planned> random_mix(std::mt19937& rng, std::int64_t vocab) {
   return mix;
 }
 
-// The request run alone through the contiguous path (LanguageModel::forward with a KVCache of
-// its own): its tokens, and at each step the lead of the top logit over the runner-up, relative
-// to max(|top|, 1) as the parity bounds are.
-struct Alone {
-  std::vector<std::int32_t> tokens;
-  std::vector<double> leads;
-};
-
-Alone run_alone(Context& ctx, const LanguageModel& model, const Request& request) {
-  Alone alone;
-  const auto prompt_length = static_cast<std::int64_t>(request.prompt.size());
-  KVCache cache = model.new_cache(ctx, 1, prompt_length + request.max_tokens);
-  Sampler sampler(request.sampling);
-  Tensor logits = model.forward(ctx, request.prompt, 1, cache);
-  for (std::int64_t i = 0; i < request.max_tokens; ++i) {
-    std::vector<float> row(logits.data<float>(), logits.data<float>() + logits.numel());
-    std::vector<float> sorted = row;
-    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
-    alone.leads.push_back((static_cast<double>(sorted[0]) - sorted[1]) /
-                          std::max(std::fabs(static_cast<double>(sorted[0])), 1.0));
-    const std::int32_t next = sampler.sample(row);
-    alone.tokens.push_back(next);
-    if (!request.ignore_eos && next == model.config().eos_token_id) break;
-    if (i + 1 < request.max_tokens) logits = model.forward(ctx, {&next, 1}, 1, cache);
-  }
-  return alone;
-}
-
 }  // namespace
 
 TEST_CASE("engine: 56 random requests at once give each one's tokens alone, and leak no block") {
@@ -319,19 +292,12 @@ TEST_CASE("engine: 56 random requests at once give each one's tokens alone, and 
         ++cancelled;
         continue;
       }
-      const Alone alone = run_alone(ctx, model, r.request);
+      const testing::Alone alone = testing::run_alone(ctx, model, r.request);
       CAPTURE(r.id);
-      // Equal tokens, unless the first difference comes where the alone run's top two logits
-      // lie within the parity bound of each other (a tie the batch's rounding may break
-      // differently); greedy requests only, since a draw has no such margin to read.
-      const auto first_difference =
-          std::mismatch(r.tokens.begin(), r.tokens.end(), alone.tokens.begin(), alone.tokens.end());
-      if (first_difference.first != r.tokens.end() && r.request.sampling.temperature == 0.0f) {
-        const auto at = static_cast<std::size_t>(first_difference.first - r.tokens.begin());
-        if (at < alone.leads.size() && alone.leads[at] <= 2 * bound) {
-          MESSAGE("request " << r.id << " differs at a near tie (lead " << alone.leads[at] << ")");
-          continue;
-        }
+      if (r.request.sampling.temperature == 0.0f &&
+          testing::differs_at_near_tie(r.tokens, alone, bound)) {
+        MESSAGE("request " << r.id << " differs from its run alone at a near tie");
+        continue;
       }
       CHECK(r.tokens == alone.tokens);
       const bool ended_at_eos =

@@ -37,7 +37,7 @@ namespace attnscope::ops::attention {
 
 // The sequences of one ragged call. The host arrays are what the CPU reads and what a GPU's
 // copies are made from; on a GPU, device_* hold the same values in device memory (i32), uploaded
-// once per step with the step's ids (models/ragged_step.h).
+// once per step with the step's ids (LanguageModel::forward_paged).
 struct RaggedBatch {
   std::int64_t block_tokens = 0;
   std::int64_t max_blocks = 0;             // columns of block_tables
