@@ -618,8 +618,10 @@ TEST_CASE("cuda top-k / top-p distributions match the cpu sampler's, ties includ
       double margin = 0.0;
       const auto expected =
           reference_probabilities(logits.data<float>() + r * c.vocab, c.vocab, c.options, &margin);
-      REQUIRE(margin > 1e-9);  // else the case itself is ambiguous: change its seed
-      int wrong_set = 0;       // kept on one side, dropped on the other
+      // Else the case itself is ambiguous: change its seed. 5e-7, not less: the device's expf
+      // may differ from the host's by 2 ulp, which moves a top-p boundary sum by up to ~5e-7.
+      REQUIRE(margin > 5e-7);
+      int wrong_set = 0;  // kept on one side, dropped on the other
       double worst = 0.0;
       double sum = 0.0;
       for (std::int64_t i = 0; i < c.vocab; ++i) {
@@ -653,7 +655,7 @@ TEST_CASE("cuda sampling frequencies follow the distribution, and a seed reprodu
   const Tensor device_logits = to_device(gpu, logits);
   double margin = 0.0;
   const auto expected = reference_probabilities(one.data<float>(), vocab, options, &margin);
-  REQUIRE(margin > 1e-9);
+  REQUIRE(margin > 5e-7);  // as above: beyond the device's expf differences
 
   std::vector<double> counts(static_cast<std::size_t>(vocab), 0.0);
   std::vector<std::int32_t> first_step;

@@ -119,7 +119,11 @@ std::optional<cublasLtMatmulAlgo_t> ask_heuristic(Context& ctx, cublasLtMatmulDe
   int found = 0;
   const cublasStatus_t status = gpu::cublas().lt_matmul_algo_get_heuristic(
       gpu::cublaslt_of(ctx), desc, a, b, d, d, preference.get(), 1, &heuristic, &found);
-  if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && found == 0)) {
+  // No algorithm, or one whose own state is not SUCCESS (cublasLt.h asks callers to read it):
+  // the caller falls back to cublasGemmEx.
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED ||
+      (status == CUBLAS_STATUS_SUCCESS &&
+       (found == 0 || heuristic.state != CUBLAS_STATUS_SUCCESS))) {
     return std::nullopt;
   }
   check_cublas(status, "linear: cublasLtMatmulAlgoGetHeuristic");
