@@ -151,13 +151,14 @@ DeviceEvent timed_event(DeviceEventKind kind, std::string name, const Record& re
   return event;
 }
 
-// timed_event plus the device and stream, for the work that runs on a stream (kernels, copies,
-// memsets).
+// timed_event plus the device, the stream and the graph that ran it (0: none), for the work that
+// runs on a stream (kernels, copies, memsets).
 template <typename Record>
 DeviceEvent stream_event(DeviceEventKind kind, std::string name, const Record& record) {
   DeviceEvent event = timed_event(kind, std::move(name), record);
   event.device = static_cast<int>(record.deviceId);
   event.stream = static_cast<int>(record.streamId);
+  event.graph_id = record.graphId;
   return event;
 }
 

@@ -96,6 +96,8 @@ struct DeviceEvent {
   std::string occupancy_limit;  // what bounds it: "warps", "registers", "shared memory", "blocks"
   // Memcpy and memset only.
   std::uint64_t bytes = 0;
+  // Work only: the CUDA graph that ran it (CUPTI's graphId), 0 when it was launched on its own.
+  std::uint32_t graph_id = 0;
 
   std::int64_t duration_ns() const { return end_ns - start_ns; }
   // Work that occupies the GPU (as opposed to API calls and synchronisations).

@@ -57,6 +57,7 @@ class CuptiTracer {
 void warn_cuda(cudaError_t status, const char* call) {
   std::fprintf(stderr, "attnscope: warning: %s: %s (%s)\n", call, cudaGetErrorName(status),
                cudaGetErrorString(status));
+  cudaGetLastError();  // warned about: not the error of the next kernel launch (check_launch)
 }
 
 // Times scopes with pairs of CUDA events on one stream. Not thread-safe: the CpuTracer calls it

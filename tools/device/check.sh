@@ -200,6 +200,17 @@ step_env() {
   fi
   if have nvcc; then nvcc --version | tail -n 2; else echo "nvcc: not found"; fi
   have compute-sanitizer && compute-sanitizer --version | tail -n 1
+  # CUPTI 13.0 before Update 1 (API version 130000) can deadlock in cuptiActivityDisable and
+  # crash in cuptiActivityFlushAll, both of which the profiler calls; 13.0 Update 1 is 130001.
+  local cupti
+  for cupti in /usr/local/cuda/lib64/libcupti.so.13 /usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13; do
+    [[ -f $cupti ]] || continue
+    python3 -c "import ctypes, sys
+version = ctypes.c_uint32()
+ctypes.CDLL(sys.argv[1]).cuptiGetVersion(ctypes.byref(version))
+print('cupti:', sys.argv[1], 'API version', version.value)" "$cupti" || echo "cupti: $cupti"
+    break
+  done
   python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" \
     2>/dev/null || echo "torch: not importable"
   cmake --version | head -1
@@ -389,6 +400,10 @@ step_profile() {
   lb "$bin" profile --model synthetic:gpt2 --device cuda --dtype bf16 --attn flash \
     --prompt-len 128 --gen 32 --trace "$dir/trace_gpu.json" --json "$dir/profile_gpu.json" \
     --summary || rc=3
+  # The same decode steps replayed as CUDA graphs, each replayed kernel given its op's scope.
+  lb "$bin" profile --model synthetic:gpt2 --device cuda --dtype bf16 --attn flash \
+    --prompt-len 128 --gen 32 --cuda-graphs --trace "$dir/trace_gpu_graphs.json" \
+    --json "$dir/profile_gpu_graphs.json" --summary || rc=3
   lb "$bin" profile --op attention --attn fused --device cuda --dtype bf16 --fidelity \
     >"$dir/fidelity.txt" || rc=3
   cat "$dir/fidelity.txt"
