@@ -119,15 +119,41 @@ Tensor LanguageModel::forward(Context& ctx, std::span<const std::int32_t> tokens
         std::to_string(start + length) + " tokens exceed the KV cache capacity of " +
             std::to_string(cache.capacity()));
 
-  const StepInputs inputs = step_inputs(ctx, tokens, length, start, shape.vocab_size);
-  // The rows whose logits are wanted: all of them, or each row's last token.
-  std::vector<std::int64_t> logit_rows;
-  if (!all_positions && length > 1) {
-    for (std::int64_t b = 1; b <= batch; ++b) logit_rows.push_back(b * length - 1);
+  Tensor logits;
+  const ops::attention::Shape decode = {
+      batch,          shape.n_heads,      shape.n_kv_heads, 1, cache.capacity(),
+      shape.head_dim, dtypes_.activations};
+  if (length == 1 && runner.can_replay(ctx) && attention_->reads_row_lengths(ctx, decode)) {
+    // A decode step a CUDA graph replays unchanged: every kernel reads the step's ids, positions
+    // and row lengths from the runner's fixed buffer, and attention is bounded by the capacity.
+    check_token_ids(tokens, shape.vocab_size);
+    const std::vector<std::int32_t> positions(static_cast<std::size_t>(batch),
+                                              static_cast<std::int32_t>(start));
+    const std::vector<std::int32_t> kv_lens(static_cast<std::size_t>(batch),
+                                            static_cast<std::int32_t>(start + 1));
+    const std::vector<Tensor> fixed = runner.upload_fixed(ctx, {tokens, positions, kv_lens});
+    const StepInputs inputs{fixed[0], fixed[1]};
+    const StepKv kv{inputs.positions, &cache, batch, length, nullptr, fixed[2]};
+    // What the captured launches' arguments were made from: a change of any means a new capture.
+    const auto address = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
+    const std::vector<std::uintptr_t> key = {address(this),
+                                             address(attention_),
+                                             address(cache.keys(0).raw_data()),
+                                             address(cache.values(0).raw_data()),
+                                             address(fixed[0].raw_data()),
+                                             static_cast<std::uintptr_t>(cache.capacity()),
+                                             static_cast<std::uintptr_t>(batch)};
+    logits = runner.replay(ctx, key, [&] { return run_step(ctx, inputs, kv, {}); });
+  } else {
+    const StepInputs inputs = step_inputs(ctx, tokens, length, start, shape.vocab_size);
+    // The rows whose logits are wanted: all of them, or each row's last token.
+    std::vector<std::int64_t> logit_rows;
+    if (!all_positions && length > 1) {
+      for (std::int64_t b = 1; b <= batch; ++b) logit_rows.push_back(b * length - 1);
+    }
+    const StepKv kv{inputs.positions, &cache, batch, length, nullptr, Tensor()};
+    logits = runner.run(ctx, length == 1, [&] { return run_step(ctx, inputs, kv, logit_rows); });
   }
-  const StepKv kv{inputs.positions, &cache, batch, length, nullptr};
-  Tensor logits =
-      runner.run(ctx, length == 1, [&] { return run_step(ctx, inputs, kv, logit_rows); });
   cache.advance(length);
   return logits.reshape({batch, logits.dim(0) / batch, shape.vocab_size});
 }
@@ -207,7 +233,7 @@ Tensor LanguageModel::forward_paged(Context& ctx, std::span<const SequenceStep> 
   if (logit_rows.size() == ids.size()) logit_rows.clear();  // one token each: every row
   const PagedStep paged{cache, std::move(batch), uploaded[2]};
   const StepInputs inputs{uploaded[0], uploaded[1]};
-  const StepKv kv{inputs.positions, nullptr, 0, 0, &paged};
+  const StepKv kv{inputs.positions, nullptr, 0, 0, &paged, Tensor()};
   return run_step(ctx, inputs, kv, logit_rows);
 }
 
@@ -296,9 +322,13 @@ Tensor LanguageModel::attend(Context& ctx, std::int64_t layer_index, Tensor& qkv
   call.k = cache.keys(layer_index);
   call.v = cache.values(layer_index);
   call.kv_len = cache.length() + kv.tokens;
+  if (kv.kv_lens.defined()) {  // a replayed step: each row's count on the device, bounded here
+    call.kv_len = cache.capacity();
+    call.kv_lens = kv.kv_lens;
+  }
   call.scale = heads.scale;
   ops::split_qkv(ctx, qkv.reshape({kv.batch, kv.tokens, qkv.dim(1)}), call.q, call.k, call.v,
-                 cache.length());
+                 kv.positions);
   call.out = Tensor::empty(call.q.shape(), dtypes_.activations, ctx.allocator());
   attention_->attend(ctx, call);
   if (AttentionTap* tap = ctx.attention_tap()) {

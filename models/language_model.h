@@ -164,6 +164,9 @@ class LanguageModel {
     KVCache* cache = nullptr;
     std::int64_t batch = 0, tokens = 0;
     const PagedStep* paged = nullptr;
+    // A replayed decode step's (contiguous cache): i32 [batch] on the device, each row's key
+    // count after this step, which the backend reads there (Call::kv_lens); else undefined.
+    Tensor kv_lens;
   };
 
   // A family's blocks, which run_step calls in order. attention_block: layer `layer_index` of the

@@ -11,14 +11,27 @@
 
 namespace attnscope {
 
-std::vector<Tensor> upload_arrays(Context& ctx,
-                                  std::initializer_list<std::span<const std::int32_t>> arrays) {
+namespace {
+
+// upload_arrays, into `*reuse` when given (kept when it holds as many elements, else replaced).
+std::vector<Tensor> upload_into(Context& ctx,
+                                std::initializer_list<std::span<const std::int32_t>> arrays,
+                                Tensor* reuse) {
   std::int64_t total = 0;
   for (const auto& array : arrays) total += static_cast<std::int64_t>(array.size());
   Tensor staged = Tensor::empty({total}, DType::I32, ctx.host_allocator());
   std::int32_t* at = staged.data<std::int32_t>();
   for (const auto& array : arrays) at = std::copy(array.begin(), array.end(), at);
-  const Tensor uploaded = to_device(ctx, staged);
+  Tensor uploaded;
+  if (reuse == nullptr) {
+    uploaded = to_device(ctx, staged);
+  } else {
+    if (!reuse->defined() || reuse->numel() != total) {
+      *reuse = Tensor::empty({total}, DType::I32, ctx.allocator());
+    }
+    copy_into(ctx, staged, *reuse);  // ordered after the work queued before it
+    uploaded = *reuse;
+  }
   std::vector<Tensor> tensors;
   std::int64_t first = 0;
   for (const auto& array : arrays) {
@@ -27,6 +40,13 @@ std::vector<Tensor> upload_arrays(Context& ctx,
     first += count;
   }
   return tensors;
+}
+
+}  // namespace
+
+std::vector<Tensor> upload_arrays(Context& ctx,
+                                  std::initializer_list<std::span<const std::int32_t>> arrays) {
+  return upload_into(ctx, arrays, nullptr);
 }
 
 void check_token_ids(std::span<const std::int32_t> tokens, std::int64_t vocab_size) {
@@ -51,9 +71,28 @@ StepInputs step_inputs(Context& ctx, std::span<const std::int32_t> tokens, std::
 
 StepRunner::GraphCounts StepRunner::graph_counts() const {
   if constexpr (kCudaBuild) {
-    if (graph_) return {graph_->instantiations(), graph_->updates()};
+    if (graph_) return {graph_->instantiations(), graph_->updates(), graph_->replays()};
   }
   return {};
+}
+
+bool StepRunner::can_replay(const Context& ctx) const {
+  return kCudaBuild && ctx.device() == Device::CUDA && cuda_graphs_ && ctx.profiler() == nullptr &&
+         ctx.attention_tap() == nullptr;
+}
+
+std::vector<Tensor> StepRunner::upload_fixed(
+    Context& ctx, std::initializer_list<std::span<const std::int32_t>> arrays) {
+  return upload_into(ctx, arrays, &fixed_inputs_);  // queued after the previous step's graph
+}
+
+Tensor StepRunner::replay(Context& ctx, const std::vector<std::uintptr_t>& key,
+                          const std::function<Tensor()>& step) {
+  if constexpr (kCudaBuild) {
+    if (graph_) return graph_->replay(ctx, key, step);
+    graph_ = std::make_shared<gpu::StepGraph>();  // the first decode step runs eagerly
+  }
+  return step();
 }
 
 Tensor StepRunner::run(Context& ctx, bool decode, const std::function<Tensor()>& step) {

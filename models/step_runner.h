@@ -2,8 +2,12 @@
 //
 // step_inputs() prepares a step's token ids and positions (on a GPU: checked, then uploaded in
 // one copy before any capture starts). StepRunner launches the step: eagerly, or for a decode
-// step on a GPU as one CUDA graph (runtime/cuda/step_graph.h), which it keeps from step to step.
-// The caller owns the runner, as it owns the KV cache, so the model itself stays const.
+// step on a GPU as one CUDA graph (runtime/cuda/step_graph.h), which it keeps from step to step:
+// captured anew each step and updated in place (run), or, when every kernel of the step reads
+// what changes from device memory, captured once and replayed unchanged (replay, with the
+// step's inputs uploaded to the runner's own fixed buffer: upload_fixed).
+// The caller owns the runner, as it owns the KV cache, so the model itself stays const. A runner
+// holds device memory (its buffer, the graph's pool): it must not outlive its Context.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +62,7 @@ class StepRunner {
   struct GraphCounts {
     std::int64_t instantiations = 0;
     std::int64_t updates = 0;
+    std::int64_t replays = 0;  // launched again unchanged, with no capture (replay)
   };
   GraphCounts graph_counts() const;
 
@@ -66,10 +71,25 @@ class StepRunner {
   // under_profiler), else eagerly.
   Tensor run(Context& ctx, bool decode, const std::function<Tensor()>& step);
 
+  // Whether a decode step on ctx may be replayed unchanged (replay): on a GPU, with graphs on, no
+  // profiler and no attention tap attached (both read every step on the host). The model adds
+  // its own condition: its attention backend reads each row's key count from device memory.
+  bool can_replay(const Context& ctx) const;
+  // upload_arrays into device memory of the runner's own, the same addresses step after step
+  // while the arrays keep their sizes: what a replayed graph reads its inputs from.
+  std::vector<Tensor> upload_fixed(Context& ctx,
+                                   std::initializer_list<std::span<const std::int32_t>> arrays);
+  // Runs the decode `step` as a replayed graph (StepGraph::replay: captured the first time and
+  // whenever `key` changes, else launched again as it is); the runner's first decode step runs
+  // eagerly, as in run(). Returns the step's result (a copy of the graph's).
+  Tensor replay(Context& ctx, const std::vector<std::uintptr_t>& key,
+                const std::function<Tensor()>& step);
+
  private:
   bool cuda_graphs_;
   bool under_profiler_;
   std::shared_ptr<gpu::StepGraph> graph_;  // made at the first GPU decode step
+  Tensor fixed_inputs_;                    // upload_fixed's buffer, i32 on the device
 };
 
 }  // namespace attnscope

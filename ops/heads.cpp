@@ -11,10 +11,13 @@
 namespace attnscope::ops {
 
 void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, Tensor& v_cache,
-               std::int64_t start) {
+               const Tensor& positions) {
   profiler::Scope scope(ctx, "split_qkv");
-  const Device device = common_device(
-      "split_qkv", {{qkv, "qkv"}, {q_out, "q_out"}, {k_cache, "k_cache"}, {v_cache, "v_cache"}});
+  const Device device = common_device("split_qkv", {{qkv, "qkv"},
+                                                    {q_out, "q_out"},
+                                                    {k_cache, "k_cache"},
+                                                    {v_cache, "v_cache"},
+                                                    {positions, "positions"}});
   require_float(qkv, device, "split_qkv", "qkv");
   require_dtype(q_out, qkv.dtype(), "split_qkv", "q_out");
   require_dtype(k_cache, qkv.dtype(), "split_qkv", "k_cache");
@@ -28,16 +31,23 @@ void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, 
   require_shape(qkv, {s.batch, s.tokens, s.row_width()}, "split_qkv", "qkv");
   require_shape(k_cache, {s.batch, s.kv_heads, s.capacity, s.head_dim}, "split_qkv", "k_cache");
   require_shape(v_cache, k_cache.shape(), "split_qkv", "v_cache");
-  check(0 <= start && start + s.tokens <= s.capacity, "split_qkv", [&] {
-    return "appending " + std::to_string(s.tokens) + " tokens at " + std::to_string(start) +
-           " overflows a cache of " + std::to_string(s.capacity);
-  });
-  scope.set_work(0, 2.0 * static_cast<double>(qkv.nbytes()));  // a copy: each row read, written
+  require_dtype(positions, DType::I32, "split_qkv", "positions");
+  require_shape(positions, {s.batch * s.tokens}, "split_qkv", "positions");
+  // A copy: each row read and written, each position read.
+  scope.set_work(0,
+                 2.0 * static_cast<double>(qkv.nbytes()) + static_cast<double>(positions.nbytes()));
   if (device == Device::CUDA) {
-    if constexpr (kCudaBuild) cuda::split_qkv(ctx, qkv, q_out, k_cache, v_cache, start);
+    if constexpr (kCudaBuild) cuda::split_qkv(ctx, qkv, q_out, k_cache, v_cache, positions);
     return;
   }
-  cpu::split_qkv(ctx, qkv, q_out, k_cache, v_cache, start);
+  for (std::int64_t i = 0; i < positions.numel(); ++i) {
+    const std::int32_t position = positions.data<std::int32_t>()[i];
+    check(0 <= position && position < s.capacity, "split_qkv", [&] {
+      return "token " + std::to_string(i) + "'s position " + std::to_string(position) +
+             " is outside a cache of " + std::to_string(s.capacity);
+    });
+  }
+  cpu::split_qkv(ctx, qkv, q_out, k_cache, v_cache, positions);
 }
 
 void split_qkv_paged(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& key_blocks,

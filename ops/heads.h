@@ -4,12 +4,16 @@
 // Hkv heads of keys and Hkv of values, each head D wide (GPT-2: Hkv = Hq; Llama's grouped-query
 // attention: Hkv divides Hq, and its separate q_proj, k_proj, v_proj weights are stacked at load
 // into one [(Hq + 2 Hkv) D, C] matrix, so the three projections are one GEMM and this one op).
-//   q_out[b, h, t, :]            = qkv[b, t, h D : (h + 1) D]                      h < Hq
-//   k_cache[b, g, start + t, :]  = qkv[b, t, Hq D + g D : ...]                     g < Hkv
-//   v_cache[b, g, start + t, :]  = qkv[b, t, (Hq + Hkv) D + g D : ...]
-// Shapes: qkv [B, T, (Hq + 2 Hkv) D], q_out [B, Hq, T, D], caches [B, Hkv, S, D] with
-// start + T <= S; Hq and Hkv are read from q_out and the caches.
+//   q_out[b, h, t, :]      = qkv[b, t, h D : (h + 1) D]                      h < Hq
+//   k_cache[b, g, p, :]    = qkv[b, t, Hq D + g D : ...]                     g < Hkv
+//   v_cache[b, g, p, :]    = qkv[b, t, (Hq + Hkv) D + g D : ...]             p = positions[b T + t]
+// Shapes: qkv [B, T, (Hq + 2 Hkv) D], q_out [B, Hq, T, D], caches [B, Hkv, S, D], positions
+// i32 [B T] on the same device, each in [0, S) (checked on the cpu; on a GPU, where reading them
+// back would cost a synchronisation, a token whose position is outside writes no key or value);
+// Hq and Hkv are read from q_out and the caches.
 // This is the KV-cache append: the new keys and values land where later tokens will read them.
+// Each token's row comes from memory, not from one start for the step, so that a CUDA graph can
+// replay the same launch while the cache grows (runtime/cuda/step_graph.h).
 //
 // split_qkv_paged: the same split for a ragged batch over a paged cache (ops/attention/paged.h):
 // rows of many sequences, each writing its keys and values at its own slot of the blocks.
@@ -37,7 +41,7 @@
 namespace attnscope::ops {
 
 void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, Tensor& v_cache,
-               std::int64_t start);
+               const Tensor& positions);
 
 // The sizes split_qkv works with, read from its 4-D outputs: q_out [B, Hq, T, D] and a cache
 // [B, Hkv, capacity, D]. A row of qkv holds the Hq query heads, then Hkv key and Hkv value heads.
@@ -59,14 +63,14 @@ void merge_heads(Context& ctx, const Tensor& x, Tensor& out);
 // The implementations the ops above dispatch to, after their checks.
 namespace cpu {
 void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, Tensor& v_cache,
-               std::int64_t start);
+               const Tensor& positions);
 void split_qkv_paged(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& key_blocks,
                      Tensor& value_blocks, const Tensor& slots);
 void merge_heads(Context& ctx, const Tensor& x, Tensor& out);
 }  // namespace cpu
 namespace cuda {
 void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, Tensor& v_cache,
-               std::int64_t start);
+               const Tensor& positions);
 void split_qkv_paged(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& key_blocks,
                      Tensor& value_blocks, const Tensor& slots);
 void merge_heads(Context& ctx, const Tensor& x, Tensor& out);

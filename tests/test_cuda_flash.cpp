@@ -281,3 +281,53 @@ TEST_CASE("cuda flash refuses what it cannot serve, with the reason") {
   }
   CHECK_THROWS_WITH_AS(flash().attend(ctx, ints), doctest::Contains("f32, f16 or bf16"), Error);
 }
+
+TEST_CASE("cuda flash split-KV reads each row's key count from device memory (kv_lens)") {
+  if (gpu_missing()) return;
+  Context ctx(Device::CUDA, 1);
+  std::mt19937 rng(27);
+  Allocator& host = ctx.host_allocator();
+  // Three rows under one bound of 800 keys, as a replayed decode step has them: the grid and the
+  // chunk count are the bound's (6 chunks here), each CTA cuts its own row's keys, so the short
+  // rows' chunks are short or empty.
+  for (const std::int64_t q_len : {1, 3}) {
+    for (const DType dtype : {DType::F32, DType::BF16}) {
+      CAPTURE(q_len);
+      CAPTURE(dtype_name(dtype));
+      const std::vector<std::int32_t> lens = {static_cast<std::int32_t>(q_len), 130, 777};
+      const AttentionCase c = {3, 4, 2, q_len, 800, 800, 64};
+      DeviceCall d = random_call(ctx, c, dtype, rng);
+      // Keys and values past each row's own count are NaN: reading one fails the comparison.
+      for (Tensor* cache : {&d.k, &d.v}) {
+        for (std::int64_t b = 0; b < c.batch; ++b) {
+          for (std::int64_t g = 0; g < c.kv_heads; ++g) {
+            float* head = cache->data<float>() + (b * c.kv_heads + g) * c.capacity * c.head_dim;
+            std::fill(head + lens[static_cast<std::size_t>(b)] * c.head_dim,
+                      head + c.capacity * c.head_dim, NAN);
+          }
+        }
+      }
+      d.call.k = to_device(ctx, d.k.to_dtype(dtype, host));
+      d.call.v = to_device(ctx, d.v.to_dtype(dtype, host));
+      Tensor host_lens = Tensor::empty({c.batch}, DType::I32, host);
+      std::copy(lens.begin(), lens.end(), host_lens.data<std::int32_t>());
+      d.call.kv_lens = to_device(ctx, host_lens);
+      REQUIRE(flash().reads_row_lengths(ctx, ops::attention::shape_of(d.call)));
+      flash().attend(ctx, d.call);
+      const Tensor out = to_host(ctx, d.call.out).to_dtype(DType::F32, host);
+      for (std::int64_t b = 0; b < c.batch; ++b) {
+        CAPTURE(b);
+        const std::int64_t n = lens[static_cast<std::size_t>(b)];
+        const std::vector<double> expected =
+            testing::reference_attention(d.q.slice_rows(b, b + 1), d.k.slice_rows(b, b + 1),
+                                         d.v.slice_rows(b, b + 1), n, d.call.scale);
+        CHECK(attention_error(out.slice_rows(b, b + 1), expected) < tolerance(dtype));
+      }
+    }
+  }
+  // The tiled path (70 query rows) reads no per-row counts: refused, not ignored.
+  DeviceCall tiled = random_call(ctx, {1, 2, 2, 70, 70, 70, 64}, DType::BF16, rng);
+  tiled.call.kv_lens = to_device(ctx, Tensor::zeros({1}, DType::I32, host));
+  CHECK_FALSE(flash().reads_row_lengths(ctx, ops::attention::shape_of(tiled.call)));
+  CHECK_THROWS_WITH_AS(flash().attend(ctx, tiled.call), doctest::Contains("kv_lens"), Error);
+}

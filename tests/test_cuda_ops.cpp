@@ -367,7 +367,8 @@ TEST_CASE("cuda softmax and safe_softmax match the cpu ops on masked and fully m
 // ---------------------------------------------------------------------------------------------
 
 TEST_CASE(
-    "cuda split_qkv (MHA and GQA) appends to the cache at start > 0; merge_heads inverts it") {
+    "cuda split_qkv (MHA and GQA) appends to the cache at each token's position; merge_heads "
+    "inverts it") {
   if (gpu_missing()) return;
   Context gpu(Device::CUDA, 1);
   Context cpu(2);
@@ -396,12 +397,19 @@ TEST_CASE(
       Tensor v = Tensor::empty(cache_shape, DType::F32, cpu.allocator());
       std::fill_n(k.data<float>(), k.numel(), NAN);
       std::fill_n(v.data<float>(), v.numel(), NAN);
-      ops::split_qkv(cpu, qkv, q, k, v, c.start);
+      // Token t of row b at (start + t + b) mod capacity: each row at positions of its own.
+      Tensor positions = Tensor::empty({c.batch * c.tokens}, DType::I32, cpu.allocator());
+      for (std::int64_t i = 0; i < positions.numel(); ++i) {
+        positions.data<std::int32_t>()[i] =
+            static_cast<std::int32_t>((c.start + i % c.tokens + i / c.tokens) % c.capacity);
+      }
+      ops::split_qkv(cpu, qkv, q, k, v, positions);
 
       Tensor device_q = poisoned(gpu, q_shape, dtype);
       Tensor device_k = poisoned(gpu, cache_shape, dtype);
       Tensor device_v = poisoned(gpu, cache_shape, dtype);
-      ops::split_qkv(gpu, upload(gpu, qkv, dtype), device_q, device_k, device_v, c.start);
+      ops::split_qkv(gpu, upload(gpu, qkv, dtype), device_q, device_k, device_v,
+                     to_device(gpu, positions));
       CHECK(device_error(gpu, device_q, q) == 0.0);
       CHECK(device_error(gpu, device_k, k) == 0.0);
       CHECK(device_error(gpu, device_v, v) == 0.0);

@@ -196,3 +196,18 @@ TEST_CASE("flash refuses dtypes other than f32 on the cpu") {
   }
   CHECK_THROWS_WITH_AS(flash().attend(ctx, call), doctest::Contains("must be f32"), Error);
 }
+
+TEST_CASE("per-row key counts (kv_lens) are refused where no backend reads them: on the cpu") {
+  std::mt19937 rng(16);
+  Context ctx(1);
+  ops::attention::Call call = random_call({2, 2, 2, 1, 40, 40, 32}, rng, ctx.allocator());
+  call.kv_lens = Tensor::empty({2}, DType::I32, ctx.allocator());
+  call.kv_lens.data<std::int32_t>()[0] = 7;
+  call.kv_lens.data<std::int32_t>()[1] = 40;
+  for (const std::string& name : ops::attention::backend_names()) {
+    CAPTURE(name);
+    const ops::attention::Backend& backend = ops::attention::find_backend(name);
+    CHECK_FALSE(backend.reads_row_lengths(ctx, ops::attention::shape_of(call)));
+    CHECK_THROWS_WITH_AS(backend.attend(ctx, call), doctest::Contains("kv_lens"), Error);
+  }
+}

@@ -210,6 +210,15 @@ TEST_CASE("embedding adds token and position rows and checks ids") {
 TEST_CASE("split_qkv and merge_heads move rows between layouts") {
   Context ctx(2);
   const std::int64_t batch = 2, tokens = 3, heads = 4, d = 4, width = heads * d, capacity = 5;
+  // Each token's cache row: row b's tokens at first[b], first[b] + 1, ...
+  auto positions_from = [&](std::vector<std::int32_t> first) {
+    Tensor positions = Tensor::empty({batch * tokens}, DType::I32, ctx.allocator());
+    for (std::int64_t i = 0; i < batch * tokens; ++i) {
+      positions.data<std::int32_t>()[i] =
+          first[static_cast<std::size_t>(i / tokens)] + static_cast<std::int32_t>(i % tokens);
+    }
+    return positions;
+  };
   // kv_heads = heads is GPT-2's multi-head attention; fewer is grouped-query attention.
   for (const std::int64_t kv_heads : {4, 2, 1}) {
     CAPTURE(kv_heads);
@@ -219,7 +228,8 @@ TEST_CASE("split_qkv and merge_heads move rows between layouts") {
     Tensor q = Tensor::empty({batch, heads, tokens, d}, DType::F32, ctx.allocator());
     Tensor k = Tensor::zeros({batch, kv_heads, capacity, d}, DType::F32, ctx.allocator());
     Tensor v = Tensor::zeros({batch, kv_heads, capacity, d}, DType::F32, ctx.allocator());
-    ops::split_qkv(ctx, qkv, q, k, v, 2);
+    // Row 0 appends after 2 cached tokens, row 1 after 1: each token at its own position.
+    ops::split_qkv(ctx, qkv, q, k, v, positions_from({2, 1}));
     auto at = [](const Tensor& t, std::int64_t i0, std::int64_t i1, std::int64_t i2,
                  std::int64_t i3) {
       return t.data<float>()[((i0 * t.dim(1) + i1) * t.dim(2) + i2) * t.dim(3) + i3];
@@ -232,28 +242,34 @@ TEST_CASE("split_qkv and merge_heads move rows between layouts") {
             CHECK(at(q, b, h, t, x) == row + static_cast<float>(h * d + x));
           }
           for (std::int64_t g = 0; g < kv_heads; ++g) {
-            CHECK(at(k, b, g, 2 + t, x) == row + static_cast<float>(width + g * d + x));
-            CHECK(at(v, b, g, 2 + t, x) == row + static_cast<float>(width + kv_width + g * d + x));
+            const std::int64_t p = 2 - b + t;
+            CHECK(at(k, b, g, p, x) == row + static_cast<float>(width + g * d + x));
+            CHECK(at(v, b, g, p, x) == row + static_cast<float>(width + kv_width + g * d + x));
           }
         }
       }
     }
-    CHECK(at(k, 0, 0, 0, 0) == 0.0f);                              // rows before `start` untouched
-    CHECK_THROWS_AS(ops::split_qkv(ctx, qkv, q, k, v, 3), Error);  // 3 + 3 > capacity 5
+    CHECK(at(k, 0, 0, 0, 0) == 0.0f);  // rows before each row's first position untouched
+    CHECK(at(k, 1, 0, 0, 0) == 0.0f);
+    CHECK(at(v, 1, 0, 4, 0) == 0.0f);  // and after its last
+    CHECK_THROWS_WITH_AS(ops::split_qkv(ctx, qkv, q, k, v, positions_from({0, 3})),
+                         doctest::Contains("outside a cache of 5"), Error);  // 3 + 2 >= 5
+    CHECK_THROWS_WITH_AS(ops::split_qkv(ctx, qkv, q, k, v, positions_from({-1, 0})),
+                         doctest::Contains("position -1"), Error);
   }
   // Cache heads that do not divide the query heads are refused.
   Tensor q = Tensor::empty({batch, heads, tokens, d}, DType::F32, ctx.allocator());
   Tensor odd_k = Tensor::zeros({batch, 3, capacity, d}, DType::F32, ctx.allocator());
   Tensor odd_v = Tensor::zeros({batch, 3, capacity, d}, DType::F32, ctx.allocator());
   Tensor odd_qkv = Tensor::zeros({batch, tokens, width + 6 * d}, DType::F32, ctx.allocator());
-  CHECK_THROWS_WITH_AS(ops::split_qkv(ctx, odd_qkv, q, odd_k, odd_v, 0),
+  CHECK_THROWS_WITH_AS(ops::split_qkv(ctx, odd_qkv, q, odd_k, odd_v, positions_from({0, 0})),
                        doctest::Contains("must divide"), Error);
 
   Tensor qkv = Tensor::empty({batch, tokens, 3 * width}, DType::F32, ctx.allocator());
   std::iota(qkv.data<float>(), qkv.data<float>() + qkv.numel(), 0.0f);
   Tensor k = Tensor::zeros({batch, heads, capacity, d}, DType::F32, ctx.allocator());
   Tensor v = Tensor::zeros({batch, heads, capacity, d}, DType::F32, ctx.allocator());
-  ops::split_qkv(ctx, qkv, q, k, v, 0);
+  ops::split_qkv(ctx, qkv, q, k, v, positions_from({0, 0}));
   Tensor merged = Tensor::empty({batch, tokens, width}, DType::F32, ctx.allocator());
   ops::merge_heads(ctx, q, merged);
   for (std::int64_t b = 0; b < batch; ++b) {

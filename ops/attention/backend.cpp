@@ -64,8 +64,20 @@ void validate_call(const Context& ctx, const Call& call, const Backend& backend,
     return "the tensors are on " + std::string(device_name(device)) + " but the context runs on " +
            std::string(device_name(ctx.device()));
   });
-  const std::string refusal = backend.refusal(ctx, shape_of(call));
+  const Shape shape = shape_of(call);
+  const std::string refusal = backend.refusal(ctx, shape);
   check(refusal.empty(), where, refusal);
+  if (call.kv_lens.defined()) {
+    check(backend.reads_row_lengths(ctx, shape), where, [&] {
+      return "per-row key counts (kv_lens) are read only by flash's split-KV path on a GPU, not "
+             "by " +
+             std::string(backend.name()) + " on " + std::string(device_name(device)) + " at " +
+             std::to_string(shape.q_len) + " query rows";
+    });
+    require_dtype(call.kv_lens, DType::I32, where, "kv_lens");
+    require_shape(call.kv_lens, {shape.batch}, where, "kv_lens");
+    check(call.kv_lens.device() == device, where, "kv_lens must be on the call's device");
+  }
 }
 
 std::string dtype_refusal(Device device, DType dtype, bool any_float_on_cpu) {

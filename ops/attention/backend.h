@@ -42,6 +42,13 @@ struct Call {
   Tensor out;
   std::int64_t kv_len = 0;
   float scale = 1.0f;  // usually 1 / sqrt(D)
+  // Optional: i32 [B] on the call's device, row b's own count of valid keys (its queries sit at
+  // kv_lens[b] - Tq + i), read by the kernel from device memory; kv_len then only bounds them
+  // (each count in [Tq, kv_len], the kernel clamps). A decode step that a CUDA graph replays as
+  // the cache grows passes its lengths so (runtime/cuda/step_graph.h): the launch itself stays
+  // the same. Only a backend whose reads_row_lengths() says so takes it (flash's split-KV path on
+  // a GPU); validate_call refuses it elsewhere.
+  Tensor kv_lens;
 
   std::int64_t batch() const { return q.dim(0); }
   std::int64_t q_heads() const { return q.dim(1); }
@@ -133,6 +140,11 @@ class Backend {
   virtual std::string refusal(const Context& ctx, const Shape& shape) const = 0;
   // How attend(ctx, call) runs a call of `shape` (Plan above).
   virtual Plan plan(const Context& ctx, const Shape& shape) const = 0;
+  // Whether attend() reads each row's key count from Call::kv_lens for a call of `shape` on
+  // ctx's device (kv_len then bounding them). Only flash's split-KV path on a GPU does.
+  virtual bool reads_row_lengths(const Context& /*ctx*/, const Shape& /*shape*/) const {
+    return false;
+  }
   // Computes call.out for a ragged batch over a paged KV cache (paged.h), on the device of the
   // call's tensors: the eager backends gather each sequence into a contiguous call
   // (attend_gathered), flash reads the blocks where they lie. Throws Error as attend does.
@@ -144,8 +156,9 @@ class Backend {
 
 // Throws Error unless the tensors of `call` have consistent shapes, dtypes and devices.
 void validate_call(const Call& call);
-// validate_call, plus what every backend needs: the tensors live on the context's device and
-// `backend` does not refuse the call's shape there (Backend::refusal). Throws Error naming
+// validate_call, plus what every backend needs: the tensors live on the context's device,
+// `backend` does not refuse the call's shape there (Backend::refusal), and kv_lens, when given,
+// is i32 [B] there and read by the backend (Backend::reads_row_lengths). Throws Error naming
 // `where` otherwise.
 void validate_call(const Context& ctx, const Call& call, const Backend& backend, const char* where);
 // The dtype rule of every backend, for Backend::refusal: q, k, v and out in f32 on the cpu

@@ -126,6 +126,11 @@ class Flash final : public Backend {
     return cost_of(shape, plan.temporary_bytes, plan.path == FlashPath::tiled ? 1 : 2);
   }
 
+  // The GPU's split-KV kernel reads each row's key count where Call::kv_lens gives one.
+  bool reads_row_lengths(const Context& ctx, const Shape& shape) const override {
+    return ctx.device() == Device::CUDA && plan_of(ctx, shape).path == FlashPath::split_kv;
+  }
+
   std::string refusal(const Context& ctx, const Shape& shape) const override {
     std::string reason = dtype_refusal(ctx.device(), shape.dtype, false);
     if (reason.empty() && ctx.device() == Device::CUDA) {

@@ -10,8 +10,9 @@ namespace attnscope::ops::cpu {
 constexpr std::int64_t kMinParallelElements = 1 << 15;
 
 void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, Tensor& v_cache,
-               std::int64_t start) {
+               const Tensor& positions) {
   const QkvSplit s = QkvSplit::of(q_out, k_cache);
+  const std::int32_t* position = positions.data<std::int32_t>();
   const float* src = qkv.data<float>();
   float* q = q_out.data<float>();
   float* k = k_cache.data<float>();
@@ -29,8 +30,9 @@ void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, 
         }
         const std::int64_t g = (h - s.heads) % s.kv_heads;
         float* cache = h < s.heads + s.kv_heads ? k : v;
-        std::copy_n(from, s.head_dim,
-                    cache + ((b * s.kv_heads + g) * s.capacity + start + t) * s.head_dim);
+        std::copy_n(
+            from, s.head_dim,
+            cache + ((b * s.kv_heads + g) * s.capacity + position[b * s.tokens + t]) * s.head_dim);
       }
     }
   }

@@ -4,10 +4,11 @@
 // split_qkv (the KV-cache append): thread i takes element i of qkv [B, T, (Hq + 2 Hkv) D], so
 // reads are coalesced; it decodes i into (b, t, head h of the row, d) and writes
 //   h < Hq:               q_out  [b, h, t, d]
-//   h - Hq < Hkv:         k_cache[b, h - Hq, start + t, d]
-//   else:                 v_cache[b, h - Hq - Hkv, start + t, d]
+//   h - Hq < Hkv:         k_cache[b, h - Hq, p, d]          p = positions[b T + t]
+//   else:                 v_cache[b, h - Hq - Hkv, p, d]
 // Consecutive threads share (b, t, h) and differ in d, so writes are coalesced in runs of
-// D elements. Cache rows outside start..start+T-1 are never touched.
+// D elements. Only the tokens' own cache rows are touched; a position outside [0, S) writes
+// nothing.
 // split_qkv_paged: the same, row n's keys and values written at slot slots[n] of the blocks
 //   key_blocks[slot / bt, g, slot % bt, d] (value_blocks likewise); a slot outside the blocks
 //   writes nothing (the engine gives every token a slot of its own blocks).
@@ -28,9 +29,9 @@ constexpr int kThreads = 256;
 
 template <typename T>
 __global__ void split_qkv_kernel(const T* qkv, T* q_out, T* k_cache, T* v_cache,
-                                 std::int64_t tokens, std::int64_t heads, std::int64_t kv_heads,
-                                 std::int64_t head_dim, std::int64_t capacity, std::int64_t start,
-                                 std::int64_t total) {
+                                 const std::int32_t* positions, std::int64_t tokens,
+                                 std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim,
+                                 std::int64_t capacity, std::int64_t total) {
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= total) return;
   const std::int64_t row_width = (heads + 2 * kv_heads) * head_dim;
@@ -42,9 +43,11 @@ __global__ void split_qkv_kernel(const T* qkv, T* q_out, T* k_cache, T* v_cache,
   if (h < heads) {
     q_out[((b * heads + h) * tokens + t) * head_dim + d] = qkv[i];
   } else {
+    const std::int64_t position = positions[token_row];
+    if (position < 0 || position >= capacity) return;
     T* cache = h < heads + kv_heads ? k_cache : v_cache;
     const std::int64_t g = (h - heads) % kv_heads;
-    cache[((b * kv_heads + g) * capacity + start + t) * head_dim + d] = qkv[i];
+    cache[((b * kv_heads + g) * capacity + position) * head_dim + d] = qkv[i];
   }
 }
 
@@ -89,7 +92,7 @@ __global__ void merge_heads_kernel(const T* x, T* out, std::int64_t heads, std::
 }  // namespace
 
 void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, Tensor& v_cache,
-               std::int64_t start) {
+               const Tensor& positions) {
   const std::int64_t total = qkv.numel();
   if (total == 0) return;
   const QkvSplit s = QkvSplit::of(q_out, k_cache);
@@ -97,8 +100,9 @@ void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, 
     using T = decltype(tag);
     split_qkv_kernel<T><<<gpu::blocks_for(total, kThreads), kThreads, 0, gpu::stream_of(ctx)>>>(
         static_cast<const T*>(qkv.raw_data()), static_cast<T*>(q_out.raw_data()),
-        static_cast<T*>(k_cache.raw_data()), static_cast<T*>(v_cache.raw_data()), s.tokens, s.heads,
-        s.kv_heads, s.head_dim, s.capacity, start, total);
+        static_cast<T*>(k_cache.raw_data()), static_cast<T*>(v_cache.raw_data()),
+        positions.data<std::int32_t>(), s.tokens, s.heads, s.kv_heads, s.head_dim, s.capacity,
+        total);
     gpu::check_launch("split_qkv_kernel");
   });
 }

@@ -35,9 +35,31 @@ bool try_cuda_malloc(void** ptr, std::size_t bytes) {
 CachingAllocator::CachingAllocator(std::shared_ptr<DeviceState> state) : state_(std::move(state)) {}
 
 CachingAllocator::~CachingAllocator() {
-  // Gives the driver back every block that came back (tensors that outlive their context keep
-  // theirs: a bug of their owner).
+  // Gives the driver back every block that came back, pooled or not (tensors that outlive their
+  // context keep theirs: a bug of their owner).
+  while (!pool_free_.empty()) release_pool(pool_free_.begin()->first);
   release_cache();
+}
+
+std::uint64_t CachingAllocator::new_pool() {
+  const std::lock_guard lock(mutex_);
+  pool_free_[++last_pool_];
+  return last_pool_;
+}
+
+void CachingAllocator::use_pool(std::uint64_t pool) {
+  const std::lock_guard lock(mutex_);
+  pool_in_use_ = pool;
+}
+
+void CachingAllocator::release_pool(std::uint64_t pool) noexcept {
+  const std::lock_guard lock(mutex_);
+  const auto found = pool_free_.find(pool);
+  if (found == pool_free_.end()) return;
+  cached_.insert(found->second.begin(), found->second.end());
+  pool_free_.erase(found);
+  std::erase_if(pool_of_, [&](const auto& entry) { return entry.second == pool; });
+  if (pool_in_use_ == pool) pool_in_use_ = 0;
 }
 
 std::size_t CachingAllocator::size_class(std::size_t bytes) {
@@ -76,6 +98,20 @@ void* CachingAllocator::raw_allocate(std::size_t bytes) {
   if (bytes > SIZE_MAX / 2) return nullptr;  // no device has it (and size_class cannot overflow)
   const std::size_t rounded = size_class(bytes);
   const std::lock_guard lock(mutex_);
+  if (pool_in_use_ != 0) {
+    std::multimap<std::size_t, void*>& pool = pool_free_.at(pool_in_use_);
+    if (auto it = pool.find(rounded); it != pool.end()) {
+      void* ptr = it->second;
+      pool.erase(it);
+      return ptr;
+    }
+  }
+  void* ptr = take_block_locked(rounded);
+  if (ptr != nullptr && pool_in_use_ != 0) pool_of_[ptr] = pool_in_use_;
+  return ptr;
+}
+
+void* CachingAllocator::take_block_locked(std::size_t rounded) {
   if (auto it = cached_.find(rounded); it != cached_.end()) {
     void* ptr = it->second;
     cached_.erase(it);
@@ -98,7 +134,12 @@ void* CachingAllocator::raw_allocate(std::size_t bytes) {
 void CachingAllocator::raw_deallocate(void* ptr, std::size_t bytes) noexcept {
   const std::size_t rounded = size_class(bytes);
   const std::lock_guard lock(mutex_);
-  cached_.emplace(rounded, ptr);  // reusable at once: see the header comment
+  // Reusable at once (see the header comment): by its pool's next allocations, or by anyone's.
+  if (const auto pooled = pool_of_.find(ptr); pooled != pool_of_.end()) {
+    pool_free_.at(pooled->second).emplace(rounded, ptr);
+    return;
+  }
+  cached_.emplace(rounded, ptr);
 }
 
 }  // namespace attnscope::gpu

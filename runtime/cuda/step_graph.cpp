@@ -2,7 +2,9 @@
 
 #include <cuda_runtime.h>
 
+#include "runtime/cuda/caching_allocator.h"
 #include "runtime/cuda/cuda_context.h"
+#include "runtime/transfer.h"
 
 namespace attnscope::gpu {
 
@@ -46,10 +48,72 @@ struct GraphOwner {
   ~GraphOwner() { cudaGraphDestroy(graph); }
 };
 
+// Serves the allocator from `pool` while it lives, whatever the step throws.
+class PoolInUse {
+ public:
+  PoolInUse(CachingAllocator& allocator, std::uint64_t pool) : allocator_(allocator) {
+    allocator_.use_pool(pool);
+  }
+  ~PoolInUse() { allocator_.use_pool(0); }
+  PoolInUse(const PoolInUse&) = delete;
+  PoolInUse& operator=(const PoolInUse&) = delete;
+
+ private:
+  CachingAllocator& allocator_;
+};
+
+// A copy of `t` in fresh memory of ctx's allocator, queued on the stream.
+Tensor copy_of(Context& ctx, const Tensor& t) {
+  Tensor copy = Tensor::empty(t.shape(), t.dtype(), ctx.allocator());
+  copy_into(ctx, t, copy);
+  return copy;
+}
+
 }  // namespace
 
 StepGraph::~StepGraph() {
   if (exec_) cudaGraphExecDestroy(as_exec(exec_));
+  drop_replayed();
+}
+
+void StepGraph::drop_replayed() noexcept {
+  // Work already queued on the stream that uses the pool runs before whatever reuses its blocks.
+  if (replay_exec_) cudaGraphExecDestroy(as_exec(replay_exec_));
+  replay_exec_ = nullptr;
+  replay_key_.clear();
+  replay_result_ = Tensor();
+  if (pool_ != 0) static_cast<CachingAllocator*>(pool_allocator_)->release_pool(pool_);
+  pool_ = 0;
+}
+
+Tensor StepGraph::replay(Context& ctx, const std::vector<std::uintptr_t>& key,
+                         const std::function<Tensor()>& step) {
+  const cudaStream_t stream = stream_of(ctx);
+  if (replay_exec_ == nullptr || key != replay_key_) {
+    drop_replayed();
+    auto& allocator = dynamic_cast<CachingAllocator&>(ctx.allocator());
+    pool_allocator_ = &allocator;
+    pool_ = allocator.new_pool();
+    Tensor result;
+    cudaGraph_t graph = nullptr;
+    {
+      const PoolInUse in_pool(allocator, pool_);
+      Capture capture(stream);
+      result = step();
+      graph = capture.finish();
+    }
+    const GraphOwner captured{graph};
+    cudaGraphExec_t exec = nullptr;
+    check_cuda(cudaGraphInstantiate(&exec, captured.graph, 0), "graph instantiate");
+    replay_exec_ = exec;
+    replay_key_ = key;
+    replay_result_ = result;
+    ++instantiations_;
+  } else {
+    ++replays_;
+  }
+  check_cuda(cudaGraphLaunch(as_exec(replay_exec_), stream), "graph launch");
+  return copy_of(ctx, replay_result_);
 }
 
 Tensor StepGraph::run(Context& ctx, const std::function<Tensor()>& step) {

@@ -183,12 +183,13 @@ def generate_table(rows):
     if not runs:
         return []
     out = ["### generate (greedy, batch 1)\n",
-           "| model | attention | device | dtype | cuda graphs (instantiated / updated) "
+           "| model | attention | device | dtype | cuda graphs (instantiated / updated / replayed) "
            "| prefill tok/s | decode tok/s | tokens |",
            "|---|---|---|---|---|---:|---:|---:|"]
     for r in runs:
         graphs = (f"on ({r.get('cuda_graph_instantiations', 0)} / "
-                  f"{r.get('cuda_graph_updates', 0)})" if r.get("cuda_graphs") else "off")
+                  f"{r.get('cuda_graph_updates', 0)} / {r.get('cuda_graph_replays', 0)})"
+                  if r.get("cuda_graphs") else "off")
         out.append(f"| {r.get('model', '?')} | {r.get('attention', '?')} | "
                    f"{r.get('device', 'cpu')} | {r.get('dtype', 'f32')} | {graphs} | "
                    f"{fmt(r.get('prefill_tokens_per_s'), '.0f')} | "

@@ -46,6 +46,9 @@ struct FlashShape {
   int query_tiles = 1;  // tiled: per head
   int chunks = 1;       // split-KV: key ranges per head
   float scale_log2;     // scale log2(e): scores in log2 units
+  // Split-KV only: each batch row's own key count (Call::kv_lens, kv_len then bounding them), or
+  // nullptr: every row has kv_len.
+  const std::int32_t* kv_lens = nullptr;
 };
 
 // The sizes of `call` (checked to fit in int by flash.cpp), one query tile and one chunk.
@@ -60,6 +63,7 @@ inline FlashShape flash_shape(const Call& call) {
   s.head_dim = static_cast<int>(call.head_dim());
   s.heads = static_cast<int>(call.batch() * call.q_heads());
   s.scale_log2 = static_cast<float>(static_cast<double>(call.scale) * kLog2e);
+  s.kv_lens = call.kv_lens.defined() ? call.kv_lens.data<std::int32_t>() : nullptr;
   return s;
 }
 

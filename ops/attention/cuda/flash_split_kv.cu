@@ -22,10 +22,14 @@
 // Chunks (flash_plan): chunks = clamp(ceil(4 SMs / (B Hq)), 1, floor(kv_len / 128)) (at least
 // 1): about four CTAs per SM in all, none shorter than 128 keys (one 32-key group per warp).
 // Each chunk then starts at least 128 keys before the cache's end, so at or before the first
-// query row's position (Tq <= 4): every real row sees a key of every chunk, and M is always
-// finite. A state that saw no key (a warp with no group, m = -inf) gets weight 0, never
-// 2^(-inf - -inf). Keys at or beyond kv_len are never read (the unused cache rows may hold
-// anything).
+// query row's position (Tq <= 4): every real row sees a key of every chunk. A state that saw no
+// key (a warp with no group, m = -inf) gets weight 0, never 2^(-inf - -inf). Keys at or beyond
+// a row's key count are never read (the unused cache rows may hold anything).
+// Per-row key counts (Call::kv_lens, what a replayed CUDA graph's decode step passes): the grid
+// and the chunk count stay those of the bound kv_len, and each CTA cuts its row's own count
+// n_b <= kv_len into the same number of ranges, [c n_b / chunks, (c + 1) n_b / chunks). Chunks
+// may then be short or empty (a CTA with no key writes m = -inf, l = 0, weight 0), but the
+// ranges still cover [0, n_b) and key 0 is visible to every row: M stays finite.
 //
 // Bytes: q, K and V read once (2 B Hkv Tk D s, each kv head once per query head that reads it:
 // GQA heads re-read through L2), partials written once and read once, out written once.
@@ -88,8 +92,12 @@ __global__ void __launch_bounds__(kSplitThreads)
       (static_cast<std::int64_t>(batch) * s.kv_heads + kv_head) * s.capacity * d_len;
   const T* k_head = k + kv_offset;
   const T* v_head = v + kv_offset;
-  const int key_begin = static_cast<int>(static_cast<std::int64_t>(chunk) * s.kv_len / s.chunks);
-  const int key_end = static_cast<int>(static_cast<std::int64_t>(chunk + 1) * s.kv_len / s.chunks);
+  // The row's keys: its own count (kept in [Tq, kv_len]) when the call gives one, else kv_len.
+  const int kv_len = s.kv_lens != nullptr
+                         ? min(max(static_cast<int>(s.kv_lens[batch]), s.q_len), s.kv_len)
+                         : s.kv_len;
+  const int key_begin = static_cast<int>(static_cast<std::int64_t>(chunk) * kv_len / s.chunks);
+  const int key_end = static_cast<int>(static_cast<std::int64_t>(chunk + 1) * kv_len / s.chunks);
 
   // Query rows in f32; rows past Tq are zeros and their results are never written.
   for (int i = static_cast<int>(threadIdx.x); i < kMaxRows * d_len; i += kSplitThreads) {
@@ -105,7 +113,7 @@ __global__ void __launch_bounds__(kSplitThreads)
   float m[kMaxRows], l[kMaxRows], o[kMaxRows][DC];
 #pragma unroll
   for (int r = 0; r < kMaxRows; ++r) {
-    position[r] = s.kv_len - s.q_len + r;
+    position[r] = kv_len - s.q_len + r;
     m[r] = -INFINITY;
     l[r] = 0.0f;
 #pragma unroll

@@ -153,6 +153,7 @@ int run_generate(const GenerateFlags& flags) {
         {"cuda_graphs", graphs},
         {"cuda_graph_instantiations", runner.graph_counts().instantiations},
         {"cuda_graph_updates", runner.graph_counts().updates},
+        {"cuda_graph_replays", runner.graph_counts().replays},
         {"seed", sampling.seed},
         {"prompt_ids", prompt},
         {"generated_ids", generated},
