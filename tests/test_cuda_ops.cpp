@@ -178,6 +178,30 @@ TEST_CASE(
 // Elementwise and row ops
 // ---------------------------------------------------------------------------------------------
 
+TEST_CASE("cuda allocator pools keep their blocks for their own use until released") {
+  if (gpu_missing()) return;
+  Context gpu(Device::CUDA, 1);
+  auto& allocator = dynamic_cast<gpu::CachingAllocator&>(gpu.allocator());
+  const std::uint64_t pool = allocator.new_pool();
+  CHECK(pool != 0);
+  allocator.use_pool(pool);
+  const void* pooled = Tensor::empty({1000}, DType::F32, allocator).raw_data();  // freed at once
+  allocator.use_pool(0);
+  // Freed, the block went back to the pool: others of its size class do not get it,
+  const Tensor other = Tensor::empty({1000}, DType::F32, allocator);
+  CHECK(other.raw_data() != pooled);
+  // the pool's next allocation of that class does,
+  allocator.use_pool(pool);
+  Tensor again = Tensor::empty({1000}, DType::F32, allocator);
+  allocator.use_pool(0);
+  CHECK(again.raw_data() == pooled);
+  // and once the pool is released it is the cache's again.
+  again = Tensor();
+  allocator.release_pool(pool);
+  const Tensor after = Tensor::empty({1000}, DType::F32, allocator);
+  CHECK(after.raw_data() == pooled);
+}
+
 TEST_CASE("cuda embedding adds token and position rows and writes NaN rows for bad ids") {
   if (gpu_missing()) return;
   Context gpu(Device::CUDA, 1);
