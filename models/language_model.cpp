@@ -136,13 +136,13 @@ Tensor LanguageModel::forward(Context& ctx, std::span<const std::int32_t> tokens
     const StepKv kv{inputs.positions, &cache, batch, length, nullptr, fixed[2]};
     // What the captured launches' arguments were made from: a change of any means a new capture.
     const auto address = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
-    const std::vector<std::uintptr_t> key = {address(this),
-                                             address(attention_),
-                                             address(cache.keys(0).raw_data()),
-                                             address(cache.values(0).raw_data()),
-                                             address(fixed[0].raw_data()),
-                                             static_cast<std::uintptr_t>(cache.capacity()),
-                                             static_cast<std::uintptr_t>(batch)};
+    std::vector<std::uintptr_t> key = {
+        address(this), address(attention_), address(fixed[0].raw_data()),
+        static_cast<std::uintptr_t>(cache.capacity()), static_cast<std::uintptr_t>(batch)};
+    for (std::int64_t layer = 0; layer < shape.n_layers; ++layer) {  // each its own allocation
+      key.push_back(address(cache.keys(layer).raw_data()));
+      key.push_back(address(cache.values(layer).raw_data()));
+    }
     logits = runner.replay(ctx, key, [&] { return run_step(ctx, inputs, kv, {}); });
   } else {
     const StepInputs inputs = step_inputs(ctx, tokens, length, start, shape.vocab_size);

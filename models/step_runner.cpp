@@ -77,8 +77,9 @@ StepRunner::GraphCounts StepRunner::graph_counts() const {
 }
 
 bool StepRunner::can_replay(const Context& ctx) const {
-  return kCudaBuild && ctx.device() == Device::CUDA && cuda_graphs_ && ctx.profiler() == nullptr &&
-         ctx.attention_tap() == nullptr;
+  // Never for a profile's runner: its profiled and unprofiled steps must run the same way.
+  return kCudaBuild && ctx.device() == Device::CUDA && cuda_graphs_ && !under_profiler_ &&
+         ctx.profiler() == nullptr && ctx.attention_tap() == nullptr;
 }
 
 std::vector<Tensor> StepRunner::upload_fixed(
@@ -100,10 +101,12 @@ Tensor StepRunner::run(Context& ctx, bool decode, const std::function<Tensor()>&
   // CUPTI then sees every kernel launched on its own, inside its op's scope. The first decode step
   // runs eagerly, so every kernel it needs is loaded before a capture starts; a runner kept across
   // a change of backend (bench) then loads the new backend's kernels during a capture, which
-  // drivers of CUDA 12.3 and later do (lazy loading is capture-safe there).
+  // drivers of CUDA 12.3 and later do (lazy loading is capture-safe there). An attention tap
+  // copies to the host inside the step: never captured.
   if constexpr (kCudaBuild) {
     const bool profiled = ctx.profiler() != nullptr;
-    if (ctx.device() == Device::CUDA && decode && cuda_graphs_ && (!profiled || under_profiler_)) {
+    if (ctx.device() == Device::CUDA && decode && cuda_graphs_ && (!profiled || under_profiler_) &&
+        ctx.attention_tap() == nullptr) {
       if (graph_) return graph_->run(ctx, step);
       graph_ = std::make_shared<gpu::StepGraph>();
     }

@@ -72,8 +72,10 @@ class StepRunner {
   Tensor run(Context& ctx, bool decode, const std::function<Tensor()>& step);
 
   // Whether a decode step on ctx may be replayed unchanged (replay): on a GPU, with graphs on, no
-  // profiler and no attention tap attached (both read every step on the host). The model adds
-  // its own condition: its attention backend reads each row's key count from device memory.
+  // profiler and no attention tap attached (both read every step on the host), and not for a
+  // profile's runner (under_profiler: its profiled and unprofiled steps must run alike). The
+  // model adds its own condition: its attention backend reads each row's key count from device
+  // memory.
   bool can_replay(const Context& ctx) const;
   // upload_arrays into device memory of the runner's own, the same addresses step after step
   // while the arrays keep their sizes: what a replayed graph reads its inputs from.
