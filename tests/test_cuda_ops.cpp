@@ -178,7 +178,7 @@ TEST_CASE(
 // Elementwise and row ops
 // ---------------------------------------------------------------------------------------------
 
-TEST_CASE("cuda allocator pools keep their blocks for their own use until released") {
+TEST_CASE("cuda allocator pools keep their blocks for their own use until released, then refuse") {
   if (gpu_missing()) return;
   Context gpu(Device::CUDA, 1);
   auto& allocator = dynamic_cast<gpu::CachingAllocator&>(gpu.allocator());
@@ -200,6 +200,9 @@ TEST_CASE("cuda allocator pools keep their blocks for their own use until releas
   allocator.release_pool(pool);
   const Tensor after = Tensor::empty({1000}, DType::F32, allocator);
   CHECK(after.raw_data() == pooled);
+  // A released pool, or one never made, cannot be used.
+  CHECK_THROWS_AS(allocator.use_pool(pool), Error);
+  CHECK_THROWS_AS(allocator.use_pool(pool + 1), Error);
 }
 
 TEST_CASE("cuda embedding adds token and position rows and writes NaN rows for bad ids") {
@@ -444,6 +447,53 @@ TEST_CASE(
       ops::merge_heads(gpu, device_q, device_merged);
       CHECK(device_error(gpu, device_merged, merged) == 0.0);
     }
+  }
+}
+
+TEST_CASE("cuda split_qkv writes no key or value for a token whose position is outside the cache") {
+  if (gpu_missing()) return;
+  Context gpu(Device::CUDA, 1);
+  Context cpu(2);
+  std::mt19937 rng(16);
+  // Row 0's last token at position `capacity` and row 1's first at -1: where a kernel that did
+  // not skip them would write lies inside the cache (the next head's first row, the previous
+  // head's last), so a finite poison there shows the stray write.
+  const std::int64_t batch = 2, tokens = 3, heads = 4, kv_heads = 2, head_dim = 64, capacity = 9;
+  const std::int64_t qkv_width = (heads + 2 * kv_heads) * head_dim;
+  const Shape q_shape = {batch, heads, tokens, head_dim};
+  const Shape cache_shape = {batch, kv_heads, capacity, head_dim};
+  const std::vector<std::int32_t> in_range = {4, 5, 6, 2, 3, 4};
+  std::vector<std::int32_t> outside = in_range;
+  outside[2] = static_cast<std::int32_t>(capacity);
+  outside[3] = -1;
+  for (DType dtype : kFloatTypes) {
+    CAPTURE(dtype_name(dtype));
+    const Tensor qkv =
+        rounded(cpu, random_tensor({batch, tokens, qkv_width}, rng, cpu.allocator()), dtype);
+    // The reference: the cpu op at in-range positions, then the two tokens' rows put back.
+    Tensor q = Tensor::empty(q_shape, DType::F32, cpu.allocator());
+    Tensor k = Tensor::empty(cache_shape, DType::F32, cpu.allocator());
+    Tensor v = Tensor::empty(cache_shape, DType::F32, cpu.allocator());
+    std::fill_n(k.data<float>(), k.numel(), 7.0f);
+    std::fill_n(v.data<float>(), v.numel(), 7.0f);
+    ops::split_qkv(cpu, qkv, q, k, v, host_i32(cpu, in_range));
+    for (const std::int64_t token_row : {2, 3}) {
+      const std::int64_t b = token_row / tokens;
+      const std::int64_t p = in_range[static_cast<std::size_t>(token_row)];
+      for (std::int64_t g = 0; g < kv_heads; ++g) {
+        const std::int64_t row = ((b * kv_heads + g) * capacity + p) * head_dim;
+        std::fill_n(k.data<float>() + row, head_dim, 7.0f);
+        std::fill_n(v.data<float>() + row, head_dim, 7.0f);
+      }
+    }
+    Tensor device_q = poisoned(gpu, q_shape, dtype);
+    Tensor device_k = filled(gpu, cache_shape, dtype, 7.0f);
+    Tensor device_v = filled(gpu, cache_shape, dtype, 7.0f);
+    ops::split_qkv(gpu, upload(gpu, qkv, dtype), device_q, device_k, device_v,
+                   to_device(gpu, host_i32(cpu, outside)));
+    CHECK(device_error(gpu, device_q, q) == 0.0);  // queries do not depend on positions
+    CHECK(device_error(gpu, device_k, k) == 0.0);
+    CHECK(device_error(gpu, device_v, v) == 0.0);
   }
 }
 

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <string>
 
 #include "runtime/cuda/cuda_context.h"
+#include "runtime/error.h"
 
 namespace attnscope::gpu {
 
@@ -49,6 +51,8 @@ std::uint64_t CachingAllocator::new_pool() {
 
 void CachingAllocator::use_pool(std::uint64_t pool) {
   const std::lock_guard lock(mutex_);
+  check(pool == 0 || pool_free_.contains(pool), "cuda allocator",
+        [&] { return "pool " + std::to_string(pool) + " is not a live pool"; });
   pool_in_use_ = pool;
 }
 

@@ -54,7 +54,8 @@ class CachingAllocator final : public Allocator {
 
   // A new, empty pool (see the top of this file); 0 is never a pool.
   std::uint64_t new_pool();
-  // Serves every allocation from `pool` from now on; 0: from the cache again.
+  // Serves every allocation from `pool` from now on; 0: from the cache again. Throws for a pool
+  // never made or already released.
   void use_pool(std::uint64_t pool);
   // Ends `pool`: its free blocks go to the cache, its live ones when they are freed.
   void release_pool(std::uint64_t pool) noexcept;

@@ -4,6 +4,7 @@
 
 #include "runtime/cuda/caching_allocator.h"
 #include "runtime/cuda/cuda_context.h"
+#include "runtime/error.h"
 #include "runtime/transfer.h"
 
 namespace attnscope::gpu {
@@ -89,6 +90,9 @@ void StepGraph::drop_replayed() noexcept {
 Tensor StepGraph::replay(Context& ctx, const std::vector<std::uintptr_t>& key,
                          const std::function<Tensor()>& step) {
   const cudaStream_t stream = stream_of(ctx);
+  // The graph's pool lives in the allocator of the context it was captured on.
+  check(replay_exec_ == nullptr || &ctx.allocator() == pool_allocator_, "cuda graph",
+        "a replayed step graph is launched on the context it was captured on only");
   if (replay_exec_ == nullptr || key != replay_key_) {
     drop_replayed();
     auto& allocator = dynamic_cast<CachingAllocator&>(ctx.allocator());

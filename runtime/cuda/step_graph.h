@@ -49,7 +49,8 @@ class StepGraph {
   // replay's (or nothing was captured yet) first captures `step` with every allocation from the
   // graph's own pool and instantiates it. Returns a copy of step's result in memory of the
   // caller's (the graph's own buffer is rewritten by the next replay). If `step` throws, the
-  // capture is abandoned and the error passed on. ctx must stay the same context.
+  // capture is abandoned and the error passed on. ctx must stay the same context (checked: the
+  // graph's pool is its allocator's) and outlive this graph.
   Tensor replay(Context& ctx, const std::vector<std::uintptr_t>& key,
                 const std::function<Tensor()>& step);
 
