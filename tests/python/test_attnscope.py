@@ -11,26 +11,14 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import attnscope
+from references import FIXTURES, max_relative_difference, reference
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 BINARY = os.environ.get("ATTNSCOPE_BINARY", "")
-
-
-def reference(name):
-    return json.loads((FIXTURES / name / "reference.json").read_text())
-
-
-def max_relative_difference(actual, expected):
-    """The C++ parity suites' measure: |a - e| / max(|e|, 1), at its largest."""
-    expected = np.asarray(expected, dtype=np.float64)
-    return float(np.max(np.abs(np.asarray(actual, np.float64) - expected) /
-                        np.maximum(np.abs(expected), 1.0)))
 
 
 @pytest.mark.parametrize("fixture", ["hf/tiny-a", "hf/tiny-b", "hf-llama/gqa-tied-llama3"])
