@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The device check: the one script to run on the lent GPU machine (one H200, 16 cores, CUDA 13,
 # CMake, ninja, PyTorch; no apt, no internet). It runs as two device calls on one warm machine
-# (the machine stays warm 30 s after a call and keeps ignored build outputs between calls):
+# (the machine stays warm 30 s after a call and keeps ignored build outputs between calls), and
+# once both have passed, a third in a later session:
 #
 #   stage1  proves the CUDA path: configure and build for sm_90 only, the `gpu`-labelled test
 #           suites (with test_python_gpu when the image's pybind11 builds the Python module), and
@@ -15,6 +16,13 @@
 #           and racecheck with the time left, then `attnscope explain` and `attnscope diverge`
 #           (bf16 GPU against f32 CPU) with what is left. It reuses stage 1's build when the
 #           sources match.
+#   stage3  issue 23's speed targets, once stages 1 and 2 pass: flash prefill TFLOP/s at head
+#           dims 64 and 128, causal bf16, T 1k-16k (16k tokens per call, width 2048) beside
+#           PyTorch's FLASH_ATTENTION and CUDNN_ATTENTION; batch-1 bf16 decode of GPT-2 (1000
+#           tokens, three runs) and of Llama 3.2 1B's shape (512 tokens, three runs, graphs on;
+#           once off) beside PyTorch's Llama. Alone in a session: command "bash
+#           tools/device/check.sh stage3", carry [".deps"], timeout_s 480 (it builds first,
+#           reusing a current build on a warm machine).
 #
 # How to call it (device time is 15 minutes per session, machine start included):
 #   1. Here:   tools/device/pack_deps.sh                    (fills .deps/, about 9 MB, git-ignored)
@@ -25,7 +33,8 @@
 #      the two calls use at most about 14 of the 15 minutes. If stage 1 fails, fix it here and
 #      rerun stage 1 with the time left; stage 2 then waits for a later session.
 #   5. Copy what came back into docs/results/DATE-h200/ and write its README with
-#      `python3 tools/device/summarize.py stage1.tar.gz stage2.tar.gz` (the tables).
+#      `python3 tools/device/summarize.py stage1.tar.gz stage2.tar.gz` (the tables; with
+#      stage3.tar.gz too, the flash sweep and the targets table).
 #
 # Budgets. Each stage stops starting steps past its budget (CHECK_BUDGET_S: stage1 300 s, stage2
 # 360 s, so the script ends well inside the call's timeout_s) and runs every step under
@@ -44,6 +53,7 @@
 #           bench_attention 45, torch_attention 60, bench_model 75, profile 75, study 30,
 #           memcheck 110 (required: its budget is always set aside), racecheck 60 and explain 40
 #           (with the time left)
+#   stage3 (420 s): env 15, configure 30, build 150, flash_sweep 90, decode_targets 120
 #
 # What comes back in $OUT (the tool returns at most 8 files; this writes 3):
 #   summary.txt       one line per step, appended as the step ends; the verdict last
@@ -53,7 +63,8 @@
 #                     stage1: generate.jsonl; stage2: attention.jsonl and model.jsonl (benchmark
 #                     rows, attnscope and PyTorch), profile/ (GPU trace, summary JSON, fidelity
 #                     table, the compare report with its SVG charts), study/ (the study's report,
-#                     chart and one trace per backend), sanitizer.log, racecheck.log.
+#                     chart and one trace per backend), sanitizer.log, racecheck.log; stage3:
+#                     sweep.jsonl (the flash sweep's rows) and model.jsonl (the decode runs).
 #                     Packed again after every step and at exit (an EXIT trap), so a timeout or an
 #                     interrupted step still returns what was gathered.
 #
@@ -80,9 +91,9 @@ cd "$(dirname "$0")/../.." || exit 2
 
 STAGE=${1:-}
 case $STAGE in
-  stage1 | stage2) ;;
+  stage1 | stage2 | stage3) ;;
   *)
-    echo "usage: tools/device/check.sh stage1|stage2   (see the header of this file)" >&2
+    echo "usage: tools/device/check.sh stage1|stage2|stage3   (see the header of this file)" >&2
     exit 2
     ;;
 esac
@@ -91,18 +102,19 @@ esac
 stage1_steps=(env configure build ctest_gpu generate)
 stage2_steps=(env configure build bench_attention torch_attention bench_model profile study
               memcheck racecheck explain)
+stage3_steps=(env configure build flash_sweep decode_targets)
 declare -A budget=([env]=15 [configure]=30 [build]=150 [ctest_gpu]=75 [generate]=30
                    [bench_attention]=45 [torch_attention]=60 [bench_model]=75 [profile]=75
-                   [study]=30 [memcheck]=110 [racecheck]=60 [explain]=40)
+                   [study]=30 [memcheck]=110 [racecheck]=60 [explain]=40
+                   [flash_sweep]=90 [decode_targets]=120)
 # Informational steps never fail the check (they still must not be skipped on a GPU machine).
 informational=" bench_attention torch_attention bench_model profile study racecheck explain "
-if [[ $STAGE == stage1 ]]; then
-  steps=("${stage1_steps[@]}")
-  CHECK_BUDGET_S=${CHECK_BUDGET_S:-300}
-else
-  steps=("${stage2_steps[@]}")
-  CHECK_BUDGET_S=${CHECK_BUDGET_S:-360}
-fi
+informational+=" flash_sweep decode_targets "
+case $STAGE in
+  stage1) steps=("${stage1_steps[@]}"); CHECK_BUDGET_S=${CHECK_BUDGET_S:-300} ;;
+  stage2) steps=("${stage2_steps[@]}"); CHECK_BUDGET_S=${CHECK_BUDGET_S:-360} ;;
+  stage3) steps=("${stage3_steps[@]}"); CHECK_BUDGET_S=${CHECK_BUDGET_S:-420} ;;
+esac
 [[ -n "${CHECK_STEPS:-}" ]] && read -r -a steps <<<"$CHECK_STEPS"
 
 # --- where things go ----------------------------------------------------------------------------
@@ -235,7 +247,7 @@ print('cupti:', sys.argv[1], 'API version', version.value)" "$cupti" || echo "cu
 
 # --- configure: CMake with the packed dependencies; CUDA demanded on a GPU machine -----------
 step_configure() {
-  if [[ $STAGE == stage2 ]] && build_is_current; then
+  if [[ $STAGE != stage1 ]] && build_is_current; then
     echo "REUSED: stage 1's build in $BUILD_DIR (same sources and flags)"
     return 0
   fi
@@ -255,7 +267,7 @@ step_configure() {
 
 # --- build: the binary and the GPU test suites, all cores ----------------------------------
 step_build() {
-  if [[ $STAGE == stage2 ]] && build_is_current; then
+  if [[ $STAGE != stage1 ]] && build_is_current; then
     echo "REUSED: stage 1's build in $BUILD_DIR (same sources and flags)"
     return 0
   fi
@@ -403,6 +415,70 @@ step_bench_model() {
   if python3 -c "import torch, transformers" 2>/dev/null; then
     python3 tools/peers/torch_bench.py --device cuda --dtype bf16 --attn eager,sdpa -p 512 \
       -n 128 -r 3 --output "$tmp" || rc=3
+    [[ -f $tmp ]] && json_rows "$tmp" >>"$rows"
+  else
+    echo "SKIPPED: no torch (the PyTorch rows are missing)"
+    [[ $rc -eq 0 ]] && rc=2
+  fi
+  show_rows "$rows"
+  return $rc
+}
+
+# --- flash_sweep: flash prefill TFLOP/s at head dims 64 and 128, causal bf16, T 1k-16k -------
+# FlashAttention's benchmark setting (the FA2 and FA3 papers' figures): 16k tokens per call
+# (B = 16384 / T) and a model width of 2048 (H = 2048 / D). attnscope's flash, then PyTorch's SDPA
+# pinned to FLASH_ATTENTION and CUDNN_ATTENTION at the same shapes; rows into sweep.jsonl, whose
+# table (TFLOP/s against issue 23's FlashAttention-2 level) summarize.py prints.
+step_flash_sweep() {
+  has_gpu || { echo "SKIPPED: no GPU"; return 2; }
+  built || { echo "SKIPPED: no build"; return 2; }
+  local rc=0 rows=$STAGE_DIR/sweep.jsonl tmp=$STAGE_DIR/torch_sweep.json d t torch_shapes=()
+  for d in 64 128; do
+    for t in 1024 2048 4096 8192 16384; do
+      lb "$BUILD_DIR/tools/attnscope" bench --op attention --attn flash --device cuda \
+        --dtype bf16 -b $((16384 / t)) --heads $((2048 / d)) --seq-len "$t" --head-dim "$d" \
+        -r 10 --warmup 2 -o jsonl >>"$rows" || rc=3
+      torch_shapes+=(--shape "$((16384 / t))x$((2048 / d))x${t}x$d")
+    done
+  done
+  if python3 -c "import torch" 2>/dev/null; then
+    python3 tools/peers/torch_bench.py --op attention --device cuda --dtype bf16 \
+      --sdpa sdpa-flash_attention,sdpa-cudnn_attention "${torch_shapes[@]}" -r 10 --warmup 2 \
+      --output "$tmp" || rc=3
+    [[ -f $tmp ]] && json_rows "$tmp" >>"$rows"
+  else
+    echo "SKIPPED: no torch (the PyTorch rows are missing)"
+    [[ $rc -eq 0 ]] && rc=2
+  fi
+  python3 -c "import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    print(r.get('implementation'), r.get('backend'), 'D', r.get('head_dim'), 'T', r.get('q_len'),
+          'TFLOP/s', round(r['gflops'] / 1e3, 1) if r.get('gflops') else r.get('error'))" "$rows"
+  return $rc
+}
+
+# --- decode_targets: batch-1 bf16 decode against issue 23's targets, long enough to time -----
+# GPT-2 124M (target 10,000 tokens/s) and Llama 3.2 1B's shape (target 1,000), flash with the
+# replayed decode graph, three runs each (summarize.py gives the median), and once with graphs
+# off; PyTorch's Llama 3.2 1B shape beside. Rows into model.jsonl.
+step_decode_targets() {
+  has_gpu || { echo "SKIPPED: no GPU"; return 2; }
+  built || { echo "SKIPPED: no build"; return 2; }
+  local rc=0 rows=$STAGE_DIR/model.jsonl tmp=$STAGE_DIR/torch_llama.json run
+  # shellcheck disable=SC2054  # 464,2068 is one argument: the prompt's token ids
+  local gen=("$BUILD_DIR/tools/attnscope" generate --prompt-ids 464,2068 --ignore-eos --json
+             --device cuda --dtype bf16 --attn flash)
+  for run in 1 2 3; do
+    within 20 "${gen[@]}" --model synthetic:gpt2 -n 1000 >>"$rows" || rc=3
+  done
+  for run in 1 2 3; do
+    within 40 "${gen[@]}" --model synthetic:llama-3.2-1b -n 512 >>"$rows" || rc=3
+  done
+  within 40 "${gen[@]}" --model synthetic:llama-3.2-1b -n 512 --no-cuda-graphs >>"$rows" || rc=3
+  if python3 -c "import torch, transformers" 2>/dev/null; then
+    within 60 python3 tools/peers/torch_bench.py --model llama-3.2-1b --device cuda --dtype bf16 \
+      --attn sdpa -p 0 -n 128 -r 3 --output "$tmp" || rc=3
     [[ -f $tmp ]] && json_rows "$tmp" >>"$rows"
   else
     echo "SKIPPED: no torch (the PyTorch rows are missing)"

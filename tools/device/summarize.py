@@ -12,7 +12,10 @@ objects and `bench` / torch_bench model rows), and each summary.txt, and prints:
     attnscope flash against torch's FLASH_ATTENTION; whether the study's ordering holds;
   - generate runs: decode tokens/s per backend, graphs on and off, and whether the f32 CPU and
     GPU runs produced the same tokens;
-  - bench model rows (attnscope and PyTorch): tokens/s mean +- stddev.
+  - bench model rows (attnscope and PyTorch): tokens/s mean +- stddev;
+  - stage 3's flash sweep (sweep.jsonl): TFLOP/s per head dim and length, attnscope's flash
+    beside PyTorch's FLASH_ATTENTION and CUDNN_ATTENTION;
+  - issue 23's targets, each with the measured value and whether it is met.
 A stage that timed out leaves partial files: a line cut short, or a row missing fields, is
 skipped or shown as "-", and a note says how many lines could not be read. Standard library
 only; every number comes from the files.
@@ -28,6 +31,12 @@ import zlib
 
 ATTENTION_FILES = ("attention.jsonl", "attention.json")
 MODEL_FILES = ("generate.jsonl", "model.jsonl")
+SWEEP_FILES = ("sweep.jsonl",)
+
+# Issue 23's speed targets. FlashAttention-2's forward TFLOP/s on an H100 (causal, head dim 64,
+# bf16), as the FlashAttention-3 paper's figure gives it, at the two lengths the issue quotes.
+FA2_H100_TFLOPS_D64 = {1024: 229, 16384: 299}
+DECODE_TARGETS = {"synthetic:gpt2": 10000, "synthetic:llama-3.2-1b": 1000}  # tokens/s, batch 1
 
 
 def parse_rows(name, text, notes):
@@ -53,7 +62,7 @@ def gather(paths, notes):
     """{file name: [(where, text)]} of the files this script reads, from archives (also inside
     the folders given) and folders. The same text met twice (summary.txt is both beside the
     archive and in it) is kept once."""
-    wanted = set(ATTENTION_FILES + MODEL_FILES + ("summary.txt",))
+    wanted = set(ATTENTION_FILES + MODEL_FILES + SWEEP_FILES + ("summary.txt",))
     found = {}
 
     def add(name, where, text):
@@ -222,6 +231,91 @@ def bench_table(rows):
     return out
 
 
+def tflops(row):
+    """A row's TFLOP/s, or None when it has an error or no rate."""
+    rate = row.get("gflops")
+    return rate / 1e3 if not row.get("error") and isinstance(rate, (int, float)) else None
+
+
+def sweep_table(rows):
+    rows = [r for r in rows if r.get("op") == "attention"]
+    if not rows:
+        return []
+    columns = [("attnscope", "flash"), ("torch", "sdpa-flash_attention"),
+               ("torch", "sdpa-cudnn_attention")]
+    out = ["### Flash prefill TFLOP/s (causal, bf16, 16k tokens per call, width 2048)\n",
+           "| D | T | B x H | attnscope flash | torch FLASH_ATTENTION | torch CUDNN_ATTENTION "
+           "| FA2 on H100 (issue 23) | attnscope / best torch |",
+           "|---:|---:|---|---:|---:|---:|---:|---:|"]
+    shapes = sorted({(r.get("head_dim"), r.get("q_len")) for r in rows},
+                    key=lambda shape: tuple(v if isinstance(v, int) else -1 for v in shape))
+    for head_dim, length in shapes:
+        here = [r for r in rows if (r.get("head_dim"), r.get("q_len")) == (head_dim, length)]
+        rates, cells = {}, []
+        for implementation, backend in columns:
+            row = next((r for r in here if (r.get("implementation"), r.get("backend"))
+                        == (implementation, backend)), None)
+            rate = tflops(row) if row else None
+            rates[(implementation, backend)] = rate
+            cells.append(f"{rate:.1f}" if rate is not None else ("error" if row else "-"))
+        fa2 = FA2_H100_TFLOPS_D64.get(length) if head_dim == 64 else None
+        ours = rates[columns[0]]
+        best_torch = max((v for k, v in rates.items() if k[0] == "torch" and v), default=None)
+        ratio = f"{ours / best_torch:.2f}x" if ours and best_torch else "-"
+        shape = f"{here[0].get('batch', '?')} x {here[0].get('heads', '?')}"
+        out.append(f"| {head_dim} | {length} | {shape} | " + " | ".join(cells) +
+                   f" | {fa2 or '-'} | {ratio} |")
+    out.append("")
+    return out
+
+
+def median(values):
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return (ordered[middle] if len(ordered) % 2 else
+            (ordered[middle - 1] + ordered[middle]) / 2) if ordered else None
+
+
+def targets_table(attention, model, sweep):
+    """Issue 23's targets that these files measure: what was measured, and whether it is met."""
+    out = []
+
+    def line(target, measured, met):
+        out.append(f"| {target} | {measured} | {'yes' if met else 'NO'} |")
+
+    study = [r for r in attention if (r.get("batch"), r.get("heads"), r.get("q_len"),
+                                      r.get("head_dim"), r.get("dtype")) == (8, 16, 1024, 64, "bf16")]
+    flash = next((r.get("time_ms_median") for r in study if r.get("implementation") ==
+                  "attnscope" and r.get("backend") == "flash" and not r.get("error")), None)
+    torch = [(r.get("time_ms_median"), r.get("backend")) for r in study
+             if r.get("implementation") == "torch" and not r.get("error")
+             and isinstance(r.get("time_ms_median"), (int, float))]
+    if flash and torch:
+        best, name = min(torch)
+        line("flash at the study's shape at least as fast as PyTorch's best SDPA",
+             f"{flash * 1e3:.1f} us vs {name} {best * 1e3:.1f} us", flash <= best)
+    for length, level in FA2_H100_TFLOPS_D64.items():
+        rate = next((tflops(r) for r in sweep if r.get("implementation") == "attnscope" and
+                     (r.get("head_dim"), r.get("q_len")) == (64, length)), None)
+        if rate:
+            line(f"flash prefill D=64 T={length} at FA2's H100 level", f"{rate:.1f} vs {level} "
+                 "TFLOP/s", rate >= level)
+    for name, target in DECODE_TARGETS.items():
+        rates = [r.get("decode_tokens_per_s") for r in model
+                 if r.get("model") == name and r.get("dtype") == "bf16" and r.get("cuda_graphs")
+                 and r.get("attention") == "flash"
+                 and str(r.get("device", "")).startswith("cuda")
+                 and isinstance(r.get("decode_tokens_per_s"), (int, float))]
+        if rates:
+            rate = median(rates)
+            line(f"{name} bf16 batch-1 decode >= {target} tokens/s",
+                 f"{rate:.0f} tokens/s (median of {len(rates)} runs)", rate >= target)
+    if not out:
+        return []
+    return (["### Issue 23's targets\n", "| target | measured | met |", "|---|---|---|"] + out +
+            [""])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="+", metavar="PATH",
@@ -232,13 +326,15 @@ def main():
     found = gather(args.paths, notes)
     attention = rows_of(found, ATTENTION_FILES, notes)
     model = rows_of(found, MODEL_FILES, notes)
+    sweep = rows_of(found, SWEEP_FILES, notes)
     checks = check_lines(found)
     for note in notes:
         print(f"summarize: note: {note}", file=sys.stderr)
-    if not attention and not model and not checks:
-        sys.exit("summarize: error: no summary.txt, attention.jsonl, model.jsonl or "
-                 "generate.jsonl rows in " + ", ".join(args.paths))
-    lines = (checks + attention_tables(attention) + generate_table(model) + bench_table(model))
+    if not attention and not model and not sweep and not checks:
+        sys.exit("summarize: error: no summary.txt, attention.jsonl, model.jsonl, "
+                 "generate.jsonl or sweep.jsonl rows in " + ", ".join(args.paths))
+    lines = (checks + targets_table(attention, model, sweep) + attention_tables(attention) +
+             sweep_table(sweep) + generate_table(model) + bench_table(model))
     if notes:
         lines += ["Partial input: " + "; ".join(notes) + "."]
     print("\n".join(lines))

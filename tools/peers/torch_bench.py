@@ -3,8 +3,9 @@
 
 --op model: --model DIR loads a Hugging Face folder (make_random_checkpoint.py's, say); --model gpt2 is GPT2LMHeadModel built from GPT2Config() (the 124M shape, attnscope's
 synthetic:gpt2); --model smollm2-135m is LlamaForCausalLM with SmolLM2-135M's shape (30 layers,
-576 wide, 9 query / 3 key-value heads, tied head: attnscope's synthetic:smollm2-135m). Seeded
-random weights, attn_implementation "eager" and "sdpa", f32 (f16/bf16 too; on the CPU as in attnscope), torch.inference_mode().
+576 wide, 9 query / 3 key-value heads, tied head: attnscope's synthetic:smollm2-135m); --model
+llama-3.2-1b is Llama 3.2 1B's shape (16 layers, 2048 wide, 32 / 8 heads, attnscope's
+synthetic:llama-3.2-1b). Seeded random weights, attn_implementation "eager" and "sdpa", f32 (f16/bf16 too; on the CPU as in attnscope), torch.inference_mode().
 A prefill test ppN is one forward pass over batch x N random ids that asks transformers for the
 last position's logits only (logits_to_keep=1), which is the work attnscope's prefill does: the LM
 head over all N positions would add ~20% to GPT-2's prefill FLOPs. A decode test tgN @ dD fills the cache with D random ids
@@ -16,7 +17,8 @@ time to first token = the fill plus the first step.
 --op attention: torch.nn.functional.scaled_dot_product_attention(is_causal=True) on random
 q, k, v [B, H, T, D] (the study's shape by default). On CUDA each SDPA backend is also pinned
 with torch.nn.attention.sdpa_kernel (MATH, EFFICIENT_ATTENTION, FLASH_ATTENTION,
-CUDNN_ATTENTION); a backend that cannot serve the case gets a row with the reason.
+CUDNN_ATTENTION; --sdpa picks some); a backend that cannot serve the case gets a row with the
+reason.
 
 Cost: model weights (~0.5 GB in f32) plus the cache and activations of the largest test.
 
@@ -130,10 +132,20 @@ def model_config(name):
     if name == "gpt2":
         config = transformers.GPT2Config()
         return config, transformers.GPT2LMHeadModel, config.n_positions
-    config = transformers.LlamaConfig(
-        vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
-        num_attention_heads=9, num_key_value_heads=3, head_dim=64, max_position_embeddings=8192,
-        rms_norm_eps=1e-5, rope_theta=100000.0, tie_word_embeddings=True)
+    if name == "llama-3.2-1b":  # Llama 3.2 1B's config.json, its llama3 rope scaling included
+        config = transformers.LlamaConfig(
+            vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+            num_attention_heads=32, num_key_value_heads=8, head_dim=64,
+            max_position_embeddings=131072, rms_norm_eps=1e-5, rope_theta=500000.0,
+            tie_word_embeddings=True,
+            rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                          "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})
+    else:
+        config = transformers.LlamaConfig(
+            vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+            num_attention_heads=9, num_key_value_heads=3, head_dim=64,
+            max_position_embeddings=8192, rms_norm_eps=1e-5, rope_theta=100000.0,
+            tie_word_embeddings=True)
     return config, transformers.LlamaForCausalLM, config.max_position_embeddings
 
 
@@ -200,38 +212,64 @@ def model_rows(args, threads):
     return rows
 
 
-def sdpa_backends(device):
-    """(name, context manager factory) pairs: the default dispatch, plus each pinned on CUDA."""
+SDPA_PINNED = ("MATH", "EFFICIENT_ATTENTION", "FLASH_ATTENTION", "CUDNN_ATTENTION")
+
+
+def sdpa_backends(device, wanted):
+    """(name, context manager factory) pairs: the default dispatch ("sdpa"), plus each pinned
+    backend on CUDA ("sdpa-flash_attention", ...), those named in `wanted` ("all": every one)."""
     import contextlib
     choices = [("sdpa", contextlib.nullcontext)]
     if device == "cuda":
         from torch.nn.attention import SDPBackend, sdpa_kernel
-        for name in ("MATH", "EFFICIENT_ATTENTION", "FLASH_ATTENTION", "CUDNN_ATTENTION"):
+        for name in SDPA_PINNED:
             backend = getattr(SDPBackend, name)
             choices.append((f"sdpa-{name.lower()}", lambda b=backend: sdpa_kernel(b)))
-    return choices
+    if wanted == "all":
+        return choices
+    names = wanted.split(",")
+    unknown = set(names) - {name for name, _ in choices}
+    if unknown:
+        sys.exit(f"torch_bench: error: --sdpa {','.join(sorted(unknown))}: not one of "
+                 f"{', '.join(name for name, _ in choices)} on {device}")
+    return [choice for choice in choices if choice[0] in names]
+
+
+def attention_cases(args):
+    """(batch, heads, seq_len, head_dim) of each case: every --shape, else -b x the rest."""
+    if args.shape:
+        cases = []
+        for text in args.shape:
+            fields = text.split("x")
+            if len(fields) != 4 or not all(f.isdigit() and int(f) > 0 for f in fields):
+                sys.exit(f"torch_bench: error: --shape {text}: not BxHxTxD, four positive ints")
+            cases.append(tuple(int(f) for f in fields))
+        return cases
+    return [(batch, args.heads, args.seq_len, args.head_dim)
+            for batch in int_list(args.batch or "8")]
 
 
 def attention_rows(args, threads):
     device = args.device
     dtype = TORCH_DTYPES[args.dtype]
-    q_len = 1 if args.decode else args.seq_len
     generator = torch.Generator().manual_seed(args.seed)
     rows = []
-    for batch in int_list(args.batch or "8"):
-        shape_q = (batch, args.heads, q_len, args.head_dim)
-        shape_kv = (batch, args.heads, args.seq_len, args.head_dim)
+    for batch, heads, seq_len, head_dim in attention_cases(args):
+        q_len = 1 if args.decode else seq_len
+        shape_q = (batch, heads, q_len, head_dim)
+        shape_kv = (batch, heads, seq_len, head_dim)
         q, k, v = (torch.randn(s, generator=generator).to(device=device, dtype=dtype)
                    for s in (shape_q, shape_kv, shape_kv))
-        visible = q_len * (args.seq_len - q_len) + q_len * (q_len + 1) / 2
-        flops = 4.0 * batch * args.heads * args.head_dim * visible
-        for name, pin in sdpa_backends(device):
+        visible = q_len * (seq_len - q_len) + q_len * (q_len + 1) / 2
+        flops = 4.0 * batch * heads * head_dim * visible
+        for name, pin in sdpa_backends(device, args.sdpa):
             row = {"op": "attention", "implementation": "torch", "backend": name,
                    "device": device, "dtype": args.dtype, "threads": threads, "batch": batch,
-                   "heads": args.heads, "kv_heads": args.heads, "q_len": q_len,
-                   "kv_len": args.seq_len, "head_dim": args.head_dim, "causal": True,
+                   "heads": heads, "kv_heads": heads, "q_len": q_len,
+                   "kv_len": seq_len, "head_dim": head_dim, "causal": True,
                    "test": "decode" if q_len == 1 else "prefill"}
-            print(f"torch_bench: attention {name}", file=sys.stderr)
+            print(f"torch_bench: attention {name} {batch}x{heads}x{seq_len}x{head_dim}",
+                  file=sys.stderr)
             # A decode query sits at the last position: SDPA's is_causal aligns the mask
             # top-left, so one query against the whole cache runs unmasked.
             causal = q_len > 1
@@ -263,8 +301,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--op", choices=["model", "attention"], default="model")
     parser.add_argument("--model", default="gpt2",
-                        help="model op: gpt2 or smollm2-135m (that shape, random weights, as "
-                             "attnscope's synthetic:NAME), or a Hugging Face folder")
+                        help="model op: gpt2, smollm2-135m or llama-3.2-1b (that shape, "
+                             "random weights, as attnscope's synthetic:NAME), or a Hugging Face "
+                             "folder")
     parser.add_argument("--attn", default="eager,sdpa", help="model op: eager,sdpa")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--dtype", choices=["f32", "f16", "bf16"], default="f32")
@@ -279,11 +318,18 @@ def main():
     parser.add_argument("--seq-len", type=int, default=1024)
     parser.add_argument("--head-dim", type=int, default=64)
     parser.add_argument("--decode", action="store_true")
+    parser.add_argument("--shape", action="append", metavar="BxHxTxD",
+                        help="attention op, repeatable: one case of batch x heads x seq-len x "
+                             "head-dim, instead of -b, --heads, --seq-len and --head-dim")
+    parser.add_argument("--sdpa", default="all",
+                        help="attention op: comma list of sdpa (the default dispatch) and, on "
+                             "cuda, sdpa-math, sdpa-efficient_attention, sdpa-flash_attention, "
+                             "sdpa-cudnn_attention; all (default): every one")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", help="write the JSON here (default: stdout)")
     args = parser.parse_args()
-    if args.model not in ("gpt2", "smollm2-135m") and not Path(args.model).is_dir():
-        parser.error(f"--model {args.model}: not gpt2, smollm2-135m or a folder")
+    if args.model not in ("gpt2", "smollm2-135m", "llama-3.2-1b") and not Path(args.model).is_dir():
+        parser.error(f"--model {args.model}: not gpt2, smollm2-135m, llama-3.2-1b or a folder")
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("torch_bench: error: --device cuda: no CUDA device is available")
     if args.threads > 0:
