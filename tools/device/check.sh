@@ -177,7 +177,7 @@ show_rows() { [[ -f $1 ]] && cut -c1-300 "$1"; }
 # trusted: the device tool copies the tree again for every call).
 source_stamp() {
   {
-    find CMakeLists.txt cmake runtime profiler ops models tools tests .deps -type f \
+    find CMakeLists.txt cmake runtime profiler ops models tools tests python .deps -type f \
       \( -name '*.cpp' -o -name '*.cu' -o -name '*.h' -o -name '*.cuh' -o -name '*.hpp' \
       -o -name 'CMakeLists.txt' -o -name '*.cmake' -o -name '*.so*' \) -print0 2>/dev/null |
       sort -z | xargs -0 md5sum
@@ -285,7 +285,7 @@ step_build() {
     python_module=(_attnscope)
     module_note=" and the Python module"
   fi
-  local start=$SECONDS log=$LOG_DIR/build_ninja.log
+  local start=$SECONDS log=$STAGE_DIR/logs/build_ninja.log
   if ! lb cmake --build "$BUILD_DIR" -j "$JOBS" --target "${targets[@]}" "${python_module[@]}" \
     -- -k 0 | tee "$log"; then
     # ninja names each failed output on a FAILED: line (newer ninjas put "[code=N] " first);
@@ -441,7 +441,7 @@ step_flash_sweep() {
       torch_shapes+=(--shape "$((16384 / t))x$((2048 / d))x${t}x$d")
     done
   done
-  if python3 -c "import torch" 2>/dev/null; then
+  if python3 -c "import torch, transformers" 2>/dev/null; then
     python3 tools/peers/torch_bench.py --op attention --device cuda --dtype bf16 \
       --sdpa sdpa-flash_attention,sdpa-cudnn_attention "${torch_shapes[@]}" -r 10 --warmup 2 \
       --output "$tmp" || rc=3
