@@ -371,14 +371,30 @@ step_bench_attention() {
   lb "$bin" bench-attention "${shape[@]}" --reps 20 --warmup 3 || return 3
 }
 
+# torch_rows NAME ROWS ARGS...: the PyTorch peer, tools/peers/torch_bench.py ARGS, its report
+# kept as NAME.json and its rows (one JSON line each) appended to ROWS. Returns 0, 3 when it
+# failed, or 2 after saying SKIPPED when this python3 lacks torch or transformers.
+torch_rows() {
+  local report=$STAGE_DIR/$1.json rows=$2 rc=0
+  shift 2
+  if ! python3 -c "import torch, transformers" 2>/dev/null; then
+    echo "SKIPPED: no torch or transformers (the PyTorch rows are missing)"
+    return 2
+  fi
+  python3 tools/peers/torch_bench.py "$@" --output "$report" || rc=3
+  [[ -f $report ]] && python3 -c "import json, sys
+for row in json.load(open(sys.argv[1]))['results']:
+    print(json.dumps(row))" "$report" >>"$rows"
+  return $rc
+}
+# worse A B: the worse of two step statuses, 0 (pass) < 2 (skipped) < 3 (failed).
+worse() { echo $(($1 > $2 ? $1 : $2)); }
+
 # --- torch_attention: PyTorch's SDPA (default and each pinned backend), same shape ----------
 step_torch_attention() {
   has_gpu || { echo "SKIPPED: no GPU"; return 2; }
-  python3 -c "import torch, transformers" 2>/dev/null || { echo "SKIPPED: no torch"; return 2; }
-  local tmp=$STAGE_DIR/torch_attention.json
-  python3 tools/peers/torch_bench.py --op attention --device cuda --dtype bf16 -b 8 --heads 16 \
-    --seq-len 1024 --head-dim 64 -r 20 --warmup 3 --output "$tmp" || return 3
-  json_rows "$tmp" >>"$STAGE_DIR/attention.jsonl"
+  torch_rows torch_attention "$STAGE_DIR/attention.jsonl" --op attention --device cuda \
+    --dtype bf16 -b 8 --heads 16 --seq-len 1024 --head-dim 64 -r 20 --warmup 3 || return $?
   # Every row so far, attnscope's and PyTorch's: implementation, backend, median or error.
   python3 -c "import json,sys
 for line in open(sys.argv[1]):
@@ -387,18 +403,12 @@ for line in open(sys.argv[1]):
           r.get('error', ''))" "$STAGE_DIR/attention.jsonl"
 }
 
-# torch_bench.py writes {"results": [...]}: one JSON line per result.
-json_rows() {
-  python3 -c "import json, sys
-for row in json.load(open(sys.argv[1]))['results']:
-    print(json.dumps(row))" "$1"
-}
 
 # --- bench_model: pp512 / tg128 and batch-1 decode per backend, graphs on and off; PyTorch ----
 step_bench_model() {
   has_gpu || { echo "SKIPPED: no GPU"; return 2; }
   built || { echo "SKIPPED: no build"; return 2; }
-  local rc=0 attn rows=$STAGE_DIR/model.jsonl tmp=$STAGE_DIR/torch_model.json
+  local rc=0 attn rows=$STAGE_DIR/model.jsonl
   lb "$BUILD_DIR/tools/attnscope" bench --device cuda --dtype bf16 --attn all -p 512 -n 128 -r 3 \
     -o jsonl >>"$rows" || rc=3
   # The Llama family's one decode benchmark: SmolLM2-135M (grouped-query attention, 9 / 3 heads).
@@ -412,14 +422,8 @@ step_bench_model() {
         $graphs --json >>"$rows" || rc=3
     done
   done
-  if python3 -c "import torch, transformers" 2>/dev/null; then
-    python3 tools/peers/torch_bench.py --device cuda --dtype bf16 --attn eager,sdpa -p 512 \
-      -n 128 -r 3 --output "$tmp" || rc=3
-    [[ -f $tmp ]] && json_rows "$tmp" >>"$rows"
-  else
-    echo "SKIPPED: no torch (the PyTorch rows are missing)"
-    [[ $rc -eq 0 ]] && rc=2
-  fi
+  torch_rows torch_model "$rows" --device cuda --dtype bf16 --attn eager,sdpa -p 512 -n 128 \
+    -r 3 || rc=$(worse $rc $?)
   show_rows "$rows"
   return $rc
 }
@@ -432,7 +436,7 @@ step_bench_model() {
 step_flash_sweep() {
   has_gpu || { echo "SKIPPED: no GPU"; return 2; }
   built || { echo "SKIPPED: no build"; return 2; }
-  local rc=0 rows=$STAGE_DIR/sweep.jsonl tmp=$STAGE_DIR/torch_sweep.json d t torch_shapes=()
+  local rc=0 rows=$STAGE_DIR/sweep.jsonl d t torch_shapes=()
   for d in 64 128; do
     for t in 1024 2048 4096 8192 16384; do
       lb "$BUILD_DIR/tools/attnscope" bench --op attention --attn flash --device cuda \
@@ -441,15 +445,9 @@ step_flash_sweep() {
       torch_shapes+=(--shape "$((16384 / t))x$((2048 / d))x${t}x$d")
     done
   done
-  if python3 -c "import torch, transformers" 2>/dev/null; then
-    python3 tools/peers/torch_bench.py --op attention --device cuda --dtype bf16 \
-      --sdpa sdpa-flash_attention,sdpa-cudnn_attention "${torch_shapes[@]}" -r 10 --warmup 2 \
-      --output "$tmp" || rc=3
-    [[ -f $tmp ]] && json_rows "$tmp" >>"$rows"
-  else
-    echo "SKIPPED: no torch (the PyTorch rows are missing)"
-    [[ $rc -eq 0 ]] && rc=2
-  fi
+  torch_rows torch_sweep "$rows" --op attention --device cuda --dtype bf16 \
+    --sdpa sdpa-flash_attention,sdpa-cudnn_attention "${torch_shapes[@]}" -r 10 --warmup 2 ||
+    rc=$(worse $rc $?)
   python3 -c "import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
@@ -465,7 +463,7 @@ for line in open(sys.argv[1]):
 step_decode_targets() {
   has_gpu || { echo "SKIPPED: no GPU"; return 2; }
   built || { echo "SKIPPED: no build"; return 2; }
-  local rc=0 rows=$STAGE_DIR/model.jsonl tmp=$STAGE_DIR/torch_llama.json run
+  local rc=0 rows=$STAGE_DIR/model.jsonl run
   # shellcheck disable=SC2054  # 464,2068 is one argument: the prompt's token ids
   local gen=("$BUILD_DIR/tools/attnscope" generate --prompt-ids 464,2068 --ignore-eos --json
              --device cuda --dtype bf16 --attn flash)
@@ -476,14 +474,8 @@ step_decode_targets() {
     within 40 "${gen[@]}" --model synthetic:llama-3.2-1b -n 512 >>"$rows" || rc=3
   done
   within 40 "${gen[@]}" --model synthetic:llama-3.2-1b -n 512 --no-cuda-graphs >>"$rows" || rc=3
-  if python3 -c "import torch, transformers" 2>/dev/null; then
-    within 60 python3 tools/peers/torch_bench.py --model llama-3.2-1b --device cuda --dtype bf16 \
-      --attn sdpa -p 0 -n 128 -r 3 --output "$tmp" || rc=3
-    [[ -f $tmp ]] && json_rows "$tmp" >>"$rows"
-  else
-    echo "SKIPPED: no torch (the PyTorch rows are missing)"
-    [[ $rc -eq 0 ]] && rc=2
-  fi
+  torch_rows torch_llama "$rows" --model llama-3.2-1b --device cuda --dtype bf16 --attn sdpa \
+    -p 0 -n 128 -r 3 || rc=$(worse $rc $?)
   show_rows "$rows"
   return $rc
 }
@@ -631,7 +623,7 @@ step_racecheck() {
 
 # shellcheck disable=SC2046  # one function name per word
 export -f have has_gpu built within lb show_rows source_stamp build_is_current configure_flags \
-  json_rows sanitize $(compgen -A function step_)
+  torch_rows worse sanitize $(compgen -A function step_)
 
 # say TEXT: to the console and check.log.
 say() { printf '%s\n' "$*" | tee -a "$CHECK_LOG"; }
