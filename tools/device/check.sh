@@ -497,8 +497,8 @@ step_profile() {
   lb "$bin" profile --model synthetic:gpt2 --device cuda --dtype bf16 --attn flash \
     --prompt-len 128 --gen 32 --cuda-graphs --trace "$dir/trace_gpu_graphs.json" \
     --json "$dir/profile_gpu_graphs.json" --summary || rc=3
-  lb "$bin" profile --op attention --attn fused --device cuda --dtype bf16 --fidelity \
-    >"$dir/fidelity.txt" || rc=3
+  lb "$bin" profile --op attention --attn fused --device cuda --dtype bf16 --fidelity --summary \
+    --json "$dir/fidelity.json" >"$dir/fidelity.txt" || rc=3
   cat "$dir/fidelity.txt"
   lb "$bin" compare --model synthetic:gpt2 --device cuda --dtype bf16 --prompt-lens 128,512 \
     --gen 8 --reps 3 --out "$dir/compare" || rc=3

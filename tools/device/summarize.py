@@ -15,7 +15,8 @@ objects and `bench` / torch_bench model rows), and each summary.txt, and prints:
   - bench model rows (attnscope and PyTorch): tokens/s mean +- stddev;
   - stage 3's flash sweep (sweep.jsonl): TFLOP/s per head dim and length, attnscope's flash
     beside PyTorch's FLASH_ATTENTION and CUDNN_ATTENTION;
-  - issue 23's targets, each with the measured value and whether it is met.
+  - issue 23's targets, each with the measured value and whether it is met (with stage 2's
+    fidelity.json and compare/report.json: CUPTI against CUDA events, the profiler's overhead).
 A stage that timed out leaves partial files: a line cut short, or a row missing fields, is
 skipped or shown as "-", and a note says how many lines could not be read. Standard library
 only; every number comes from the files.
@@ -32,6 +33,10 @@ import zlib
 ATTENTION_FILES = ("attention.jsonl", "attention.json")
 MODEL_FILES = ("generate.jsonl", "model.jsonl")
 SWEEP_FILES = ("sweep.jsonl",)
+# Stage 2's profile step: `profile --fidelity --json` (CUPTI against CUDA events per scope) and
+# `compare`'s report (the profiler's decode overhead with its interval). Matched by path ending.
+FIDELITY_FILE = "fidelity.json"
+COMPARE_REPORT = "compare/report.json"
 
 # Issue 23's speed targets. FlashAttention-2's forward TFLOP/s on an H100 (causal, head dim 64,
 # bf16), as the FlashAttention-3 paper's figure gives it, at the two lengths the issue quotes.
@@ -62,8 +67,13 @@ def gather(paths, notes):
     """{file name: [(where, text)]} of the files this script reads, from archives (also inside
     the folders given) and folders. The same text met twice (summary.txt is both beside the
     archive and in it) is kept once."""
-    wanted = set(ATTENTION_FILES + MODEL_FILES + SWEEP_FILES + ("summary.txt",))
+    wanted = set(ATTENTION_FILES + MODEL_FILES + SWEEP_FILES +
+                 ("summary.txt", FIDELITY_FILE, COMPARE_REPORT))
     found = {}
+
+    def wanted_name(path):
+        """The entry of `wanted` that `path` ends with (a file name or a folder/file), or None."""
+        return next((w for w in wanted if path == w or path.endswith("/" + w)), None)
 
     def add(name, where, text):
         if all(text != seen for _, seen in found.get(name, [])):
@@ -74,8 +84,8 @@ def gather(paths, notes):
         try:
             with tarfile.open(path) as archive:
                 for member in archive:
-                    name = os.path.basename(member.name)
-                    if not (member.isfile() and name in wanted):
+                    name = wanted_name(member.name)
+                    if not (member.isfile() and name):
                         continue
                     data, stream = b"", archive.extractfile(member)
                     try:  # in pieces, so that a member cut short still gives its first part
@@ -87,9 +97,9 @@ def gather(paths, notes):
         except errors as error:
             notes.append(f"{path}: unreadable past some point ({error}); read what came before")
 
-    def read_file(path):
+    def read_file(path, name):
         with open(path, errors="replace") as f:
-            add(os.path.basename(path), path, f.read())
+            add(name, path, f.read())
 
     for path in paths:
         if os.path.isdir(path):
@@ -98,12 +108,12 @@ def gather(paths, notes):
                     full = os.path.join(root, name)
                     if name.endswith(".tar.gz"):
                         read_archive(full)
-                    elif name in wanted:
-                        read_file(full)
+                    elif wanted_name(full):
+                        read_file(full, wanted_name(full))
         elif path.endswith(".tar.gz") and os.path.isfile(path):
             read_archive(path)
-        elif os.path.isfile(path) and os.path.basename(path) in wanted:
-            read_file(path)
+        elif os.path.isfile(path) and wanted_name(path):
+            read_file(path, wanted_name(path))
         else:
             notes.append(f"{path}: not a folder, a .tar.gz or a file this script reads")
     return found
@@ -276,12 +286,25 @@ def median(values):
             (ordered[middle - 1] + ordered[middle]) / 2) if ordered else None
 
 
-def targets_table(attention, model, sweep):
-    """Issue 23's targets that these files measure: what was measured, and whether it is met."""
+def json_documents(found, name, notes):
+    """Each whole JSON document stored under `name`; one that does not parse is noted."""
+    documents = []
+    for where, text in found.get(name, []):
+        try:
+            documents.append(json.loads(text))
+        except json.JSONDecodeError:
+            notes.append(f"{where}: not whole JSON, skipped")
+    return documents
+
+
+def targets_table(attention, model, sweep, fidelity=(), compare=()):
+    """Issue 23's targets that these files measure: what was measured, and whether it is met
+    (yes, NO, or "undecided" where an interval straddles the target)."""
     out = []
 
     def line(target, measured, met):
-        out.append(f"| {target} | {measured} | {'yes' if met else 'NO'} |")
+        verdict = met if isinstance(met, str) else ("yes" if met else "NO")
+        out.append(f"| {target} | {measured} | {verdict} |")
 
     study = [r for r in attention if (r.get("batch"), r.get("heads"), r.get("q_len"),
                                       r.get("head_dim"), r.get("dtype")) == (8, 16, 1024, 64, "bf16")]
@@ -313,6 +336,23 @@ def targets_table(attention, model, sweep):
             line(f"{name} bf16 batch-1 decode >= {target} tokens/s",
                  f"{rate:.0f} tokens/s (median of {len(rates)} runs of >= 500 tokens)",
                  rate >= target)
+    # CUPTI's kernel time against CUDA events around the same scope (events also time the gaps
+    # between a scope's kernels, so the ratio is at least about 1).
+    ratios = [(abs(r["ratio"] - 1.0), r.get("name", "?"), r["ratio"])
+              for document in fidelity for r in document.get("fidelity", [])
+              if isinstance(r, dict) and isinstance(r.get("ratio"), (int, float)) and r["ratio"] > 0]
+    if ratios:
+        gap, name, ratio = max(ratios)
+        line("CUPTI kernel times within 2% of CUDA events",
+             f"worst {name}: events / CUPTI = {ratio:.4f} ({len(ratios)} scopes)", gap <= 0.02)
+    for document in compare:
+        overhead = document.get("overhead", {})
+        interval, value = overhead.get("interval"), overhead.get("median_percent")
+        if isinstance(value, (int, float)) and isinstance(interval, list) and len(interval) == 2:
+            low, high = interval
+            met = "yes" if high < 3 else ("NO" if low >= 3 else "undecided")
+            line("profiling overhead on decode < 3%", f"{value:.2f}% [{low:.2f}, {high:.2f}] "
+                 f"over {overhead.get('runs', '?')} runs", met)
     if not out:
         return []
     return (["### Issue 23's targets\n", "| target | measured | met |", "|---|---|---|"] + out +
@@ -330,13 +370,16 @@ def main():
     attention = rows_of(found, ATTENTION_FILES, notes)
     model = rows_of(found, MODEL_FILES, notes)
     sweep = rows_of(found, SWEEP_FILES, notes)
+    fidelity = json_documents(found, FIDELITY_FILE, notes)
+    compare = json_documents(found, COMPARE_REPORT, notes)
     checks = check_lines(found)
     for note in notes:
         print(f"summarize: note: {note}", file=sys.stderr)
     if not attention and not model and not sweep and not checks:
         sys.exit("summarize: error: no summary.txt, attention.jsonl, model.jsonl, "
                  "generate.jsonl or sweep.jsonl rows in " + ", ".join(args.paths))
-    lines = (checks + targets_table(attention, model, sweep) + attention_tables(attention) +
+    lines = (checks + targets_table(attention, model, sweep, fidelity, compare) +
+             attention_tables(attention) +
              sweep_table(sweep) + generate_table(model) + bench_table(model))
     if notes:
         lines += ["Partial input: " + "; ".join(notes) + "."]
