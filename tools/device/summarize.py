@@ -19,7 +19,8 @@ objects and `bench` / torch_bench model rows), and each summary.txt, and prints:
     fidelity.json and compare/report.json: CUPTI against CUDA events, the profiler's overhead).
 A stage that timed out leaves partial files: a line cut short, or a row missing fields, is
 skipped or shown as "-", and a note says how many lines could not be read. Standard library
-only; every number comes from the files.
+only; every number comes from the files. Tested on archives with known numbers by
+tests/tools/test_summarize.py (ctest test_device_summary).
 
     python3 tools/device/summarize.py stage1.tar.gz stage2.tar.gz > docs/results/DATE-h200/README.md
 """
