@@ -100,14 +100,35 @@ def test_every_target_states_the_rows_and_whether_it_is_met(tmp_path):
     assert "| 64 | 16384 | 1 x 32 | 280.0 | - | - | 299 | - |" in out
 
 
-def test_an_interval_across_the_target_is_undecided_and_a_cut_line_is_noted(tmp_path):
-    compare = {"overhead": {"median_percent": 2.9, "interval": [2.0, 4.0], "runs": 6}}
-    rows = jsonl([generate_row("synthetic:gpt2", 11000, 999)])
+def test_misses_an_interval_across_the_target_and_a_cut_line_are_said(tmp_path):
+    # Only the bf16 GPU run counts: the CPU and f32 runs are other measurements.
+    cpu = dict(generate_row("synthetic:gpt2", 50, 999), device="cpu (16 threads)")
+    f32 = dict(generate_row("synthetic:gpt2", 50, 999), dtype="f32")
+    rows = jsonl([generate_row("synthetic:gpt2", 11000, 999), cpu, f32])
     archive = write_stage(tmp_path, {
         "model.jsonl": rows + '{"model": "synthetic:gpt2", "decode_tok',
-        "profile/compare/report.json": json.dumps(compare)})
+        "profile/fidelity.json": json.dumps({"fidelity": [{"name": "attention.fused",
+                                                           "ratio": 1.025}]}),
+        "profile/compare/report.json": json.dumps(
+            {"overhead": {"median_percent": 2.9, "interval": [2.0, 4.0], "runs": 6}})})
     out, err = summarize(archive)
     targets = target_rows(out)
     assert targets["profiling overhead on decode < 3%"][1] == "undecided"
-    assert targets["synthetic:gpt2 bf16 batch-1 decode >= 10000 tokens/s"][1] == "yes"
+    assert targets["synthetic:gpt2 bf16 batch-1 decode >= 10000 tokens/s"] == (
+        "11000 tokens/s (median of 1 runs of >= 500 tokens)", "yes")
+    assert targets["CUPTI kernel times within 2% of CUDA events"][1] == "NO"
     assert "1 line(s) cut short" in err and "Partial input" in out
+
+
+def test_an_unpacked_folder_reads_as_its_archive_and_overhead_over_the_target_is_a_miss(
+        tmp_path):
+    archive = write_stage(tmp_path, {
+        "profile/compare/report.json": json.dumps(
+            {"overhead": {"median_percent": 4.0, "interval": [3.2, 5.1], "runs": 6}}),
+        "model.jsonl": jsonl([generate_row("synthetic:llama-3.2-1b", 800, 511)])})
+    from_archive, _ = summarize(archive)
+    from_folder, _ = summarize(tmp_path / "stage")
+    assert from_folder == from_archive
+    targets = target_rows(from_folder)
+    assert targets["profiling overhead on decode < 3%"] == ("4.00% [3.20, 5.10] over 6 runs", "NO")
+    assert targets["synthetic:llama-3.2-1b bf16 batch-1 decode >= 1000 tokens/s"][1] == "NO"

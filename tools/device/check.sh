@@ -371,17 +371,18 @@ step_bench_attention() {
   lb "$bin" bench-attention "${shape[@]}" --reps 20 --warmup 3 || return 3
 }
 
-# torch_rows NAME ROWS ARGS...: the PyTorch peer, tools/peers/torch_bench.py ARGS, its report
-# kept as NAME.json and its rows (one JSON line each) appended to ROWS. Returns 0, 3 when it
-# failed, or 2 after saying SKIPPED when this python3 lacks torch or transformers.
+# torch_rows NAME ROWS SECONDS ARGS...: the PyTorch peer, tools/peers/torch_bench.py ARGS within
+# SECONDS, its report kept as NAME.json and its rows (one JSON line each) appended to ROWS.
+# Returns 0, 3 when it failed or ran out of time, or 2 after saying SKIPPED when this python3
+# lacks torch or transformers.
 torch_rows() {
-  local report=$STAGE_DIR/$1.json rows=$2 rc=0
-  shift 2
+  local report=$STAGE_DIR/$1.json rows=$2 seconds=$3 rc=0
+  shift 3
   if ! python3 -c "import torch, transformers" 2>/dev/null; then
     echo "SKIPPED: no torch or transformers (the PyTorch rows are missing)"
     return 2
   fi
-  python3 tools/peers/torch_bench.py "$@" --output "$report" || rc=3
+  within "$seconds" python3 tools/peers/torch_bench.py "$@" --output "$report" || rc=3
   [[ -f $report ]] && python3 -c "import json, sys
 for row in json.load(open(sys.argv[1]))['results']:
     print(json.dumps(row))" "$report" >>"$rows"
@@ -393,7 +394,7 @@ worse() { echo $(($1 > $2 ? $1 : $2)); }
 # --- torch_attention: PyTorch's SDPA (default and each pinned backend), same shape ----------
 step_torch_attention() {
   has_gpu || { echo "SKIPPED: no GPU"; return 2; }
-  torch_rows torch_attention "$STAGE_DIR/attention.jsonl" --op attention --device cuda \
+  torch_rows torch_attention "$STAGE_DIR/attention.jsonl" 55 --op attention --device cuda \
     --dtype bf16 -b 8 --heads 16 --seq-len 1024 --head-dim 64 -r 20 --warmup 3 || return $?
   # Every row so far, attnscope's and PyTorch's: implementation, backend, median or error.
   python3 -c "import json,sys
@@ -422,7 +423,7 @@ step_bench_model() {
         $graphs --json >>"$rows" || rc=3
     done
   done
-  torch_rows torch_model "$rows" --device cuda --dtype bf16 --attn eager,sdpa -p 512 -n 128 \
+  torch_rows torch_model "$rows" 50 --device cuda --dtype bf16 --attn eager,sdpa -p 512 -n 128 \
     -r 3 || rc=$(worse $rc $?)
   show_rows "$rows"
   return $rc
@@ -445,7 +446,7 @@ step_flash_sweep() {
       torch_shapes+=(--shape "$((16384 / t))x$((2048 / d))x${t}x$d")
     done
   done
-  torch_rows torch_sweep "$rows" --op attention --device cuda --dtype bf16 \
+  torch_rows torch_sweep "$rows" 50 --op attention --device cuda --dtype bf16 \
     --sdpa sdpa-flash_attention,sdpa-cudnn_attention "${torch_shapes[@]}" -r 10 --warmup 2 ||
     rc=$(worse $rc $?)
   python3 -c "import json, sys
@@ -474,7 +475,7 @@ step_decode_targets() {
     within 40 "${gen[@]}" --model synthetic:llama-3.2-1b -n 512 >>"$rows" || rc=3
   done
   within 40 "${gen[@]}" --model synthetic:llama-3.2-1b -n 512 --no-cuda-graphs >>"$rows" || rc=3
-  torch_rows torch_llama "$rows" --model llama-3.2-1b --device cuda --dtype bf16 --attn sdpa \
+  torch_rows torch_llama "$rows" 60 --model llama-3.2-1b --device cuda --dtype bf16 --attn sdpa \
     -p 0 -n 128 -r 3 || rc=$(worse $rc $?)
   show_rows "$rows"
   return $rc

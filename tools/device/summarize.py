@@ -288,13 +288,17 @@ def median(values):
 
 
 def json_documents(found, name, notes):
-    """Each whole JSON document stored under `name`; one that does not parse is noted."""
+    """Each whole JSON object stored under `name`; anything else is noted and skipped."""
     documents = []
     for where, text in found.get(name, []):
         try:
-            documents.append(json.loads(text))
+            document = json.loads(text)
         except json.JSONDecodeError:
-            notes.append(f"{where}: not whole JSON, skipped")
+            document = None
+        if isinstance(document, dict):
+            documents.append(document)
+        else:
+            notes.append(f"{where}: not a whole JSON object, skipped")
     return documents
 
 
@@ -340,16 +344,19 @@ def targets_table(attention, model, sweep, fidelity=(), compare=()):
     # CUPTI's kernel time against CUDA events around the same scope (events also time the gaps
     # between a scope's kernels, so the ratio is at least about 1).
     ratios = [(abs(r["ratio"] - 1.0), r.get("name", "?"), r["ratio"])
-              for document in fidelity for r in document.get("fidelity", [])
+              for document in fidelity for r in document.get("fidelity") or []
               if isinstance(r, dict) and isinstance(r.get("ratio"), (int, float)) and r["ratio"] > 0]
     if ratios:
         gap, name, ratio = max(ratios)
         line("CUPTI kernel times within 2% of CUDA events",
              f"worst {name}: events / CUPTI = {ratio:.4f} ({len(ratios)} scopes)", gap <= 0.02)
     for document in compare:
-        overhead = document.get("overhead", {})
+        overhead = document.get("overhead")
+        if not isinstance(overhead, dict):
+            continue
         interval, value = overhead.get("interval"), overhead.get("median_percent")
-        if isinstance(value, (int, float)) and isinstance(interval, list) and len(interval) == 2:
+        numbers = [value] + (interval if isinstance(interval, list) else [])
+        if len(numbers) == 3 and all(isinstance(v, (int, float)) for v in numbers):
             low, high = interval
             met = "yes" if high < 3 else ("NO" if low >= 3 else "undecided")
             line("profiling overhead on decode < 3%", f"{value:.2f}% [{low:.2f}, {high:.2f}] "
