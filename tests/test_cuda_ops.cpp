@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -31,6 +32,7 @@
 #include "runtime/cuda/caching_allocator.h"
 #include "runtime/cuda/cublas_library.h"
 #include "runtime/cuda/device.h"
+#include "runtime/cuda/step_graph.h"
 #include "runtime/error.h"
 #include "runtime/sampler.h"
 #include "runtime/transfer.h"
@@ -203,6 +205,32 @@ TEST_CASE("cuda allocator pools keep their blocks for their own use until releas
   // A released pool, or one never made, cannot be used.
   CHECK_THROWS_AS(allocator.use_pool(pool), Error);
   CHECK_THROWS_AS(allocator.use_pool(pool + 1), Error);
+}
+
+TEST_CASE("a replayed step graph runs again on its own context and refuses another") {
+  if (gpu_missing()) return;
+  Context first(Device::CUDA, 1);
+  Context second(Device::CUDA, 1);
+  Tensor host = Tensor::empty({8}, DType::F32, first.host_allocator());
+  std::iota(host.data<float>(), host.data<float>() + 8, 1.0f);
+  const Tensor input = to_device(first, host);
+  // The step: a cast to bf16 into memory the graph's pool gives.
+  const auto step = [&] {
+    Tensor out = Tensor::empty({8}, DType::BF16, first.allocator());
+    ops::cast(first, input, out);
+    return out;
+  };
+  gpu::StepGraph graph;
+  const std::vector<std::uintptr_t> key = {1};
+  const Tensor captured = graph.replay(first, key, step);
+  const Tensor replayed = graph.replay(first, key, step);
+  CHECK(graph.instantiations() == 1);
+  CHECK(graph.replays() == 1);
+  CHECK(download(first, replayed).data<float>()[7] == 8.0f);
+  CHECK(download(first, captured).data<float>()[0] == 1.0f);
+  // Its pool lives in the first context's allocator: another context is refused.
+  CHECK_THROWS_WITH_AS(graph.replay(second, key, step), doctest::Contains("captured on only"),
+                       Error);
 }
 
 TEST_CASE("cuda embedding adds token and position rows and writes NaN rows for bad ids") {
