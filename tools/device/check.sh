@@ -404,7 +404,6 @@ for line in open(sys.argv[1]):
           r.get('error', ''))" "$STAGE_DIR/attention.jsonl"
 }
 
-
 # --- bench_model: pp512 / tg128 and batch-1 decode per backend, graphs on and off; PyTorch ----
 step_bench_model() {
   has_gpu || { echo "SKIPPED: no GPU"; return 2; }

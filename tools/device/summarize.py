@@ -27,6 +27,7 @@ tests/tools/test_summarize.py (ctest test_device_summary).
 import argparse
 import json
 import os
+import statistics
 import sys
 import tarfile
 import zlib
@@ -109,12 +110,12 @@ def gather(paths, notes):
                     full = os.path.join(root, name)
                     if name.endswith(".tar.gz"):
                         read_archive(full)
-                    elif wanted_name(full):
-                        read_file(full, wanted_name(full))
+                    elif stored := wanted_name(full):
+                        read_file(full, stored)
         elif path.endswith(".tar.gz") and os.path.isfile(path):
             read_archive(path)
-        elif os.path.isfile(path) and wanted_name(path):
-            read_file(path, wanted_name(path))
+        elif os.path.isfile(path) and (stored := wanted_name(path)):
+            read_file(path, stored)
         else:
             notes.append(f"{path}: not a folder, a .tar.gz or a file this script reads")
     return found
@@ -280,13 +281,6 @@ def sweep_table(rows):
     return out
 
 
-def median(values):
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return (ordered[middle] if len(ordered) % 2 else
-            (ordered[middle - 1] + ordered[middle]) / 2) if ordered else None
-
-
 def json_documents(found, name, notes):
     """Each whole JSON object stored under `name`; anything else is noted and skipped."""
     documents = []
@@ -337,7 +331,7 @@ def targets_table(attention, model, sweep, fidelity=(), compare=()):
                  and isinstance(r.get("decode_tokens"), int) and r["decode_tokens"] >= 500
                  and isinstance(r.get("decode_tokens_per_s"), (int, float))]
         if rates:
-            rate = median(rates)
+            rate = statistics.median(rates)
             line(f"{name} bf16 batch-1 decode >= {target} tokens/s",
                  f"{rate:.0f} tokens/s (median of {len(rates)} runs of >= 500 tokens)",
                  rate >= target)
