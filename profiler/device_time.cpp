@@ -46,6 +46,26 @@ std::size_t attribute_device_time(Trace& trace, std::size_t first_event, std::si
   return outside_scopes;
 }
 
+WorkSpan work_span(const std::vector<DeviceEvent>& device, std::size_t first, std::size_t end) {
+  std::vector<const DeviceEvent*> work;
+  for (std::size_t r = first; r < end; ++r) {
+    if (device[r].is_work()) work.push_back(&device[r]);
+  }
+  WorkSpan span;
+  if (work.empty()) return span;
+  std::sort(work.begin(), work.end(),
+            [](const DeviceEvent* a, const DeviceEvent* b) { return a->start_ns < b->start_ns; });
+  span.records = static_cast<int>(work.size());
+  std::int64_t covered_to = work.front()->start_ns;  // the union so far ends here
+  for (const DeviceEvent* w : work) {
+    const std::int64_t from = std::max(w->start_ns, covered_to);
+    if (w->end_ns > from) span.busy_ns += w->end_ns - from;
+    covered_to = std::max(covered_to, w->end_ns);
+  }
+  span.span_ns = covered_to - work.front()->start_ns;
+  return span;
+}
+
 std::int64_t device_wall_ns(const std::vector<Event>& events) {
   std::int64_t wall = -1;
   for (const Event& e : events) {

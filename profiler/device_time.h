@@ -18,9 +18,21 @@
 //
 // Events are processed in closing order (children close before their parents), so one pass
 // over the events fills both fields. Cost: O(events + device records).
+//
+// Where a stretch of GPU work spent its time (work_span): of the span from the first record's
+// start to the last one's end, the GPU was busy while at least one kernel, copy or memset ran
+// (the union of their intervals) and idle otherwise:
+//
+//   span_ns = max(end) - min(start),   busy_ns = |union of [start, end)|,   idle = span - busy
+//
+// A batch-1 decode step of a small model is ~100 short kernels in a row on one stream, so its
+// idle time is the gaps between them: launch latency, and the ramp of each kernel's first and
+// last CTAs (docs/GPU.md, "Decode's budget"). Cost: O(n log n) for the n records.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 #include "profiler/event.h"
 
@@ -33,6 +45,16 @@ enum class DeviceTimeSource { Activity, EventTimers };
 // Returns how many work records carry no id of those events (launched outside every scope).
 std::size_t attribute_device_time(Trace& trace, std::size_t first_event, std::size_t first_device,
                                   DeviceTimeSource source);
+
+struct WorkSpan {
+  int records = 0;  // kernels, copies and memsets
+  std::int64_t busy_ns = 0;
+  std::int64_t span_ns = 0;
+  std::int64_t idle_ns() const { return span_ns - busy_ns; }
+};
+
+// The work records among device[first, end) (API calls and synchronisations are skipped).
+WorkSpan work_span(const std::vector<DeviceEvent>& device, std::size_t first, std::size_t end);
 
 // The device time the top-level scopes cover: the sum of device_ns of the depth-0 events that
 // have one; -1 when none does (a CPU run).

@@ -1,11 +1,12 @@
 // The profiler on the GPU (label gpu): CUPTI kernel records of a synthetic model's forward pass
 // land inside the op scopes that launched them, none is dropped, every launch has an occupancy
-// in (0, 1]; the Chrome trace has the GPU's stream tracks and flow arrows from launches to
-// kernels; the CUDA-event fallback gives every scope a device time; CUPTI and CUDA events agree
-// on the attention op's kernels; flash launches the kernels its dispatch promises (tensor cores,
-// SIMT, split-KV), which its accuracy tests cannot tell apart. Every test skips loudly without a
-// usable GPU; where CUPTI cannot start (the warning on stderr says why) the CUPTI checks skip
-// loudly and the CUDA-event fallback the recorder switched to is checked instead.
+// in (0, 1], the work span adds the records up; the Chrome trace has the GPU's stream tracks and
+// flow arrows from launches to kernels; the CUDA-event fallback gives every scope a device time;
+// CUPTI and CUDA events agree on the attention op's kernels; flash launches the kernels its
+// dispatch promises (tensor cores, SIMT, split-KV), which its accuracy tests cannot tell apart.
+// Every test skips loudly without a usable GPU; where CUPTI cannot start (the warning on stderr
+// says why) the CUPTI checks skip loudly and the CUDA-event fallback the recorder switched to is
+// checked instead.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -26,6 +27,7 @@
 #include "profiler/chrome_trace.h"
 #include "profiler/cpu_tracer.h"
 #include "profiler/device_recorder.h"
+#include "profiler/device_time.h"
 #include "profiler/summary.h"
 #include "runtime/cuda/device.h"
 #include "runtime/transfer.h"
@@ -150,6 +152,23 @@ TEST_CASE("CUPTI kernel records land inside the op scopes that launched them") {
     CHECK(e.device_ns >= e.device_self_ns);
     CHECK(e.device_self_ns >= 0);
   }
+  // One stream runs its work in order, so the work never overlaps: work_span's busy time is the
+  // sum of the records' durations, inside the span from the first start to the last end.
+  std::int64_t work_ns = 0, first_start = trace.device.front().start_ns, last_end = 0;
+  int work_records = 0;
+  for (const profiler::DeviceEvent& d : trace.device) {
+    if (!d.is_work()) continue;
+    ++work_records;
+    work_ns += d.duration_ns();
+    first_start = std::min(first_start, d.start_ns);
+    last_end = std::max(last_end, d.end_ns);
+  }
+  const profiler::WorkSpan span = profiler::work_span(trace.device, 0, trace.device.size());
+  CHECK(span.records == work_records);
+  CHECK(span.busy_ns == work_ns);
+  CHECK(span.span_ns == last_end - first_start);
+  CHECK(span.idle_ns() >= 0);
+
   const int layers = 2;                                   // synthetic:tiny
   CHECK(ops_seen["layer_norm"] == 2 * (2 * layers + 1));  // two forward calls
   CHECK(ops_seen["attention.naive"] == 2 * layers);
@@ -225,9 +244,9 @@ TEST_CASE("decode steps replayed as CUDA graphs keep their kernels in their ops 
       std::string where;
       for (auto up = by_id.find(static_cast<std::int64_t>(d.external_id)); up != by_id.end();
            up = by_id.find(up->second->parent)) {
-        where = up->second->name +
-                (up->second->index >= 0 ? " " + std::to_string(up->second->index) : "") + "/" +
-                where;
+        std::string scope = up->second->name;
+        if (up->second->index >= 0) scope.append(" ").append(std::to_string(up->second->index));
+        where = scope.append("/").append(where);
       }
       kernels.by_scope[where].insert(d.name);
     }

@@ -420,6 +420,43 @@ TEST_CASE("device time per scope: kernels count toward their innermost scope, an
   CHECK(timed.events[2].device_self_ns == 3500 - 900 - 2100);
 }
 
+TEST_CASE("work_span: the GPU's busy time is the union of its work, idle the rest of the span") {
+  const profiler::Trace trace = hand_made_gpu_trace();
+  // Every record: the copy (500-600), two layer norms (1200-1700, 1900-2200), the GEMM
+  // (3200-5200) and the orphan (9000-9100); the API calls are skipped.
+  const profiler::WorkSpan all = profiler::work_span(trace.device, 0, trace.device.size());
+  CHECK(all.records == 5);
+  CHECK(all.span_ns == 9100 - 500);
+  CHECK(all.busy_ns == 100 + 500 + 300 + 2000 + 100);
+  CHECK(all.idle_ns() == 8600 - 3000);
+  // A stretch of the records: the two layer norms.
+  const profiler::WorkSpan norms = profiler::work_span(trace.device, 0, 4);
+  CHECK(norms.records == 2);
+  CHECK(norms.span_ns == 1000);
+  CHECK(norms.busy_ns == 800);
+  // Overlapping work (two streams) counts once, in any order: [0, 100) and [50, 150) cover 150,
+  // [20, 40) lies inside them, [300, 400) adds 100.
+  auto work = [](std::int64_t start, std::int64_t end) {
+    profiler::DeviceEvent d;
+    d.kind = profiler::DeviceEventKind::Kernel;
+    d.start_ns = start;
+    d.end_ns = end;
+    return d;
+  };
+  const std::vector<profiler::DeviceEvent> overlapping = {work(300, 400), work(50, 150),
+                                                          work(0, 100), work(20, 40)};
+  const profiler::WorkSpan merged = profiler::work_span(overlapping, 0, overlapping.size());
+  CHECK(merged.records == 4);
+  CHECK(merged.span_ns == 400);
+  CHECK(merged.busy_ns == 250);
+  CHECK(merged.idle_ns() == 150);
+  // No work: all zero.
+  const profiler::WorkSpan none = profiler::work_span(trace.device, 0, 1);
+  CHECK(none.records == 0);
+  CHECK(none.span_ns == 0);
+  CHECK(none.busy_ns == 0);
+}
+
 TEST_CASE(
     "the fidelity table compares CUPTI and event times of scopes whose kernels are their own") {
   std::vector<profiler::Event> events(3);

@@ -132,3 +132,20 @@ def test_an_unpacked_folder_reads_as_its_archive_and_overhead_over_the_target_is
     targets = target_rows(from_folder)
     assert targets["profiling overhead on decode < 3%"] == ("4.00% [3.20, 5.10] over 6 runs", "NO")
     assert targets["synthetic:llama-3.2-1b bf16 batch-1 decode >= 1000 tokens/s"][1] == "NO"
+
+
+def test_decode_steps_on_the_device_state_kernels_busy_idle_and_the_rate_idle_allows(tmp_path):
+    source = "attnscope synthetic:gpt2 attention flash (bf16)"
+    steps = {"phase": "decode", "steps": 16, "records": 125, "busy_ms": 0.150, "span_ms": 0.320,
+             "idle_percent": 53.125, "idle_us_per_gap": 1.371, "unprofiled_ms": 0.350}
+    archive = write_stage(tmp_path, {
+        "profile/profile_gpu_graphs.json": json.dumps(
+            {"run": {"source": source}, "facts": {"device_steps": steps}}),
+        # A profile without device steps (CUPTI did not start): no row.
+        "profile/profile_gpu.json": json.dumps({"run": {"source": source}, "facts": {}}),
+        "model.jsonl": jsonl([generate_row("synthetic:gpt2", 4000, 31)])})
+    out, _ = summarize(archive)
+    # Idle 0.320 - 0.150 = 0.170 ms per step: at most 1e3 / 0.170 = 5882 tokens/s.
+    assert (f"| {source} | profile_gpu_graphs.json | 125 | 0.150 | 0.320 | 53.1 | 1.37 | 0.350 "
+            "| 5882 |") in out
+    assert out.count("| profile_gpu") == 1

@@ -16,7 +16,9 @@ objects and `bench` / torch_bench model rows), and each summary.txt, and prints:
   - stage 3's flash sweep (sweep.jsonl): TFLOP/s per head dim and length, attnscope's flash
     beside PyTorch's FLASH_ATTENTION and CUDNN_ATTENTION;
   - issue 23's targets, each with the measured value and whether it is met (with stage 2's
-    fidelity.json and compare/report.json: CUPTI against CUDA events, the profiler's overhead).
+    fidelity.json and compare/report.json: CUPTI against CUDA events, the profiler's overhead);
+  - decode steps on the device (the profiles' facts.device_steps): kernels per step, the time
+    they ran, the time the GPU sat idle between them, and the rate the idle time alone allows.
 A stage that timed out leaves partial files: a line cut short, or a row missing fields, is
 skipped or shown as "-", and a note says how many lines could not be read. Standard library
 only; every number comes from the files. Tested on archives with known numbers by
@@ -39,6 +41,9 @@ SWEEP_FILES = ("sweep.jsonl",)
 # `compare`'s report (the profiler's decode overhead with its interval). Matched by path ending.
 FIDELITY_FILE = "fidelity.json"
 COMPARE_REPORT = "compare/report.json"
+# `profile --json` of decode steps: stage 2's GPT-2 eager and with graphs, stage 3's Llama 3.2 1B
+# shape with graphs. Their facts.device_steps say where a step's GPU time went.
+PROFILE_FILES = ("profile_gpu.json", "profile_gpu_graphs.json", "profile_llama_graphs.json")
 
 # Issue 23's speed targets. FlashAttention-2's forward TFLOP/s on an H100 (causal, head dim 64,
 # bf16), as the FlashAttention-3 paper's figure gives it, at the two lengths the issue quotes.
@@ -70,7 +75,7 @@ def gather(paths, notes):
     the folders given) and folders. The same text met twice (summary.txt is both beside the
     archive and in it) is kept once."""
     wanted = set(ATTENTION_FILES + MODEL_FILES + SWEEP_FILES +
-                 ("summary.txt", FIDELITY_FILE, COMPARE_REPORT))
+                 PROFILE_FILES + ("summary.txt", FIDELITY_FILE, COMPARE_REPORT))
     found = {}
 
     def wanted_name(path):
@@ -361,6 +366,34 @@ def targets_table(attention, model, sweep, fidelity=(), compare=()):
             [""])
 
 
+def device_steps_table(profiles):
+    """Where a decode step's GPU time went, per profile: `profile`'s facts.device_steps."""
+    out = []
+    for name, document in profiles:
+        facts = document.get("facts")
+        steps = facts.get("device_steps") if isinstance(facts, dict) else None
+        if not isinstance(steps, dict):
+            continue
+        busy, span = steps.get("busy_ms"), steps.get("span_ms")
+        idle = span - busy if all(isinstance(v, (int, float)) for v in (busy, span)) else None
+        source = (document.get("run") or {}).get("source", "?")
+        out.append(f"| {source} | {name} | {fmt(steps.get('records'), '.0f')} | "
+                   f"{fmt(busy, '.3f')} | {fmt(span, '.3f')} | "
+                   f"{fmt(steps.get('idle_percent'), '.1f')} | "
+                   f"{fmt(steps.get('idle_us_per_gap'), '.2f')} | "
+                   f"{fmt(steps.get('unprofiled_ms'), '.3f')} | "
+                   f"{fmt(1e3 / idle if idle and idle > 0 else None, '.0f')} |")
+    if not out:
+        return []
+    return (["### Decode steps on the device (medians of the profiled steps)\n",
+             "| run | file | kernels and copies | busy ms | span ms | idle % | idle us per gap "
+             "| unprofiled step ms | tokens/s the idle time alone allows |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"] + out +
+            ["", "Busy: while a kernel or copy ran; span: from the first one's start to the last "
+             "one's end; an unprofiled step also counts the host's launch and synchronize "
+             "(docs/GPU.md, \"Decode's budget\").", ""])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="+", metavar="PATH",
@@ -374,6 +407,8 @@ def main():
     sweep = rows_of(found, SWEEP_FILES, notes)
     fidelity = json_documents(found, FIDELITY_FILE, notes)
     compare = json_documents(found, COMPARE_REPORT, notes)
+    profiles = [(name, document) for name in PROFILE_FILES
+                for document in json_documents(found, name, notes)]
     checks = check_lines(found)
     for note in notes:
         print(f"summarize: note: {note}", file=sys.stderr)
@@ -381,7 +416,7 @@ def main():
         sys.exit("summarize: error: no summary.txt, attention.jsonl, model.jsonl, "
                  "generate.jsonl or sweep.jsonl rows in " + ", ".join(args.paths))
     lines = (checks + targets_table(attention, model, sweep, fidelity, compare) +
-             attention_tables(attention) +
+             device_steps_table(profiles) + attention_tables(attention) +
              sweep_table(sweep) + generate_table(model) + bench_table(model))
     if notes:
         lines += ["Partial input: " + "; ".join(notes) + "."]

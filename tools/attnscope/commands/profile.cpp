@@ -10,11 +10,14 @@
 // events with --gpu-timer events and when CUPTI cannot start), a table of kernels (launch
 // shape, theoretical occupancy) follows, and the Chrome trace gets the GPU's streams and flow
 // arrows from each launch to its kernel. --fidelity times every scope both ways and prints
-// CUPTI's kernel durations against the CUDA events around the same launches.
+// CUPTI's kernel durations against the CUDA events around the same launches. With CUPTI, a line
+// says where the decode steps' GPU time went: kernels and copies per step, the time they ran,
+// the time the GPU sat idle between them (device_step_times, profile_run.h).
 #include <iomanip>
 #include <iostream>
 #include <memory>
 #include <ostream>
+#include <sstream>
 
 #include "profiler/chrome_trace.h"
 #include "profiler/device_time.h"
@@ -93,6 +96,16 @@ nlohmann::json run_facts(const ProfiledRun& run, const std::string& phase_for_ov
                          {"unprofiled_steps", overhead->unprofiled_steps},
                          {"percent", overhead->percent()}};
   }
+  if (const auto times = device_step_times(run.steps, phase_for_overhead)) {
+    facts["device_steps"] = {{"phase", phase_for_overhead},
+                             {"steps", times->steps},
+                             {"records", times->records},
+                             {"busy_ms", times->busy_ms},
+                             {"span_ms", times->span_ms},
+                             {"idle_percent", times->idle_percent},
+                             {"idle_us_per_gap", times->idle_us_per_gap()},
+                             {"unprofiled_ms", times->unprofiled_ms}};
+  }
   return facts;
 }
 
@@ -121,6 +134,20 @@ void print_facts(const ProfiledRun& run, const std::string& phase_for_overhead) 
   } else {
     std::cout << "profiling overhead: not measured (needs profiled and unprofiled "
               << phase_for_overhead << " steps)\n";
+  }
+  if (const auto times = device_step_times(run.steps, phase_for_overhead)) {
+    std::ostringstream line;
+    line << std::fixed << std::setprecision(3) << phase_for_overhead
+         << " steps on the GPU (medians of " << times->steps
+         << " profiled): " << std::setprecision(0) << times->records << " kernels and copies ran "
+         << std::setprecision(3) << times->busy_ms << " ms of the " << times->span_ms
+         << " ms from the first one's start to the last one's end; idle " << std::setprecision(1)
+         << times->idle_percent << "%, " << std::setprecision(2) << times->idle_us_per_gap()
+         << " us per gap between them";
+    if (times->unprofiled_ms > 0) {
+      line << std::setprecision(3) << "; an unprofiled step took " << times->unprofiled_ms << " ms";
+    }
+    std::cout << line.str() << "\n";
   }
 }
 

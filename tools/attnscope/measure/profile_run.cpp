@@ -97,7 +97,12 @@ void run_step(Context& ctx, ProfiledRun& run, StepRecord& step, Work work) {
   step.peak_bytes = allocator.peak_bytes();
   run.peak_bytes = std::max(run.peak_bytes, step.peak_bytes);
   if (!step.profiled || step.end_event == step.first_event) return;
-  if (run.device) run.device->collect(run.tracer->trace());
+  if (run.device) {
+    profiler::Trace& trace = run.tracer->trace();
+    const std::size_t first_device = trace.device.size();
+    run.device->collect(trace);
+    step.device_work = profiler::work_span(trace.device, first_device, trace.device.size());
+  }
   const profiler::Event& top = run.tracer->events()[step.end_event - 1];
   step.device_times = top.device_ns >= 0;
   step.forward_ms = static_cast<double>(measured_ns(top)) / 1e6;
@@ -217,6 +222,35 @@ std::optional<Overhead> measure_overhead(const std::vector<StepRecord>& steps,
   overhead.profiled_steps = static_cast<int>(profiled.size());
   overhead.unprofiled_steps = static_cast<int>(unprofiled.size());
   return overhead;
+}
+
+std::optional<DeviceStepTimes> device_step_times(const std::vector<StepRecord>& steps,
+                                                 const std::string& phase) {
+  std::vector<double> records, busy_ms, span_ms, idle_percent, unprofiled_ms;
+  for (const StepRecord& step : steps) {
+    if (step.phase != phase) continue;
+    if (!step.profiled) {
+      unprofiled_ms.push_back(step.wall_ms);
+      continue;
+    }
+    const profiler::WorkSpan& work = step.device_work;
+    if (work.records == 0) continue;
+    records.push_back(work.records);
+    busy_ms.push_back(static_cast<double>(work.busy_ns) / 1e6);
+    span_ms.push_back(static_cast<double>(work.span_ns) / 1e6);
+    idle_percent.push_back(work.span_ns > 0 ? 100.0 * static_cast<double>(work.idle_ns()) /
+                                                  static_cast<double>(work.span_ns)
+                                            : 0.0);
+  }
+  if (records.empty()) return std::nullopt;
+  DeviceStepTimes times;
+  times.steps = static_cast<int>(records.size());
+  times.records = median(records);
+  times.busy_ms = median(busy_ms);
+  times.span_ms = median(span_ms);
+  times.idle_percent = median(idle_percent);
+  times.unprofiled_ms = unprofiled_ms.empty() ? 0.0 : median(unprofiled_ms);
+  return times;
 }
 
 }  // namespace attnscope::cli

@@ -30,6 +30,7 @@
 #include "ops/attention/backend.h"
 #include "profiler/cpu_tracer.h"
 #include "profiler/device_recorder.h"
+#include "profiler/device_time.h"
 #include "runtime/context.h"
 #include "tools/attnscope/measure/attention_timing.h"
 
@@ -57,6 +58,9 @@ struct StepRecord {
   int steps_observed_min = 0, steps_observed_max = 0;
   int step_mismatches = 0;          // attention calls whose step count differs
   std::size_t temporary_bytes = 0;  // the largest peak_bytes of one attention call
+  // GPU runs with CUPTI: the step's kernels, copies and memsets, the time they ran and the span
+  // they took (profiler/device_time.h, work_span).
+  profiler::WorkSpan device_work;
 };
 
 struct ProfiledRun {
@@ -110,5 +114,21 @@ struct Overhead {
 // nullopt when the phase has no profiled or no unprofiled step.
 std::optional<Overhead> measure_overhead(const std::vector<StepRecord>& steps,
                                          const std::string& phase);
+
+// Where the GPU time of a phase's steps went: medians over its profiled steps with device work
+// records (work_span), and the median wall time of its unprofiled steps, which is what a step
+// costs without the profiler (launch to synchronize). docs/GPU.md, "Decode's budget", reads it.
+struct DeviceStepTimes {
+  int steps = 0;  // profiled steps with work records
+  double records = 0, busy_ms = 0, span_ms = 0, idle_percent = 0;
+  double unprofiled_ms = 0;  // 0 when the phase has no unprofiled step
+  // The idle time over the gaps between consecutive records (records - 1 of them), in us.
+  double idle_us_per_gap() const {
+    return records > 1 ? (span_ms - busy_ms) * 1e3 / (records - 1) : 0;
+  }
+};
+// nullopt when no profiled step of the phase has work records (a CPU run, or CUDA events alone).
+std::optional<DeviceStepTimes> device_step_times(const std::vector<StepRecord>& steps,
+                                                 const std::string& phase);
 
 }  // namespace attnscope::cli
