@@ -48,9 +48,13 @@ std::size_t attribute_device_time(Trace& trace, std::size_t first_event, std::si
 
 WorkSpan work_span(const std::vector<DeviceEvent>& device, std::size_t first, std::size_t end) {
   std::vector<const DeviceEvent*> work;
+  bool graph_run = false;
   for (std::size_t r = first; r < end; ++r) {
-    if (device[r].is_work()) work.push_back(&device[r]);
+    if (!device[r].is_work()) continue;
+    work.push_back(&device[r]);
+    graph_run = graph_run || device[r].graph_id != 0;
   }
+  if (graph_run) std::erase_if(work, [](const DeviceEvent* w) { return w->graph_id == 0; });
   WorkSpan span;
   if (work.empty()) return span;
   std::sort(work.begin(), work.end(),

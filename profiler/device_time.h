@@ -25,6 +25,9 @@
 //
 //   span_ns = max(end) - min(start),   busy_ns = |union of [start, end)|,   idle = span - busy
 //
+// When some of the records were run by a CUDA graph (graph_id != 0), only those count: a step
+// launched as a graph is measured from its graph's first node to its last, without the copies
+// around the launch or the host's capture before it, which would otherwise sit in the first gap.
 // A batch-1 decode step of a small model is ~100 short kernels in a row on one stream, so its
 // idle time is the gaps between them: launch latency, and the ramp of each kernel's first and
 // last CTAs (docs/GPU.md, "Decode's budget"). Cost: O(n log n) for the n records.
@@ -53,7 +56,8 @@ struct WorkSpan {
   std::int64_t idle_ns() const { return span_ns - busy_ns; }
 };
 
-// The work records among device[first, end) (API calls and synchronisations are skipped).
+// The work records among device[first, end), only the graph-run ones when there are any (API
+// calls and synchronisations are skipped).
 WorkSpan work_span(const std::vector<DeviceEvent>& device, std::size_t first, std::size_t end);
 
 // The device time the top-level scopes cover: the sum of device_ns of the depth-0 events that

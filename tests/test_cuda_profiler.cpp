@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -154,7 +155,7 @@ TEST_CASE("CUPTI kernel records land inside the op scopes that launched them") {
   }
   // One stream runs its work in order, so the work never overlaps: work_span's busy time is the
   // sum of the records' durations, inside the span from the first start to the last end.
-  std::int64_t work_ns = 0, first_start = trace.device.front().start_ns, last_end = 0;
+  std::int64_t work_ns = 0, first_start = std::numeric_limits<std::int64_t>::max(), last_end = 0;
   int work_records = 0;
   for (const profiler::DeviceEvent& d : trace.device) {
     if (!d.is_work()) continue;

@@ -420,7 +420,9 @@ TEST_CASE("device time per scope: kernels count toward their innermost scope, an
   CHECK(timed.events[2].device_self_ns == 3500 - 900 - 2100);
 }
 
-TEST_CASE("work_span: the GPU's busy time is the union of its work, idle the rest of the span") {
+TEST_CASE(
+    "work_span: the GPU's busy time is the union of its work (a graph's alone when it ran one), "
+    "idle the rest of the span") {
   const profiler::Trace trace = hand_made_gpu_trace();
   // Every record: the copy (500-600), two layer norms (1200-1700, 1900-2200), the GEMM
   // (3200-5200) and the orphan (9000-9100); the API calls are skipped.
@@ -450,6 +452,22 @@ TEST_CASE("work_span: the GPU's busy time is the union of its work, idle the res
   CHECK(merged.span_ns == 400);
   CHECK(merged.busy_ns == 250);
   CHECK(merged.idle_ns() == 150);
+  // A zero-length record and one whose end precedes its start add no busy time but count.
+  const std::vector<profiler::DeviceEvent> odd = {work(0, 100), work(150, 150), work(300, 250)};
+  const profiler::WorkSpan odd_span = profiler::work_span(odd, 0, odd.size());
+  CHECK(odd_span.records == 3);
+  CHECK(odd_span.busy_ns == 100);
+  CHECK(odd_span.span_ns == 250);  // max(end) - min(start)
+  // A step launched as a CUDA graph: only the graph's records count, so the copy before the
+  // launch and the host's capture in the gap after it stay out.
+  std::vector<profiler::DeviceEvent> graph_step = {work(0, 10), work(5000, 5100), work(5300, 5400),
+                                                   work(6000, 6010)};
+  graph_step[0].kind = graph_step[3].kind = profiler::DeviceEventKind::Memcpy;
+  graph_step[1].graph_id = graph_step[2].graph_id = 7;
+  const profiler::WorkSpan replayed = profiler::work_span(graph_step, 0, graph_step.size());
+  CHECK(replayed.records == 2);
+  CHECK(replayed.span_ns == 400);
+  CHECK(replayed.busy_ns == 200);
   // No work: all zero.
   const profiler::WorkSpan none = profiler::work_span(trace.device, 0, 1);
   CHECK(none.records == 0);

@@ -137,15 +137,21 @@ def test_an_unpacked_folder_reads_as_its_archive_and_overhead_over_the_target_is
 def test_decode_steps_on_the_device_state_kernels_busy_idle_and_the_rate_idle_allows(tmp_path):
     source = "attnscope synthetic:gpt2 attention flash (bf16)"
     steps = {"phase": "decode", "steps": 16, "records": 125, "busy_ms": 0.150, "span_ms": 0.320,
-             "idle_percent": 53.125, "idle_us_per_gap": 1.371, "unprofiled_ms": 0.350}
+             "idle_ms": 0.160, "idle_percent": 53.125, "idle_us_per_gap": 1.371,
+             "unprofiled_ms": 0.350}
     archive = write_stage(tmp_path, {
         "profile/profile_gpu_graphs.json": json.dumps(
             {"run": {"source": source}, "facts": {"device_steps": steps}}),
         # A profile without device steps (CUPTI did not start): no row.
         "profile/profile_gpu.json": json.dumps({"run": {"source": source}, "facts": {}}),
+        # A malformed run: the row still comes, its source unknown.
+        "profile/profile_llama_graphs.json": json.dumps(
+            {"run": "?", "facts": {"device_steps": {"records": 180}}}),
         "model.jsonl": jsonl([generate_row("synthetic:gpt2", 4000, 31)])})
     out, _ = summarize(archive)
-    # Idle 0.320 - 0.150 = 0.170 ms per step: at most 1e3 / 0.170 = 5882 tokens/s.
-    assert (f"| {source} | profile_gpu_graphs.json | 125 | 0.150 | 0.320 | 53.1 | 1.37 | 0.350 "
-            "| 5882 |") in out
+    # The medians are taken step by step, so idle is the file's 0.160 ms (not 0.320 - 0.150):
+    # at most 1e3 / 0.160 = 6250 tokens/s.
+    assert (f"| {source} | profile_gpu_graphs.json | 125 | 0.150 | 0.320 | 0.160 | 53.1 | 1.37 "
+            "| 0.350 | 6250 |") in out
+    assert "| ? | profile_llama_graphs.json | 180 | - | - | - | - | - | - | - |" in out
     assert out.count("| profile_gpu") == 1

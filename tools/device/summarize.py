@@ -370,27 +370,27 @@ def device_steps_table(profiles):
     """Where a decode step's GPU time went, per profile: `profile`'s facts.device_steps."""
     out = []
     for name, document in profiles:
-        facts = document.get("facts")
+        facts, run = document.get("facts"), document.get("run")
         steps = facts.get("device_steps") if isinstance(facts, dict) else None
         if not isinstance(steps, dict):
             continue
-        busy, span = steps.get("busy_ms"), steps.get("span_ms")
-        idle = span - busy if all(isinstance(v, (int, float)) for v in (busy, span)) else None
-        source = (document.get("run") or {}).get("source", "?")
+        source = run.get("source", "?") if isinstance(run, dict) else "?"
+        idle = steps.get("idle_ms")
+        allowed = 1e3 / idle if isinstance(idle, (int, float)) and idle > 0 else None
         out.append(f"| {source} | {name} | {fmt(steps.get('records'), '.0f')} | "
-                   f"{fmt(busy, '.3f')} | {fmt(span, '.3f')} | "
-                   f"{fmt(steps.get('idle_percent'), '.1f')} | "
+                   f"{fmt(steps.get('busy_ms'), '.3f')} | {fmt(steps.get('span_ms'), '.3f')} | "
+                   f"{fmt(idle, '.3f')} | {fmt(steps.get('idle_percent'), '.1f')} | "
                    f"{fmt(steps.get('idle_us_per_gap'), '.2f')} | "
-                   f"{fmt(steps.get('unprofiled_ms'), '.3f')} | "
-                   f"{fmt(1e3 / idle if idle and idle > 0 else None, '.0f')} |")
+                   f"{fmt(steps.get('unprofiled_ms'), '.3f')} | {fmt(allowed, '.0f')} |")
     if not out:
         return []
-    return (["### Decode steps on the device (medians of the profiled steps)\n",
-             "| run | file | kernels and copies | busy ms | span ms | idle % | idle us per gap "
-             "| unprofiled step ms | tokens/s the idle time alone allows |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"] + out +
-            ["", "Busy: while a kernel or copy ran; span: from the first one's start to the last "
-             "one's end; an unprofiled step also counts the host's launch and synchronize "
+    return (["### Decode steps on the device (medians over the profiled steps)\n",
+             "| run | file | kernels, copies, memsets | busy ms | span ms | idle ms | idle % "
+             "| idle us per gap | unprofiled step ms | tokens/s the idle time alone allows |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"] + out +
+            ["", "Busy: while a kernel, copy or memset ran; span: from the first one's start to "
+             "the last one's end (a graph's nodes only, in `_graphs` runs); an unprofiled step "
+             "also counts the host's launches, or with graphs its capture and update "
              "(docs/GPU.md, \"Decode's budget\").", ""])
 
 

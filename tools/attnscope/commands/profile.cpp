@@ -11,8 +11,8 @@
 // shape, theoretical occupancy) follows, and the Chrome trace gets the GPU's streams and flow
 // arrows from each launch to its kernel. --fidelity times every scope both ways and prints
 // CUPTI's kernel durations against the CUDA events around the same launches. With CUPTI, a line
-// says where the decode steps' GPU time went: kernels and copies per step, the time they ran,
-// the time the GPU sat idle between them (device_step_times, profile_run.h).
+// says where the decode steps' GPU time went: kernels, copies and memsets per step, the time they
+// ran, the time the GPU sat idle between them (device_step_times, profile_run.h).
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -102,8 +102,9 @@ nlohmann::json run_facts(const ProfiledRun& run, const std::string& phase_for_ov
                              {"records", times->records},
                              {"busy_ms", times->busy_ms},
                              {"span_ms", times->span_ms},
+                             {"idle_ms", times->idle_ms},
                              {"idle_percent", times->idle_percent},
-                             {"idle_us_per_gap", times->idle_us_per_gap()},
+                             {"idle_us_per_gap", times->idle_us_per_gap},
                              {"unprofiled_ms", times->unprofiled_ms}};
   }
   return facts;
@@ -139,11 +140,12 @@ void print_facts(const ProfiledRun& run, const std::string& phase_for_overhead) 
     std::ostringstream line;
     line << std::fixed << std::setprecision(3) << phase_for_overhead
          << " steps on the GPU (medians of " << times->steps
-         << " profiled): " << std::setprecision(0) << times->records << " kernels and copies ran "
-         << std::setprecision(3) << times->busy_ms << " ms of the " << times->span_ms
-         << " ms from the first one's start to the last one's end; idle " << std::setprecision(1)
-         << times->idle_percent << "%, " << std::setprecision(2) << times->idle_us_per_gap()
-         << " us per gap between them";
+         << " profiled): " << std::setprecision(0) << times->records
+         << " kernels, copies and memsets ran " << std::setprecision(3) << times->busy_ms
+         << " ms of the " << times->span_ms
+         << " ms from the first one's start to the last one's end; idle " << times->idle_ms
+         << " ms (" << std::setprecision(1) << times->idle_percent << "%), " << std::setprecision(2)
+         << times->idle_us_per_gap << " us per gap between them";
     if (times->unprofiled_ms > 0) {
       line << std::setprecision(3) << "; an unprofiled step took " << times->unprofiled_ms << " ms";
     }

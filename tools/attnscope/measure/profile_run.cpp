@@ -226,7 +226,8 @@ std::optional<Overhead> measure_overhead(const std::vector<StepRecord>& steps,
 
 std::optional<DeviceStepTimes> device_step_times(const std::vector<StepRecord>& steps,
                                                  const std::string& phase) {
-  std::vector<double> records, busy_ms, span_ms, idle_percent, unprofiled_ms;
+  std::vector<double> records, busy_ms, span_ms, idle_ms, idle_percent, idle_us_per_gap,
+      unprofiled_ms;
   for (const StepRecord& step : steps) {
     if (step.phase != phase) continue;
     if (!step.profiled) {
@@ -235,12 +236,14 @@ std::optional<DeviceStepTimes> device_step_times(const std::vector<StepRecord>& 
     }
     const profiler::WorkSpan& work = step.device_work;
     if (work.records == 0) continue;
+    const auto idle_ns = static_cast<double>(work.idle_ns());
     records.push_back(work.records);
     busy_ms.push_back(static_cast<double>(work.busy_ns) / 1e6);
     span_ms.push_back(static_cast<double>(work.span_ns) / 1e6);
-    idle_percent.push_back(work.span_ns > 0 ? 100.0 * static_cast<double>(work.idle_ns()) /
-                                                  static_cast<double>(work.span_ns)
+    idle_ms.push_back(idle_ns / 1e6);
+    idle_percent.push_back(work.span_ns > 0 ? 100.0 * idle_ns / static_cast<double>(work.span_ns)
                                             : 0.0);
+    idle_us_per_gap.push_back(work.records > 1 ? idle_ns / 1e3 / (work.records - 1) : 0.0);
   }
   if (records.empty()) return std::nullopt;
   DeviceStepTimes times;
@@ -248,8 +251,10 @@ std::optional<DeviceStepTimes> device_step_times(const std::vector<StepRecord>& 
   times.records = median(records);
   times.busy_ms = median(busy_ms);
   times.span_ms = median(span_ms);
+  times.idle_ms = median(idle_ms);
   times.idle_percent = median(idle_percent);
-  times.unprofiled_ms = unprofiled_ms.empty() ? 0.0 : median(unprofiled_ms);
+  times.idle_us_per_gap = median(idle_us_per_gap);
+  times.unprofiled_ms = median(unprofiled_ms);  // 0 when empty
   return times;
 }
 

@@ -115,17 +115,20 @@ struct Overhead {
 std::optional<Overhead> measure_overhead(const std::vector<StepRecord>& steps,
                                          const std::string& phase);
 
-// Where the GPU time of a phase's steps went: medians over its profiled steps with device work
-// records (work_span), and the median wall time of its unprofiled steps, which is what a step
-// costs without the profiler (launch to synchronize). docs/GPU.md, "Decode's budget", reads it.
+// Where the GPU time of a phase's steps went: over its profiled steps with work records
+// (work_span), the median of each figure taken step by step (so idle is not median span minus
+// median busy), and the median wall time of its unprofiled steps: a step without the profiler,
+// from the host's first call to the synchronize after it (with --cuda-graphs: capture, update and
+// launch). docs/GPU.md, "Decode's budget", reads them.
 struct DeviceStepTimes {
-  int steps = 0;  // profiled steps with work records
-  double records = 0, busy_ms = 0, span_ms = 0, idle_percent = 0;
-  double unprofiled_ms = 0;  // 0 when the phase has no unprofiled step
-  // The idle time over the gaps between consecutive records (records - 1 of them), in us.
-  double idle_us_per_gap() const {
-    return records > 1 ? (span_ms - busy_ms) * 1e3 / (records - 1) : 0;
-  }
+  int steps = 0;               // profiled steps with work records
+  double records = 0;          // kernels, copies and memsets (a median: may end in .5)
+  double busy_ms = 0;          // while at least one of them ran
+  double span_ms = 0;          // from the first one's start to the last one's end
+  double idle_ms = 0;          // span - busy
+  double idle_percent = 0;     // of the span
+  double idle_us_per_gap = 0;  // idle over the records - 1 gaps between consecutive records
+  double unprofiled_ms = 0;    // 0 when the phase has no unprofiled step
 };
 // nullopt when no profiled step of the phase has work records (a CPU run, or CUDA events alone).
 std::optional<DeviceStepTimes> device_step_times(const std::vector<StepRecord>& steps,
