@@ -217,6 +217,8 @@ TEST_CASE("decode steps replayed as CUDA graphs keep their kernels in their ops 
     std::map<std::string, std::multiset<std::string>> by_scope;  // "layer 1/linear" -> kernels
     std::size_t attributed = 0;
     bool cupti = false;  // false: CUPTI could not start, nothing was run
+    int graph_work = 0;  // work records a graph ran
+    profiler::WorkSpan span;
   };
   auto kernels_per_scope = [&](bool graphs) {
     Kernels kernels;
@@ -252,6 +254,10 @@ TEST_CASE("decode steps replayed as CUDA graphs keep their kernels in their ops 
       kernels.by_scope[where].insert(d.name);
     }
     kernels.attributed = tracer.trace().graph_work_attributed;
+    for (const profiler::DeviceEvent& d : tracer.trace().device) {
+      kernels.graph_work += d.is_work() && d.graph_id != 0 ? 1 : 0;
+    }
+    kernels.span = profiler::work_span(tracer.trace().device, 0, tracer.trace().device.size());
     return kernels;
   };
   const Kernels eager = kernels_per_scope(false);
@@ -265,6 +271,11 @@ TEST_CASE("decode steps replayed as CUDA graphs keep their kernels in their ops 
   CHECK(eager.attributed == 0);
   CHECK(replayed.attributed > 0);
   CHECK(replayed.by_scope == eager.by_scope);
+  // The replayed step's work span is its graph's nodes alone: not the copies around the launch.
+  CHECK(eager.graph_work == 0);
+  REQUIRE(replayed.graph_work > 0);
+  CHECK(replayed.span.records == replayed.graph_work);
+  CHECK(eager.span.records > replayed.graph_work);  // the eager step's copies count there
   CHECK(eager.by_scope.contains("forward/layer 1/attention_block/attention.naive/naive.softmax/"));
 }
 
