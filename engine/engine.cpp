@@ -201,7 +201,9 @@ std::string step_name(const StepPlan& plan) {
   std::string name = "engine.step: " + std::to_string(plan.prefill_tokens()) +
                      " prefill tokens in " + std::to_string(chunks) + " chunks, " +
                      std::to_string(plan.decode_tokens()) + " decodes; requests";
-  for (const StepPlan::Item& item : plan.items) name += " " + std::to_string(item.sequence->id);
+  for (const StepPlan::Item& item : plan.items) {
+    name.append(" ").append(std::to_string(item.sequence->id));
+  }
   return name;
 }
 

@@ -71,7 +71,9 @@ StepInputs step_inputs(Context& ctx, std::span<const std::int32_t> tokens, std::
 
 StepRunner::GraphCounts StepRunner::graph_counts() const {
   if constexpr (kCudaBuild) {
-    if (graph_) return {graph_->instantiations(), graph_->updates(), graph_->replays()};
+    if (graph_) {
+      return {graph_->instantiations(), graph_->updates(), graph_->replays(), graph_->nodes()};
+    }
   }
   return {};
 }

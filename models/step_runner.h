@@ -63,6 +63,7 @@ class StepRunner {
     std::int64_t instantiations = 0;
     std::int64_t updates = 0;
     std::int64_t replays = 0;  // launched again unchanged, with no capture (replay)
+    std::int64_t nodes = 0;    // of the last graph captured: the launches of one step
   };
   GraphCounts graph_counts() const;
 

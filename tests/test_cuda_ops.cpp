@@ -226,6 +226,7 @@ TEST_CASE("a replayed step graph runs again on its own context and refuses anoth
   const Tensor replayed = graph.replay(first, key, step);
   CHECK(graph.instantiations() == 1);
   CHECK(graph.replays() == 1);
+  CHECK(graph.nodes() == 1);  // the cast's one kernel
   CHECK(download(first, replayed).data<float>()[7] == 8.0f);
   CHECK(download(first, captured).data<float>()[0] == 1.0f);
   // Its pool lives in the first context's allocator: another context is refused.

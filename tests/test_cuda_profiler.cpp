@@ -216,8 +216,9 @@ TEST_CASE("decode steps replayed as CUDA graphs keep their kernels in their ops 
   struct Kernels {
     std::map<std::string, std::multiset<std::string>> by_scope;  // "layer 1/linear" -> kernels
     std::size_t attributed = 0;
-    bool cupti = false;  // false: CUPTI could not start, nothing was run
-    int graph_work = 0;  // work records a graph ran
+    bool cupti = false;      // false: CUPTI could not start, nothing was run
+    int graph_work = 0;      // work records a graph ran
+    std::int64_t nodes = 0;  // of the graph the runner captured for the profiled step
     profiler::WorkSpan span;
   };
   auto kernels_per_scope = [&](bool graphs) {
@@ -258,6 +259,7 @@ TEST_CASE("decode steps replayed as CUDA graphs keep their kernels in their ops 
       kernels.graph_work += d.is_work() && d.graph_id != 0 ? 1 : 0;
     }
     kernels.span = profiler::work_span(tracer.trace().device, 0, tracer.trace().device.size());
+    kernels.nodes = runner.graph_counts().nodes;
     return kernels;
   };
   const Kernels eager = kernels_per_scope(false);
@@ -275,6 +277,7 @@ TEST_CASE("decode steps replayed as CUDA graphs keep their kernels in their ops 
   CHECK(eager.graph_work == 0);
   REQUIRE(replayed.graph_work > 0);
   CHECK(replayed.span.records == replayed.graph_work);
+  CHECK(replayed.graph_work == replayed.nodes);     // each node of the graph ran once
   CHECK(eager.span.records > replayed.graph_work);  // the eager step's copies count there
   CHECK(eager.by_scope.contains("forward/layer 1/attention_block/attention.naive/naive.softmax/"));
 }

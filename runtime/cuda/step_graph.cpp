@@ -49,6 +49,12 @@ struct GraphOwner {
   ~GraphOwner() { cudaGraphDestroy(graph); }
 };
 
+std::int64_t node_count(cudaGraph_t graph) {
+  std::size_t count = 0;
+  check_cuda(cudaGraphGetNodes(graph, nullptr, &count), "graph nodes");
+  return static_cast<std::int64_t>(count);
+}
+
 // Serves the allocator from `pool` while it lives, whatever the step throws.
 class PoolInUse {
  public:
@@ -107,6 +113,7 @@ Tensor StepGraph::replay(Context& ctx, const std::vector<std::uintptr_t>& key,
       graph = capture.finish();
     }
     const GraphOwner captured{graph};
+    nodes_ = node_count(captured.graph);
     cudaGraphExec_t exec = nullptr;
     check_cuda(cudaGraphInstantiate(&exec, captured.graph, 0), "graph instantiate");
     replay_exec_ = exec;
@@ -125,6 +132,7 @@ Tensor StepGraph::run(Context& ctx, const std::function<Tensor()>& step) {
   Capture capture(stream);
   Tensor result = step();
   const GraphOwner captured{capture.finish()};
+  nodes_ = node_count(captured.graph);
 
   bool updated = false;
   if (exec_) {

@@ -57,6 +57,9 @@ class StepGraph {
   std::int64_t instantiations() const { return instantiations_; }
   std::int64_t updates() const { return updates_; }
   std::int64_t replays() const { return replays_; }
+  // The nodes of the last graph captured (kernels, copies, memsets: the launches of one step;
+  // 0 before the first capture).
+  std::int64_t nodes() const { return nodes_; }
 
  private:
   // Ends the replayed graph and gives its pool back.
@@ -65,6 +68,7 @@ class StepGraph {
   void* exec_ = nullptr;  // cudaGraphExec_t of run()
   std::int64_t instantiations_ = 0;
   std::int64_t updates_ = 0;
+  std::int64_t nodes_ = 0;
   // replay()'s graph: its executable, the key it was captured for, the step's result in its
   // pool, the pool and the allocator that holds it.
   void* replay_exec_ = nullptr;

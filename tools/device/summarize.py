@@ -49,6 +49,8 @@ PROFILE_FILES = ("profile_gpu.json", "profile_gpu_graphs.json", "profile_llama_g
 # bf16), as the FlashAttention-3 paper's figure gives it, at the two lengths the issue quotes.
 FA2_H100_TFLOPS_D64 = {1024: 229, 16384: 299}
 DECODE_TARGETS = {"synthetic:gpt2": 10000, "synthetic:llama-3.2-1b": 1000}  # tokens/s, batch 1
+# The H200's memory bandwidth on its data sheet (bytes/s), the floor the issue's limits come from.
+H200_BANDWIDTH = 4.8e12
 
 
 def parse_rows(name, text, notes):
@@ -301,6 +303,20 @@ def json_documents(found, name, notes):
     return documents
 
 
+def gap_beyond_bytes(rate, rows):
+    """What a replayed step spends beyond reading its weights at H200_BANDWIDTH, per gap between
+    its graph's nodes (generate's cuda_graph_nodes and weight_bytes): docs/GPU.md, "Decode's
+    budget". Empty when the rows lack them."""
+    nodes = [r.get("cuda_graph_nodes") for r in rows]
+    weights = [r.get("weight_bytes") for r in rows]
+    if not all(isinstance(v, (int, float)) and v > 1 for v in nodes + weights) or not nodes:
+        return ""
+    node_count, weight_bytes = statistics.median(nodes), statistics.median(weights)
+    beyond_us = 1e6 / rate - weight_bytes / H200_BANDWIDTH * 1e6
+    return (f"; {node_count:.0f} graph nodes: {beyond_us / (node_count - 1):.2f} us a gap beyond "
+            f"the weights at {H200_BANDWIDTH / 1e12:.1f} TB/s")
+
+
 def targets_table(attention, model, sweep, fidelity=(), compare=()):
     """Issue 23's targets that these files measure: what was measured, and whether it is met
     (yes, NO, or "undecided" where an interval straddles the target)."""
@@ -338,7 +354,9 @@ def targets_table(attention, model, sweep, fidelity=(), compare=()):
         if rates:
             rate = statistics.median(rates)
             line(f"{name} bf16 batch-1 decode >= {target} tokens/s",
-                 f"{rate:.0f} tokens/s (median of {len(rates)} runs of >= 500 tokens)",
+                 f"{rate:.0f} tokens/s (median of {len(rates)} runs of >= 500 tokens)"
+                 + gap_beyond_bytes(rate, [r for r in model if r.get("model") == name
+                                           and r.get("decode_tokens_per_s") in rates]),
                  rate >= target)
     # CUPTI's kernel time against CUDA events around the same scope (events also time the gaps
     # between a scope's kernels, so the ratio is at least about 1).

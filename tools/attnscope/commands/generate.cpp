@@ -154,6 +154,8 @@ int run_generate(const GenerateFlags& flags) {
         {"cuda_graph_instantiations", runner.graph_counts().instantiations},
         {"cuda_graph_updates", runner.graph_counts().updates},
         {"cuda_graph_replays", runner.graph_counts().replays},
+        {"cuda_graph_nodes", runner.graph_counts().nodes},
+        {"weight_bytes", model.weight_bytes()},
         {"seed", sampling.seed},
         {"prompt_ids", prompt},
         {"generated_ids", generated},
