@@ -191,6 +191,9 @@ TEST_CASE("bad models and bad inputs exit with 1 and one line") {
                        "length of 64");
   check_one_line_error(run(tiny_a + " --prompt-ids 1,512"), 1, "vocabulary");
   check_one_line_error(run(tiny_a + " --prompt-ids 1,-2"), 1, "not a token id");
+  for (const char* typo : {"1,,2", ",1", "1,"}) {
+    check_one_line_error(run(tiny_a + " --prompt-ids " + typo), 1, "a comma with no id beside it");
+  }
   check_one_line_error(run(tiny_a + " --prompt hello"), 1, "tokenizer");
 }
 

@@ -160,24 +160,31 @@ std::uint64_t random_seed() {
 std::vector<std::int32_t> parse_ids(const std::vector<std::string>& items, const char* flag) {
   std::vector<std::int32_t> ids;
   for (const std::string& item : items) {
-    std::string text = item;
-    for (char& c : text) {
-      if (c == ',') c = ' ';
-    }
-    std::istringstream in(text);
-    std::string word;
-    while (in >> word) {
-      std::size_t used = 0;
-      long long value = -1;
-      try {
-        value = std::stoll(word, &used);
-      } catch (const std::exception&) {
-        used = 0;
+    // Ids are split by commas, spaces or both; a comma with no id on one side is a typo.
+    std::istringstream pieces(item);
+    std::string piece;
+    while (std::getline(pieces, piece, ',')) {
+      std::istringstream words(piece);
+      std::string word;
+      bool any = false;
+      while (words >> word) {
+        std::size_t used = 0;
+        long long value = -1;
+        try {
+          value = std::stoll(word, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        check(used == word.size() && value >= 0 && value <= INT32_MAX, flag,
+              "'" + word + "' is not a token id (a non-negative integer)");
+        ids.push_back(static_cast<std::int32_t>(value));
+        any = true;
       }
-      check(used == word.size() && value >= 0 && value <= INT32_MAX, flag,
-            "'" + word + "' is not a token id (a non-negative integer)");
-      ids.push_back(static_cast<std::int32_t>(value));
+      check(any || item.find(',') == std::string::npos, flag,
+            "'" + item + "' has a comma with no id beside it");
     }
+    check(item.empty() || item.back() != ',', flag,
+          "'" + item + "' has a comma with no id beside it");
   }
   return ids;
 }
