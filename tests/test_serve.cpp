@@ -182,6 +182,18 @@ bool has_tokenizer() {
   return found;
 }
 
+// A TCP connection to the server on loopback, for requests an HTTP client would not send.
+int connect_raw(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  return fd;
+}
+
 }  // namespace
 
 TEST_CASE("serve: endpoints, greedy text equal to generate's, streaming, usage, logprobs") {
@@ -325,13 +337,7 @@ TEST_CASE("serve: malformed and out-of-range requests get a 4xx with an OpenAI e
   // A client that sends half a body and goes quiet is dropped after the read timeout; the server
   // still answers the others.
   {
-    httplib::Client slow("127.0.0.1", server.port());
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<std::uint16_t>(server.port()));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    const int fd = connect_raw(server.port());
     const std::string partial =
         "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
         "Content-Length: 100\r\n\r\n{\"prompt\"";
@@ -339,6 +345,24 @@ TEST_CASE("serve: malformed and out-of-range requests get a 4xx with an OpenAI e
     const httplib::Result other = c.Get("/health");
     REQUIRE(other);
     CHECK(other->status == 200);
+    close(fd);
+  }
+  // A POST with neither Content-Length nor chunks is refused at once (411), not read until the
+  // read timeout (10 s) as cpp-httplib would: the answer must come well before that.
+  {
+    const int fd = connect_raw(server.port());
+    const timeval wait{3, 0};
+    REQUIRE(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait) == 0);
+    const std::string unframed =
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\r\n";
+    CHECK(send(fd, unframed.data(), unframed.size(), 0) == static_cast<ssize_t>(unframed.size()));
+    std::string answer(4096, '\0');
+    const ssize_t got = recv(fd, answer.data(), answer.size(), 0);
+    REQUIRE(got > 0);
+    answer.resize(static_cast<std::size_t>(got));
+    CAPTURE(answer);
+    CHECK(answer.rfind("HTTP/1.1 411", 0) == 0);
+    CHECK(answer.find("POST needs a Content-Length header") != std::string::npos);
     close(fd);
   }
   CHECK(drained(c));

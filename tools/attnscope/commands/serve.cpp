@@ -274,6 +274,15 @@ void handle_completion(Service& service, const httplib::Request& req, httplib::R
 
 void add_routes(httplib::Server& server, Service& service) {
   server.set_pre_routing_handler([&service](const httplib::Request& req, httplib::Response& res) {
+    // A request body needs a length (or chunks): without either, cpp-httplib would read until the
+    // client closes or the read timeout passes. Refused before any byte of it is read.
+    const bool sends_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH";
+    if (sends_body && !req.has_header("Content-Length") &&
+        req.get_header_value("Transfer-Encoding").find("chunked") == std::string::npos) {
+      send_error(res, {411, "invalid_request_error",
+                       req.method + " needs a Content-Length header (or chunked encoding)", ""});
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (service.flags.api_key.empty() || req.path == "/health") {
       return httplib::Server::HandlerResponse::Unhandled;
     }
