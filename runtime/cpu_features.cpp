@@ -10,10 +10,27 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
 #endif
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace attnscope {
 
 namespace {
+
+// Linux keeps AMX's 8 KB of tile registers out of a thread's saved state until the process asks
+// for them (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); a tile instruction before that
+// faults. The permission holds for the whole process, every thread included.
+bool os_lends_amx_tiles() {
+#if defined(__x86_64__) && defined(__linux__)
+  constexpr int kRequestPermission = 0x1023;  // ARCH_REQ_XCOMP_PERM
+  constexpr int kTileData = 18;               // XFEATURE_XTILEDATA
+  return syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0;
+#else
+  return false;
+#endif
+}
 
 // CPUID and XGETBV read directly (not __builtin_cpu_supports, whose feature names differ between
 // GCC and Clang versions). A vector extension counts only when the OS saves its registers.
@@ -26,14 +43,16 @@ CpuFeatures read_cpu_features() {
   if (!bit(ecx, 27) || !bit(ecx, 28)) return f;  // OSXSAVE and AVX
   unsigned xcr0_low = 0, xcr0_high = 0;
   __asm__ volatile("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
-  const bool os_saves_avx = (xcr0_low & 0x6u) == 0x6u;       // XMM and YMM state
-  const bool os_saves_avx512 = (xcr0_low & 0xE6u) == 0xE6u;  // plus opmask and ZMM state
+  const bool os_saves_avx = (xcr0_low & 0x6u) == 0x6u;            // XMM and YMM state
+  const bool os_saves_avx512 = (xcr0_low & 0xE6u) == 0xE6u;       // plus opmask and ZMM state
+  const bool os_saves_tiles = (xcr0_low & 0x60000u) == 0x60000u;  // tile config and tile data
   if (!os_saves_avx) return f;
   f.fma = bit(ecx, 12);
   f.f16c = bit(ecx, 29);
   __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx);
   const unsigned leaf7_subleaves = eax;
   f.avx2 = bit(ebx, 5);
+  const bool cpu_has_amx = bit(edx, 24) && bit(edx, 22);  // AMX-TILE and AMX-BF16
   if (os_saves_avx512) {
     f.avx512f = bit(ebx, 16);
     f.avx512bw = bit(ebx, 30);
@@ -44,6 +63,7 @@ CpuFeatures read_cpu_features() {
       f.avx512_bf16 = bit(eax, 5);
     }
   }
+  if (cpu_has_amx && os_saves_tiles && os_lends_amx_tiles()) f.amx_tile = f.amx_bf16 = true;
 #endif
   return f;
 }
@@ -51,7 +71,8 @@ CpuFeatures read_cpu_features() {
 CpuLevel best_supported_level() {
   const CpuFeatures& f = cpu_features();
   if (f.avx512f && f.avx512bw && f.avx512vl && f.fma && f.f16c) {
-    return f.avx512_vnni ? CpuLevel::Avx512Vnni : CpuLevel::Avx512;
+    if (!f.avx512_vnni) return CpuLevel::Avx512;
+    return f.avx512_bf16 && f.amx_tile && f.amx_bf16 ? CpuLevel::Amx : CpuLevel::Avx512Vnni;
   }
   if (f.avx2 && f.fma && f.f16c) return CpuLevel::Avx2;
   return CpuLevel::Portable;
@@ -62,7 +83,7 @@ std::optional<CpuLevel> cap_from_environment() {
   if (value == nullptr || *value == '\0') return std::nullopt;
   const std::optional<CpuLevel> level = parse_cpu_level(value);
   check(level.has_value(), "ATTNSCOPE_CPU_LEVEL", [&] {
-    return "unknown level '" + std::string(value) + "' (portable, avx2, avx512 or avx512vnni)";
+    return "unknown level '" + std::string(value) + "' (portable, avx2, avx512, avx512vnni or amx)";
   });
   return level;
 }
@@ -92,7 +113,8 @@ struct NamedLevel {
 constexpr NamedLevel kLevelNames[] = {{CpuLevel::Portable, "portable"},
                                       {CpuLevel::Avx2, "avx2"},
                                       {CpuLevel::Avx512, "avx512"},
-                                      {CpuLevel::Avx512Vnni, "avx512vnni"}};
+                                      {CpuLevel::Avx512Vnni, "avx512vnni"},
+                                      {CpuLevel::Amx, "amx"}};
 static_assert(std::size(kLevelNames) == std::size(kCpuLevels), "every level has a name");
 
 std::string_view cpu_level_name(CpuLevel level) {

@@ -9,10 +9,14 @@
 //   avx512vnni: avx512 plus AVX-512 VNNI's byte dot product vpdpbusd (Ice Lake, Sapphire
 //               Rapids, Zen 4). Only the q8_0 decode kernel has code of its own for it
 //               (ops/cpu/linear_q8_0.cpp); the 16-bit kernels run their avx512 code.
+//   amx:        avx512vnni plus AVX-512 BF16 and AMX's bf16 tiles (Sapphire Rapids on), which
+//               Linux lends a process only when asked (arch_prctl, asked once here). Only the
+//               prefill GEMM with bf16 weights has code of its own for it
+//               (ops/cpu/gemm_bf16_amx.cpp); everything else runs its avx512vnni code.
 // Why run-time dispatch rather than build-time selection: one binary built on one x86-64 machine
 // runs on another (a CI runner, a laptop, a GPU host), and the tests can run every level this CPU
 // has, not just the best one, by capping the level (ATTNSCOPE_CPU_LEVEL=portable|avx2|avx512|
-// avx512vnni, or set_cpu_level_cap in a test).
+// avx512vnni|amx, or set_cpu_level_cap in a test).
 #pragma once
 
 #include <optional>
@@ -24,17 +28,19 @@ struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false;
   bool avx512_vnni = false;
-  bool avx512_bf16 = false;  // reported, not used: ops/cpu/linear_16bit.cpp says why
+  bool avx512_bf16 = false;
+  bool amx_tile = false, amx_bf16 = false;  // and the OS lets this process use the tiles
 };
 
 // What CPUID reports, read once.
 const CpuFeatures& cpu_features();
 
-enum class CpuLevel { Portable, Avx2, Avx512, Avx512Vnni };
+enum class CpuLevel { Portable, Avx2, Avx512, Avx512Vnni, Amx };
 inline constexpr CpuLevel kCpuLevels[] = {CpuLevel::Portable, CpuLevel::Avx2, CpuLevel::Avx512,
-                                          CpuLevel::Avx512Vnni};  // lowest first
+                                          CpuLevel::Avx512Vnni, CpuLevel::Amx};  // lowest first
 
-std::string_view cpu_level_name(CpuLevel level);  // "portable", "avx2", "avx512", "avx512vnni"
+// "portable", "avx2", "avx512", "avx512vnni", "amx"
+std::string_view cpu_level_name(CpuLevel level);
 std::optional<CpuLevel> parse_cpu_level(std::string_view name);
 
 // The best level this CPU supports, no higher than the cap: set_cpu_level_cap, else the

@@ -489,8 +489,8 @@ TEST_CASE("bench records the cpu kernel level, which ATTNSCOPE_CPU_LEVEL caps or
   CHECK(unknown.exit_code == 1);
   CHECK(unknown.out.empty());
   CHECK(unknown.err ==
-        "attnscope: error: ATTNSCOPE_CPU_LEVEL: unknown level 'sse9' (portable, avx2, avx512 or "
-        "avx512vnni)\n");
+        "attnscope: error: ATTNSCOPE_CPU_LEVEL: unknown level 'sse9' (portable, avx2, avx512, "
+        "avx512vnni or amx)\n");
 }
 
 TEST_CASE("bench records the commit it was built from") {

@@ -25,7 +25,9 @@ TEST_CASE("cpu_level follows CPUID and its cap") {
   const CpuLevel best = cpu_level();
   if (best >= CpuLevel::Avx512) CHECK((f.avx512f && f.avx512bw && f.avx512vl));
   if (best == CpuLevel::Avx512) CHECK_FALSE(f.avx512_vnni);  // else the best would be avx512vnni
-  if (best == CpuLevel::Avx512Vnni) CHECK(f.avx512_vnni);
+  if (best >= CpuLevel::Avx512Vnni) CHECK(f.avx512_vnni);
+  if (best == CpuLevel::Avx512Vnni) CHECK_FALSE((f.avx512_bf16 && f.amx_tile && f.amx_bf16));
+  if (best == CpuLevel::Amx) CHECK((f.avx512_bf16 && f.amx_tile && f.amx_bf16));
   if (best >= CpuLevel::Avx2) CHECK((f.avx2 && f.fma && f.f16c));
   MESSAGE("this CPU runs the " << cpu_level_name(best) << " kernels");
 
@@ -61,6 +63,8 @@ TEST_CASE("cpu_features agrees with /proc/cpuinfo") {
   CHECK(f.avx512vl == flags.count("avx512vl"));
   CHECK(f.avx512_bf16 == flags.count("avx512_bf16"));
   CHECK(f.avx512_vnni == flags.count("avx512_vnni"));
+  // The tiles count only once Linux lends them to the process (arch_prctl), so only one way.
+  if (f.amx_tile) CHECK((flags.count("amx_tile") && flags.count("amx_bf16")));
 }
 
 }  // namespace attnscope

@@ -12,6 +12,8 @@
 // Against the original f32 weights w, storing w~ = w (1 + d) + e adds sum_k |x_k| (u_w |w_k| + e)
 // with u_w = 2^-8 (bf16 keeps 8 significant bits) or 2^-11 (f16: 11), and e the absolute error of
 // f16's subnormals, 2^-25 (half their spacing; bf16 has f32's range and no such term).
+// At the amx level bf16 prefill multiplies x split in two bf16 parts that keep 16 of its 24 bits
+// (ops/cpu/gemm_bf16_amx.cpp): that adds 2^-16 sum_k |x_k w~_k| to the bound.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -20,6 +22,7 @@
 #include <random>
 #include <vector>
 
+#include "ops/cpu/output_blocks.h"
 #include "ops/embedding.h"
 #include "ops/linear.h"
 #include "reference_ops.h"
@@ -67,6 +70,9 @@ void check_linear(Context& ctx, const Case& c, DType dtype, bool with_bias, bool
                       : dtype == DType::F16 ? std::ldexp(1.0, -11)
                                             : 0.0;
   const double subnormal = dtype == DType::F16 ? std::ldexp(1.0, -25) : 0.0;
+  const bool split_x = dtype == DType::BF16 && cpu_level() == CpuLevel::Amx &&
+                       c.rows >= ops::cpu::gemm_min_rows(CpuLevel::Amx);
+  const double split_unit = split_x ? std::ldexp(1.0, -16) : 0.0;
   const float* xs = x.data<float>();
   const float* w = weight.data<float>();
   const float* w_rounded = rounded.data<float>();
@@ -80,15 +86,16 @@ void check_linear(Context& ctx, const Case& c, DType dtype, bool with_bias, bool
         base += y0[i];
         magnitude += std::fabs(y0[i]);
       }
-      double exact_rounded = base, exact_original = base, storage_error = 0.0;
+      double exact_rounded = base, exact_original = base, storage_error = 0.0, products = 0.0;
       for (std::int64_t k = 0; k < c.in; ++k) {
         const double xk = xs[r * c.in + k];
         exact_rounded += xk * w_rounded[o * c.in + k];
         exact_original += xk * w[o * c.in + k];
-        magnitude += std::fabs(xk * w_rounded[o * c.in + k]);
+        products += std::fabs(xk * w_rounded[o * c.in + k]);
         storage_error += std::fabs(xk) * (unit * std::fabs(w[o * c.in + k]) + subnormal);
       }
-      const double accumulation_bound = gamma(c.in + 2) * magnitude;
+      magnitude += products;
+      const double accumulation_bound = gamma(c.in + 2) * magnitude + split_unit * products;
       const double got = y.data<float>()[i];
       const bool ok = std::fabs(got - exact_rounded) <= accumulation_bound &&
                       std::fabs(got - exact_original) <= accumulation_bound + storage_error;
@@ -230,6 +237,23 @@ TEST_CASE("linear with bf16 and f16 weights: prefill rows >= 16 at every cpu lev
     // A wide row (4000 bytes widened): each thread widens 384 rows into one block.
     check_linear(ctx, {17, 1000, 700}, dtype, true, true, rng);
   });
+}
+
+TEST_CASE("linear with bf16 weights on AMX tiles: padding, thread blocks and weight panels") {
+  set_cpu_level_cap(std::nullopt);
+  if (cpu_level() != CpuLevel::Amx) {
+    MESSAGE("SKIPPED: this CPU (or its OS) gives no AMX tiles (level "
+            << cpu_level_name(cpu_level()) << ")");
+    return;
+  }
+  Context ctx(2);
+  std::mt19937 rng(17);
+  // 31 rows: one block of 32 with a padded row; K 4096: 2048-output panels (16 MiB of tiles),
+  // so each thread's 2112 outputs take a whole panel and one of 64.
+  check_linear(ctx, {31, 4096, 4200}, DType::BF16, true, false, rng);
+  // 16 rows, K 1 and 15: one step of inputs, nearly all padding.
+  check_linear(ctx, {16, 1, 40}, DType::BF16, false, true, rng);
+  check_linear(ctx, {16, 15, 40}, DType::BF16, true, true, rng);
 }
 
 TEST_CASE("embedding widens a bf16 or f16 token table exactly on the cpu") {

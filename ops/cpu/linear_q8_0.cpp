@@ -158,7 +158,7 @@ step_avx512(const BlockQ8_0* w, const std::int8_t* qx, const float* dx, std::int
 }
 
 // Both instantiations carry the avx512vnni target (the intrinsic needs it in its caller); only
-// the kVnni one contains the instruction, and only the avx512vnni level calls it.
+// the kVnni one contains the instruction, and only the avx512vnni level and above call it.
 template <int kRows, bool kVnni>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c"))) void row_dots_avx512(
     const BlockQ8_0* w, const std::int8_t* qx, const float* dx, std::int64_t blocks, float* dots) {
@@ -190,7 +190,7 @@ struct LevelKernels {
 
 LevelKernels kernels_for(CpuLevel level) {
 #if defined(__x86_64__)
-  if (level == CpuLevel::Avx512Vnni) {
+  if (level >= CpuLevel::Avx512Vnni) {
     return {8,
             {row_dots_avx512<1, true>, row_dots_avx512<2, true>, row_dots_avx512<3, true>,
              row_dots_avx512<4, true>, row_dots_avx512<5, true>, row_dots_avx512<6, true>,

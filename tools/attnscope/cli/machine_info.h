@@ -11,7 +11,7 @@ namespace attnscope::cli {
 // The CPU's model name from /proc/cpuinfo ("unknown CPU" when it cannot be read).
 std::string cpu_model();
 // The instruction-set level the cpu kernels for 16-bit and q8_0 weights run at
-// (runtime/cpu_features.h: "portable", "avx2", "avx512" or "avx512vnni").
+// (runtime/cpu_features.h: "portable", "avx2", "avx512", "avx512vnni" or "amx").
 std::string cpu_kernels();
 // The 1-minute load average from /proc/loadavg (-1 when it cannot be read).
 double load_average();

@@ -1,0 +1,239 @@
+// gemm_bf16_amx (ops/cpu/gemm_bf16_amx.h): y (=|+=) x W^T + b with bf16 weights, on AMX tiles.
+//
+// The math is ops/cpu/gemm.cpp's: y[n][j] = b[j] + sum_k x[n][k] W[j][k], 2 N M K FLOPs for N rows,
+// M outputs and K inputs. AMX adds a product of bf16 tiles into an f32 tile: TDPBF16PS does
+// C += A B for A [16 x 32] bf16, B [32 x 16] bf16 and C [16 x 16] f32, 16,384 FLOPs in one
+// instruction (~16 cycles on Sapphire Rapids: 1,024 FLOPs a cycle, 16x AVX-512's two f32 FMAs).
+//
+// The precision. W is bf16 already, but x is f32, and rounding it to bf16 would keep 8 of its 24
+// significant bits (linear_16bit.cpp: activations stay f32). So each x is split into two bf16
+// numbers, hi = bf16(x) and lo = bf16(x - hi) (x - hi is exact in f32), which hold 16 bits between
+// them: |x - hi - lo| <= 2^-16 |x|. Each tile of x is multiplied twice, hi W^T + lo W^T. A product
+// of two bf16 numbers is exact in f32 and the tiles add in f32, so against the exact x W^T (with W
+// as stored) the error is at most 2^-16 sum_k |x_k w_k| from the split plus f32 summation's own
+// (tests/test_linear.cpp's bound, with that term added at this level). Storing W in bf16 already
+// moved each weight by up to 2^-8 of itself, 256x more.
+//
+// Layout (a tile load reads 16 rows of 64 bytes at a stride):
+//  - x: hi and lo, each [N' x K'] bf16 row by row, N' and K' rounded up to 32 with zeros. An A
+//    tile is 16 rows of 32 inputs.
+//  - W: for each group of 16 outputs and each step of 32 inputs one 1 KB B tile, whose row p holds
+//    for each of the 16 outputs its inputs 2p and 2p + 1 side by side (the pairs TDPBF16PS
+//    multiplies). Each thread packs its own outputs once per call, as widened_gemm.h widens them,
+//    in panels of at most kMaxPanelBytes.
+//  - The kernel keeps a 32 x 32 block of y in four C tiles (tmm0-3); per step of 32 inputs it
+//    loads two A tiles of hi (tmm4-5) and two B tiles (tmm6-7), then lo into tmm4-5: 8 tile
+//    products per 6 tile loads, in AMX's 8 tile registers.
+// Cost: W is read and packed once per call (2 M K bytes), x split once (4 N K bytes); the tiles run
+// 2 x 2 N M K FLOPs (hi and lo) at 16x the f32 FMA rate, so about 8x the f32 GEMM's peak.
+#include "ops/cpu/gemm_bf16_amx.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <vector>
+
+#include "ops/cpu/output_blocks.h"
+#include "ops/cpu/transpose16.h"
+#include "runtime/error.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace attnscope::ops::cpu {
+
+#if defined(__x86_64__)
+
+namespace {
+
+constexpr std::int64_t kTileRows = 16;   // rows of every tile
+constexpr std::int64_t kTileDepth = 32;  // bf16 inputs in a tile row of 64 bytes
+constexpr std::int64_t kBlock = 32;      // a block of y: 2 x 2 C tiles
+constexpr std::int64_t kPairsPerTile = kTileRows * kTileDepth / 2;
+constexpr std::int64_t kMaxPanelBytes = std::int64_t{16} << 20;
+
+std::int64_t round_up(std::int64_t n, std::int64_t multiple) {
+  return (n + multiple - 1) / multiple * multiple;
+}
+
+// What LDTILECFG reads: palette 1, then each tile's bytes per row and rows. All 8 tiles here are
+// 16 rows of 64 bytes (16 f32 outputs, or 32 bf16 inputs).
+struct alignas(64) TileConfig {
+  std::uint8_t palette = 1;
+  std::uint8_t start_row = 0;
+  std::uint8_t reserved[14] = {};
+  std::uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  std::uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+
+// One row of x (`in` floats) as hi and lo (see the top), `depth` bf16 each, zeros after `in`.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void split_row(
+    const float* x, std::int64_t in, std::int64_t depth, std::uint16_t* hi, std::uint16_t* lo) {
+  std::int64_t k = 0;
+  for (; k < in; k += 16) {
+    const auto valid = static_cast<__mmask16>(in - k >= 16 ? 0xFFFF : (1u << (in - k)) - 1);
+    const __m512 value = _mm512_maskz_loadu_ps(valid, x + k);
+    const __m256i high = std::bit_cast<__m256i>(_mm512_cvtneps_pbh(value));
+    const __m512 high_f32 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(high), 16));
+    const __m256i low = std::bit_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_sub_ps(value, high_f32)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(hi + k), high);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(lo + k), low);
+  }
+  std::fill(hi + k, hi + depth, std::uint16_t{0});
+  std::fill(lo + k, lo + depth, std::uint16_t{0});
+}
+
+// One B tile (see the top) from 16 weight rows of 32 whole inputs each, `in` apart: as 32-bit
+// pairs the tile is the 16 x 16 transpose of the rows, done in registers (transpose16.h).
+__attribute__((target("avx512f"))) void pack_whole_tile(const std::uint16_t* rows, std::int64_t in,
+                                                        std::uint32_t* tile) {
+  __m512 pairs[kTileRows];
+  for (std::int64_t n = 0; n < kTileRows; ++n) {
+    pairs[n] = _mm512_loadu_ps(rows + n * in);  // 16 pairs of bf16, as bits (no arithmetic)
+  }
+  transpose16(pairs);
+  for (std::int64_t p = 0; p < kTileRows; ++p) _mm512_storeu_ps(tile + p * kTileRows, pairs[p]);
+}
+
+// The same for a tile at an edge: rows past `valid_rows` and inputs past `in` are zeros.
+void pack_edge_tile(const std::uint16_t* rows, std::int64_t in, std::int64_t valid_rows,
+                    std::int64_t first_input, std::uint32_t* tile) {
+  for (std::int64_t n = 0; n < kTileRows; ++n) {
+    for (std::int64_t p = 0; p < kTileDepth / 2; ++p) {
+      const std::int64_t k = first_input + 2 * p;
+      std::uint32_t pair = 0;  // inputs k (low half) and k + 1 (high half), as memory holds them
+      if (n < valid_rows) {
+        const std::uint16_t* row = rows + n * in;
+        pair = (k < in ? row[k] : 0u) | (k + 1 < in ? std::uint32_t{row[k + 1]} << 16 : 0u);
+      }
+      tile[p * kTileRows + n] = pair;
+    }
+  }
+}
+
+// Weight rows [first, first + count) of W [outputs, in] as B tiles (see the top), count rounded up
+// to kBlock with zero outputs and `in` to `depth` with zero inputs.
+void pack_weights(const std::uint16_t* w, std::int64_t in, std::int64_t depth, std::int64_t first,
+                  std::int64_t count, std::uint32_t* tiles) {
+  const std::int64_t steps = depth / kTileDepth;
+  const std::int64_t whole_steps = in / kTileDepth;
+  const std::int64_t groups = round_up(count, kBlock) / kTileRows;
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const std::int64_t valid_rows = std::clamp<std::int64_t>(count - g * kTileRows, 0, kTileRows);
+    const std::uint16_t* rows = w + (first + std::min(g * kTileRows, count - 1)) * in;
+    for (std::int64_t s = 0; s < steps; ++s) {
+      std::uint32_t* tile = tiles + (g * steps + s) * kPairsPerTile;
+      if (valid_rows == kTileRows && s < whole_steps) {
+        pack_whole_tile(rows + s * kTileDepth, in, tile);
+      } else {
+        pack_edge_tile(rows, in, valid_rows, s * kTileDepth, tile);
+      }
+    }
+  }
+}
+
+__attribute__((target("amx-tile"))) void configure_tiles() {
+  const TileConfig config;
+  _tile_loadconfig(&config);
+}
+
+__attribute__((target("amx-tile"))) void release_tiles() { _tile_release(); }
+
+// Columns [first, first + count) of y from one packed panel (`tiles`, count rounded up to kBlock)
+// and the split x (`padded_rows` x `depth` each). The tiles must be configured on this thread.
+__attribute__((target("amx-tile,amx-bf16"))) void multiply_panel(
+    const std::uint16_t* x_hi, const std::uint16_t* x_lo, std::int64_t rows,
+    std::int64_t padded_rows, std::int64_t depth, const std::uint32_t* tiles, const float* b,
+    float* y, std::int64_t outputs, std::int64_t first, std::int64_t count, bool accumulate) {
+  const std::int64_t steps = depth / kTileDepth;
+  const std::int64_t x_stride = depth * static_cast<std::int64_t>(sizeof(std::uint16_t));
+  constexpr std::int64_t kBlockStride = kBlock * sizeof(float);
+  alignas(64) float block[kBlock * kBlock];
+  for (std::int64_t row = 0; row < padded_rows; row += kBlock) {
+    for (std::int64_t col = 0; col < count; col += kBlock) {
+      const std::uint32_t* left = tiles + (col / kTileRows) * steps * kPairsPerTile;
+      const std::uint32_t* right = left + steps * kPairsPerTile;
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      for (std::int64_t s = 0; s < steps; ++s) {
+        _tile_loadd(6, left + s * kPairsPerTile, 64);
+        _tile_loadd(7, right + s * kPairsPerTile, 64);
+        for (const std::uint16_t* x_part : {x_hi, x_lo}) {
+          const std::uint16_t* top = x_part + row * depth + s * kTileDepth;
+          _tile_loadd(4, top, x_stride);
+          _tile_loadd(5, top + kTileRows * depth, x_stride);
+          _tile_dpbf16ps(0, 4, 6);
+          _tile_dpbf16ps(1, 4, 7);
+          _tile_dpbf16ps(2, 5, 6);
+          _tile_dpbf16ps(3, 5, 7);
+        }
+      }
+      _tile_stored(0, block, kBlockStride);
+      _tile_stored(1, block + kTileRows, kBlockStride);
+      _tile_stored(2, block + kTileRows * kBlock, kBlockStride);
+      _tile_stored(3, block + kTileRows * kBlock + kTileRows, kBlockStride);
+      const std::int64_t block_rows = std::min(kBlock, rows - row);
+      const std::int64_t block_cols = std::min(kBlock, count - col);
+      for (std::int64_t r = 0; r < block_rows; ++r) {
+        float* out = y + (row + r) * outputs + first + col;
+        for (std::int64_t c = 0; c < block_cols; ++c) {
+          const float value = block[r * kBlock + c] + (b ? b[first + col + c] : 0.0f);
+          out[c] = accumulate ? out[c] + value : value;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void gemm_bf16_amx(const Context& ctx, const float* x, const std::uint16_t* w, const float* b,
+                   float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
+                   bool accumulate) {
+  const std::int64_t depth = round_up(in, kTileDepth);
+  const std::int64_t padded_rows = round_up(rows, kBlock);
+  // Grown, never shrunk (as widened_gemm.h's panels): the calling thread's, read by every thread.
+  thread_local std::vector<std::uint16_t> x_hi, x_lo;
+  const auto split_size = static_cast<std::size_t>(padded_rows * depth);
+  if (x_hi.size() < split_size) {
+    x_hi.resize(split_size);
+    x_lo.resize(split_size);
+  }
+  std::uint16_t* hi = x_hi.data();
+  std::uint16_t* lo = x_lo.data();
+#pragma omp parallel for num_threads(ctx.threads()) schedule(static)
+  for (std::int64_t r = 0; r < padded_rows; ++r) {
+    split_row(x + std::min(r, rows - 1) * in, r < rows ? in : 0, depth, hi + r * depth,
+              lo + r * depth);
+  }
+  const std::int64_t panel_outputs =
+      std::max(kBlock, kMaxPanelBytes / (depth * 2) / kBlock * kBlock);
+  for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
+    thread_local std::vector<std::uint32_t> tiles;
+    const auto needed =
+        static_cast<std::size_t>(round_up(std::min(panel_outputs, width), kBlock) * depth / 2);
+    if (tiles.size() < needed) tiles.resize(needed);
+    configure_tiles();
+    for (std::int64_t p = first; p < first + width; p += panel_outputs) {
+      const std::int64_t count = std::min(panel_outputs, first + width - p);
+      pack_weights(w, in, depth, p, count, tiles.data());
+      multiply_panel(hi, lo, rows, padded_rows, depth, tiles.data(), b, y, outputs, p, count,
+                     accumulate);
+    }
+    release_tiles();
+  });
+}
+
+#else
+
+void gemm_bf16_amx(const Context&, const float*, const std::uint16_t*, const float*, float*,
+                   std::int64_t, std::int64_t, std::int64_t, bool) {
+  check(false, "gemm_bf16_amx", "AMX tiles exist on x86-64 CPUs only");
+}
+
+#endif
+
+}  // namespace attnscope::ops::cpu
