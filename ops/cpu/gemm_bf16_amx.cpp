@@ -26,15 +26,16 @@
 //    products per 6 tile loads, in AMX's 8 tile registers.
 // Cost: W is read and packed once per call (2 M K bytes), x split once (4 N K bytes); the tiles run
 // 2 x 2 N M K FLOPs (hi and lo) at 16x the f32 FMA rate, so about 8x the f32 GEMM's peak.
-// Measured (2-core Xeon at 2.6 GHz, bf16 pp512, docs/results/2026-12-04-amx-prefill/): the linear
-// layers of GPT-2 at ~880 GFLOP/s of x W^T against ~300 through the f32 GEMM, a third of the
-// tiles' peak; whole prefills 1.88-2.23x the avx512vnni level. Tried and slower: the rows' x kept
-// in L1 in slices of 256 inputs while the weight tiles stream past (0.9x); the columns outer and
-// the rows inner (0.9x).
+// Measured (2-core Xeon at 2.6 GHz, bf16 pp512, docs/results/2026-12-04-amx-prefill/): GPT-2's
+// linear layers at ~940 GFLOP/s of x W^T against ~300 through the f32 GEMM, a third of the
+// tiles' peak; buffers on 64-byte lines (one line per tile row) gave 1.05x. Tried and slower:
+// the rows' x kept in L1 in slices of 256 inputs while the weight tiles stream past (0.9x); the
+// columns outer and the rows inner (0.9x); panels of 1 MB or 512 KB, to stay in L2 (0.85x).
 #include "ops/cpu/gemm_bf16_amx.h"
 
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -138,6 +139,17 @@ void pack_weights(const std::uint16_t* w, std::int64_t in, std::int64_t depth, s
   }
 }
 
+// `count` elements of `buffer` starting on a 64-byte line, so that each 64-byte tile row is one
+// cache line, not two. The buffer is grown, never shrunk (as widened_gemm.h's panels): resizing
+// down and up again between matrices would zero-fill the regrown part on every call.
+template <typename T>
+T* line_aligned(std::vector<T>& buffer, std::size_t count) {
+  constexpr std::size_t kLine = 64;
+  if (buffer.size() < count + kLine / sizeof(T)) buffer.resize(count + kLine / sizeof(T));
+  const auto address = reinterpret_cast<std::uintptr_t>(buffer.data());
+  return buffer.data() + ((kLine - address % kLine) % kLine) / sizeof(T);
+}
+
 __attribute__((target("amx-tile"))) void configure_tiles() {
   const TileConfig config;
   _tile_loadconfig(&config);
@@ -200,15 +212,10 @@ void gemm_bf16_amx(const Context& ctx, const float* x, const std::uint16_t* w, c
                    bool accumulate) {
   const std::int64_t depth = round_up(in, kTileDepth);
   const std::int64_t padded_rows = round_up(rows, kBlock);
-  // Grown, never shrunk (as widened_gemm.h's panels): the calling thread's, read by every thread.
-  thread_local std::vector<std::uint16_t> x_hi, x_lo;
+  thread_local std::vector<std::uint16_t> x_hi, x_lo;  // the calling thread's, read by every one
   const auto split_size = static_cast<std::size_t>(padded_rows * depth);
-  if (x_hi.size() < split_size) {
-    x_hi.resize(split_size);
-    x_lo.resize(split_size);
-  }
-  std::uint16_t* hi = x_hi.data();
-  std::uint16_t* lo = x_lo.data();
+  std::uint16_t* hi = line_aligned(x_hi, split_size);
+  std::uint16_t* lo = line_aligned(x_lo, split_size);
 #pragma omp parallel for num_threads(ctx.threads()) schedule(static)
   for (std::int64_t r = 0; r < padded_rows; ++r) {
     split_row(x + std::min(r, rows - 1) * in, r < rows ? in : 0, depth, hi + r * depth,
@@ -217,16 +224,15 @@ void gemm_bf16_amx(const Context& ctx, const float* x, const std::uint16_t* w, c
   const std::int64_t panel_outputs =
       std::max(kBlock, kMaxPanelBytes / (depth * 2) / kBlock * kBlock);
   for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
-    thread_local std::vector<std::uint32_t> tiles;
-    const auto needed =
-        static_cast<std::size_t>(round_up(std::min(panel_outputs, width), kBlock) * depth / 2);
-    if (tiles.size() < needed) tiles.resize(needed);
+    thread_local std::vector<std::uint32_t> tile_buffer;
+    std::uint32_t* tiles = line_aligned(
+        tile_buffer,
+        static_cast<std::size_t>(round_up(std::min(panel_outputs, width), kBlock) * depth / 2));
     configure_tiles();
     for (std::int64_t p = first; p < first + width; p += panel_outputs) {
       const std::int64_t count = std::min(panel_outputs, first + width - p);
-      pack_weights(w, in, depth, p, count, tiles.data());
-      multiply_panel(hi, lo, rows, padded_rows, depth, tiles.data(), b, y, outputs, p, count,
-                     accumulate);
+      pack_weights(w, in, depth, p, count, tiles);
+      multiply_panel(hi, lo, rows, padded_rows, depth, tiles, b, y, outputs, p, count, accumulate);
     }
     release_tiles();
   });
