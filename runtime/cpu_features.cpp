@@ -21,7 +21,10 @@ namespace {
 
 // Linux keeps AMX's 8 KB of tile registers out of a thread's saved state until the process asks
 // for them (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); a tile instruction before that
-// faults. The permission holds for the whole process, every thread included.
+// faults. The permission holds for the whole process, every thread included, and has a cost: from
+// then on sigaltstack refuses an alternate signal stack too small for the tiles' state (the
+// request itself fails while some thread has one). So it is asked once, by cpu_level(), the first
+// time the amx level would be chosen, not when the features are read.
 bool os_lends_amx_tiles() {
 #if defined(__x86_64__) && defined(__linux__)
   constexpr int kRequestPermission = 0x1023;  // ARCH_REQ_XCOMP_PERM
@@ -63,7 +66,7 @@ CpuFeatures read_cpu_features() {
       f.avx512_bf16 = bit(eax, 5);
     }
   }
-  if (cpu_has_amx && os_saves_tiles && os_lends_amx_tiles()) f.amx_tile = f.amx_bf16 = true;
+  if (cpu_has_amx && os_saves_tiles) f.amx_tile = f.amx_bf16 = true;
 #endif
   return f;
 }
@@ -136,7 +139,12 @@ CpuLevel cpu_level() {
   const LevelCap& cap = level_cap();
   const std::optional<CpuLevel> limit = cap.set_by_caller ? cap.cap : environment_cap;
   const CpuLevel best = best_supported_level();
-  return limit && *limit < best ? *limit : best;
+  const CpuLevel level = limit && *limit < best ? *limit : best;
+  if (level == CpuLevel::Amx) {
+    static const bool tiles_lent = os_lends_amx_tiles();
+    if (!tiles_lent) return CpuLevel::Avx512Vnni;
+  }
+  return level;
 }
 
 void set_cpu_level_cap(std::optional<CpuLevel> cap) { level_cap() = {true, cap}; }

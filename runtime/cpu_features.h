@@ -1,7 +1,7 @@
 // Which SIMD instruction sets this CPU offers, and which kernel level the CPU ops use.
 //
 // The CPU kernels that read 16-bit and 8-bit weights, and the f32 prefill GEMM under every linear
-// layer (ops/cpu/gemm.cpp: its packed kernel from avx512 on, Eigen's GEMM below), come in four
+// layer (ops/cpu/gemm.cpp: its packed kernel from avx512 on, Eigen's GEMM below), come in five
 // levels, chosen at run time:
 //   portable:   plain C++ that every x86-64 and Arm compiler builds (it may be vectorized);
 //   avx2:       AVX2 + FMA + F16C (x86-64 since ~2013: Haswell, Zen 1);
@@ -10,9 +10,10 @@
 //               Rapids, Zen 4). Only the q8_0 decode kernel has code of its own for it
 //               (ops/cpu/linear_q8_0.cpp); the 16-bit kernels run their avx512 code.
 //   amx:        avx512vnni plus AVX-512 BF16 and AMX's bf16 tiles (Sapphire Rapids on), which
-//               Linux lends a process only when asked (arch_prctl, asked once here). Only the
-//               prefill GEMM with bf16 weights has code of its own for it
-//               (ops/cpu/gemm_bf16_amx.cpp); everything else runs its avx512vnni code.
+//               Linux lends a process only when asked: cpu_level() asks once, the first time it
+//               would return amx (runtime/cpu_features.cpp says why not sooner). Only the prefill
+//               GEMM with bf16 weights has code of its own for it (ops/cpu/gemm_bf16_amx.cpp);
+//               everything else runs its avx512vnni code.
 // Why run-time dispatch rather than build-time selection: one binary built on one x86-64 machine
 // runs on another (a CI runner, a laptop, a GPU host), and the tests can run every level this CPU
 // has, not just the best one, by capping the level (ATTNSCOPE_CPU_LEVEL=portable|avx2|avx512|
@@ -29,7 +30,7 @@ struct CpuFeatures {
   bool avx512f = false, avx512bw = false, avx512vl = false;
   bool avx512_vnni = false;
   bool avx512_bf16 = false;
-  bool amx_tile = false, amx_bf16 = false;  // and the OS lets this process use the tiles
+  bool amx_tile = false, amx_bf16 = false;  // and the OS saves the tiles' state (XCR0)
 };
 
 // What CPUID reports, read once.
@@ -44,7 +45,8 @@ std::string_view cpu_level_name(CpuLevel level);
 std::optional<CpuLevel> parse_cpu_level(std::string_view name);
 
 // The best level this CPU supports, no higher than the cap: set_cpu_level_cap, else the
-// ATTNSCOPE_CPU_LEVEL environment variable (an unknown value is an Error), else no cap.
+// ATTNSCOPE_CPU_LEVEL environment variable (an unknown value is an Error), else no cap. amx only
+// once Linux has lent the process its tiles (asked here the first time; avx512vnni if refused).
 CpuLevel cpu_level();
 
 // Caps cpu_level() (std::nullopt removes the cap). For tests and benchmarks that compare levels.

@@ -9,10 +9,13 @@
 // significant bits (linear_16bit.cpp: activations stay f32). So each x is split into two bf16
 // numbers, hi = bf16(x) and lo = bf16(x - hi) (x - hi is exact in f32), which hold 16 bits between
 // them: |x - hi - lo| <= 2^-16 |x|. Each tile of x is multiplied twice, hi W^T + lo W^T. A product
-// of two bf16 numbers is exact in f32 and the tiles add in f32, so against the exact x W^T (with W
-// as stored) the error is at most 2^-16 sum_k |x_k w_k| from the split plus f32 summation's own
-// (tests/test_linear.cpp's bound, with that term added at this level). Storing W in bf16 already
-// moved each weight by up to 2^-8 of itself, 256x more.
+// of two bf16 numbers is exact in f32; TDPBF16PS adds each pair of products, then the pair's sum
+// to C, both in f32: 2K roundings for K inputs. So against the exact x W^T (with W as stored) the
+// error is at most 2^-16 sum_k |x_k w_k| from the split plus f32 summation's bound for 2K + 2
+// terms (tests/test_linear.cpp checks exactly that at this level). Storing W in bf16 already moved
+// each weight by up to 2^-8 of itself, 256x more. The limits: the conversion and the tiles treat
+// subnormal inputs as zero and flush subnormal results (a product below 2^-126 is lost), and
+// |x| >= 0x1.FEp127 or an infinite x gives NaN (hi rounds to inf) where f32 gives a number or inf.
 //
 // Layout (a tile load reads 16 rows of 64 bytes at a stride):
 //  - x: hi and lo, each [N' x K'] bf16 row by row, N' and K' rounded up to 32 with zeros. An A
@@ -24,8 +27,10 @@
 //  - The kernel keeps a 32 x 32 block of y in four C tiles (tmm0-3); per step of 32 inputs it
 //    loads two A tiles of hi (tmm4-5) and two B tiles (tmm6-7), then lo into tmm4-5: 8 tile
 //    products per 6 tile loads, in AMX's 8 tile registers.
-// Cost: W is read and packed once per call (2 M K bytes), x split once (4 N K bytes); the tiles run
-// 2 x 2 N M K FLOPs (hi and lo) at 16x the f32 FMA rate, so about 8x the f32 GEMM's peak.
+// Cost: W is read and packed once per call (2 M K bytes), x split once (4 N K bytes) in passes of
+// at most kMaxPassRows rows (the split's memory stays bounded); the tiles run 2 x 2 N M K FLOPs (hi
+// and lo) at 16x the f32 FMA rate, so about 8x the f32 GEMM's peak. Each thread's packed panel
+// (up to 16 MiB) is read again for every block of 32 rows: N / 32 passes from L2 or L3.
 // Measured (2-core Xeon at 2.6 GHz, bf16 pp512, docs/results/2026-12-04-amx-prefill/): GPT-2's
 // linear layers at ~940 GFLOP/s of x W^T against ~300 through the f32 GEMM, a third of the
 // tiles' peak; buffers on 64-byte lines (one line per tile row) gave 1.05x. Tried and slower:
@@ -34,7 +39,7 @@
 #include "ops/cpu/gemm_bf16_amx.h"
 
 #include <algorithm>
-#include <bit>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -58,6 +63,7 @@ constexpr std::int64_t kTileDepth = 32;  // bf16 inputs in a tile row of 64 byte
 constexpr std::int64_t kBlock = 32;      // a block of y: 2 x 2 C tiles
 constexpr std::int64_t kPairsPerTile = kTileRows * kTileDepth / 2;
 constexpr std::int64_t kMaxPanelBytes = std::int64_t{16} << 20;
+constexpr std::int64_t kMaxPassRows = 512;
 
 std::int64_t round_up(std::int64_t n, std::int64_t multiple) {
   return (n + multiple - 1) / multiple * multiple;
@@ -80,9 +86,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void split_row(
   for (; k < in; k += 16) {
     const auto valid = static_cast<__mmask16>(in - k >= 16 ? 0xFFFF : (1u << (in - k)) - 1);
     const __m512 value = _mm512_maskz_loadu_ps(valid, x + k);
-    const __m256i high = std::bit_cast<__m256i>(_mm512_cvtneps_pbh(value));
+    const auto high = (__m256i)_mm512_cvtneps_pbh(value);
     const __m512 high_f32 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(high), 16));
-    const __m256i low = std::bit_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_sub_ps(value, high_f32)));
+    const auto low = (__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(value, high_f32));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(hi + k), high);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(lo + k), low);
   }
@@ -150,9 +156,11 @@ T* line_aligned(std::vector<T>& buffer, std::size_t count) {
   return buffer.data() + ((kLine - address % kLine) % kLine) / sizeof(T);
 }
 
+// The config in read-only data, not on the stack: GCC 12's _tile_loadconfig tells the compiler it
+// reads 8 of the 64 bytes, and a stack copy's other stores may then be dropped.
 __attribute__((target("amx-tile"))) void configure_tiles() {
-  const TileConfig config;
-  _tile_loadconfig(&config);
+  static constexpr TileConfig kConfig{};
+  _tile_loadconfig(&kConfig);
 }
 
 __attribute__((target("amx-tile"))) void release_tiles() { _tile_release(); }
@@ -205,9 +213,8 @@ __attribute__((target("amx-tile,amx-bf16"))) void multiply_panel(
   }
 }
 
-}  // namespace
-
-void gemm_bf16_amx(const Context& ctx, const float* x, const std::uint16_t* w, const float* b,
+// gemm_bf16_amx for at most kMaxPassRows rows.
+void multiply_pass(const Context& ctx, const float* x, const std::uint16_t* w, const float* b,
                    float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
                    bool accumulate) {
   const std::int64_t depth = round_up(in, kTileDepth);
@@ -232,10 +239,24 @@ void gemm_bf16_amx(const Context& ctx, const float* x, const std::uint16_t* w, c
     for (std::int64_t p = first; p < first + width; p += panel_outputs) {
       const std::int64_t count = std::min(panel_outputs, first + width - p);
       pack_weights(w, in, depth, p, count, tiles);
+      // GCC 12's _tile_loadd names no memory operand: without this compiler barrier the packing's
+      // stores could be moved past the tile loads that read them.
+      std::atomic_signal_fence(std::memory_order_seq_cst);
       multiply_panel(hi, lo, rows, padded_rows, depth, tiles, b, y, outputs, p, count, accumulate);
     }
     release_tiles();
   });
+}
+
+}  // namespace
+
+void gemm_bf16_amx(const Context& ctx, const float* x, const std::uint16_t* w, const float* b,
+                   float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
+                   bool accumulate) {
+  for (std::int64_t row = 0; row < rows; row += kMaxPassRows) {
+    multiply_pass(ctx, x + row * in, w, b, y + row * outputs, std::min(kMaxPassRows, rows - row),
+                  in, outputs, accumulate);
+  }
 }
 
 #else

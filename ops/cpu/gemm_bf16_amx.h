@@ -10,7 +10,8 @@ namespace attnscope::ops::cpu {
 
 // y [rows, outputs] = x W^T + b, or y += x W^T + b with `accumulate`, for x [rows, in] f32,
 // W [outputs, in] bf16 (the raw 16-bit words) and b [outputs] f32 or null. The context's threads
-// share the outputs. Call only when cpu_level() is CpuLevel::Amx.
+// share the outputs. Call only when cpu_level() is CpuLevel::Amx (Linux has then lent this
+// process the tiles).
 void gemm_bf16_amx(const Context& ctx, const float* x, const std::uint16_t* w, const float* b,
                    float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
                    bool accumulate);

@@ -24,10 +24,10 @@
 // the weights, so it could not be faster; with a batch of 4 or more it could double the multiply
 // rate (not tried).
 // Kernels at three levels (runtime/cpu_features.h explains why the level is chosen at run time;
-// its avx512vnni and amx levels run the avx512 kernels here): avx512 (16 lanes, masked tails), avx2 (8
-// lanes, F16C, FMA) and portable (dtype.h's conversions in plain loops). The x86 functions carry
-// their instruction sets as target attributes so that a build without -march=native, or for another
-// architecture, still compiles the portable path.
+// its avx512vnni and amx levels run the avx512 kernels here): avx512 (16 lanes, masked tails),
+// avx2 (8 lanes, F16C, FMA) and portable (dtype.h's conversions in plain loops). The x86 functions
+// carry their instruction sets as target attributes so that a build without -march=native, or for
+// another architecture, still compiles the portable path.
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>

@@ -10,9 +10,9 @@
 // one signed operand: |qw| times qx with qw's sign moved onto qx, products of pairs summed to
 // int16 (at most 2 * 127 * 127 = 32258: no saturation, since q is never -128), then vpmaddwd
 // against ones sums pairs of those to int32 (with AVX-512 VNNI, one vpdpbusd does both). Four
-// levels, chosen at run time by cpu_level() (runtime/cpu_features.h): avx512vnni (and amx) and avx512
-// (AVX-512 BW, two blocks per instruction, four per step), avx2 (one block), portable (plain
-// loops). All quantize x identically and differ only in the order of the f32 sum over blocks
+// kernels, chosen at run time by cpu_level() (runtime/cpu_features.h): avx512vnni (also at amx)
+// and avx512 (AVX-512 BW, two blocks per instruction, four per step), avx2 (one block), portable
+// (plain loops). All quantize x identically and differ only in the order of the f32 sum over blocks
 // (avx512vnni and avx512 not even in that). Cost: reads 34 bytes per 32 weights once (3.8x fewer
 // than f32), for all rows together: each thread streams its block of weight rows once, each row
 // applied to every input row while in L1; quantizing x costs rows x in, nothing beside the
