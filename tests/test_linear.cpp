@@ -12,9 +12,12 @@
 // Against the original f32 weights w, storing w~ = w (1 + d) + e adds sum_k |x_k| (u_w |w_k| + e)
 // with u_w = 2^-8 (bf16 keeps 8 significant bits) or 2^-11 (f16: 11), and e the absolute error of
 // f16's subnormals, 2^-25 (half their spacing; bf16 has f32's range and no such term).
-// At the amx level bf16 prefill multiplies x split in two bf16 parts that keep 16 of its 24 bits
-// (ops/cpu/gemm_bf16_amx.cpp): that adds 2^-16 sum_k |x_k w~_k| to the bound, and the tiles round
-// each pair of products and then its sum into y, 2K + 2 roundings: gamma_{2K+2}.
+// At the amx level 16-bit prefill multiplies x split in two bf16 parts that keep 16 of its 24 bits
+// (ops/cpu/gemm_16bit_amx.cpp), and the tiles round each pair of products and then its sum into
+// y. bf16: 2K products (x_hi w, x_lo w), so gamma_{2K+2}, plus 2^-16 sum_k |x_k w~_k| from the
+// split. f16: w~ = w_hi + w_lo exactly and 3K products (x_lo w_lo dropped), so gamma_{3K+2}, plus
+// 2^-15 (1 + 2^-9) sum_k |x_k w~_k|. The parts' products sum to at most (1 + 2^-6) |x_k w~_k|
+// in magnitude, which scales the products in gamma's term.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -72,8 +75,13 @@ void check_linear(Context& ctx, const Case& c, DType dtype, bool with_bias, bool
   const double subnormal = dtype == DType::F16 ? std::ldexp(1.0, -25) : 0.0;
   // From 16 rows on linear runs its prefill path (ops/cpu/output_blocks.h, kGemmMinRows; were it
   // moved, the rows between would fail here, loudly).
-  const bool split_x = dtype == DType::BF16 && cpu_level() >= CpuLevel::Amx && c.rows >= 16;
-  const double split_unit = split_x ? std::ldexp(1.0, -16) : 0.0;
+  const bool on_tiles = dtype != DType::F32 && cpu_level() >= CpuLevel::Amx && c.rows >= 16;
+  const std::int64_t products_per_input = !on_tiles ? 1 : dtype == DType::BF16 ? 2 : 3;
+  const double split_unit = !on_tiles ? 0.0
+                            : dtype == DType::BF16
+                                ? std::ldexp(1.0, -16)
+                                : std::ldexp(1.0, -15) * (1.0 + std::ldexp(1.0, -9));
+  const double parts_magnitude = on_tiles ? 1.0 + std::ldexp(1.0, -6) : 1.0;
   const float* xs = x.data<float>();
   const float* w = weight.data<float>();
   const float* w_rounded = rounded.data<float>();
@@ -95,9 +103,9 @@ void check_linear(Context& ctx, const Case& c, DType dtype, bool with_bias, bool
         products += std::fabs(xk * w_rounded[o * c.in + k]);
         storage_error += std::fabs(xk) * (unit * std::fabs(w[o * c.in + k]) + subnormal);
       }
-      magnitude += products;
+      magnitude += parts_magnitude * products;
       const double accumulation_bound =
-          gamma(split_x ? 2 * c.in + 2 : c.in + 2) * magnitude + split_unit * products;
+          gamma(products_per_input * c.in + 2) * magnitude + split_unit * products;
       const double got = y.data<float>()[i];
       const bool ok = std::fabs(got - exact_rounded) <= accumulation_bound &&
                       std::fabs(got - exact_original) <= accumulation_bound + storage_error;
@@ -241,7 +249,7 @@ TEST_CASE("linear with bf16 and f16 weights: prefill rows >= 16 at every cpu lev
   });
 }
 
-TEST_CASE("linear with bf16 weights on AMX tiles: padding, thread blocks and weight panels") {
+TEST_CASE("linear with bf16 and f16 weights on AMX tiles: padding, thread blocks and panels") {
   set_cpu_level_cap(std::nullopt);
   if (cpu_level() != CpuLevel::Amx) {
     MESSAGE("SKIPPED: this CPU (or its OS) gives no AMX tiles (level "
@@ -250,14 +258,18 @@ TEST_CASE("linear with bf16 weights on AMX tiles: padding, thread blocks and wei
   }
   Context ctx(2);
   std::mt19937 rng(17);
-  // 31 rows: one block of 32 with a padded row; K 4096: 2048-output panels (16 MiB of tiles),
-  // so each thread's outputs (2112 and 2088) take a whole panel and one of 64 or 40.
-  check_linear(ctx, {31, 4096, 4200}, DType::BF16, true, false, rng);
-  // 600 rows: a pass of 512 and one of 88.
-  check_linear(ctx, {600, 67, 70}, DType::BF16, true, true, rng);
-  // 16 rows, K 1 and 15: one step of inputs, nearly all padding.
-  check_linear(ctx, {16, 1, 40}, DType::BF16, false, true, rng);
-  check_linear(ctx, {16, 15, 40}, DType::BF16, true, true, rng);
+  for (DType dtype : {DType::BF16, DType::F16}) {
+    CAPTURE(dtype_name(dtype));
+    // 31 rows: one block of 32 with a padded row. K 4096: panels of 16 MiB of tiles hold 2048
+    // outputs (bf16) or 1024 (f16, two parts), so each thread's outputs (2112 and 2088) take
+    // whole panels and one of 64 or 40.
+    check_linear(ctx, {31, 4096, 4200}, dtype, true, false, rng);
+    // 600 rows: a pass of 512 and one of 88.
+    check_linear(ctx, {600, 67, 70}, dtype, true, true, rng);
+    // 16 rows, K 1 and 15: one step of inputs, nearly all padding.
+    check_linear(ctx, {16, 1, 40}, dtype, false, true, rng);
+    check_linear(ctx, {16, 15, 40}, dtype, true, true, rng);
+  }
 }
 
 TEST_CASE("embedding widens a bf16 or f16 token table exactly on the cpu") {

@@ -16,8 +16,9 @@
 //    f32 buffer once and hands it to the blocked GEMM (ops/cpu/gemm.h), as ops/cpu/linear.cpp does
 //    with f32 weights (ops/cpu/widened_gemm.h: why whole blocks and not cache-sized panels, with
 //    the measurements, and the memory it costs). Widening costs M K reads of 2 bytes and writes of
-//    4: about 1% of the GEMM's 2 N M K FLOPs at N = 512. At the amx level bf16 weights go to AMX's
-//    bf16 tiles instead, with x split in two bf16 parts (ops/cpu/gemm_bf16_amx.cpp).
+//    4: about 1% of the GEMM's 2 N M K FLOPs at N = 512. At the amx level both formats go to AMX's
+//    bf16 tiles instead, x split in two bf16 parts and f16 weights in two as well
+//    (ops/cpu/gemm_16bit_amx.cpp).
 // Why not AVX-512 BF16's dot product (vdpbf16ps) in decode, where the CPU has it: it multiplies
 // bf16 by bf16, so the activations would be rounded to bf16 as well, another precision contract
 // than the f32 activations here (and than the tests' bounds). Batch-1 decode is bound by reading
@@ -33,7 +34,7 @@
 #include <type_traits>
 
 #include "ops/cpu/dot_tile.h"
-#include "ops/cpu/gemm_bf16_amx.h"
+#include "ops/cpu/gemm_16bit_amx.h"
 #include "ops/cpu/output_blocks.h"
 #include "ops/cpu/widened_gemm.h"
 #include "ops/linear.h"
@@ -211,8 +212,9 @@ void linear_16bit(Context& ctx, const Tensor& x, const Tensor& weight, const Ten
       kernels.matrix_vector(x.data<float>(), w, b, out.data<float>(), rows, in, outputs, first,
                             width, accumulate);
     });
-  } else if (weight.dtype() == DType::BF16 && level >= CpuLevel::Amx) {
-    gemm_bf16_amx(ctx, x.data<float>(), w, b, out.data<float>(), rows, in, outputs, accumulate);
+  } else if (level >= CpuLevel::Amx) {
+    gemm_16bit_amx(ctx, x.data<float>(), w, weight.dtype(), b, out.data<float>(), rows, in, outputs,
+                   accumulate);
   } else {
     gemm_widened_weights(ctx, x.data<float>(), b, out.data<float>(), rows, in, outputs, accumulate,
                          [&](std::int64_t first, std::int64_t count, float* dst) {

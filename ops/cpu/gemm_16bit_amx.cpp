@@ -1,42 +1,53 @@
-// gemm_bf16_amx (ops/cpu/gemm_bf16_amx.h): y (=|+=) x W^T + b with bf16 weights, on AMX tiles.
+// gemm_16bit_amx (ops/cpu/gemm_16bit_amx.h): y (=|+=) x W^T + b with bf16 or f16 weights, on AMX's
+// bf16 tiles.
 //
 // The math is ops/cpu/gemm.cpp's: y[n][j] = b[j] + sum_k x[n][k] W[j][k], 2 N M K FLOPs for N rows,
 // M outputs and K inputs. AMX adds a product of bf16 tiles into an f32 tile: TDPBF16PS does
 // C += A B for A [16 x 32] bf16, B [32 x 16] bf16 and C [16 x 16] f32, 16,384 FLOPs in one
 // instruction (~16 cycles on Sapphire Rapids: 1,024 FLOPs a cycle, 16x AVX-512's two f32 FMAs).
 //
-// The precision. W is bf16 already, but x is f32, and rounding it to bf16 would keep 8 of its 24
-// significant bits (linear_16bit.cpp: activations stay f32). So each x is split into two bf16
-// numbers, hi = bf16(x) and lo = bf16(x - hi) (x - hi is exact in f32), which hold 16 bits between
-// them: |x - hi - lo| <= 2^-16 |x|. Each tile of x is multiplied twice, hi W^T + lo W^T. A product
-// of two bf16 numbers is exact in f32; TDPBF16PS adds each pair of products, then the pair's sum
-// to C, both in f32: 2K roundings for K inputs. So against the exact x W^T (with W as stored) the
-// error is at most 2^-16 sum_k |x_k w_k| from the split plus f32 summation's bound for 2K + 2
-// terms (tests/test_linear.cpp checks exactly that at this level). Storing W in bf16 already moved
-// each weight by up to 2^-8 of itself, 256x more. The limits: the conversion and the tiles treat
-// subnormal inputs as zero and flush subnormal results (a product below 2^-126 is lost), and
-// |x| >= 0x1.FEp127 or an infinite x gives NaN (hi rounds to inf) where f32 gives a number or inf.
+// The precision. x is f32, and rounding it to bf16 would keep 8 of its 24 significant bits
+// (linear_16bit.cpp: activations stay f32). So each x is split into two bf16 numbers, hi = bf16(x)
+// and lo = bf16(x - hi) (x - hi is exact in f32), which hold 16 bits between them:
+// |x - hi - lo| <= 2^-16 |x|. A product of two bf16 numbers is exact in f32; TDPBF16PS adds each
+// pair of products, then the pair's sum to C, both in f32.
+//  - bf16 weights are tiles as they are: each tile of x is multiplied twice, hi W^T + lo W^T, 2K
+//    roundings for K inputs. Against the exact x W^T (W as stored) the error is at most
+//    2^-16 sum_k |x_k w_k| from the split plus f32 summation's bound for 2K + 2 terms.
+//  - f16 weights: Sapphire Rapids has no f16 tiles (AMX-FP16 came later), but an f16 number is
+//    exactly the sum of two bf16 numbers, W = W_hi + W_lo (11 significant bits = 8 + at most 3,
+//    and f16's range lies inside bf16's, subnormals included). Three products are kept,
+//    hi W_hi^T + lo W_hi^T + hi W_lo^T; the one dropped, lo W_lo^T, is below 2^-16 |x w| per
+//    input, so the error is at most 2^-15 (1 + 2^-9) sum_k |x_k w_k| plus the bound for 3K + 2
+//    terms. 1.5x the tile work of bf16, for the weights' 11 bits, not 8.
+// tests/test_linear.cpp checks exactly those bounds at this level. Storing W in 16 bits already
+// moved each weight by up to 2^-8 (bf16) or 2^-11 (f16) of itself, 8 to 64x more. The limits: the
+// conversion and the tiles treat subnormal inputs as zero and flush subnormal results (a product
+// below 2^-126 is lost), and |x| >= 0x1.FEp127, an infinite x or an infinite f16 weight gives NaN
+// (hi rounds to inf, and inf - inf is NaN) where f32 gives a number or inf.
 //
 // Layout (a tile load reads 16 rows of 64 bytes at a stride):
 //  - x: hi and lo, each [N' x K'] bf16 row by row, N' and K' rounded up to 32 with zeros. An A
 //    tile is 16 rows of 32 inputs.
-//  - W: for each group of 16 outputs and each step of 32 inputs one 1 KB B tile, whose row p holds
-//    for each of the 16 outputs its inputs 2p and 2p + 1 side by side (the pairs TDPBF16PS
-//    multiplies). Each thread packs its own outputs once per call, as widened_gemm.h widens them,
-//    in panels of at most kMaxPanelBytes.
+//  - W: for each group of 16 outputs and each step of 32 inputs one 1 KB B tile per part (bf16:
+//    the weights; f16: W_hi, then W_lo), whose row p holds for each of the 16 outputs its inputs
+//    2p and 2p + 1 side by side (the pairs TDPBF16PS multiplies). Each thread packs its own
+//    outputs once per call, as widened_gemm.h widens them, in panels of at most kMaxPanelBytes.
 //  - The kernel keeps a 32 x 32 block of y in four C tiles (tmm0-3); per step of 32 inputs it
-//    loads two A tiles of hi (tmm4-5) and two B tiles (tmm6-7), then lo into tmm4-5: 8 tile
-//    products per 6 tile loads, in AMX's 8 tile registers.
+//    loads two B tiles (tmm6-7), two A tiles of lo (tmm4-5), then of hi; f16 then loads W_lo's
+//    two B tiles and multiplies them by hi, still in tmm4-5. bf16: 8 tile products per 6 tile
+//    loads; f16: 12 per 8, in AMX's 8 tile registers.
 // Cost: W is read and packed once per call (2 M K bytes), x split once (4 N K bytes) in passes of
-// at most kMaxPassRows rows (the split's memory stays bounded); the tiles run 2 x 2 N M K FLOPs (hi
-// and lo) at 16x the f32 FMA rate, so about 8x the f32 GEMM's peak. Each thread's packed panel
-// (up to 16 MiB) is read again for every block of 32 rows: N / 32 passes from L2 or L3.
+// at most kMaxPassRows rows (the split's memory stays bounded); the tiles run 2 x 2 N M K FLOPs
+// (bf16) or 3 x 2 N M K (f16) at 16x the f32 FMA rate, so about 8x (5.3x) the f32 GEMM's peak.
+// Each thread's packed panel (up to 16 MiB) is read again for every block of 32 rows: N / 32
+// passes from L2 or L3.
 // Measured (2-core Xeon at 2.6 GHz, bf16 pp512, docs/results/2026-12-04-amx-prefill/): GPT-2's
 // linear layers at ~940 GFLOP/s of x W^T against ~300 through the f32 GEMM, a third of the
 // tiles' peak; buffers on 64-byte lines (one line per tile row) gave 1.05x. Tried and slower:
 // the rows' x kept in L1 in slices of 256 inputs while the weight tiles stream past (0.9x); the
 // columns outer and the rows inner (0.9x); panels of 1 MB or 512 KB, to stay in L2 (0.85x).
-#include "ops/cpu/gemm_bf16_amx.h"
+#include "ops/cpu/gemm_16bit_amx.h"
 
 #include <algorithm>
 #include <atomic>
@@ -44,6 +55,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/cpu/dot_tile.h"
 #include "ops/cpu/output_blocks.h"
 #include "ops/cpu/transpose16.h"
 #include "runtime/error.h"
@@ -80,15 +92,14 @@ struct alignas(64) TileConfig {
 };
 
 // One row of x (`in` floats) as hi and lo (see the top), `depth` bf16 each, zeros after `in`.
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void split_row(
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c,avx512bf16"))) void split_row(
     const float* x, std::int64_t in, std::int64_t depth, std::uint16_t* hi, std::uint16_t* lo) {
   std::int64_t k = 0;
   for (; k < in; k += 16) {
     const auto valid = static_cast<__mmask16>(in - k >= 16 ? 0xFFFF : (1u << (in - k)) - 1);
     const __m512 value = _mm512_maskz_loadu_ps(valid, x + k);
     const auto high = (__m256i)_mm512_cvtneps_pbh(value);
-    const __m512 high_f32 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(high), 16));
-    const auto low = (__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(value, high_f32));
+    const auto low = (__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(value, Bf16Format::widen(high)));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(hi + k), high);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(lo + k), low);
   }
@@ -96,28 +107,63 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void split_row(
   std::fill(lo + k, lo + depth, std::uint16_t{0});
 }
 
-// One B tile (see the top) from 16 weight rows of 32 whole inputs each, `in` apart: as 32-bit
-// pairs the tile is the 16 x 16 transpose of the rows, done in registers (transpose16.h).
-__attribute__((target("avx512f"))) void pack_whole_tile(const std::uint16_t* rows, std::int64_t in,
-                                                        std::uint32_t* tile) {
-  __m512 pairs[kTileRows];
-  for (std::int64_t n = 0; n < kTileRows; ++n) {
-    pairs[n] = _mm512_loadu_ps(rows + n * in);  // 16 pairs of bf16, as bits (no arithmetic)
+// How a weight format becomes bf16 tiles (see the top): kParts B tiles per 16 outputs and 32
+// inputs. pairs() reads 32 inputs of one weight row as 16 pairs of bf16 in one register, one()
+// a single input, both as part `part` (0: the weight, or its hi; 1: its lo).
+struct Bf16Parts {
+  static constexpr int kParts = 1;
+  __attribute__((target("avx512f"))) static __m512 pairs(const std::uint16_t* row, int) {
+    return _mm512_loadu_ps(row);  // bf16 bits, no arithmetic
   }
+  static std::uint16_t one(std::uint16_t bits, int) { return bits; }
+};
+
+struct F16Parts {
+  static constexpr int kParts = 2;
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c,avx512bf16"))) static __m512 pairs(
+      const std::uint16_t* row, int part) {
+    const __m512 low = F16Format::widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row)));
+    const __m512 high =
+        F16Format::widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 16)));
+    const auto hi = (__m512i)_mm512_cvtne2ps_pbh(high, low);  // inputs 0-15 from `low`
+    if (part == 0) return _mm512_castsi512_ps(hi);
+    const __m512 low_rest = _mm512_sub_ps(low, Bf16Format::widen(_mm512_castsi512_si256(hi)));
+    const __m512 high_rest =
+        _mm512_sub_ps(high, Bf16Format::widen(_mm512_extracti64x4_epi64(hi, 1)));
+    return (__m512)_mm512_cvtne2ps_pbh(high_rest, low_rest);
+  }
+  static std::uint16_t one(std::uint16_t bits, int part) {
+    const float value = f16_to_f32(bits);
+    const std::uint16_t hi = f32_to_bf16(value);
+    return part == 0 ? hi : f32_to_bf16(value - bf16_to_f32(hi));
+  }
+};
+
+// Part `part` of one B tile (see the top) from 16 weight rows of 32 whole inputs each, `in`
+// apart: as 32-bit pairs the tile is the 16 x 16 transpose of the rows, done in registers
+// (transpose16.h).
+template <typename Parts>
+__attribute__((target("avx512f"))) void pack_whole_tile(const std::uint16_t* rows, std::int64_t in,
+                                                        int part, std::uint32_t* tile) {
+  __m512 pairs[kTileRows];
+  for (std::int64_t n = 0; n < kTileRows; ++n) pairs[n] = Parts::pairs(rows + n * in, part);
   transpose16(pairs);
   for (std::int64_t p = 0; p < kTileRows; ++p) _mm512_storeu_ps(tile + p * kTileRows, pairs[p]);
 }
 
 // The same for a tile at an edge: rows past `valid_rows` and inputs past `in` are zeros.
+template <typename Parts>
 void pack_edge_tile(const std::uint16_t* rows, std::int64_t in, std::int64_t valid_rows,
-                    std::int64_t first_input, std::uint32_t* tile) {
+                    std::int64_t first_input, int part, std::uint32_t* tile) {
   for (std::int64_t n = 0; n < kTileRows; ++n) {
     for (std::int64_t p = 0; p < kTileDepth / 2; ++p) {
       const std::int64_t k = first_input + 2 * p;
       std::uint32_t pair = 0;  // inputs k (low half) and k + 1 (high half), as memory holds them
       if (n < valid_rows) {
         const std::uint16_t* row = rows + n * in;
-        pair = (k < in ? row[k] : 0u) | (k + 1 < in ? std::uint32_t{row[k + 1]} << 16 : 0u);
+        const std::uint32_t low = k < in ? Parts::one(row[k], part) : 0u;
+        const std::uint32_t high = k + 1 < in ? Parts::one(row[k + 1], part) : 0u;
+        pair = low | high << 16;
       }
       tile[p * kTileRows + n] = pair;
     }
@@ -126,6 +172,7 @@ void pack_edge_tile(const std::uint16_t* rows, std::int64_t in, std::int64_t val
 
 // Weight rows [first, first + count) of W [outputs, in] as B tiles (see the top), count rounded up
 // to kBlock with zero outputs and `in` to `depth` with zero inputs.
+template <typename Parts>
 void pack_weights(const std::uint16_t* w, std::int64_t in, std::int64_t depth, std::int64_t first,
                   std::int64_t count, std::uint32_t* tiles) {
   const std::int64_t steps = depth / kTileDepth;
@@ -135,11 +182,13 @@ void pack_weights(const std::uint16_t* w, std::int64_t in, std::int64_t depth, s
     const std::int64_t valid_rows = std::clamp<std::int64_t>(count - g * kTileRows, 0, kTileRows);
     const std::uint16_t* rows = w + (first + std::min(g * kTileRows, count - 1)) * in;
     for (std::int64_t s = 0; s < steps; ++s) {
-      std::uint32_t* tile = tiles + (g * steps + s) * kPairsPerTile;
-      if (valid_rows == kTileRows && s < whole_steps) {
-        pack_whole_tile(rows + s * kTileDepth, in, tile);
-      } else {
-        pack_edge_tile(rows, in, valid_rows, s * kTileDepth, tile);
+      for (int part = 0; part < Parts::kParts; ++part) {
+        std::uint32_t* tile = tiles + ((g * steps + s) * Parts::kParts + part) * kPairsPerTile;
+        if (valid_rows == kTileRows && s < whole_steps) {
+          pack_whole_tile<Parts>(rows + s * kTileDepth, in, part, tile);
+        } else {
+          pack_edge_tile<Parts>(rows, in, valid_rows, s * kTileDepth, part, tile);
+        }
       }
     }
   }
@@ -167,29 +216,39 @@ __attribute__((target("amx-tile"))) void release_tiles() { _tile_release(); }
 
 // Columns [first, first + count) of y from one packed panel (`tiles`, count rounded up to kBlock)
 // and the split x (`padded_rows` x `depth` each). The tiles must be configured on this thread.
+template <int kParts>
 __attribute__((target("amx-tile,amx-bf16"))) void multiply_panel(
     const std::uint16_t* x_hi, const std::uint16_t* x_lo, std::int64_t rows,
     std::int64_t padded_rows, std::int64_t depth, const std::uint32_t* tiles, const float* b,
     float* y, std::int64_t outputs, std::int64_t first, std::int64_t count, bool accumulate) {
   const std::int64_t steps = depth / kTileDepth;
   const std::int64_t x_stride = depth * static_cast<std::int64_t>(sizeof(std::uint16_t));
+  constexpr std::int64_t kStepPairs = kParts * kPairsPerTile;  // one step's B tiles, all parts
   constexpr std::int64_t kBlockStride = kBlock * sizeof(float);
   alignas(64) float block[kBlock * kBlock];
   for (std::int64_t row = 0; row < padded_rows; row += kBlock) {
     for (std::int64_t col = 0; col < count; col += kBlock) {
-      const std::uint32_t* left = tiles + (col / kTileRows) * steps * kPairsPerTile;
-      const std::uint32_t* right = left + steps * kPairsPerTile;
+      const std::uint32_t* left = tiles + (col / kTileRows) * steps * kStepPairs;
+      const std::uint32_t* right = left + steps * kStepPairs;
       _tile_zero(0);
       _tile_zero(1);
       _tile_zero(2);
       _tile_zero(3);
       for (std::int64_t s = 0; s < steps; ++s) {
-        _tile_loadd(6, left + s * kPairsPerTile, 64);
-        _tile_loadd(7, right + s * kPairsPerTile, 64);
-        for (const std::uint16_t* x_part : {x_hi, x_lo}) {
+        _tile_loadd(6, left + s * kStepPairs, 64);
+        _tile_loadd(7, right + s * kStepPairs, 64);
+        for (const std::uint16_t* x_part : {x_lo, x_hi}) {  // hi last: W_lo's products reuse it
           const std::uint16_t* top = x_part + row * depth + s * kTileDepth;
           _tile_loadd(4, top, x_stride);
           _tile_loadd(5, top + kTileRows * depth, x_stride);
+          _tile_dpbf16ps(0, 4, 6);
+          _tile_dpbf16ps(1, 4, 7);
+          _tile_dpbf16ps(2, 5, 6);
+          _tile_dpbf16ps(3, 5, 7);
+        }
+        if constexpr (kParts == 2) {  // f16: hi W_lo^T
+          _tile_loadd(6, left + s * kStepPairs + kPairsPerTile, 64);
+          _tile_loadd(7, right + s * kStepPairs + kPairsPerTile, 64);
           _tile_dpbf16ps(0, 4, 6);
           _tile_dpbf16ps(1, 4, 7);
           _tile_dpbf16ps(2, 5, 6);
@@ -213,7 +272,8 @@ __attribute__((target("amx-tile,amx-bf16"))) void multiply_panel(
   }
 }
 
-// gemm_bf16_amx for at most kMaxPassRows rows.
+// gemm_16bit_amx for at most kMaxPassRows rows, with weights in the format of `Parts`.
+template <typename Parts>
 void multiply_pass(const Context& ctx, const float* x, const std::uint16_t* w, const float* b,
                    float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
                    bool accumulate) {
@@ -228,21 +288,23 @@ void multiply_pass(const Context& ctx, const float* x, const std::uint16_t* w, c
     split_row(x + std::min(r, rows - 1) * in, r < rows ? in : 0, depth, hi + r * depth,
               lo + r * depth);
   }
+  const std::int64_t panel_bytes_per_output = depth * 2 * Parts::kParts;
   const std::int64_t panel_outputs =
-      std::max(kBlock, kMaxPanelBytes / (depth * 2) / kBlock * kBlock);
+      std::max(kBlock, kMaxPanelBytes / panel_bytes_per_output / kBlock * kBlock);
   for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
     thread_local std::vector<std::uint32_t> tile_buffer;
-    std::uint32_t* tiles = line_aligned(
-        tile_buffer,
-        static_cast<std::size_t>(round_up(std::min(panel_outputs, width), kBlock) * depth / 2));
+    const std::int64_t panel_pairs =
+        round_up(std::min(panel_outputs, width), kBlock) * depth / 2 * Parts::kParts;
+    std::uint32_t* tiles = line_aligned(tile_buffer, static_cast<std::size_t>(panel_pairs));
     configure_tiles();
     for (std::int64_t p = first; p < first + width; p += panel_outputs) {
       const std::int64_t count = std::min(panel_outputs, first + width - p);
-      pack_weights(w, in, depth, p, count, tiles);
+      pack_weights<Parts>(w, in, depth, p, count, tiles);
       // GCC 12's _tile_loadd names no memory operand: without this compiler barrier the packing's
       // stores could be moved past the tile loads that read them.
       std::atomic_signal_fence(std::memory_order_seq_cst);
-      multiply_panel(hi, lo, rows, padded_rows, depth, tiles, b, y, outputs, p, count, accumulate);
+      multiply_panel<Parts::kParts>(hi, lo, rows, padded_rows, depth, tiles, b, y, outputs, p,
+                                    count, accumulate);
     }
     release_tiles();
   });
@@ -250,20 +312,24 @@ void multiply_pass(const Context& ctx, const float* x, const std::uint16_t* w, c
 
 }  // namespace
 
-void gemm_bf16_amx(const Context& ctx, const float* x, const std::uint16_t* w, const float* b,
-                   float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
-                   bool accumulate) {
+void gemm_16bit_amx(const Context& ctx, const float* x, const std::uint16_t* w, DType weight_dtype,
+                    const float* b, float* y, std::int64_t rows, std::int64_t in,
+                    std::int64_t outputs, bool accumulate) {
+  check(weight_dtype == DType::BF16 || weight_dtype == DType::F16, "gemm_16bit_amx",
+        "weights must be bf16 or f16");
+  const auto pass =
+      weight_dtype == DType::BF16 ? multiply_pass<Bf16Parts> : multiply_pass<F16Parts>;
   for (std::int64_t row = 0; row < rows; row += kMaxPassRows) {
-    multiply_pass(ctx, x + row * in, w, b, y + row * outputs, std::min(kMaxPassRows, rows - row),
-                  in, outputs, accumulate);
+    pass(ctx, x + row * in, w, b, y + row * outputs, std::min(kMaxPassRows, rows - row), in,
+         outputs, accumulate);
   }
 }
 
 #else
 
-void gemm_bf16_amx(const Context&, const float*, const std::uint16_t*, const float*, float*,
-                   std::int64_t, std::int64_t, std::int64_t, bool) {
-  check(false, "gemm_bf16_amx", "AMX tiles exist on x86-64 CPUs only");
+void gemm_16bit_amx(const Context&, const float*, const std::uint16_t*, DType, const float*, float*,
+                    std::int64_t, std::int64_t, std::int64_t, bool) {
+  check(false, "gemm_16bit_amx", "AMX tiles exist on x86-64 CPUs only");
 }
 
 #endif

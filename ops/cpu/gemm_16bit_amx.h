@@ -1,0 +1,21 @@
+// The prefill GEMM for 16-bit weights (bf16 or f16) on AMX's bf16 tiles (the amx level of
+// runtime/cpu_features.h): ops/cpu/gemm_16bit_amx.cpp holds the math, the precision it keeps and
+// the cost model.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/context.h"
+#include "runtime/dtype.h"
+
+namespace attnscope::ops::cpu {
+
+// y [rows, outputs] = x W^T + b, or y += x W^T + b with `accumulate`, for x [rows, in] f32,
+// W [outputs, in] in `weight_dtype` (BF16 or F16, the raw 16-bit words) and b [outputs] f32 or
+// null. The context's threads share the outputs. Call only when cpu_level() is CpuLevel::Amx
+// (Linux has then lent this process the tiles).
+void gemm_16bit_amx(const Context& ctx, const float* x, const std::uint16_t* w, DType weight_dtype,
+                    const float* b, float* y, std::int64_t rows, std::int64_t in,
+                    std::int64_t outputs, bool accumulate);
+
+}  // namespace attnscope::ops::cpu
