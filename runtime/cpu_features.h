@@ -12,8 +12,8 @@
 //   amx:        avx512vnni plus AVX-512 BF16 and AMX's bf16 tiles (Sapphire Rapids on), which
 //               Linux lends a process only when asked: cpu_level() asks once, the first time it
 //               would return amx (runtime/cpu_features.cpp says why not sooner). Only the prefill
-//               GEMM with bf16 or f16 weights has code of its own for it
-//               (ops/cpu/gemm_16bit_amx.cpp); everything else runs its avx512vnni code.
+//               GEMM with bf16, f16 or q8_0 weights has code of its own for it
+//               (ops/cpu/gemm_amx.cpp); everything else runs its avx512vnni code.
 // Why run-time dispatch rather than build-time selection: one binary built on one x86-64 machine
 // runs on another (a CI runner, a laptop, a GPU host), and the tests can run every level this CPU
 // has, not just the best one, by capping the level (ATTNSCOPE_CPU_LEVEL=portable|avx2|avx512|

@@ -13,7 +13,7 @@
 // with u_w = 2^-8 (bf16 keeps 8 significant bits) or 2^-11 (f16: 11), and e the absolute error of
 // f16's subnormals, 2^-25 (half their spacing; bf16 has f32's range and no such term).
 // At the amx level 16-bit prefill multiplies x split in two bf16 parts that keep 16 of its 24 bits
-// (ops/cpu/gemm_16bit_amx.cpp), and the tiles round each pair of products and then its sum into
+// (ops/cpu/gemm_amx.cpp), and the tiles round each pair of products and then its sum into
 // y. bf16: 2K products (x_hi w, x_lo w), so gamma_{2K+2}, plus 2^-16 sum_k |x_k w~_k| from the
 // split. f16: w~ = w_hi + w_lo exactly and 3K products (x_lo w_lo dropped), so gamma_{3K+2}, plus
 // 2^-15 (1 + 2^-9) sum_k |x_k w~_k|. The parts' products sum to at most (1 + 2^-6) |x_k w~_k|

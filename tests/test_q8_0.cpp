@@ -230,7 +230,10 @@ struct LinearCase {
 //     for the scale dw dx, one for its product, one per block (decode: at most K/32) or term
 //     (prefill: at most K) added after it, 4 for the reduction of the lanes, and one each for
 //     the AVX-512 tail, the bias and the accumulation: |error| <= rounding_gamma(path + 10)
-//     (sum of |terms| + |b| + |y0|), path = K/32 (decode) or K (prefill).
+//     (sum of |terms| + |b| + |y0|), path = K/32 (decode) or K (prefill). At the amx level
+//     prefill runs on bf16 tiles with x and the weights each split in two bf16 parts
+//     (ops/cpu/gemm_amx.cpp): 3K products whose magnitudes sum to at most (1 + 2^-6) |x w^|,
+//     path = 3K, plus 2^-16 (3 + 2^-7) sum |x w^| for the bits the parts do not hold.
 //  2. The original f32 weights and activations: add the quantization errors,
 //     |x w - x^ w^| <= |x - x^| |w| + |x^| |w - w^|, with |w - w^| <= dw/2 and, in decode,
 //     |x - x^| <= dx/2 + |x| rounding_gamma(3) (the activation quantizer's bound above).
@@ -256,7 +259,10 @@ std::pair<double, double> check_linear(const LinearCase& c, std::mt19937& rng) {
     std::copy(scales.begin(), scales.end(), dx.begin());
   }
 
-  const std::int64_t path = decode ? c.in / 32 : c.in;
+  const bool on_tiles = !decode && cpu_level() >= CpuLevel::Amx;
+  const std::int64_t path = decode ? c.in / 32 : on_tiles ? 3 * c.in : c.in;
+  const double parts_magnitude = on_tiles ? 1.0 + 0x1.0p-6 : 1.0;
+  const double split_unit = on_tiles ? 0x1.0p-16 * (3.0 + 0x1.0p-7) : 0.0;
   std::vector<float> y = y0;
   ops::cpu::linear_q8_0(ctx, x.data(), wq.data(), c.bias ? b.data() : nullptr, y.data(), c.rows,
                         c.in, c.outputs, c.accumulate);
@@ -267,18 +273,21 @@ std::pair<double, double> check_linear(const LinearCase& c, std::mt19937& rng) {
       const double y_start = c.accumulate ? y0[r * c.outputs + o] : 0.0;
       const double bias = c.bias ? b[o] : 0.0;
       double same = y_start + bias, original = y_start + bias;
-      double magnitude = std::fabs(y_start) + std::fabs(bias), quantization = 0.0;
+      double magnitude = std::fabs(y_start) + std::fabs(bias), products = 0.0;
+      double quantization = 0.0;
       for (std::int64_t k = 0; k < c.in; ++k) {
         const std::size_t xi = r * c.in + k, wi = o * c.in + k;
         same += x_hat[xi] * w_hat[wi];
         original += double(x[xi]) * w[wi];
-        magnitude += std::fabs(x_hat[xi] * w_hat[wi]);
+        products += std::fabs(x_hat[xi] * w_hat[wi]);
         const double dw = f16_to_f32(wq[wi / 32].scale);
         const double x_error =
             decode ? dx[xi / 32] / 2 + std::fabs(x[xi]) * rounding_gamma(3) : 0.0;
         quantization += x_error * std::fabs(w[wi]) + std::fabs(x_hat[xi]) * dw / 2;
       }
-      const double arithmetic = rounding_gamma(double(path + 10)) * magnitude;
+      magnitude += parts_magnitude * products;
+      const double arithmetic =
+          rounding_gamma(double(path + 10)) * magnitude + split_unit * products;
       const double actual = y[r * c.outputs + o];
       REQUIRE(std::fabs(actual - same) <= arithmetic);
       REQUIRE(std::fabs(actual - original) <= arithmetic + quantization);

@@ -18,7 +18,7 @@
 //    the measurements, and the memory it costs). Widening costs M K reads of 2 bytes and writes of
 //    4: about 1% of the GEMM's 2 N M K FLOPs at N = 512. At the amx level both formats go to AMX's
 //    bf16 tiles instead, x split in two bf16 parts and f16 weights in two as well
-//    (ops/cpu/gemm_16bit_amx.cpp).
+//    (ops/cpu/gemm_amx.cpp).
 // Why not AVX-512 BF16's dot product (vdpbf16ps) in decode, where the CPU has it: it multiplies
 // bf16 by bf16, so the activations would be rounded to bf16 as well, another precision contract
 // than the f32 activations here (and than the tests' bounds). Batch-1 decode is bound by reading
@@ -34,7 +34,7 @@
 #include <type_traits>
 
 #include "ops/cpu/dot_tile.h"
-#include "ops/cpu/gemm_16bit_amx.h"
+#include "ops/cpu/gemm_amx.h"
 #include "ops/cpu/output_blocks.h"
 #include "ops/cpu/widened_gemm.h"
 #include "ops/linear.h"
@@ -213,8 +213,8 @@ void linear_16bit(Context& ctx, const Tensor& x, const Tensor& weight, const Ten
                             width, accumulate);
     });
   } else if (level >= CpuLevel::Amx) {
-    gemm_16bit_amx(ctx, x.data<float>(), w, weight.dtype(), b, out.data<float>(), rows, in, outputs,
-                   accumulate);
+    gemm_amx(ctx, x.data<float>(), w, weight.dtype(), b, out.data<float>(), rows, in, outputs,
+             accumulate);
   } else {
     gemm_widened_weights(ctx, x.data<float>(), b, out.data<float>(), rows, in, outputs, accumulate,
                          [&](std::int64_t first, std::int64_t count, float* dst) {

@@ -1,5 +1,6 @@
 // linear_q8_0 (ops/cpu/linear_q8_0.h): the decode GEMV at three cpu levels, and prefill through
-// dequantized weight blocks and the f32 GEMM (ops/cpu/widened_gemm.h).
+// dequantized weight blocks and the f32 GEMM (ops/cpu/widened_gemm.h), or at the amx level on
+// AMX's bf16 tiles (ops/cpu/gemm_amx.cpp).
 #include "ops/cpu/linear_q8_0.h"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "ops/cpu/dot_tile.h"
+#include "ops/cpu/gemm_amx.h"
 #include "ops/cpu/output_blocks.h"
 #include "ops/cpu/widened_gemm.h"
 #include "runtime/cpu_features.h"
@@ -287,6 +289,8 @@ void linear_q8_0(const Context& ctx, const float* x, const BlockQ8_0* w, const f
   });
   if (rows < kGemmMinRows) {
     matrix_vector_rows(ctx, x, w, b, y, rows, in, outputs, accumulate);
+  } else if (cpu_level() >= CpuLevel::Amx) {
+    gemm_amx(ctx, x, w, DType::Q8_0, b, y, rows, in, outputs, accumulate);
   } else {
     // Prefill: each thread dequantizes its block of weight rows to f32 once and runs one f32
     // GEMM over it (ops/cpu/widened_gemm.h says why whole blocks, not cache-sized panels).

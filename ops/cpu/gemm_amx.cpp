@@ -1,5 +1,5 @@
-// gemm_16bit_amx (ops/cpu/gemm_16bit_amx.h): y (=|+=) x W^T + b with bf16 or f16 weights, on AMX's
-// bf16 tiles.
+// gemm_amx (ops/cpu/gemm_amx.h): y (=|+=) x W^T + b with bf16, f16 or q8_0 weights, on AMX's bf16
+// tiles.
 //
 // The math is ops/cpu/gemm.cpp's: y[n][j] = b[j] + sum_k x[n][k] W[j][k], 2 N M K FLOPs for N rows,
 // M outputs and K inputs. AMX adds a product of bf16 tiles into an f32 tile: TDPBF16PS does
@@ -9,45 +9,49 @@
 // The precision. x is f32, and rounding it to bf16 would keep 8 of its 24 significant bits
 // (linear_16bit.cpp: activations stay f32). So each x is split into two bf16 numbers, hi = bf16(x)
 // and lo = bf16(x - hi) (x - hi is exact in f32), which hold 16 bits between them:
-// |x - hi - lo| <= 2^-16 |x|. A product of two bf16 numbers is exact in f32; TDPBF16PS adds each
-// pair of products, then the pair's sum to C, both in f32.
+// |x - hi - lo| <= 2^-16 |x|, and |x - hi| <= 2^-8 |x|. A product of two bf16 numbers is exact in
+// f32; TDPBF16PS adds each pair of products, then the pair's sum to C, both in f32.
 //  - bf16 weights are tiles as they are: each tile of x is multiplied twice, hi W^T + lo W^T, 2K
 //    roundings for K inputs. Against the exact x W^T (W as stored) the error is at most
 //    2^-16 sum_k |x_k w_k| from the split plus f32 summation's bound for 2K + 2 terms.
-//  - f16 weights: Sapphire Rapids has no f16 tiles (AMX-FP16 came later), but an f16 number is
-//    exactly the sum of two bf16 numbers, W = W_hi + W_lo (11 significant bits = 8 + at most 3,
-//    and f16's range lies inside bf16's, subnormals included). Three products are kept,
-//    hi W_hi^T + lo W_hi^T + hi W_lo^T; the one dropped, lo W_lo^T, is below 2^-16 |x w| per
-//    input, so the error is at most 2^-15 (1 + 2^-9) sum_k |x_k w_k| plus the bound for 3K + 2
-//    terms. 1.5x the tile work of bf16, for the weights' 11 bits, not 8.
-// tests/test_linear.cpp checks exactly those bounds at this level. Storing W in 16 bits already
-// moved each weight by up to 2^-8 (bf16) or 2^-11 (f16) of itself, 8 to 64x more. The limits: the
-// conversion and the tiles treat subnormal inputs as zero and flush subnormal results (a product
-// below 2^-126 is lost), and |x| >= 0x1.FEp127, an infinite x or an infinite f16 weight gives NaN
-// (hi rounds to inf, and inf - inf is NaN) where f32 gives a number or inf.
+//  - f16 and q8_0 weights are split as x is, W_hi = bf16(W) and W_lo = bf16(W - W_hi) (Sapphire
+//    Rapids has no f16 or int8-times-f32 tiles). Three products are kept,
+//    hi W_hi^T + lo W_hi^T + hi W_lo^T, 3K roundings; the one dropped, lo W_lo^T, is below
+//    2^-16 |x w|. An f16 weight is exactly W_hi + W_lo (11 significant bits = 8 + at most 3, and
+//    f16's range lies inside bf16's), so its error is at most 2^-15 (1 + 2^-9) sum_k |x_k w_k|.
+//    A q8_0 weight d q is exact in f32 but has up to 18 bits (an 11-bit d times a 7-bit q), so
+//    W_hi + W_lo misses it by up to 2^-16 |w|: at most 2^-16 (3 + 2^-7) sum_k |x_k w_k| in all.
+//    Both plus the bound for 3K + 2 terms; 1.5x the tile work of bf16.
+// tests/test_linear.cpp and tests/test_q8_0.cpp check exactly those bounds at this level. Storing
+// W in bf16, f16 or q8_0 already moved each weight by about 2^-8, 2^-11 or 2^-8 of itself, 8 to
+// 256x more. The limits: the conversion and the tiles treat subnormal inputs as zero and flush
+// subnormal results (a product below 2^-126 is lost), and |x| >= 0x1.FEp127, an infinite x or an
+// infinite f16 weight gives NaN (hi rounds to inf, and inf - inf is NaN) where f32 gives a number
+// or inf.
 //
 // Layout (a tile load reads 16 rows of 64 bytes at a stride):
 //  - x: hi and lo, each [N' x K'] bf16 row by row, N' and K' rounded up to 32 with zeros. An A
 //    tile is 16 rows of 32 inputs.
-//  - W: for each group of 16 outputs and each step of 32 inputs one 1 KB B tile per part (bf16:
-//    the weights; f16: W_hi, then W_lo), whose row p holds for each of the 16 outputs its inputs
-//    2p and 2p + 1 side by side (the pairs TDPBF16PS multiplies). Each thread packs its own
-//    outputs once per call, as widened_gemm.h widens them, in panels of at most kMaxPanelBytes.
+//  - W: for each group of 16 outputs and each step of 32 inputs (for q8_0 one block) one 1 KB B
+//    tile per part (bf16: the weights; f16 and q8_0: W_hi, then W_lo), whose row p holds for each
+//    of the 16 outputs its inputs 2p and 2p + 1 side by side (the pairs TDPBF16PS multiplies).
+//    Each thread packs its own outputs once per call, as widened_gemm.h widens them, in panels of
+//    at most kMaxPanelBytes.
 //  - The kernel keeps a 32 x 32 block of y in four C tiles (tmm0-3); per step of 32 inputs it
-//    loads two B tiles (tmm6-7), two A tiles of lo (tmm4-5), then of hi; f16 then loads W_lo's
-//    two B tiles and multiplies them by hi, still in tmm4-5. bf16: 8 tile products per 6 tile
-//    loads; f16: 12 per 8, in AMX's 8 tile registers.
-// Cost: W is read and packed once per call (2 M K bytes), x split once (4 N K bytes) in passes of
-// at most kMaxPassRows rows (the split's memory stays bounded); the tiles run 2 x 2 N M K FLOPs
-// (bf16) or 3 x 2 N M K (f16) at 16x the f32 FMA rate, so about 8x (5.3x) the f32 GEMM's peak.
-// Each thread's packed panel (up to 16 MiB) is read again for every block of 32 rows: N / 32
-// passes from L2 or L3.
+//    loads two B tiles (tmm6-7), two A tiles of lo (tmm4-5), then of hi; with two parts it then
+//    loads W_lo's two B tiles and multiplies them by hi, still in tmm4-5. One part: 8 tile
+//    products per 6 tile loads; two: 12 per 8, in AMX's 8 tile registers.
+// Cost: W is read and packed once per call (2 M K bytes for 16-bit weights), x split once (4 N K
+// bytes) in passes of at most kMaxPassRows rows (the split's memory stays bounded); the tiles run
+// 2 x 2 N M K FLOPs (bf16) or 3 x 2 N M K (f16, q8_0) at 16x the f32 FMA rate, so about 8x (5.3x)
+// the f32 GEMM's peak. Each thread's packed panel (up to 16 MiB) is read again for every block of
+// 32 rows: N / 32 passes from L2 or L3.
 // Measured (2-core Xeon at 2.6 GHz, bf16 pp512, docs/results/2026-12-04-amx-prefill/): GPT-2's
 // linear layers at ~940 GFLOP/s of x W^T against ~300 through the f32 GEMM, a third of the
 // tiles' peak; buffers on 64-byte lines (one line per tile row) gave 1.05x. Tried and slower:
 // the rows' x kept in L1 in slices of 256 inputs while the weight tiles stream past (0.9x); the
 // columns outer and the rows inner (0.9x); panels of 1 MB or 512 KB, to stay in L2 (0.85x).
-#include "ops/cpu/gemm_16bit_amx.h"
+#include "ops/cpu/gemm_amx.h"
 
 #include <algorithm>
 #include <atomic>
@@ -59,6 +63,7 @@
 #include "ops/cpu/output_blocks.h"
 #include "ops/cpu/transpose16.h"
 #include "runtime/error.h"
+#include "runtime/q8_0.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -107,62 +112,108 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c,avx512bf16"))) vo
   std::fill(lo + k, lo + depth, std::uint16_t{0});
 }
 
+// The hi or lo part (see the top; part 0 or 1) of 32 f32 values, inputs 0-15 in `low` and 16-31
+// in `high`, as 16 pairs of bf16 in one register; one_part does one value.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c,avx512bf16"))) __m512 pairs_part(
+    __m512 low, __m512 high, int part) {
+  const auto hi = (__m512i)_mm512_cvtne2ps_pbh(high, low);  // inputs 0-15 from `low`
+  if (part == 0) return _mm512_castsi512_ps(hi);
+  const __m512 low_rest = _mm512_sub_ps(low, Bf16Format::widen(_mm512_castsi512_si256(hi)));
+  const __m512 high_rest = _mm512_sub_ps(high, Bf16Format::widen(_mm512_extracti64x4_epi64(hi, 1)));
+  return (__m512)_mm512_cvtne2ps_pbh(high_rest, low_rest);
+}
+
+std::uint16_t one_part(float value, int part) {
+  const std::uint16_t hi = f32_to_bf16(value);
+  return part == 0 ? hi : f32_to_bf16(value - bf16_to_f32(hi));
+}
+
 // How a weight format becomes bf16 tiles (see the top): kParts B tiles per 16 outputs and 32
-// inputs. pairs() reads 32 inputs of one weight row as 16 pairs of bf16 in one register, one()
-// a single input, both as part `part` (0: the weight, or its hi; 1: its lo).
+// inputs. row() finds weight row `index` of W [outputs, in]; pairs() reads inputs
+// [32 step, 32 step + 32) of a row as 16 pairs of bf16 in one register, one() input k alone,
+// both as part `part` (0: the weight, or its hi; 1: its lo).
 struct Bf16Parts {
+  using Weight = std::uint16_t;
   static constexpr int kParts = 1;
-  __attribute__((target("avx512f"))) static __m512 pairs(const std::uint16_t* row, int) {
-    return _mm512_loadu_ps(row);  // bf16 bits, no arithmetic
+  static const Weight* row(const Weight* w, std::int64_t index, std::int64_t in) {
+    return w + index * in;
   }
-  static std::uint16_t one(std::uint16_t bits, int) { return bits; }
+  __attribute__((target("avx512f"))) static __m512 pairs(const Weight* row, std::int64_t step,
+                                                         int) {
+    return _mm512_loadu_ps(row + step * kTileDepth);  // bf16 bits, no arithmetic
+  }
+  static std::uint16_t one(const Weight* row, std::int64_t k, int) { return row[k]; }
 };
 
 struct F16Parts {
+  using Weight = std::uint16_t;
   static constexpr int kParts = 2;
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c,avx512bf16"))) static __m512 pairs(
-      const std::uint16_t* row, int part) {
-    const __m512 low = F16Format::widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row)));
-    const __m512 high =
-        F16Format::widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 16)));
-    const auto hi = (__m512i)_mm512_cvtne2ps_pbh(high, low);  // inputs 0-15 from `low`
-    if (part == 0) return _mm512_castsi512_ps(hi);
-    const __m512 low_rest = _mm512_sub_ps(low, Bf16Format::widen(_mm512_castsi512_si256(hi)));
-    const __m512 high_rest =
-        _mm512_sub_ps(high, Bf16Format::widen(_mm512_extracti64x4_epi64(hi, 1)));
-    return (__m512)_mm512_cvtne2ps_pbh(high_rest, low_rest);
+  static const Weight* row(const Weight* w, std::int64_t index, std::int64_t in) {
+    return w + index * in;
   }
-  static std::uint16_t one(std::uint16_t bits, int part) {
-    const float value = f16_to_f32(bits);
-    const std::uint16_t hi = f32_to_bf16(value);
-    return part == 0 ? hi : f32_to_bf16(value - bf16_to_f32(hi));
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c,avx512bf16"))) static __m512 pairs(
+      const Weight* row, std::int64_t step, int part) {
+    const auto* bits = reinterpret_cast<const __m256i*>(row + step * kTileDepth);
+    return pairs_part(F16Format::widen(_mm256_loadu_si256(bits)),
+                      F16Format::widen(_mm256_loadu_si256(bits + 1)), part);  // exact widening
+  }
+  static std::uint16_t one(const Weight* row, std::int64_t k, int part) {
+    return one_part(f16_to_f32(row[k]), part);
   }
 };
 
-// Part `part` of one B tile (see the top) from 16 weight rows of 32 whole inputs each, `in`
-// apart: as 32-bit pairs the tile is the 16 x 16 transpose of the rows, done in registers
-// (transpose16.h).
+// q8_0: a step of 32 inputs is one block, whose weights d q are exact in f32 (an 11-bit d times a
+// 7-bit q); hi + lo keeps 16 of their up to 18 bits.
+struct Q8_0Parts {
+  using Weight = BlockQ8_0;
+  static constexpr int kParts = 2;
+  static const Weight* row(const Weight* w, std::int64_t index, std::int64_t in) {
+    return w + index * (in / kQ8_0BlockElements);
+  }
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c,avx512bf16"))) static __m512 pairs(
+      const Weight* row, std::int64_t step, int part) {
+    const BlockQ8_0& block = row[step];
+    const __m512 d = _mm512_set1_ps(f16_to_f32(block.scale));
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.q));
+    const __m512 low = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(q)));
+    const __m512 high = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(q, 1)));
+    return pairs_part(_mm512_mul_ps(d, low), _mm512_mul_ps(d, high), part);
+  }
+  static std::uint16_t one(const Weight* row, std::int64_t k, int part) {
+    const BlockQ8_0& block = row[k / kQ8_0BlockElements];
+    return one_part(f16_to_f32(block.scale) * static_cast<float>(block.q[k % kQ8_0BlockElements]),
+                    part);
+  }
+};
+
+// Part `part` of the B tile (see the top) of weight rows [first, first + 16) and inputs
+// [32 step, 32 step + 32), all of them in W: as 32-bit pairs the tile is the 16 x 16 transpose
+// of the rows' pairs, done in registers (transpose16.h).
 template <typename Parts>
-__attribute__((target("avx512f"))) void pack_whole_tile(const std::uint16_t* rows, std::int64_t in,
-                                                        int part, std::uint32_t* tile) {
+__attribute__((target("avx512f"))) void pack_whole_tile(const typename Parts::Weight* w,
+                                                        std::int64_t in, std::int64_t first,
+                                                        std::int64_t step, int part,
+                                                        std::uint32_t* tile) {
   __m512 pairs[kTileRows];
-  for (std::int64_t n = 0; n < kTileRows; ++n) pairs[n] = Parts::pairs(rows + n * in, part);
+  for (std::int64_t n = 0; n < kTileRows; ++n) {
+    pairs[n] = Parts::pairs(Parts::row(w, first + n, in), step, part);
+  }
   transpose16(pairs);
   for (std::int64_t p = 0; p < kTileRows; ++p) _mm512_storeu_ps(tile + p * kTileRows, pairs[p]);
 }
 
 // The same for a tile at an edge: rows past `valid_rows` and inputs past `in` are zeros.
 template <typename Parts>
-void pack_edge_tile(const std::uint16_t* rows, std::int64_t in, std::int64_t valid_rows,
-                    std::int64_t first_input, int part, std::uint32_t* tile) {
+void pack_edge_tile(const typename Parts::Weight* w, std::int64_t in, std::int64_t first,
+                    std::int64_t valid_rows, std::int64_t step, int part, std::uint32_t* tile) {
   for (std::int64_t n = 0; n < kTileRows; ++n) {
     for (std::int64_t p = 0; p < kTileDepth / 2; ++p) {
-      const std::int64_t k = first_input + 2 * p;
+      const std::int64_t k = step * kTileDepth + 2 * p;
       std::uint32_t pair = 0;  // inputs k (low half) and k + 1 (high half), as memory holds them
       if (n < valid_rows) {
-        const std::uint16_t* row = rows + n * in;
-        const std::uint32_t low = k < in ? Parts::one(row[k], part) : 0u;
-        const std::uint32_t high = k + 1 < in ? Parts::one(row[k + 1], part) : 0u;
+        const auto* row = Parts::row(w, first + n, in);
+        const std::uint32_t low = k < in ? Parts::one(row, k, part) : 0u;
+        const std::uint32_t high = k + 1 < in ? Parts::one(row, k + 1, part) : 0u;
         pair = low | high << 16;
       }
       tile[p * kTileRows + n] = pair;
@@ -173,21 +224,21 @@ void pack_edge_tile(const std::uint16_t* rows, std::int64_t in, std::int64_t val
 // Weight rows [first, first + count) of W [outputs, in] as B tiles (see the top), count rounded up
 // to kBlock with zero outputs and `in` to `depth` with zero inputs.
 template <typename Parts>
-void pack_weights(const std::uint16_t* w, std::int64_t in, std::int64_t depth, std::int64_t first,
-                  std::int64_t count, std::uint32_t* tiles) {
+void pack_weights(const typename Parts::Weight* w, std::int64_t in, std::int64_t depth,
+                  std::int64_t first, std::int64_t count, std::uint32_t* tiles) {
   const std::int64_t steps = depth / kTileDepth;
   const std::int64_t whole_steps = in / kTileDepth;
   const std::int64_t groups = round_up(count, kBlock) / kTileRows;
   for (std::int64_t g = 0; g < groups; ++g) {
     const std::int64_t valid_rows = std::clamp<std::int64_t>(count - g * kTileRows, 0, kTileRows);
-    const std::uint16_t* rows = w + (first + std::min(g * kTileRows, count - 1)) * in;
+    const std::int64_t group_first = first + std::min(g * kTileRows, count - 1);
     for (std::int64_t s = 0; s < steps; ++s) {
       for (int part = 0; part < Parts::kParts; ++part) {
         std::uint32_t* tile = tiles + ((g * steps + s) * Parts::kParts + part) * kPairsPerTile;
         if (valid_rows == kTileRows && s < whole_steps) {
-          pack_whole_tile<Parts>(rows + s * kTileDepth, in, part, tile);
+          pack_whole_tile<Parts>(w, in, group_first, s, part, tile);
         } else {
-          pack_edge_tile<Parts>(rows, in, valid_rows, s * kTileDepth, part, tile);
+          pack_edge_tile<Parts>(w, in, group_first, valid_rows, s, part, tile);
         }
       }
     }
@@ -272,11 +323,12 @@ __attribute__((target("amx-tile,amx-bf16"))) void multiply_panel(
   }
 }
 
-// gemm_16bit_amx for at most kMaxPassRows rows, with weights in the format of `Parts`.
+// gemm_amx for at most kMaxPassRows rows, with weights in the format of `Parts`.
 template <typename Parts>
-void multiply_pass(const Context& ctx, const float* x, const std::uint16_t* w, const float* b,
+void multiply_pass(const Context& ctx, const float* x, const void* weights, const float* b,
                    float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
                    bool accumulate) {
+  const auto* w = static_cast<const typename Parts::Weight*>(weights);
   const std::int64_t depth = round_up(in, kTileDepth);
   const std::int64_t padded_rows = round_up(rows, kBlock);
   thread_local std::vector<std::uint16_t> x_hi, x_lo;  // the calling thread's, read by every one
@@ -312,13 +364,15 @@ void multiply_pass(const Context& ctx, const float* x, const std::uint16_t* w, c
 
 }  // namespace
 
-void gemm_16bit_amx(const Context& ctx, const float* x, const std::uint16_t* w, DType weight_dtype,
-                    const float* b, float* y, std::int64_t rows, std::int64_t in,
-                    std::int64_t outputs, bool accumulate) {
-  check(weight_dtype == DType::BF16 || weight_dtype == DType::F16, "gemm_16bit_amx",
-        "weights must be bf16 or f16");
-  const auto pass =
-      weight_dtype == DType::BF16 ? multiply_pass<Bf16Parts> : multiply_pass<F16Parts>;
+void gemm_amx(const Context& ctx, const float* x, const void* w, DType weight_dtype, const float* b,
+              float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs, bool accumulate) {
+  using Pass = void (*)(const Context&, const float*, const void*, const float*, float*,
+                        std::int64_t, std::int64_t, std::int64_t, bool);
+  const Pass pass = weight_dtype == DType::BF16   ? multiply_pass<Bf16Parts>
+                    : weight_dtype == DType::F16  ? multiply_pass<F16Parts>
+                    : weight_dtype == DType::Q8_0 ? multiply_pass<Q8_0Parts>
+                                                  : nullptr;
+  check(pass != nullptr, "gemm_amx", "weights must be bf16, f16 or q8_0");
   for (std::int64_t row = 0; row < rows; row += kMaxPassRows) {
     pass(ctx, x + row * in, w, b, y + row * outputs, std::min(kMaxPassRows, rows - row), in,
          outputs, accumulate);
@@ -327,9 +381,9 @@ void gemm_16bit_amx(const Context& ctx, const float* x, const std::uint16_t* w, 
 
 #else
 
-void gemm_16bit_amx(const Context&, const float*, const std::uint16_t*, DType, const float*, float*,
-                    std::int64_t, std::int64_t, std::int64_t, bool) {
-  check(false, "gemm_16bit_amx", "AMX tiles exist on x86-64 CPUs only");
+void gemm_amx(const Context&, const float*, const void*, DType, const float*, float*, std::int64_t,
+              std::int64_t, std::int64_t, bool) {
+  check(false, "gemm_amx", "AMX tiles exist on x86-64 CPUs only");
 }
 
 #endif
