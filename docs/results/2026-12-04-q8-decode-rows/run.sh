@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# decode-step rows: the decode kernels (binary with kGemmMinRows 65) against the GEMM from 16 rows
+set -u
+out=/tmp/rows/raw; mkdir -p $out
+for round in 1 2; do
+  for level in amx avx512vnni; do
+    for b in 16 24 32 48 64; do
+      order="gemm16 rows65"; ((round % 2 == 0)) && order="rows65 gemm16"
+      for bin in $order; do
+        ATTNSCOPE_CPU_LEVEL=$level /tmp/attnscope-$bin bench --model synthetic:gpt2 --dtype q8_0 -b $b -p 1 -n 16 -r 2 --warmup 1 -t 2 -o json > $out/r$round-$level-b$b-$bin.json 2>/dev/null
+      done
+      echo "round $round $level b$b done"
+    done
+  done
+done
