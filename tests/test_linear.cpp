@@ -26,6 +26,7 @@
 #include <random>
 #include <vector>
 
+#include "ops/cpu/output_blocks.h"
 #include "ops/embedding.h"
 #include "ops/linear.h"
 #include "reference_ops.h"
@@ -73,9 +74,9 @@ void check_linear(Context& ctx, const Case& c, DType dtype, bool with_bias, bool
                       : dtype == DType::F16 ? std::ldexp(1.0, -11)
                                             : 0.0;
   const double subnormal = dtype == DType::F16 ? std::ldexp(1.0, -25) : 0.0;
-  // From 16 rows on linear runs its prefill path (ops/cpu/output_blocks.h, kGemmMinRows; were it
-  // moved, the rows between would fail here, loudly).
-  const bool on_tiles = dtype != DType::F32 && cpu_level() >= CpuLevel::Amx && c.rows >= 16;
+  // From gemm_min_rows rows on linear runs its prefill path (ops/cpu/output_blocks.h).
+  const bool on_tiles = dtype != DType::F32 && cpu_level() >= CpuLevel::Amx &&
+                        c.rows >= ops::cpu::gemm_min_rows(cpu_level(), dtype);
   const std::int64_t products_per_input = !on_tiles ? 1 : dtype == DType::BF16 ? 2 : 3;
   const double split_unit = !on_tiles ? 0.0
                             : dtype == DType::BF16
@@ -168,15 +169,17 @@ TEST_CASE("linear with f32 weights: the prefill GEMM at every cpu level, edges a
   });
 }
 
-TEST_CASE("linear with f32 weights: decode rows 1..15 (and up to 63) at every cpu level") {
+TEST_CASE("linear with f32 weights: decode rows 1..63 at every cpu level") {
   Context ctx(2);
   std::mt19937 rng(13);
   for_each_cpu_level([&] {
-    // 16 to 63 rows: the avx2 level's tiles, which take batches below kAvx2GemmMinRows (in tiles
-    // of up to 6 rows, shared out evenly); the GEMM at the other levels.
-    for (std::int64_t rows : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 23, 37, 63}) {
+    // Up to gemm_min_rows (ops/cpu/output_blocks.h: 48 at the avx512 levels, 64 at avx2) the
+    // decode tiles, in tiles of up to 8 (avx512) or 6 (avx2) rows, shared out evenly; the GEMM
+    // from there on.
+    for (std::int64_t rows :
+         {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 23, 37, 47, 63}) {
       // K 67: whole rounds of 16 and a masked tail; 131 outputs: thread blocks of 96 and 35 (an
-      // odd one); rows 9..15 in two tiles at the avx512 levels.
+      // odd one); rows 9..16 in two tiles at the avx512 levels, 23 in three, 47 in six.
       check_linear(ctx, {rows, 67, 131}, DType::F32, rows % 2 == 1, rows % 3 == 0, rng);
       check_linear(ctx, {rows, 768, 70}, DType::F32, rows % 2 == 0, rows % 4 == 1, rng);
       // K 57: one round of 32, then a tail of 25 in two masked steps (one whole, one of 9).
@@ -213,11 +216,14 @@ TEST_CASE("linear: a row decoded alone equals the same row decoded beside one or
   });
 }
 
-TEST_CASE("linear with bf16 and f16 weights: decode rows 1..15 (and up to 63) at every level") {
+TEST_CASE("linear with bf16 and f16 weights: decode rows 1..127 at every level") {
   Context ctx(2);
   std::mt19937 rng(15);
   for_each_16bit_dtype_at_every_cpu_level([&](DType dtype) {
-    for (std::int64_t rows : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 23, 37, 63}) {
+    // Up to gemm_min_rows (ops/cpu/output_blocks.h: 128 at the avx512 levels) the decode
+    // kernels; 127 rows: 16 tiles of 7 and 8.
+    for (std::int64_t rows :
+         {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 23, 37, 63, 127}) {
       // K 67: no multiple of 8, 16 or 32, so every kernel runs its tail; 131 outputs: two
       // thread blocks, the second partial and odd (a tile's last weight row without a twin).
       check_linear(ctx, {rows, 67, 131}, dtype, rows % 2 == 1, rows % 3 == 0, rng);
@@ -260,15 +266,17 @@ TEST_CASE("linear with bf16 and f16 weights on AMX tiles: padding, thread blocks
   std::mt19937 rng(17);
   for (DType dtype : {DType::BF16, DType::F16}) {
     CAPTURE(dtype_name(dtype));
-    // 31 rows: one block of 32 with a padded row. K 4096: panels of 16 MiB of tiles hold 2048
-    // outputs (bf16) or 1024 (f16, two parts), so each thread's outputs (2112 and 2088) take
-    // whole panels and one of 64 or 40.
-    check_linear(ctx, {31, 4096, 4200}, dtype, true, false, rng);
+    // The fewest rows that take the tiles (16 for bf16, 32 for f16: ops/cpu/output_blocks.h).
+    const std::int64_t fewest = ops::cpu::gemm_min_rows(CpuLevel::Amx, dtype);
+    // fewest + 15 rows: a padded last block of 32 (31 rows of 32, or 47 of 64). K 4096: panels
+    // of 16 MiB of tiles hold 2048 outputs (bf16) or 1024 (f16, two parts), so each thread's
+    // outputs (2112 and 2088) take whole panels and one of 64 or 40.
+    check_linear(ctx, {fewest + 15, 4096, 4200}, dtype, true, false, rng);
     // 600 rows: a pass of 512 and one of 88.
     check_linear(ctx, {600, 67, 70}, dtype, true, true, rng);
-    // 16 rows, K 1 and 15: one step of inputs, nearly all padding.
-    check_linear(ctx, {16, 1, 40}, dtype, false, true, rng);
-    check_linear(ctx, {16, 15, 40}, dtype, true, true, rng);
+    // K 1 and 15: one step of inputs, nearly all padding.
+    check_linear(ctx, {fewest, 1, 40}, dtype, false, true, rng);
+    check_linear(ctx, {fewest, 15, 40}, dtype, true, true, rng);
   }
 }
 

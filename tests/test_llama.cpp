@@ -15,6 +15,8 @@
 #include "llama_fixtures.h"
 #include "model_checks.h"
 #include "models/llama/model.h"
+#include "ops/cpu/output_blocks.h"
+#include "runtime/cpu_features.h"
 #include "runtime/error.h"
 
 using namespace attnscope;
@@ -32,6 +34,15 @@ double absolute_parity_bound(const llama::LlamaConfig& config, const nlohmann::j
   double scale = 1.0;
   for (double z : reference_logits(reference)) scale = std::max(scale, std::fabs(z));
   return logit_bound(config, static_cast<std::int64_t>(reference["input_ids"][0].size())) * scale;
+}
+
+// wide-heads with every matrix (every rank-2 tensor, all stored [out, in]) holding the values
+// q8_0 stores for it (testing::write_q8_0_dequantized).
+std::string write_dequantized_wide_heads(const testing::TempDir& dir) {
+  return testing::write_q8_0_dequantized(
+      dir, fixture_dir("wide-heads"), [](const SafetensorsEntry& e) {
+        return e.shape.size() == 2 ? testing::StoredMatrix::OutIn : testing::StoredMatrix::No;
+      });
 }
 
 }  // namespace
@@ -98,25 +109,25 @@ TEST_CASE("llama: 16-bit weights on the cpu: an f32 checkpoint narrowed at load 
 }
 
 TEST_CASE("llama: q8_0 weights on the cpu: prefill computes the f32 model of dequantized weights") {
-  // As for GPT-2: prefill (the fixture's 2 x 8 ids) keeps the activations in f32 and multiplies
-  // by dequantized weight panels, and dequantizing is exact, so the q8_0 model must give the
-  // logits of the f32 model whose matrices (every rank-2 tensor of the checkpoint, all stored
-  // [out, in]) hold the dequantized values, up to f32 summation order (the parity bound).
-  const nlohmann::json reference = read_reference("wide-heads");
+  // As for GPT-2: prefill (from gemm_min_rows rows on, at most 128: 2 x 64 ids) keeps the
+  // activations in f32 and multiplies by dequantized weight panels, and dequantizing is exact,
+  // so the q8_0 model must give the logits of the f32 model whose matrices (every rank-2 tensor
+  // of the checkpoint, all stored [out, in]) hold the dequantized values, up to f32 summation
+  // order (the parity bound).
   testing::TempDir dir;
-  const std::string dequantized = testing::write_q8_0_dequantized(
-      dir, fixture_dir("wide-heads"), [](const SafetensorsEntry& e) {
-        return e.shape.size() == 2 ? testing::StoredMatrix::OutIn : testing::StoredMatrix::No;
-      });
+  const std::string dequantized = write_dequantized_wide_heads(dir);
   Context ctx(2);
   const llama::Model q8 = llama::Model::open(fixture_dir("wide-heads"), ctx, 0, DType::Q8_0);
   const llama::Model f32 = llama::Model::open(dequantized, ctx, 0, DType::F32);
   CHECK(q8.dtype_summary() == "q8_0 weights, f32 activations");
-  const std::vector<double> actual = all_logits(ctx, q8, reference);
-  const auto length = static_cast<std::int64_t>(reference["input_ids"][0].size());
-  CHECK(max_relative_difference(actual, all_logits(ctx, f32, reference)) <=
-        logit_bound(q8.llama_config(), length));
-  CHECK(max_abs_difference(actual, reference_logits(reference)) > 0.0);  // really quantized
+  const Prefill prefill = patterned_prefill(2, q8.config().context_length, q8.config().vocab_size);
+  REQUIRE(prefill.batch * prefill.length >= ops::cpu::gemm_min_rows(cpu_level(), DType::Q8_0));
+  const std::vector<double> actual = all_logits(ctx, q8, prefill);
+  CHECK(max_relative_difference(actual, all_logits(ctx, f32, prefill)) <=
+        logit_bound(q8.llama_config(), prefill.length));
+  // Really quantized: the original weights give other logits.
+  const llama::Model original = llama::Model::open(fixture_dir("wide-heads"), ctx, 0, DType::F32);
+  CHECK(max_abs_difference(actual, all_logits(ctx, original, prefill)) > 0.0);
 }
 
 TEST_CASE("llama: q8_0 weights on the cpu: decode stays near the f32 logits and tokens") {
@@ -127,8 +138,9 @@ TEST_CASE("llama: q8_0 weights on the cpu: decode stays near the f32 logits and 
   // change is the sum of both contributions; allowing twice each for cancellation, plus the f32
   // parity bound twice (as in the 16-bit test): bound = 2 (D + D) + 2 parity. Greedy tokens must
   // equal transformers' f32 ones when every step's top-1 margin exceeds 2 x bound.
+  testing::TempDir dir;
   check_q8_0_decode<llama::Model>(
-      "wide-heads", fixture_dir, read_reference,
+      "wide-heads", fixture_dir, read_reference, write_dequantized_wide_heads(dir),
       [](double weights_change, const llama::Model& model, const nlohmann::json& reference) {
         return 4.0 * weights_change + 2.0 * absolute_parity_bound(model.llama_config(), reference);
       });

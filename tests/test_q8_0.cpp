@@ -15,6 +15,7 @@
 
 #include "ops/cast.h"
 #include "ops/cpu/linear_q8_0.h"
+#include "ops/cpu/output_blocks.h"
 #include "runtime/cpu_features.h"
 #include "runtime/error.h"
 #include "runtime/q8_0.h"
@@ -248,7 +249,7 @@ std::pair<double, double> check_linear(const LinearCase& c, std::mt19937& rng) {
   std::vector<float> w_hat(w.size());
   dequantize_q8_0(wq.data(), w_hat.data(), std::int64_t(w.size()));
 
-  const bool decode = c.rows < 16;
+  const bool decode = c.rows < ops::cpu::gemm_min_rows(cpu_level(), DType::Q8_0);
   std::vector<double> x_hat(x.begin(), x.end());  // what the kernel multiplies, exactly
   std::vector<double> dx(x.size() / 32, 0.0);
   if (decode) {
@@ -306,7 +307,8 @@ TEST_CASE("linear_q8_0 matches float64 at every cpu level, decode and prefill") 
   for (CpuLevel level : levels_of_this_cpu()) {
     set_cpu_level_cap(level);
     double worst_same = 0.0, worst_original = 0.0;
-    for (std::int64_t rows : {1, 2, 5, 15, 16, 33}) {
+    // 130 rows: the GEMM at every level (gemm_min_rows, ops/cpu/output_blocks.h: at most 128).
+    for (std::int64_t rows : {1, 2, 5, 15, 16, 33, 64, 130}) {
       // 1, 2, 3, 5, 9, 18 blocks: AVX-512 steps of 4, a last pair, an odd last block
       for (std::int64_t in : {32, 64, 96, 160, 288, 576}) {
         CAPTURE(cpu_level_name(level));
@@ -321,7 +323,7 @@ TEST_CASE("linear_q8_0 matches float64 at every cpu level, decode and prefill") 
       }
     }
     // Prefill with more outputs than one 512-row panel per thread (2 threads: 576 each).
-    const auto [same, original] = check_linear({17, 64, 1151, true, true}, rng);
+    const auto [same, original] = check_linear({130, 64, 1151, true, true}, rng);
     worst_same = std::max(worst_same, same);
     worst_original = std::max(worst_original, original);
     MESSAGE(cpu_level_name(level) << ": largest error / bound " << worst_same

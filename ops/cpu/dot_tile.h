@@ -1,12 +1,14 @@
 // The batch-decode kernels of the cpu linear layers (runtime/cpu_features.h's levels), for f32
 // weights (ops/cpu/linear.cpp) and 16-bit ones (ops/cpu/linear_16bit.cpp): y = x W^T + b for a
 // batch of input rows x, reading W from memory once. From the avx512 level on, 1 to 3 rows go one
-// weight row at a time (dot_rows_avx512, below), 4 to 15 in tiles; at the avx2 level, 2 rows to
-// gemm_min_rows(avx2) in the avx2 tiles at the end of this file (8 lanes, the same idea).
+// weight row at a time (dot_rows_avx512, below), 4 up to gemm_min_rows (output_blocks.h) in tiles;
+// at the avx2 level, 2 rows up to it in the avx2 tiles at the end of this file (8 lanes, the same
+// idea).
 //
 // A tile is 2 adjacent weight rows against kInputRows <= 8 input rows: 16 accumulators of 16
 // lanes. Each weight vector is loaded (and widened, for 16-bit weights) once and multiplied into
-// every input row, which stay in L1 or L2 (kInputRows x K floats); 9 to 15 rows take two tiles.
+// every input row, which stay in L1 or L2 (kInputRows x K floats); more rows take more tiles, the
+// weight rows staying in L1 between them.
 // Fewer rows (kTileMinRows, below) take dot_rows_avx512, f32 weights too (linear.cpp).
 // The 16 dot products are summed across their lanes together: one transpose16 and 15 additions
 // leave dot (i, r) in lane 8 i + r (a reduction per dot product costs about as much as a
@@ -211,21 +213,24 @@ constexpr std::int64_t kTileMinRows = 4;
 
 // The loop both levels' tiles share: outputs [first, first + width) of y [rows, outputs] =
 // x [rows, in] W^T (+ b), added to y with `accumulate`, a pair of weight rows at a time (an odd
-// last row paired with itself, its twin discarded), the input rows in tiles of `tile_rows`.
+// last row paired with itself, its twin discarded), the input rows in tiles of at most
+// `max_tile_rows`, as few as that allows, their sizes within one of each other.
 // tile(count, w0, w1, x_rows, sums) leaves the dot of w0 with x row r in sums[r] and of w1 in
 // sums[second + r], for r < count.
 template <typename Element, typename Tile>
 void for_each_weight_pair_tile(const float* x, const Element* w, const float* b, float* y,
                                std::int64_t rows, std::int64_t in, std::int64_t outputs,
                                std::int64_t first, std::int64_t width, bool accumulate,
-                               std::int64_t tile_rows, int second, Tile tile) {
+                               std::int64_t max_tile_rows, int second, Tile tile) {
+  const std::int64_t tiles = (rows + max_tile_rows - 1) / max_tile_rows;
   alignas(64) float sums[16];
   for (std::int64_t o = first; o < first + width; o += 2) {
     const bool pair = o + 1 < first + width;
     const Element* w0 = w + o * in;
     const Element* w1 = pair ? w0 + in : w0;
-    for (std::int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
-      const auto count = static_cast<int>(std::min(tile_rows, rows - r0));
+    for (std::int64_t t = 0; t < tiles; ++t) {
+      const std::int64_t r0 = t * rows / tiles;
+      const auto count = static_cast<int>((t + 1) * rows / tiles - r0);
       tile(count, w0, w1, x + r0 * in, sums);
       for (int r = 0; r < count; ++r) {
         float* row = y + (r0 + r) * outputs;
@@ -236,7 +241,8 @@ void for_each_weight_pair_tile(const float* x, const Element* w, const float* b,
   }
 }
 
-// kTileMinRows <= rows < 16 at the avx512 levels: one tile of all rows, or two of 4 to 8 rows.
+// kTileMinRows <= rows < gemm_min_rows at the avx512 levels: tiles of 4 to 8 rows (one tile up
+// to 8 rows, two up to 16, ...; rows / tiles >= 4 whenever rows >= 4).
 template <typename Weights>
 void matrix_vector_tiles(const float* x, const typename Weights::Element* w, const float* b,
                          float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
@@ -246,7 +252,7 @@ void matrix_vector_tiles(const float* x, const typename Weights::Element* w, con
   constexpr Tile kTiles[5] = {dot_tile<Weights, 4>, dot_tile<Weights, 5>, dot_tile<Weights, 6>,
                               dot_tile<Weights, 7>, dot_tile<Weights, 8>};
   for_each_weight_pair_tile(
-      x, w, b, y, rows, in, outputs, first, width, accumulate, rows <= 8 ? rows : (rows + 1) / 2, 8,
+      x, w, b, y, rows, in, outputs, first, width, accumulate, 8, 8,
       [&](int count, const Element* w0, const Element* w1, const float* x_rows, float* sums) {
         kTiles[count - kTileMinRows](w0, w1, x_rows, in, sums);
       });
@@ -263,7 +269,8 @@ void matrix_vector_tiles(const float* x, const typename Weights::Element* w, con
 // once per step whatever the batch. Each sum is reduced across its lanes at the end (sum8),
 // the last k % 8 products in a scalar loop.
 // Measured (AMD EPYC Zen 3, 2 threads, synthetic:gpt2 f32 decode behind 32 tokens; see
-// docs/results/2026-12-02-engine/): gemm_min_rows below says where Eigen's GEMM takes over.
+// docs/results/2026-12-02-engine/): gemm_min_rows (output_blocks.h) says where Eigen's GEMM takes
+// over.
 constexpr int kAvx2TileRows = 6;
 
 template <typename Weights, int kInputRows>
@@ -308,10 +315,8 @@ void matrix_vector_tiles_avx2(const float* x, const typename Weights::Element* w
   constexpr Tile kTiles[kAvx2TileRows] = {dot_tile_avx2<Weights, 1>, dot_tile_avx2<Weights, 2>,
                                           dot_tile_avx2<Weights, 3>, dot_tile_avx2<Weights, 4>,
                                           dot_tile_avx2<Weights, 5>, dot_tile_avx2<Weights, 6>};
-  const std::int64_t tiles = (rows + kAvx2TileRows - 1) / kAvx2TileRows;
   for_each_weight_pair_tile(
-      x, w, b, y, rows, in, outputs, first, width, accumulate, (rows + tiles - 1) / tiles,
-      kAvx2TileRows,
+      x, w, b, y, rows, in, outputs, first, width, accumulate, kAvx2TileRows, kAvx2TileRows,
       [&](int count, const Element* w0, const Element* w1, const float* x_rows, float* sums) {
         kTiles[count - 1](w0, w1, x_rows, in, sums);
       });

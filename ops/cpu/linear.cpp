@@ -90,7 +90,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& b
   const float* b = bias.defined() ? bias.data<float>() : nullptr;
   // Read here, outside the threads' parallel region (an unknown ATTNSCOPE_CPU_LEVEL throws).
   const CpuLevel level = cpu_level();
-  if (rows < gemm_min_rows(level)) {
+  if (rows < gemm_min_rows(level, DType::F32)) {
     matrix_vector_rows(ctx, level, x.data<float>(), weight.data<float>(), b, out.data<float>(),
                        rows, in, outputs, accumulate);
   } else {

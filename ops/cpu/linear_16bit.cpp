@@ -4,7 +4,8 @@
 //
 // Why 16-bit weights: batch-1 decode reads every weight once per token and is bound by memory
 // bandwidth, so halving the bytes read nearly halves the time of a decode step.
-//  - Decode (N < 16 rows): each thread streams its block of weight rows once; every 16-bit row is
+//  - Decode (N < gemm_min_rows(level, dtype) rows, 16 to 128: ops/cpu/output_blocks.h): each thread
+//  streams its block of weight rows once; every 16-bit row is
 //    widened in registers and multiplied into up to 4 input rows at a time (so a row is loaded
 //    from memory once per step and from L1 ceil(N / 4) times), and the weight stream is
 //    prefetched ahead (kWeightPrefetchBytes, output_blocks.h: 1.5x). From the avx512 level on,
@@ -12,7 +13,8 @@
 //    up to 8 input rows). Cost: 2 M K bytes read, 2 N M K FLOPs. bf16 widens by zero-extending each
 //    16-bit word to 32 bits and shifting it left by 16 (bf16 is the top half of an f32); f16 by the
 //    F16C conversion (vcvtph2ps).
-//  - Prefill (N >= 16): FLOP-bound, so each thread widens its whole block of weight rows into an
+//  - Prefill (from there on): FLOP-bound, so each thread widens its whole block of weight rows into
+//  an
 //    f32 buffer once and hands it to the blocked GEMM (ops/cpu/gemm.h), as ops/cpu/linear.cpp does
 //    with f32 weights (ops/cpu/widened_gemm.h: why whole blocks and not cache-sized panels, with
 //    the measurements, and the memory it costs). Widening costs M K reads of 2 bytes and writes of
@@ -207,7 +209,7 @@ void linear_16bit(Context& ctx, const Tensor& x, const Tensor& weight, const Ten
   const Kernels kernels = select_kernels(weight.dtype(), level);
   const auto* w = static_cast<const std::uint16_t*>(weight.raw_data());
   const float* b = bias.defined() ? bias.data<float>() : nullptr;
-  if (rows < gemm_min_rows(level)) {
+  if (rows < gemm_min_rows(level, weight.dtype())) {
     for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
       kernels.matrix_vector(x.data<float>(), w, b, out.data<float>(), rows, in, outputs, first,
                             width, accumulate);

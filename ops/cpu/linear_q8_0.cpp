@@ -287,9 +287,10 @@ void linear_q8_0(const Context& ctx, const float* x, const BlockQ8_0* w, const f
     return "q8_0 weights need an input width that is a multiple of " + std::to_string(kBlock) +
            ", got " + std::to_string(in);
   });
-  if (rows < kGemmMinRows) {
+  const CpuLevel level = cpu_level();
+  if (rows < gemm_min_rows(level, DType::Q8_0)) {
     matrix_vector_rows(ctx, x, w, b, y, rows, in, outputs, accumulate);
-  } else if (cpu_level() >= CpuLevel::Amx) {
+  } else if (level >= CpuLevel::Amx) {
     gemm_amx(ctx, x, w, DType::Q8_0, b, y, rows, in, outputs, accumulate);
   } else {
     // Prefill: each thread dequantizes its block of weight rows to f32 once and runs one f32

@@ -2,8 +2,9 @@
 // `accumulate` y[r, o] += that. W [outputs, in] is stored as q8_0 blocks (runtime/q8_0.h), in/32
 // per row; x [rows, in], b [outputs] (or null) and y [rows, outputs] are f32.
 //
-// Decode (rows < 16), as llama.cpp computes it: each input row is quantized to 8 bits as well,
-// in blocks of 32 with an f32 scale (quantize_activations_q8_0), and every output is
+// Decode (rows < gemm_min_rows(level, Q8_0), ops/cpu/output_blocks.h: 16 to 128 rows by level,
+// so a batch's decode step too), as llama.cpp computes it: each input row is quantized to 8 bits as
+// well, in blocks of 32 with an f32 scale (quantize_activations_q8_0), and every output is
 //   sum over blocks of (dw dx) * sum_i qw[i] qx[i],
 // the inner sum an exact integer (|sum| <= 32 * 127^2 < 2^24, exact as a float too), the scaling
 // and the sum over blocks in f32. The bytes multiply with vpmaddubsw, which takes one unsigned and
@@ -18,15 +19,16 @@
 // applied to every input row while in L1; quantizing x costs rows x in, nothing beside the
 // outputs x in weights.
 //
-// Prefill (rows >= 16): each thread dequantizes panels of 512 weight rows to f32 into a buffer of
-// its own and hands each panel to the f32 GEMM (ops/cpu/gemm.h): FLOP-bound like the f32 path;
-// dequantizing adds in * outputs conversions, 1/rows of the GEMM's multiply-adds.
+// Prefill (from that many rows on): each thread dequantizes panels of 512 weight rows to f32 into a
+// buffer of its own and hands each panel to the f32 GEMM (ops/cpu/gemm.h): FLOP-bound like the f32
+// path; dequantizing adds in * outputs conversions, 1/rows of the GEMM's multiply-adds.
 //
 // Error (derived in tests/test_q8_0.cpp): |x - dx qx| <= dx/2 + |x| gamma(3) for the
 // activations (u = 2^-24, gamma(n) = n u / (1 - n u)), |w - dw qw| <= dw/2 for the weights
 // (runtime/q8_0.h); the f32 arithmetic adds at most gamma(K/32 + 10) times the sum of the
 // |products| of the quantized operands plus |b| and |y| (gamma(K + 10) in prefill). Prefill keeps x
-// in f32: only the weights' error remains.
+// in f32 (at the amx level split into two bf16 parts, ops/cpu/gemm_amx.cpp): only the weights'
+// error remains. A prompt shorter than the threshold is multiplied as decode is.
 #pragma once
 
 #include <cstdint>

@@ -11,18 +11,43 @@
 
 #include "runtime/context.h"
 #include "runtime/cpu_features.h"
+#include "runtime/dtype.h"
 
 namespace attnscope::ops::cpu {
 
-// Below this many rows (decode of a batch) each weight row is read once and used for every input
-// row while in L1: memory-bound, like one row. From it on (prefill), a blocked GEMM, which is
-// FLOP-bound and repacks the weights, pays off. At the avx2 level the GEMM is Eigen's, which
-// packs the weights on every call: the avx2 tiles (dot_tile.h) stay ahead of it for longer
-// (measured: see kAvx2GemmMinRows).
-constexpr std::int64_t kGemmMinRows = 16;
-constexpr std::int64_t kAvx2GemmMinRows = 64;
-inline std::int64_t gemm_min_rows(CpuLevel level) {
-  return level == CpuLevel::Avx2 ? kAvx2GemmMinRows : kGemmMinRows;
+// Below gemm_min_rows(level, weights) rows (the decode step of a batch) the decode kernels run:
+// each weight row is read from memory once and used for every input row while in L1, memory-bound
+// for a few rows, then bound by the kernel's multiply rate (no faster with more rows). From it on
+// (prefill), a blocked GEMM: FLOP-bound, faster per row, but it repacks every weight on every call
+// (and widens 16-bit and q8_0 weights to f32, or at the amx level splits them into bf16 tiles),
+// which only enough rows pay for. Where the two cross depends on the level and the weights.
+// Measured (2-core Xeon, synthetic:gpt2, decode tokens/s of a batch of that many rows, decode
+// kernels against the GEMM, docs/results/2026-12-04-decode-rows/):
+//  - avx512 levels: f32 at 32 rows 583 against 559, at 48 617 against 633; bf16 and f16 at 64
+//    759-772 against 601-618 (at 16: 2.9x), q8_0 at 64 733-773 against 601-612, at 128 764
+//    against 730.
+//  - amx: bf16 at 16 688 against 638, at 24 578 against 851; f16 at 24 662 against 533, at 32
+//    700 against 714; q8_0 at 48 760-774 against 702-717, at 64 748-781 against 896-922.
+//  - avx2: Eigen's GEMM packs the weights on every call, and the avx2 tiles (dot_tile.h) stay
+//    ahead of it for f32 and 16-bit weights up to 64 rows (AMD EPYC Zen 3,
+//    docs/results/2026-12-02-engine/); q8_0 at 16 405 against 322, at 48 481 against 635.
+//  - portable: not measured; 16, as every level had before.
+inline std::int64_t gemm_min_rows(CpuLevel level, DType weights) {
+  switch (level) {
+    case CpuLevel::Portable:
+      return 16;
+    case CpuLevel::Avx2:
+      return weights == DType::Q8_0 ? 32 : 64;
+    case CpuLevel::Avx512:
+    case CpuLevel::Avx512Vnni:
+      return weights == DType::F32 ? 48 : 128;
+    case CpuLevel::Amx:
+      return weights == DType::F32    ? 48
+             : weights == DType::BF16 ? 16
+             : weights == DType::F16  ? 32
+                                      : 64;
+  }
+  return 16;
 }
 
 // The hand-written decode kernels (16-bit and q8_0 weights, and every tile) ask for the weight
