@@ -282,8 +282,7 @@ TEST_CASE("safetensors: headers nested deeper than the JSON depth limit are refu
       "{\"a\":" + std::string(1'000'000, '[') + std::string(1'000'000, ']') + "}";
   CHECK(parse_failure(deep) ==
         "t.safetensors: header nests objects and arrays deeper than 64 levels");
-  const std::string at_limit =
-      "{\"a\":" + std::string(63, '[') + std::string(63, ']') + "}";
+  const std::string at_limit = "{\"a\":" + std::string(63, '[') + std::string(63, ']') + "}";
   CHECK(parse_failure(at_limit) == "t.safetensors: tensor 'a': entry is not a JSON object");
   CHECK(parse_failure("{\"a\":" + std::string(64, '[') + std::string(64, ']') + "}") ==
         "t.safetensors: header nests objects and arrays deeper than 64 levels");

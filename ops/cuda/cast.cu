@@ -28,8 +28,7 @@ void cast(Context& ctx, const Tensor& x, Tensor& out) {
     with_storage_type(out.dtype(), "cast", [&](auto to_tag) {
       using From = decltype(from_tag);
       using To = decltype(to_tag);
-      cast_kernel<From, To><<<gpu::blocks_for(n, kThreads), kThreads, 0,
-                              gpu::stream_of(ctx)>>>(
+      cast_kernel<From, To><<<gpu::blocks_for(n, kThreads), kThreads, 0, gpu::stream_of(ctx)>>>(
           static_cast<const From*>(x.raw_data()), static_cast<To*>(out.raw_data()), n);
       gpu::check_launch("cast_kernel");
     });

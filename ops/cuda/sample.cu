@@ -371,8 +371,7 @@ void sample(Context& ctx, const Tensor& logits, const SamplingOptions& options, 
                         step,
                         out_ids != nullptr ? out_ids->data<std::int32_t>() : nullptr,
                         probs != nullptr ? probs->data<float>() : nullptr};
-  sample_kernel<<<static_cast<unsigned int>(batch), kThreads, 0, gpu::stream_of(ctx)>>>(
-      args);
+  sample_kernel<<<static_cast<unsigned int>(batch), kThreads, 0, gpu::stream_of(ctx)>>>(args);
   gpu::check_launch("sample_kernel");
 }
 

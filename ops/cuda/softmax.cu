@@ -60,9 +60,8 @@ void launch(Context& ctx, const char* op, const Tensor& x, Tensor& out) {
   if (rows == 0) return;
   with_storage_type(x.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
-    softmax_kernel<T, kSafe>
-        <<<static_cast<unsigned int>(rows), kThreads, 0, gpu::stream_of(ctx)>>>(
-            static_cast<const T*>(x.raw_data()), static_cast<T*>(out.raw_data()), width);
+    softmax_kernel<T, kSafe><<<static_cast<unsigned int>(rows), kThreads, 0, gpu::stream_of(ctx)>>>(
+        static_cast<const T*>(x.raw_data()), static_cast<T*>(out.raw_data()), width);
     gpu::check_launch("softmax_kernel");
   });
 }
