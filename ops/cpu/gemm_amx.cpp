@@ -132,12 +132,15 @@ std::uint16_t one_part(float value, int part) {
 // inputs. row() finds weight row `index` of W [outputs, in]; pairs() reads inputs
 // [32 step, 32 step + 32) of a row as 16 pairs of bf16 in one register, one() input k alone,
 // both as part `part` (0: the weight, or its hi; 1: its lo).
-struct Bf16Parts {
+struct SixteenBitRows {  // bf16 and f16: `in` 16-bit words a row
   using Weight = std::uint16_t;
-  static constexpr int kParts = 1;
   static const Weight* row(const Weight* w, std::int64_t index, std::int64_t in) {
     return w + index * in;
   }
+};
+
+struct Bf16Parts : SixteenBitRows {
+  static constexpr int kParts = 1;
   __attribute__((target("avx512f"))) static __m512 pairs(const Weight* row, std::int64_t step,
                                                          int) {
     return _mm512_loadu_ps(row + step * kTileDepth);  // bf16 bits, no arithmetic
@@ -145,12 +148,8 @@ struct Bf16Parts {
   static std::uint16_t one(const Weight* row, std::int64_t k, int) { return row[k]; }
 };
 
-struct F16Parts {
-  using Weight = std::uint16_t;
+struct F16Parts : SixteenBitRows {
   static constexpr int kParts = 2;
-  static const Weight* row(const Weight* w, std::int64_t index, std::int64_t in) {
-    return w + index * in;
-  }
   __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c,avx512bf16"))) static __m512 pairs(
       const Weight* row, std::int64_t step, int part) {
     const auto* bits = reinterpret_cast<const __m256i*>(row + step * kTileDepth);

@@ -4,23 +4,22 @@
 //
 // Why 16-bit weights: batch-1 decode reads every weight once per token and is bound by memory
 // bandwidth, so halving the bytes read nearly halves the time of a decode step.
-//  - Decode (N < gemm_min_rows(level, dtype) rows, 16 to 128: ops/cpu/output_blocks.h): each thread
-//  streams its block of weight rows once; every 16-bit row is
-//    widened in registers and multiplied into up to 4 input rows at a time (so a row is loaded
-//    from memory once per step and from L1 ceil(N / 4) times), and the weight stream is
-//    prefetched ahead (kWeightPrefetchBytes, output_blocks.h: 1.5x). From the avx512 level on,
-//    4 rows or more go in the tiles shared with f32 weights (ops/cpu/dot_tile.h: 2 weight rows x
-//    up to 8 input rows). Cost: 2 M K bytes read, 2 N M K FLOPs. bf16 widens by zero-extending each
+//  - Decode (N < gemm_min_rows(level, dtype) rows, 16 to 128: ops/cpu/output_blocks.h): each
+//    thread streams its block of weight rows once; every 16-bit row is widened in registers and
+//    multiplied into up to 4 input rows at a time (so a row is loaded from memory once per step
+//    and from L1 ceil(N / 4) times), and the weight stream is prefetched ahead
+//    (kWeightPrefetchBytes, output_blocks.h: 1.5x). From the avx512 level on, 4 rows or more go
+//    in the tiles shared with f32 weights (ops/cpu/dot_tile.h: 2 weight rows x up to 8 input
+//    rows). Cost: 2 M K bytes read, 2 N M K FLOPs. bf16 widens by zero-extending each
 //    16-bit word to 32 bits and shifting it left by 16 (bf16 is the top half of an f32); f16 by the
 //    F16C conversion (vcvtph2ps).
-//  - Prefill (from there on): FLOP-bound, so each thread widens its whole block of weight rows into
-//  an
-//    f32 buffer once and hands it to the blocked GEMM (ops/cpu/gemm.h), as ops/cpu/linear.cpp does
-//    with f32 weights (ops/cpu/widened_gemm.h: why whole blocks and not cache-sized panels, with
-//    the measurements, and the memory it costs). Widening costs M K reads of 2 bytes and writes of
-//    4: about 1% of the GEMM's 2 N M K FLOPs at N = 512. At the amx level both formats go to AMX's
-//    bf16 tiles instead, x split in two bf16 parts and f16 weights in two as well
-//    (ops/cpu/gemm_amx.cpp).
+//  - Prefill (from there on): FLOP-bound, so each thread widens its whole block of weight rows
+//    into an f32 buffer once and hands it to the blocked GEMM (ops/cpu/gemm.h), as
+//    ops/cpu/linear.cpp does with f32 weights (ops/cpu/widened_gemm.h: why whole blocks and not
+//    cache-sized panels, with the measurements, and the memory it costs). Widening costs M K reads
+//    of 2 bytes and writes of 4: about 1% of the GEMM's 2 N M K FLOPs at N = 512. At the amx level
+//    both formats go to AMX's bf16 tiles instead, x split in two bf16 parts and f16 weights in two
+//    as well (ops/cpu/gemm_amx.cpp).
 // Why not AVX-512 BF16's dot product (vdpbf16ps) in decode, where the CPU has it: it multiplies
 // bf16 by bf16, so the activations would be rounded to bf16 as well, another precision contract
 // than the f32 activations here (and than the tests' bounds). Batch-1 decode is bound by reading
