@@ -7,8 +7,9 @@
 //   avx2:       AVX2 + FMA + F16C (x86-64 since ~2013: Haswell, Zen 1);
 //   avx512:     AVX-512 F + BW + VL (Skylake-SP, Ice Lake, Zen 4);
 //   avx512vnni: avx512 plus AVX-512 VNNI's byte dot product vpdpbusd (Ice Lake, Sapphire
-//               Rapids, Zen 4). Only the q8_0 decode kernel has code of its own for it
-//               (ops/cpu/linear_q8_0.cpp); the 16-bit kernels run their avx512 code.
+//               Rapids, Zen 4). Only the q8_0 kernels have code of their own for it: decode
+//               (ops/cpu/linear_q8_0.cpp) and the prefill GEMM (ops/cpu/gemm_q8_0_vnni.cpp);
+//               the 16-bit kernels run their avx512 code.
 //   amx:        avx512vnni plus AVX-512 BF16 and AMX's bf16 tiles (Sapphire Rapids on), which
 //               Linux lends a process only when asked: cpu_level() asks once, the first time it
 //               would return amx (runtime/cpu_features.cpp says why not sooner). Only the prefill

@@ -22,6 +22,7 @@
 
 #include "models/language_model.h"
 #include "ops/attention/registry.h"
+#include "runtime/cpu_features.h"
 #include "runtime/q8_0.h"
 #include "runtime/safetensors.h"
 #include "runtime/sampler.h"
@@ -198,6 +199,32 @@ inline void check_change_within_bound(Context& ctx, const LanguageModel& model,
   CHECK(change > 0.0);
   CHECK(change <= bound);
   check_greedy_tokens(ctx, model, reference, bound);
+}
+
+// Checks a q8_0 model's prefill logits `actual` (of at least gemm_min_rows rows) against the f32
+// models of its dequantized weights (`dequantized`) and of its original weights (`original`),
+// all over the same ids. Where prefill keeps x in f32 (every level but avx512vnni), dequantizing
+// is exact: the logits must be the dequantized model's within `parity` (relative). At the
+// avx512vnni level prefill quantizes x in blocks of 32 as decode does (ops/cpu/gemm_q8_0_vnni.cpp),
+// a second perturbation of the same per-block size as the weights' (D, the change the weights
+// alone make): as the decode tests bound it, the change from the original logits stays within
+// 2 (D + D) + 2 parity, and it differs from the dequantized model's by more than parity (x really
+// is quantized). Either way the original weights give other logits.
+inline void check_q8_0_prefill(const std::vector<double>& actual,
+                               const std::vector<double>& dequantized,
+                               const std::vector<double>& original, double parity) {
+  const double from_dequantized = max_relative_difference(actual, dequantized);
+  if (cpu_level() == CpuLevel::Avx512Vnni) {
+    const double weights_change = max_relative_difference(dequantized, original);
+    const double change = max_relative_difference(actual, original);
+    MESSAGE("q8_0 prefill, x quantized: relative logit change "
+            << change << " (weights alone: " << weights_change << ")");
+    CHECK(change <= 4.0 * weights_change + 2.0 * parity);
+    CHECK(from_dequantized > parity);
+  } else {
+    CHECK(from_dequantized < parity);
+  }
+  CHECK(max_abs_difference(actual, original) > 0.0);
 }
 
 // Runs `check(ctx, model, reference)` for each fixture of `names` with every attention backend:

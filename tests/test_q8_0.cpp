@@ -217,6 +217,48 @@ TEST_CASE("activation quantization: within dx/2 + |x| rounding_gamma(3) of x; Na
   CHECK(q[32] == 0);
 }
 
+TEST_CASE("activation quantization: every cpu level gives the portable loop's bytes and scales") {
+  // The avx512 levels quantize 16 lanes at a time (ops/cpu/linear_q8_0.cpp); the portable loop
+  // is the spec. Blocks that probe each step: normal values; ties (max 127: inverse 1, so
+  // x.5 rounds to even); zeros and -0; subnormals; the largest finite floats; an infinity, a NaN
+  // and a -infinity in otherwise ordinary blocks.
+  std::mt19937 rng(13);
+  std::vector<float> x = normal_values(32 * 40, rng, 3.0f);
+  auto block = [&](int index) { return x.begin() + 32 * index; };
+  block(1)[0] = 127.0f;
+  for (int i = 1; i < 32; ++i) block(1)[i] = static_cast<float>(i - 16) + 0.5f;
+  std::fill(block(2), block(3), 0.0f);
+  block(2)[5] = -0.0f;
+  for (int i = 0; i < 32; ++i) block(3)[i] = static_cast<float>(i - 15) * 1e-42f;
+  for (int i = 0; i < 32; ++i)
+    block(4)[i] = (i % 2 ? -1.0f : 1.0f) * std::numeric_limits<float>::max();
+  block(5)[17] = std::numeric_limits<float>::infinity();
+  block(6)[31] = std::numeric_limits<float>::quiet_NaN();
+  block(7)[0] = -std::numeric_limits<float>::infinity();
+  const auto n = static_cast<std::int64_t>(x.size());
+  auto quantize_at = [&](CpuLevel level) {
+    set_cpu_level_cap(level);
+    std::vector<std::int8_t> q(x.size());
+    std::vector<float> scales(x.size() / 32);
+    ops::cpu::quantize_activations_q8_0(x.data(), q.data(), scales.data(), n);
+    return std::pair{q, scales};
+  };
+  const auto [spec_bytes, spec_scales] = quantize_at(CpuLevel::Portable);
+  CHECK(std::isnan(spec_scales[5]));
+  CHECK(std::isnan(spec_scales[6]));
+  CHECK(std::isnan(spec_scales[7]));
+  CHECK(spec_bytes[32 + 1] == -14);  // -14.5 * 1 rounds to even
+  CHECK(spec_bytes[32 + 2] == -14);  // -13.5 too
+  for (CpuLevel level : levels_of_this_cpu()) {
+    CAPTURE(cpu_level_name(level));
+    const auto [bytes, scales] = quantize_at(level);
+    CHECK(bytes == spec_bytes);
+    // Bit patterns: NaN == NaN is false, and -0 == 0 is true.
+    CHECK(std::memcmp(scales.data(), spec_scales.data(), scales.size() * sizeof(float)) == 0);
+  }
+  set_cpu_level_cap(std::nullopt);
+}
+
 namespace {
 
 struct LinearCase {
@@ -225,19 +267,20 @@ struct LinearCase {
 };
 
 // Checks one call of linear_q8_0 at the current cpu level against two float64 references.
-//  1. The same quantized operands (decode: dequantized weights times quantized activations;
-//     prefill: dequantized weights times the f32 activations), evaluated in float64. The kernel
-//     differs from it only by f32 rounding: every product passes through at most one rounding
-//     for the scale dw dx, one for its product, one per block (decode: at most K/32) or term
-//     (prefill: at most K) added after it, 4 for the reduction of the lanes, and one each for
-//     the AVX-512 tail, the bias and the accumulation: |error| <= rounding_gamma(path + 10)
-//     (sum of |terms| + |b| + |y0|), path = K/32 (decode) or K (prefill). At the amx level
+//  1. The same quantized operands (decode, and prefill at the avx512vnni level: dequantized
+//     weights times quantized activations; other prefill: dequantized weights times the f32
+//     activations), evaluated in float64. The kernel differs from it only by f32 rounding: every
+//     product passes through at most one rounding for the scale dw dx, one for its product, one
+//     per block (quantized activations: at most K/32) or term (f32 activations: at most K) added
+//     after it, 4 for the reduction of the lanes, and one each for the AVX-512 tail, the bias
+//     and the accumulation: |error| <= rounding_gamma(path + 10) (sum of |terms| + |b| + |y0|),
+//     path = K/32 (quantized activations) or K (f32 activations). At the amx level
 //     prefill runs on bf16 tiles with x and the weights each split in two bf16 parts
 //     (ops/cpu/gemm_amx.cpp): 3K products whose magnitudes sum to at most (1 + 2^-6) |x w^|,
 //     path = 3K, plus 2^-16 (3 + 2^-7) sum |x w^| for the bits the parts do not hold.
 //  2. The original f32 weights and activations: add the quantization errors,
 //     |x w - x^ w^| <= |x - x^| |w| + |x^| |w - w^|, with |w - w^| <= dw/2 and, in decode,
-//     |x - x^| <= dx/2 + |x| rounding_gamma(3) (the activation quantizer's bound above).
+//     |x - x^| <= dx/2 + |x| rounding_gamma(3) where x is quantized (the quantizer's bound above).
 // Returns the largest error / bound against each reference.
 std::pair<double, double> check_linear(const LinearCase& c, std::mt19937& rng) {
   Context ctx(2);
@@ -250,9 +293,11 @@ std::pair<double, double> check_linear(const LinearCase& c, std::mt19937& rng) {
   dequantize_q8_0(wq.data(), w_hat.data(), std::int64_t(w.size()));
 
   const bool decode = c.rows < ops::cpu::gemm_min_rows(cpu_level(), DType::Q8_0);
+  // The decode kernels and the avx512vnni prefill GEMM (ops/cpu/gemm_q8_0_vnni.cpp) quantize x.
+  const bool quantized_x = decode || cpu_level() == CpuLevel::Avx512Vnni;
   std::vector<double> x_hat(x.begin(), x.end());  // what the kernel multiplies, exactly
   std::vector<double> dx(x.size() / 32, 0.0);
-  if (decode) {
+  if (quantized_x) {
     std::vector<std::int8_t> qx(x.size());
     std::vector<float> scales(dx.size());
     ops::cpu::quantize_activations_q8_0(x.data(), qx.data(), scales.data(), std::int64_t(x.size()));
@@ -261,7 +306,7 @@ std::pair<double, double> check_linear(const LinearCase& c, std::mt19937& rng) {
   }
 
   const bool on_tiles = !decode && cpu_level() >= CpuLevel::Amx;
-  const std::int64_t path = decode ? c.in / 32 : on_tiles ? 3 * c.in : c.in;
+  const std::int64_t path = quantized_x ? c.in / 32 : on_tiles ? 3 * c.in : c.in;
   const double parts_magnitude = on_tiles ? 1.0 + 0x1.0p-6 : 1.0;
   const double split_unit = on_tiles ? 0x1.0p-16 * (3.0 + 0x1.0p-7) : 0.0;
   std::vector<float> y = y0;
@@ -283,7 +328,7 @@ std::pair<double, double> check_linear(const LinearCase& c, std::mt19937& rng) {
         products += std::fabs(x_hat[xi] * w_hat[wi]);
         const double dw = f16_to_f32(wq[wi / 32].scale);
         const double x_error =
-            decode ? dx[xi / 32] / 2 + std::fabs(x[xi]) * rounding_gamma(3) : 0.0;
+            quantized_x ? dx[xi / 32] / 2 + std::fabs(x[xi]) * rounding_gamma(3) : 0.0;
         quantization += x_error * std::fabs(w[wi]) + std::fabs(x_hat[xi]) * dw / 2;
       }
       magnitude += parts_magnitude * products;
@@ -333,25 +378,32 @@ TEST_CASE("linear_q8_0 matches float64 at every cpu level, decode and prefill") 
   set_cpu_level_cap(std::nullopt);
 }
 
-TEST_CASE("linear_q8_0 gives every level the same integer products") {
-  // The levels differ only in the order of the f32 sum over blocks: with one block (K = 32)
-  // there is no such sum, and with exactly representable scales the results agree bit for bit.
+TEST_CASE("linear_q8_0 gives every level, decode and prefill, the same integer products") {
+  // The levels and paths differ only in the order of the f32 sum over blocks: with one block
+  // (K = 32) there is no such sum, and with integer inputs and exactly representable scales the
+  // results agree bit for bit, whether x is quantized (decode, prefill at avx512vnni) or not.
   std::mt19937 rng(23);
-  std::vector<float> x = normal_values(3 * 32, rng), w = normal_values(5 * 32, rng);
+  constexpr std::int64_t kOutputs = 37;  // a panel of 32 and a partial one
+  std::vector<float> w = normal_values(kOutputs * 32, rng);
   // Every block's scale becomes 1: products and sums are integers.
-  for (std::int64_t r = 0; r < 3; ++r) x[r * 32] = 127.0f;
-  for (std::int64_t o = 0; o < 5; ++o) w[o * 32] = 127.0f;
+  for (std::int64_t o = 0; o < kOutputs; ++o) w[o * 32] = 127.0f;
   const std::vector<BlockQ8_0> wq = quantized(w);
-  Context ctx(1);
-  std::vector<std::vector<float>> results;
-  for (CpuLevel level : levels_of_this_cpu()) {
-    set_cpu_level_cap(level);
-    std::vector<float> y(15);
-    ops::cpu::linear_q8_0(ctx, x.data(), wq.data(), nullptr, y.data(), 3, 32, 5, false);
-    results.push_back(y);
+  for (std::int64_t rows : {3, 130}) {  // decode, and the GEMM at every level
+    CAPTURE(rows);
+    std::vector<float> x = normal_values(rows * 32, rng, 40.0f);
+    for (float& value : x) value = std::clamp(std::nearbyint(value), -127.0f, 127.0f);
+    for (std::int64_t r = 0; r < rows; ++r) x[r * 32] = 127.0f;
+    Context ctx(2);
+    std::vector<std::vector<float>> results;
+    for (CpuLevel level : levels_of_this_cpu()) {
+      set_cpu_level_cap(level);
+      std::vector<float> y(static_cast<std::size_t>(rows * kOutputs));
+      ops::cpu::linear_q8_0(ctx, x.data(), wq.data(), nullptr, y.data(), rows, 32, kOutputs, false);
+      results.push_back(y);
+    }
+    set_cpu_level_cap(std::nullopt);
+    for (const std::vector<float>& y : results) CHECK(y == results.front());
   }
-  set_cpu_level_cap(std::nullopt);
-  for (const std::vector<float>& y : results) CHECK(y == results.front());
 }
 
 TEST_CASE("linear_q8_0: the avx512vnni kernel equals the avx512 kernel bit for bit") {

@@ -1,6 +1,7 @@
-// linear_q8_0 (ops/cpu/linear_q8_0.h): the decode GEMV at three cpu levels, and prefill through
-// dequantized weight blocks and the f32 GEMM (ops/cpu/widened_gemm.h), or at the amx level on
-// AMX's bf16 tiles (ops/cpu/gemm_amx.cpp).
+// linear_q8_0 (ops/cpu/linear_q8_0.h): the activation quantizer, the decode GEMV at three cpu
+// levels, and the choice of prefill GEMM: on byte dot products at avx512vnni
+// (ops/cpu/gemm_q8_0_vnni.cpp), on AMX's bf16 tiles at amx (ops/cpu/gemm_amx.cpp), else through
+// dequantized weight blocks and the f32 GEMM (ops/cpu/widened_gemm.h).
 #include "ops/cpu/linear_q8_0.h"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 
 #include "ops/cpu/dot_tile.h"
 #include "ops/cpu/gemm_amx.h"
+#include "ops/cpu/gemm_q8_0_vnni.h"
 #include "ops/cpu/output_blocks.h"
 #include "ops/cpu/widened_gemm.h"
 #include "runtime/cpu_features.h"
@@ -255,29 +257,73 @@ void dequantize_rows(const BlockQ8_0* w, std::int64_t count, std::int64_t in, fl
   }
 }
 
+// One block of 32 values, the spec: quantize_block_avx512 must give the same bytes and scale.
+void quantize_block(const float* values, std::int8_t* bytes, float* scale) {
+  float max_abs = 0.0f;
+  bool finite = true;
+  for (std::int64_t i = 0; i < kBlock; ++i) {
+    max_abs = std::max(max_abs, std::fabs(values[i]));
+    finite = finite && std::isfinite(values[i]);
+  }
+  if (!finite) {
+    *scale = std::numeric_limits<float>::quiet_NaN();
+    std::fill(bytes, bytes + kBlock, std::int8_t{0});
+    return;
+  }
+  *scale = max_abs / 127.0f;
+  const float inverse = max_abs == 0.0f ? 0.0f : 127.0f / max_abs;
+  for (std::int64_t i = 0; i < kBlock; ++i) {
+    // |values[i] * inverse| <= 127 (1 + u)^2 rounds to at most 127: no clamp needed.
+    bytes[i] = static_cast<std::int8_t>(std::nearbyint(values[i] * inverse));
+  }
+}
+
+#if defined(__x86_64__)
+// The same block 16 lanes at a time: the maximum is exact in any order, the scale and inverse
+// are the same two f32 divisions, and vcvtps2dq rounds to nearest even as nearbyint does in the
+// default rounding mode. Prefill quantizes every prompt position (ops/cpu/gemm_q8_0_vnni.cpp),
+// where the scalar loop's library call per value would cost a third of the GEMM.
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void quantize_block_avx512(const float* values,
+                                                                                std::int8_t* bytes,
+                                                                                float* scale) {
+  const __m512 halves[2] = {_mm512_loadu_ps(values), _mm512_loadu_ps(values + 16)};
+  const __m512 largest = _mm512_set1_ps(std::numeric_limits<float>::max());
+  const __m512 magnitudes[2] = {_mm512_abs_ps(halves[0]), _mm512_abs_ps(halves[1])};
+  // false for infinities and NaN
+  const __mmask16 finite = _mm512_cmp_ps_mask(magnitudes[0], largest, _CMP_LE_OQ) &
+                           _mm512_cmp_ps_mask(magnitudes[1], largest, _CMP_LE_OQ);
+  if (finite != 0xFFFF) {
+    *scale = std::numeric_limits<float>::quiet_NaN();
+    std::fill(bytes, bytes + kBlock, std::int8_t{0});
+    return;
+  }
+  const float max_abs = _mm512_reduce_max_ps(_mm512_max_ps(magnitudes[0], magnitudes[1]));
+  *scale = max_abs / 127.0f;
+  const __m512 inverse = _mm512_set1_ps(max_abs == 0.0f ? 0.0f : 127.0f / max_abs);
+  for (int half = 0; half < 2; ++half) {
+    const __m512i q = _mm512_cvt_roundps_epi32(_mm512_mul_ps(halves[half], inverse),
+                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(bytes + 16 * half), _mm512_cvtepi32_epi8(q));
+  }
+}
+#endif
+
 }  // namespace
 
 void quantize_activations_q8_0(const float* x, std::int8_t* q, float* scales, std::int64_t n) {
+#if defined(__x86_64__)
+  const bool vector = cpu_level() >= CpuLevel::Avx512;
+#else
+  const bool vector = false;
+#endif
   for (std::int64_t block = 0; block < n / kBlock; ++block) {
-    const float* values = x + block * kBlock;
-    std::int8_t* bytes = q + block * kBlock;
-    float max_abs = 0.0f;
-    bool finite = true;
-    for (std::int64_t i = 0; i < kBlock; ++i) {
-      max_abs = std::max(max_abs, std::fabs(values[i]));
-      finite = finite && std::isfinite(values[i]);
-    }
-    if (!finite) {
-      scales[block] = std::numeric_limits<float>::quiet_NaN();
-      std::fill(bytes, bytes + kBlock, std::int8_t{0});
+#if defined(__x86_64__)
+    if (vector) {
+      quantize_block_avx512(x + block * kBlock, q + block * kBlock, scales + block);
       continue;
     }
-    scales[block] = max_abs / 127.0f;
-    const float inverse = max_abs == 0.0f ? 0.0f : 127.0f / max_abs;
-    for (std::int64_t i = 0; i < kBlock; ++i) {
-      // |values[i] * inverse| <= 127 (1 + u)^2 rounds to at most 127: no clamp needed.
-      bytes[i] = static_cast<std::int8_t>(std::nearbyint(values[i] * inverse));
-    }
+#endif
+    quantize_block(x + block * kBlock, q + block * kBlock, scales + block);
   }
 }
 
@@ -292,6 +338,8 @@ void linear_q8_0(const Context& ctx, const float* x, const BlockQ8_0* w, const f
     matrix_vector_rows(ctx, x, w, b, y, rows, in, outputs, accumulate);
   } else if (level >= CpuLevel::Amx) {
     gemm_amx(ctx, x, w, DType::Q8_0, b, y, rows, in, outputs, accumulate);
+  } else if (level == CpuLevel::Avx512Vnni) {
+    gemm_q8_0_vnni(ctx, x, w, b, y, rows, in, outputs, accumulate);
   } else {
     // Prefill: each thread dequantizes its block of weight rows to f32 once and runs one f32
     // GEMM over it (ops/cpu/widened_gemm.h says why whole blocks, not cache-sized panels).

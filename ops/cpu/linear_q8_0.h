@@ -19,16 +19,21 @@
 // applied to every input row while in L1; quantizing x costs rows x in, nothing beside the
 // outputs x in weights.
 //
-// Prefill (from that many rows on): each thread dequantizes panels of 512 weight rows to f32 into a
-// buffer of its own and hands each panel to the f32 GEMM (ops/cpu/gemm.h): FLOP-bound like the f32
-// path; dequantizing adds in * outputs conversions, 1/rows of the GEMM's multiply-adds.
+// Prefill (from that many rows on), by level:
+//  - avx512vnni: x quantized as in decode, then a blocked GEMM of bytes against bytes on
+//    vpdpbusd (ops/cpu/gemm_q8_0_vnni.cpp): 64 byte products per instruction, the weights packed
+//    into panels of 32 outputs once per call.
+//  - amx: on AMX's bf16 tiles, x in f32 split into two bf16 parts (ops/cpu/gemm_amx.cpp).
+//  - below: each thread dequantizes its weight rows to f32 and hands them to the f32 GEMM
+//    (ops/cpu/widened_gemm.h): FLOP-bound like the f32 path; dequantizing adds in * outputs
+//    conversions, 1/rows of the GEMM's multiply-adds.
 //
 // Error (derived in tests/test_q8_0.cpp): |x - dx qx| <= dx/2 + |x| gamma(3) for the
 // activations (u = 2^-24, gamma(n) = n u / (1 - n u)), |w - dw qw| <= dw/2 for the weights
 // (runtime/q8_0.h); the f32 arithmetic adds at most gamma(K/32 + 10) times the sum of the
-// |products| of the quantized operands plus |b| and |y| (gamma(K + 10) in prefill). Prefill keeps x
-// in f32 (at the amx level split into two bf16 parts, ops/cpu/gemm_amx.cpp): only the weights'
-// error remains. A prompt shorter than the threshold is multiplied as decode is.
+// |products| of the quantized operands plus |b| and |y| (gamma(K + 10) where x stays f32).
+// Prefill below avx512vnni and at amx keeps x in f32 (at amx split into two bf16 parts): only
+// the weights' error remains. A prompt shorter than the threshold is multiplied as decode is.
 #pragma once
 
 #include <cstdint>
