@@ -25,7 +25,11 @@ namespace attnscope::ops::cpu {
 // kernels against the GEMM, docs/results/2026-12-04-decode-rows/):
 //  - avx512 levels: f32 at 32 rows 583 against 559, at 48 617 against 633; bf16 and f16 at 64
 //    759-772 against 601-618 (at 16: 2.9x), q8_0 at 64 733-773 against 601-612, at 128 764
-//    against 730.
+//    against 730 (avx512; at avx512vnni that was the widened f32 GEMM, since replaced).
+//  - avx512vnni, q8_0 on the byte GEMM (ops/cpu/gemm_q8_0_vnni.cpp; Zen 4, 3 interleaved rounds,
+//    docs/results/2026-12-04-vnni-q8-prefill/): GEMM / decode kernels 0.64x at 16 rows, 0.85x at
+//    24, 1.00x (0.97-1.03) at 32, 1.26x at 48, 1.53x at 64; below 32 the per-call packing of
+//    every weight costs more than the blocked kernel saves.
 //  - amx: bf16 at 16 688 against 638, at 24 578 against 851; f16 at 24 662 against 533, at 32
 //    700 against 714; q8_0 at 48 760-774 against 702-717, at 64 748-781 against 896-922.
 //  - avx2: Eigen's GEMM packs the weights on every call, and the avx2 tiles (dot_tile.h) stay
@@ -39,8 +43,9 @@ inline std::int64_t gemm_min_rows(CpuLevel level, DType weights) {
     case CpuLevel::Avx2:
       return weights == DType::Q8_0 ? 32 : 64;
     case CpuLevel::Avx512:
-    case CpuLevel::Avx512Vnni:
       return weights == DType::F32 ? 48 : 128;
+    case CpuLevel::Avx512Vnni:
+      return weights == DType::F32 ? 48 : weights == DType::Q8_0 ? 32 : 128;
     case CpuLevel::Amx:
       return weights == DType::F32    ? 48
              : weights == DType::BF16 ? 16
