@@ -41,7 +41,10 @@ CpuFeatures read_cpu_features() {
   CpuFeatures f;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid_max(0, nullptr) < 7 || !__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return f;
+  if (__get_cpuid_max(0, nullptr) < 7) return f;
+  __get_cpuid(0, &eax, &ebx, &ecx, &edx);  // the vendor's 12 characters in ebx, edx, ecx
+  f.amd = ebx == 0x68747541u && edx == 0x69746e65u && ecx == 0x444d4163u;  // "Auth" "enti" "cAMD"
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return f;
   const auto bit = [](unsigned reg, int n) { return ((reg >> n) & 1u) != 0; };
   if (!bit(ecx, 27) || !bit(ecx, 28)) return f;  // OSXSAVE and AVX
   unsigned xcr0_low = 0, xcr0_high = 0;

@@ -27,6 +27,7 @@
 namespace attnscope {
 
 struct CpuFeatures {
+  bool amd = false;  // CPUID's vendor is "AuthenticAMD" (kernels tuned per vendor say why)
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false;
   bool avx512_vnni = false;

@@ -42,9 +42,12 @@ TEST_CASE("cpu_level follows CPUID and its cap") {
 // The kernel's own flags (/proc/cpuinfo on Linux) are the independent reference for CPUID.
 TEST_CASE("cpu_features agrees with /proc/cpuinfo") {
   std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
+  std::string line, vendor;
   std::set<std::string> flags;
   while (std::getline(cpuinfo, line)) {
+    if (line.rfind("vendor_id", 0) == 0 && vendor.empty()) {
+      std::istringstream(line.substr(line.find(':') + 1)) >> vendor;
+    }
     if (line.rfind("flags", 0) != 0) continue;
     std::istringstream words(line.substr(line.find(':') + 1));
     for (std::string word; words >> word;) flags.insert(word);
@@ -55,6 +58,7 @@ TEST_CASE("cpu_features agrees with /proc/cpuinfo") {
     return;
   }
   const CpuFeatures& f = cpu_features();
+  CHECK(f.amd == (vendor == "AuthenticAMD"));
   CHECK(f.avx2 == flags.count("avx2"));
   CHECK(f.fma == flags.count("fma"));
   CHECK(f.f16c == flags.count("f16c"));

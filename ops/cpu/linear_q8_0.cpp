@@ -95,7 +95,8 @@ __attribute__((target("avx2,fma,f16c"))) void row_dots_avx2(const BlockQ8_0* w,
 // multiplies and broadcasts. Measured on this machine's Xeon (one thread, interleaved, loaded):
 // 1.2-1.4x the two-block version with scalar scales. The weights are prefetched ahead
 // (kWeightPrefetchBytes, output_blocks.h): the stream of 34-byte blocks is what decode waits on,
-// and the prefetch raised the out-of-cache LM head's rate by a further ~1.3x. The last pair
+// and on that Xeon the prefetch raised the out-of-cache LM head's rate by a further ~1.3x. On AMD
+// it does the opposite (kPrefetchWeights below). The last pair
 // matters for SmolLM2, whose 576 inputs are 18 blocks: taking blocks 17 and 18 in one pair step
 // instead of two calls of the avx2 kernel made its q8_0 decode 1.08x at batch 1 and 1.20x at
 // batch 8 (2-core Xeon, 3 interleaved rounds, docs/results/2026-12-03-q8-pair-tail); GPT-2, whose
@@ -103,6 +104,15 @@ __attribute__((target("avx2,fma,f16c"))) void row_dots_avx2(const BlockQ8_0* w,
 // With kVnni (the avx512vnni level) one vpdpbusd forms each lane's sum of 4 byte products,
 // where vpmaddubsw + vpmaddwd take two instructions; the sums are the same integers (the int16
 // pairs of vpmaddubsw never saturate, see linear_q8_0.h), so both levels give identical results.
+// Whether step_avx512 prefetches its weights: not on AMD. On a Zen 4 (2 threads, synthetic:gpt2
+// q8_0, 3 interleaved rounds, docs/results/2026-12-04-zen4-q8-prefetch/) dropping the prefetch
+// made batch-1 decode 1.54x (1.23-1.69; 144-179 against 221-244 tokens/s), batch 4 1.28x, and
+// left batches 8 and 16 unchanged (0.97x, 1.00x). Tried there first: half the prefetches (one a
+// step) recovered most of it, prefetching 32 KB ahead instead of 8 almost none. The 16-bit
+// kernels' prefetch still pays on that Zen 4 (bf16 and f16 at batch 8: ~1.5x) and is kept. Other
+// AMD cores than Zen 4 are not measured.
+const bool kPrefetchWeights = !cpu_features().amd;
+
 // The bytes of blocks pair[0] and pair[1] in one register.
 __attribute__((target("avx512f,avx512bw,avx512vl,avx2"))) inline __m512i load_pair(
     const BlockQ8_0* pair) {
@@ -123,7 +133,7 @@ step_avx512(const BlockQ8_0* w, const std::int8_t* qx, const float* dx, std::int
   const __m512i second_pair = _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2);
   // 2 kPairs blocks are 68 kPairs bytes: a line (two in the main loop) a step, the hardware
   // prefetcher filling the odd gap
-  for (int line = 0; line < kPairs; ++line) {
+  for (int line = 0; kPrefetchWeights && line < kPairs; ++line) {
     prefetch_weights(reinterpret_cast<const char*>(w + b) + kWeightPrefetchBytes + 64 * line);
   }
   __m512i magnitudes[kPairs];
