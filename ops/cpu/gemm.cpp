@@ -20,8 +20,9 @@
 //    kDepth = 256 inputs run the kernel on every tile, one weight panel's slice (32 KB: stays in
 //    L1) against each input panel's slice (14 KB each, 112 KB for the block: stays in L2).
 //    kDepth 128, 192 and 384 and row blocks of 224 measured the same as these within this Zen 5's
-//    noise (48 KB L1); with a 32 KB L1 (Zen 4, Skylake) the 32 KB panel fills it, and kDepth 128
-//    may suit those better (not measured).
+//    noise (48 KB L1). With a 32 KB L1 the 32 KB panel fills it, yet on a Zen 4 kDepth 128 was
+//    slower: pp512 0.93-0.98x at f32, bf16 and f16 (GPT-2 and SmolLM2 shapes, 2 threads, 4
+//    interleaved rounds, 2026-12-04).
 // Cost: the weights are read and packed once per call (M K floats), the inputs once per column
 // block (N K): (N + M) K floats moved against the 2 N M K FLOPs above.
 // Measured on a standalone harness at GPT-2's pp512 shapes, one thread of a Zen 5 EPYC (FMA peak
