@@ -29,7 +29,8 @@ namespace attnscope::ops::cpu {
 //  - avx512vnni, q8_0 on the byte GEMM (ops/cpu/gemm_q8_0_vnni.cpp; Zen 4, 3 interleaved rounds,
 //    docs/results/2026-12-04-vnni-q8-prefill/): GEMM / decode kernels 0.64x at 16 rows, 0.85x at
 //    24, 1.00x (0.97-1.03) at 32, 1.26x at 48, 1.53x at 64; below 32 the per-call packing of
-//    every weight costs more than the blocked kernel saves.
+//    every weight costs more than the blocked kernel saves. With the packing vectorized since
+//    (docs/results/2026-12-04-vnni-q8-prefill/pack/): 0.71x at 16, 1.01x at 24, 1.18x at 32.
 //  - amx: bf16 at 16 688 against 638, at 24 578 against 851; f16 at 24 662 against 533, at 32
 //    700 against 714; q8_0 at 48 760-774 against 702-717, at 64 748-781 against 896-922.
 //  - avx2: Eigen's GEMM packs the weights on every call, and the avx2 tiles (dot_tile.h) stay
