@@ -4,6 +4,7 @@
 // with an f32 scale dx), and with k = 32 c + i every output is
 //   y[n][j] = b[j] + sum over blocks c of (dw[j][c] dx[n][c]) * sum_{i<32} qw[j][k] qx[n][k],
 // the inner sum an exact integer, the scaling and the sum over blocks in f32.
+//
 // vpdpbusd adds to each of 16 int32 lanes the sum of 4 products of an unsigned byte and a signed
 // byte. The weights stay signed; x is made unsigned by adding 128 (in two's complement, flipping
 // its top bit), which adds 128 sum_i qw[i] to a block's sum. That is taken off where the sum
@@ -18,20 +19,25 @@
 // (8 such steps): per row, its two int32 sums converted to f32 and added times dw dx (7
 // instructions with the broadcast of dx). Rows past a multiple of 6 run a kernel of their own row
 // count; outputs past a multiple of 32 are zeros in the packed panel and masked out of the stores.
+//
 // Packing: the weights in panels of 32 outputs, for each block the bytes in quads (for each 4
 // inputs, the 32 outputs' 4 bytes side by side: two vectors, made by a 16 x 16 transpose of
 // dwords in registers), then the block's 32 scales dw as f32 and its 32 compensations.
 // Vectorized, the packing made batched decode through this GEMM 1.04-1.20x at 8 to 48 rows and
-// pp512 1.00x (GPT-2) and 1.08x (SmolLM2) (docs/results/2026-12-04-vnni-q8-prefill/pack/). x is quantized once per call into rows of unsigned bytes, read in
-// place (a block of a row is 32 contiguous bytes; the kernel's six rows are six streams).
+// pp512 1.00x (GPT-2) and 1.08x (SmolLM2) (docs/results/2026-12-04-vnni-q8-prefill/pack/).
+// x is quantized once per call into rows of unsigned bytes, read in place (a block of a row is
+// 32 contiguous bytes; the kernel's six rows are six streams).
+//
 // Loops: each thread walks its outputs in panels of 32, packs one (all K: 30 KB at K = 768,
 // 120 KB at K = 3072, in L1 or L2) and runs the kernel on every row tile against it; the tile's
 // x (6 K bytes) comes from L2, y is written once.
+//
 // Cost: quantizing x (rows x in values, shared by the threads), packing the weights (outputs x in
 // bytes once per call), and rows x outputs x in byte products, 4x as many per instruction as the
 // f32 GEMM's multiply-adds, plus the per-block scaling (~40% more instructions). Measured on a
 // 2-core Zen 4 (docs/results/2026-12-04-vnni-q8-prefill/): pp512 2.0-2.8x the f32 GEMM on
 // dequantized weights, the linear layers at 400-440 GFLOP/s (a byte product counted as 2 FLOPs).
+//
 // Error: the decode kernels' (linear_q8_0.h, derived in tests/test_q8_0.cpp): x's quantization
 // error, the weights' dw/2, and f32 rounding along a path of K/32 blocks plus the bias and y.
 #include "ops/cpu/gemm_q8_0_vnni.h"
