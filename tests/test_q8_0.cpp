@@ -249,6 +249,11 @@ TEST_CASE("activation quantization: every cpu level gives the portable loop's by
   CHECK(std::isnan(spec_scales[7]));
   CHECK(spec_bytes[32 + 1] == -14);  // -14.5 * 1 rounds to even
   CHECK(spec_bytes[32 + 2] == -14);  // -13.5 too
+  // Subnormal values: 127 / max overflows, so the block is zeros with scale 0 (linear_q8_0.cpp).
+  CHECK(spec_scales[3] == 0.0f);
+  CHECK(std::all_of(spec_bytes.begin() + 3 * 32, spec_bytes.begin() + 4 * 32,
+                    [](std::int8_t q) { return q == 0; }));
+  CHECK(std::abs(int(spec_bytes[4 * 32])) == 127);  // +-FLT_MAX: the largest values quantize
   for (CpuLevel level : levels_of_this_cpu()) {
     CAPTURE(cpu_level_name(level));
     const auto [bytes, scales] = quantize_at(level);

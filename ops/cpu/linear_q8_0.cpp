@@ -280,8 +280,16 @@ void quantize_block(const float* values, std::int8_t* bytes, float* scale) {
     std::fill(bytes, bytes + kBlock, std::int8_t{0});
     return;
   }
+  const float inverse = 127.0f / max_abs;
+  if (std::isinf(inverse)) {
+    // max_abs is 0, or below 127 / FLT_MAX (~3.7e-37, under 32 times f32's smallest normal):
+    // the inverse overflows (and x * inverse would be an infinity, no byte at all). Such a block
+    // is zeros, scale 0: it differs from x by at most 3.7e-37 per value.
+    *scale = 0.0f;
+    std::fill(bytes, bytes + kBlock, std::int8_t{0});
+    return;
+  }
   *scale = max_abs / 127.0f;
-  const float inverse = max_abs == 0.0f ? 0.0f : 127.0f / max_abs;
   for (std::int64_t i = 0; i < kBlock; ++i) {
     // |values[i] * inverse| <= 127 (1 + u)^2 rounds to at most 127: no clamp needed.
     bytes[i] = static_cast<std::int8_t>(std::nearbyint(values[i] * inverse));
@@ -308,8 +316,13 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void quantize_block_avx512(
     return;
   }
   const float max_abs = _mm512_reduce_max_ps(_mm512_max_ps(magnitudes[0], magnitudes[1]));
+  if (std::isinf(127.0f / max_abs)) {  // as in quantize_block
+    *scale = 0.0f;
+    std::fill(bytes, bytes + kBlock, std::int8_t{0});
+    return;
+  }
   *scale = max_abs / 127.0f;
-  const __m512 inverse = _mm512_set1_ps(max_abs == 0.0f ? 0.0f : 127.0f / max_abs);
+  const __m512 inverse = _mm512_set1_ps(127.0f / max_abs);
   for (int half = 0; half < 2; ++half) {
     const __m512i q = _mm512_cvt_roundps_epi32(_mm512_mul_ps(halves[half], inverse),
                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);

@@ -49,8 +49,9 @@ void linear_q8_0(const Context& ctx, const float* x, const BlockQ8_0* w, const f
 
 // The activation side of the decode product: n values (a multiple of 32, unchecked) into n bytes
 // `q` and n / 32 scales: dx = max|x| / 127, q = round(x * (127 / max|x|)), both in f32. A block
-// holding an infinity or a NaN gets scale NaN (its products become NaN); an all-zero block
-// scale 0.
+// holding an infinity or a NaN gets scale NaN (its products become NaN); a block whose max|x|
+// is 0 or too small for 127 / max|x| to be finite (below ~3.7e-37) is zeros with scale 0. At the
+// avx512 levels 16 lanes at a time, with the same bytes and scales.
 void quantize_activations_q8_0(const float* x, std::int8_t* q, float* scales, std::int64_t n);
 
 }  // namespace attnscope::ops::cpu
