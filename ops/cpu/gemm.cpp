@@ -34,10 +34,10 @@
 
 #include <algorithm>
 #include <array>
-#include <utility>
 #include <vector>
 
 #include "ops/cpu/eigen_maps.h"
+#include "ops/cpu/output_blocks.h"
 #include "ops/cpu/transpose16.h"
 
 #if defined(__x86_64__)
@@ -127,14 +127,9 @@ __attribute__((target("avx512f"))) void tile_kernel(std::int64_t depth, const fl
 
 using TileKernel = void (*)(std::int64_t, const float*, const float*, float*, std::int64_t);
 
-template <std::size_t... kRowsMinusOne>
-constexpr std::array<TileKernel, sizeof...(kRowsMinusOne)> make_tile_kernels(
-    std::index_sequence<kRowsMinusOne...>) {
-  return {tile_kernel<static_cast<int>(kRowsMinusOne) + 1>...};
-}
 // kTileKernels[r - 1] computes r rows.
-constexpr std::array<TileKernel, kTileRows> kTileKernels =
-    make_tile_kernels(std::make_index_sequence<kTileRows>());
+constexpr std::array<TileKernel, kTileRows> kTileKernels = kernels_by_rows<TileKernel, kTileRows>(
+    [](auto rows) -> TileKernel { return tile_kernel<decltype(rows)::value>; });
 
 // A tile on the right edge (cols < 32) runs on its zero-padded weight panel into a scratch tile,
 // of which the valid columns are added to c.

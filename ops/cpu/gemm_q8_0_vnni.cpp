@@ -45,7 +45,6 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <utility>
 #include <vector>
 
 #include "ops/cpu/linear_q8_0.h"
@@ -174,14 +173,9 @@ using TileKernel = void (*)(const std::uint8_t*, std::int64_t, const float*, std
                             const PackedPanel&, const float*, float*, std::int64_t, std::uint32_t,
                             bool);
 
-template <std::size_t... kRowsMinusOne>
-constexpr std::array<TileKernel, sizeof...(kRowsMinusOne)> make_tile_kernels(
-    std::index_sequence<kRowsMinusOne...>) {
-  return {tile_kernel<static_cast<int>(kRowsMinusOne) + 1>...};
-}
 // kTileKernels[r - 1] computes r rows.
-constexpr std::array<TileKernel, kTileRows> kTileKernels =
-    make_tile_kernels(std::make_index_sequence<kTileRows>());
+constexpr std::array<TileKernel, kTileRows> kTileKernels = kernels_by_rows<TileKernel, kTileRows>(
+    [](auto rows) -> TileKernel { return tile_kernel<decltype(rows)::value>; });
 
 }  // namespace
 
@@ -189,21 +183,9 @@ void gemm_q8_0_vnni(const Context& ctx, const float* x, const BlockQ8_0* w, cons
                     float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
                     bool accumulate) {
   const std::int64_t blocks = in / kBlock;
-  // The calling thread's buffers, kept between calls; the workers read them through pointers.
-  thread_local std::vector<std::int8_t> quantized;
-  thread_local std::vector<float> scales;
-  quantized.resize(static_cast<std::size_t>(rows * in));
-  scales.resize(static_cast<std::size_t>(rows * blocks));
-  std::int8_t* const qx = quantized.data();
-  float* const dx = scales.data();
-#pragma omp parallel for num_threads(ctx.threads()) schedule(static)
-  for (std::int64_t r = 0; r < rows; ++r) {
-    quantize_activations_q8_0(x + r * in, qx + r * in, dx + r * blocks, in);
-    for (std::int64_t k = r * in; k < (r + 1) * in; ++k) {
-      qx[k] = static_cast<std::int8_t>(static_cast<std::uint8_t>(qx[k]) ^ 0x80u);
-    }
-  }
-  const auto* const unsigned_x = reinterpret_cast<const std::uint8_t*>(qx);
+  const QuantizedRows quantized = quantize_rows(ctx, x, rows, in, true);
+  const auto* const unsigned_x = reinterpret_cast<const std::uint8_t*>(quantized.bytes);
+  const float* const dx = quantized.scales;
 
   for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
     thread_local PackedPanel panel;

@@ -231,16 +231,9 @@ void matrix_vector_rows(const Context& ctx, const float* x, const BlockQ8_0* w, 
                         float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
                         bool accumulate) {
   const std::int64_t blocks = in / kBlock;
-  // The calling thread's buffers, kept between calls (a decode step makes ~50): no allocation per
-  // call. The worker threads read them through these pointers (in the lambda, the names qx and dx
-  // would be each worker's own, empty, thread_local vectors).
-  thread_local std::vector<std::int8_t> qx;
-  thread_local std::vector<float> dx;
-  qx.resize(static_cast<std::size_t>(rows * in));
-  dx.resize(static_cast<std::size_t>(rows * blocks));
-  quantize_activations_q8_0(x, qx.data(), dx.data(), rows * in);
-  const std::int8_t* const quantized = qx.data();
-  const float* const scales = dx.data();
+  const QuantizedRows quantized_rows = quantize_rows(ctx, x, rows, in, false);
+  const std::int8_t* const quantized = quantized_rows.bytes;
+  const float* const scales = quantized_rows.scales;
   const LevelKernels kernels = kernels_for(cpu_level());
   for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
     float dots[kMaxRowGroup];
@@ -348,6 +341,32 @@ void quantize_activations_q8_0(const float* x, std::int8_t* q, float* scales, st
 #endif
     quantize_block(x + block * kBlock, q + block * kBlock, scales + block);
   }
+}
+
+QuantizedRows quantize_rows(const Context& ctx, const float* x, std::int64_t rows, std::int64_t in,
+                            bool offset_by_128) {
+  // The calling thread's buffers (a decode step makes ~50 calls). The worker threads read them
+  // through the pointers below (in the loop, the names bytes and scales would be each worker's
+  // own, empty, thread_local vectors).
+  thread_local std::vector<std::int8_t> bytes;
+  thread_local std::vector<float> scales;
+  const std::int64_t blocks = in / kBlock;
+  bytes.resize(static_cast<std::size_t>(rows * in));
+  scales.resize(static_cast<std::size_t>(rows * blocks));
+  std::int8_t* const q = bytes.data();
+  float* const dx = scales.data();
+  // From 64K values (~20 us of quantizing on one thread) on, the threads share the rows; a
+  // decode step's few rows are not worth a fork and join.
+  const bool shared = rows * in >= (std::int64_t{1} << 16);
+#pragma omp parallel for num_threads(ctx.threads()) schedule(static) if (shared)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    quantize_activations_q8_0(x + r * in, q + r * in, dx + r * blocks, in);
+    if (!offset_by_128) continue;
+    for (std::int64_t k = r * in; k < (r + 1) * in; ++k) {
+      q[k] = static_cast<std::int8_t>(static_cast<std::uint8_t>(q[k]) ^ 0x80u);
+    }
+  }
+  return {q, dx};
 }
 
 void linear_q8_0(const Context& ctx, const float* x, const BlockQ8_0* w, const float* b, float* y,

@@ -54,4 +54,17 @@ void linear_q8_0(const Context& ctx, const float* x, const BlockQ8_0* w, const f
 // avx512 levels 16 lanes at a time, with the same bytes and scales.
 void quantize_activations_q8_0(const float* x, std::int8_t* q, float* scales, std::int64_t n);
 
+// x [rows, in] quantized row by row (quantize_activations_q8_0) into buffers of the calling
+// thread, kept between calls (no allocation per call; valid until its next call), shared by
+// the kernels' threads: bytes [rows, in], scales [rows, in / 32]. With `offset_by_128`, every
+// byte is qx + 128 as an unsigned byte (in two's complement, qx with its top bit flipped):
+// vpdpbusd's unsigned operand (ops/cpu/gemm_q8_0_vnni.cpp). A large x is quantized by the
+// context's threads together.
+struct QuantizedRows {
+  const std::int8_t* bytes;
+  const float* scales;
+};
+QuantizedRows quantize_rows(const Context& ctx, const float* x, std::int64_t rows, std::int64_t in,
+                            bool offset_by_128);
+
 }  // namespace attnscope::ops::cpu

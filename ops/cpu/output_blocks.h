@@ -6,8 +6,10 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "runtime/context.h"
 #include "runtime/cpu_features.h"
@@ -122,6 +124,18 @@ void with_fixed_rows(int rows, Fixed&& fixed) {
       return fixed(std::integral_constant<int, kMaxDotRows>{});
   }
 }
+// The kernels written for 1 to kMaxRows rows, by row count: element R - 1 is make(R), where make
+// takes std::integral_constant<int, R> and returns the kernel instantiated for R rows (the
+// blocked GEMMs' tiles: a tile of the last rows of a block runs only the rows it has).
+template <typename Kernel, int kMaxRows, typename Make>
+constexpr std::array<Kernel, kMaxRows> kernels_by_rows(Make make) {
+  return [&]<std::size_t... kIndex>(std::index_sequence<kIndex...>) {
+    return std::array<Kernel, kMaxRows>{
+        make(std::integral_constant<int, static_cast<int>(kIndex) + 1>{})...};
+  }
+  (std::make_index_sequence<kMaxRows>());
+}
+
 template <auto kDotRows, typename Element>
 void matrix_vector_dot_rows(const float* x, const Element* w, const float* b, float* y,
                             std::int64_t rows, std::int64_t in, std::int64_t outputs,
