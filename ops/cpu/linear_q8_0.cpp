@@ -293,7 +293,7 @@ void quantize_block(const float* values, std::int8_t* bytes, float* scale) {
 // The same block 16 lanes at a time: the maximum is exact in any order, the scale and inverse
 // are the same two f32 divisions, and vcvtps2dq rounds to nearest even as nearbyint does in the
 // default rounding mode. Prefill quantizes every prompt position (ops/cpu/gemm_q8_0_vnni.cpp),
-// where the scalar loop's library call per value would cost a third of the GEMM.
+// where the scalar loop would call the C library's nearbyint once per value.
 __attribute__((target("avx512f,avx512bw,avx512vl"))) void quantize_block_avx512(const float* values,
                                                                                 std::int8_t* bytes,
                                                                                 float* scale) {
@@ -324,23 +324,26 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void quantize_block_avx512(
 }
 #endif
 
-}  // namespace
-
-void quantize_activations_q8_0(const float* x, std::int8_t* q, float* scales, std::int64_t n) {
-#if defined(__x86_64__)
-  const bool vector = cpu_level() >= CpuLevel::Avx512;
-#else
-  const bool vector = false;
-#endif
+// n values in blocks, 16 lanes at a time with `vector` (read by the caller from cpu_level(),
+// outside any parallel region).
+void quantize_blocks(const float* x, std::int8_t* q, float* scales, std::int64_t n, bool vector) {
   for (std::int64_t block = 0; block < n / kBlock; ++block) {
 #if defined(__x86_64__)
     if (vector) {
       quantize_block_avx512(x + block * kBlock, q + block * kBlock, scales + block);
       continue;
     }
+#else
+    (void)vector;
 #endif
     quantize_block(x + block * kBlock, q + block * kBlock, scales + block);
   }
+}
+
+}  // namespace
+
+void quantize_activations_q8_0(const float* x, std::int8_t* q, float* scales, std::int64_t n) {
+  quantize_blocks(x, q, scales, n, cpu_level() >= CpuLevel::Avx512);
 }
 
 QuantizedRows quantize_rows(const Context& ctx, const float* x, std::int64_t rows, std::int64_t in,
@@ -355,12 +358,13 @@ QuantizedRows quantize_rows(const Context& ctx, const float* x, std::int64_t row
   scales.resize(static_cast<std::size_t>(rows * blocks));
   std::int8_t* const q = bytes.data();
   float* const dx = scales.data();
-  // From 64K values (~20 us of quantizing on one thread) on, the threads share the rows; a
-  // decode step's few rows are not worth a fork and join.
+  // From 64K values on (a prompt chunk of 86 rows at GPT-2's width), the threads share the
+  // rows; a decode step's few rows are not worth a fork and join.
   const bool shared = rows * in >= (std::int64_t{1} << 16);
+  const bool vector = cpu_level() >= CpuLevel::Avx512;
 #pragma omp parallel for num_threads(ctx.threads()) schedule(static) if (shared)
   for (std::int64_t r = 0; r < rows; ++r) {
-    quantize_activations_q8_0(x + r * in, q + r * in, dx + r * blocks, in);
+    quantize_blocks(x + r * in, q + r * in, dx + r * blocks, in, vector);
     if (!offset_by_128) continue;
     for (std::int64_t k = r * in; k < (r + 1) * in; ++k) {
       q[k] = static_cast<std::int8_t>(static_cast<std::uint8_t>(q[k]) ^ 0x80u);
