@@ -22,6 +22,7 @@
 
 #include "models/language_model.h"
 #include "ops/attention/registry.h"
+#include "ops/cpu/linear_q8_0.h"
 #include "runtime/cpu_features.h"
 #include "runtime/q8_0.h"
 #include "runtime/safetensors.h"
@@ -214,7 +215,7 @@ inline void check_q8_0_prefill(const std::vector<double>& actual,
                                const std::vector<double>& dequantized,
                                const std::vector<double>& original, double parity) {
   const double from_dequantized = max_relative_difference(actual, dequantized);
-  if (cpu_level() == CpuLevel::Avx512Vnni) {
+  if (ops::cpu::q8_0_prefill_quantizes_x(cpu_level())) {
     const double weights_change = max_relative_difference(dequantized, original);
     const double change = max_relative_difference(actual, original);
     MESSAGE("q8_0 prefill, x quantized: relative logit change "

@@ -299,7 +299,7 @@ std::pair<double, double> check_linear(const LinearCase& c, std::mt19937& rng) {
 
   const bool decode = c.rows < ops::cpu::gemm_min_rows(cpu_level(), DType::Q8_0);
   // The decode kernels and the avx512vnni prefill GEMM (ops/cpu/gemm_q8_0_vnni.cpp) quantize x.
-  const bool quantized_x = decode || cpu_level() == CpuLevel::Avx512Vnni;
+  const bool quantized_x = decode || ops::cpu::q8_0_prefill_quantizes_x(cpu_level());
   std::vector<double> x_hat(x.begin(), x.end());  // what the kernel multiplies, exactly
   std::vector<double> dx(x.size() / 32, 0.0);
   if (quantized_x) {

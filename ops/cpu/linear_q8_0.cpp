@@ -384,7 +384,7 @@ void linear_q8_0(const Context& ctx, const float* x, const BlockQ8_0* w, const f
     matrix_vector_rows(ctx, x, w, b, y, rows, in, outputs, accumulate);
   } else if (level >= CpuLevel::Amx) {
     gemm_amx(ctx, x, w, DType::Q8_0, b, y, rows, in, outputs, accumulate);
-  } else if (level == CpuLevel::Avx512Vnni) {
+  } else if (q8_0_prefill_quantizes_x(level)) {
     gemm_q8_0_vnni(ctx, x, w, b, y, rows, in, outputs, accumulate);
   } else {
     // Prefill: each thread dequantizes its block of weight rows to f32 once and runs one f32

@@ -39,9 +39,14 @@
 #include <cstdint>
 
 #include "runtime/context.h"
+#include "runtime/cpu_features.h"
 #include "runtime/q8_0.h"
 
 namespace attnscope::ops::cpu {
+
+// Whether prefill (gemm_min_rows rows or more) at `level` quantizes x as decode does (the byte
+// GEMM of the avx512vnni level) rather than keeping it in f32 (the other levels).
+inline bool q8_0_prefill_quantizes_x(CpuLevel level) { return level == CpuLevel::Avx512Vnni; }
 
 // Throws Error when `in` is not a multiple of 32.
 void linear_q8_0(const Context& ctx, const float* x, const BlockQ8_0* w, const float* b, float* y,
