@@ -21,8 +21,8 @@
 // count; outputs past a multiple of 32 are zeros in the packed panel and masked out of the stores.
 //
 // Packing: the weights in panels of 32 outputs, for each block the bytes in quads (for each 4
-// inputs, the 32 outputs' 4 bytes side by side: two vectors, made by a 16 x 16 transpose of
-// dwords in registers), then the block's 32 scales dw as f32 and its 32 compensations.
+// inputs, the 32 outputs' 4 bytes side by side: two vectors, made by block_quads,
+// ops/cpu/q8_0_quads.h), then the block's 32 scales dw as f32 and its 32 compensations.
 // Vectorized, the packing made batched decode through this GEMM 1.04-1.20x at 8 to 48 rows and
 // pp512 1.00x (GPT-2) and 1.08x (SmolLM2) (docs/results/2026-12-04-vnni-q8-prefill/pack/).
 // x is quantized once per call into rows of unsigned bytes, read in place (a block of a row is
@@ -49,7 +49,7 @@
 
 #include "ops/cpu/linear_q8_0.h"
 #include "ops/cpu/output_blocks.h"
-#include "ops/cpu/transpose16.h"
+#include "ops/cpu/q8_0_quads.h"
 #include "runtime/dtype.h"
 #include "runtime/error.h"
 
@@ -78,39 +78,33 @@ struct PackedPanel {
   std::vector<std::int32_t> compensation;  // blocks x 32
 };
 
-// Weight rows [0, outputs) (outputs <= 32), each `blocks` blocks, into `panel`. Per block and
-// 16 outputs: their 16 x 8 quads loaded as 16 rows of a 16 x 16 block of dwords, transposed in
-// registers (ops/cpu/transpose16.h) into 8 vectors of one quad for 16 outputs, stored as they
-// are; the sums of the bytes by vpdpbusd against ones, 4 bytes per lane at a time.
+// Weight rows [0, outputs) (outputs <= 32), each `blocks` blocks, into `panel`: per block and
+// 16 outputs, their quads and compensations by block_quads (ops/cpu/q8_0_quads.h), stored as
+// they are.
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void pack_panel(
     const BlockQ8_0* w, std::int64_t outputs, std::int64_t blocks, PackedPanel& panel) {
   // Every element is written below: resized, not cleared.
   panel.bytes.resize(static_cast<std::size_t>(blocks * kPanelBlockBytes));
   panel.scales.resize(static_cast<std::size_t>(blocks * kPanelOutputs));
   panel.compensation.resize(static_cast<std::size_t>(blocks * kPanelOutputs));
-  const __m512i ones = _mm512_set1_epi8(1);
+  const auto row_stride = static_cast<std::int64_t>(blocks * sizeof(BlockQ8_0));
   for (std::int64_t c = 0; c < blocks; ++c) {
+    for (int j = 0; j < kPanelOutputs; ++j) {
+      panel.scales[c * kPanelOutputs + j] =
+          j < outputs ? f16_to_f32(w[j * blocks + c].scale) : 0.0f;
+    }
     for (int half = 0; half < 2; ++half) {
-      __m512 quads[16];
-      for (int i = 0; i < 16; ++i) {
-        const std::int64_t j = 16 * half + i;
-        quads[i] = j < outputs ? _mm512_castsi512_ps(_mm512_zextsi256_si512(_mm256_loadu_si256(
-                                     reinterpret_cast<const __m256i*>(w[j * blocks + c].q))))
-                               : _mm512_setzero_ps();
-        panel.scales[c * kPanelOutputs + j] =
-            j < outputs ? f16_to_f32(w[j * blocks + c].scale) : 0.0f;
-      }
-      transpose16(quads);  // quads[quad][i]: bytes 4 quad .. 4 quad + 3 of output 16 half + i
-      __m512i sums = _mm512_setzero_si512();
+      // A second half past the last weight row (outputs <= 16) is zeros.
+      const auto count = static_cast<int>(std::clamp<std::int64_t>(outputs - 16 * half, 0, 16));
+      const std::int8_t* first = count > 0 ? w[16 * half * blocks + c].q : nullptr;
+      __m512i quads[kQuads];
+      const __m512i compensation = block_quads(first, row_stride, count, quads);
       for (int quad = 0; quad < kQuads; ++quad) {
-        const __m512i bytes = _mm512_castps_si512(quads[quad]);
         _mm512_storeu_si512(
             panel.bytes.data() + c * kPanelBlockBytes + quad * kPanelOutputs * 4 + 64 * half,
-            bytes);
-        sums = _mm512_dpbusd_epi32(sums, ones, bytes);
+            quads[quad]);
       }
-      _mm512_storeu_si512(panel.compensation.data() + c * kPanelOutputs + 16 * half,
-                          _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, 7)));
+      _mm512_storeu_si512(panel.compensation.data() + c * kPanelOutputs + 16 * half, compensation);
     }
   }
 }

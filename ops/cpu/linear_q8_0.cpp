@@ -1,5 +1,6 @@
 // linear_q8_0 (ops/cpu/linear_q8_0.h): the activation quantizer, the decode GEMV at three cpu
-// levels, and the choice of prefill GEMM: on byte dot products at avx512vnni
+// levels (at avx512vnni from 9 rows on, ops/cpu/decode_q8_0_vnni.cpp), and the choice of prefill
+// GEMM: on byte dot products at avx512vnni
 // (ops/cpu/gemm_q8_0_vnni.cpp), on AMX's bf16 tiles at amx (ops/cpu/gemm_amx.cpp), else through
 // dequantized weight blocks and the f32 GEMM (ops/cpu/widened_gemm.h).
 #include "ops/cpu/linear_q8_0.h"
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/cpu/decode_q8_0_vnni.h"
 #include "ops/cpu/dot_tile.h"
 #include "ops/cpu/gemm_amx.h"
 #include "ops/cpu/gemm_q8_0_vnni.h"
@@ -381,7 +383,11 @@ void linear_q8_0(const Context& ctx, const float* x, const BlockQ8_0* w, const f
   });
   const CpuLevel level = cpu_level();
   if (rows < gemm_min_rows(level, DType::Q8_0)) {
-    matrix_vector_rows(ctx, x, w, b, y, rows, in, outputs, accumulate);
+    if (q8_0_decode_in_lanes(level, rows)) {
+      decode_q8_0_vnni(ctx, x, w, b, y, rows, in, outputs, accumulate);
+    } else {
+      matrix_vector_rows(ctx, x, w, b, y, rows, in, outputs, accumulate);
+    }
   } else if (level >= CpuLevel::Amx) {
     gemm_amx(ctx, x, w, DType::Q8_0, b, y, rows, in, outputs, accumulate);
   } else if (q8_0_prefill_quantizes_x(level)) {

@@ -17,7 +17,9 @@
 // (avx512vnni and avx512 not even in that). Cost: reads 34 bytes per 32 weights once (3.8x fewer
 // than f32), for all rows together: each thread streams its block of weight rows once, each row
 // applied to every input row while in L1; quantizing x costs rows x in, nothing beside the
-// outputs x in weights.
+// outputs x in weights. At avx512vnni, a step of 9 rows or more puts the input rows in the
+// vector lanes instead (q8_0_decode_in_lanes below, ops/cpu/decode_q8_0_vnni.cpp): the same
+// integer sums, 16 rows per instruction.
 //
 // Prefill (from that many rows on), by level:
 //  - avx512vnni: x quantized as in decode, then a blocked GEMM of bytes against bytes on
@@ -47,6 +49,17 @@ namespace attnscope::ops::cpu {
 // Whether prefill (gemm_min_rows rows or more) at `level` quantizes x as decode does (the byte
 // GEMM of the avx512vnni level) rather than keeping it in f32 (the other levels).
 inline bool q8_0_prefill_quantizes_x(CpuLevel level) { return level == CpuLevel::Avx512Vnni; }
+
+// Whether a decode step of `rows` rows (below gemm_min_rows) at `level` runs with the input rows
+// in the vector lanes (ops/cpu/decode_q8_0_vnni.cpp) rather than one weight row at a time against
+// up to 8 input rows (linear_q8_0.cpp). A tile of 16 lanes costs the same however many rows it
+// holds. Measured (Zen 4, 2 threads, synthetic:gpt2, decode tokens/s of a batch, 3 interleaved
+// rounds, docs/results/2026-12-04-q8-decode-lanes/): lanes / one row at a time 0.80x at 6 rows,
+// 1.00x at 8, 1.20x at 10, 1.46x at 12, 1.6x at 16 and 24. Only at avx512vnni: at amx (Intel
+// cores, where the kernel's xor may take vpdpbusd's ports) it is not measured.
+inline bool q8_0_decode_in_lanes(CpuLevel level, std::int64_t rows) {
+  return level == CpuLevel::Avx512Vnni && rows >= 9;
+}
 
 // Throws Error when `in` is not a multiple of 32.
 void linear_q8_0(const Context& ctx, const float* x, const BlockQ8_0* w, const float* b, float* y,

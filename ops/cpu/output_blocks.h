@@ -33,6 +33,9 @@ namespace attnscope::ops::cpu {
 //    24, 1.00x (0.97-1.03) at 32, 1.26x at 48, 1.53x at 64; below 32 the per-call packing of
 //    every weight costs more than the blocked kernel saves. With the packing vectorized since
 //    (docs/results/2026-12-04-vnni-q8-prefill/pack/): 0.71x at 16, 1.01x at 24, 1.18x at 32.
+//    Since, decode steps from 9 rows on have the input rows in the lanes
+//    (ops/cpu/decode_q8_0_vnni.cpp), which leads the GEMM up to 96 rows (GEMM / lanes: 0.85x at
+//    48, 0.89x at 64, 0.97x at 96, 1.00x at 128; docs/results/2026-12-04-q8-decode-lanes/).
 //  - amx: bf16 at 16 688 against 638, at 24 578 against 851; f16 at 24 662 against 533, at 32
 //    700 against 714; q8_0 at 48 760-774 against 702-717, at 64 748-781 against 896-922.
 //  - avx2: Eigen's GEMM packs the weights on every call, and the avx2 tiles (dot_tile.h) stay
@@ -46,9 +49,8 @@ inline std::int64_t gemm_min_rows(CpuLevel level, DType weights) {
     case CpuLevel::Avx2:
       return weights == DType::Q8_0 ? 32 : 64;
     case CpuLevel::Avx512:
-      return weights == DType::F32 ? 48 : 128;
     case CpuLevel::Avx512Vnni:
-      return weights == DType::F32 ? 48 : weights == DType::Q8_0 ? 32 : 128;
+      return weights == DType::F32 ? 48 : 128;
     case CpuLevel::Amx:
       return weights == DType::F32    ? 48
              : weights == DType::BF16 ? 16
