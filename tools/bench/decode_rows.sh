@@ -5,6 +5,7 @@
 # gemm_min_rows): build NEW with the threshold raised, so that its decode kernels take the rows
 # BASE gives the GEMM.
 #   tools/bench/decode_rows.sh BASE NEW OUT_DIR [ROUNDS]
+#   tools/bench/decode_rows_summary.py OUT_DIR > OUT_DIR/summary.md   (the table)
 # Environment: DTYPES (default q8_0), LEVELS (amx avx512vnni), BATCHES (16 32 64).
 set -euo pipefail
 base=$1 new=$2 out=$3 rounds=${4:-2}
