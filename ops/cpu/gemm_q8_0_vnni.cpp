@@ -36,7 +36,8 @@
 // bytes once per call), and rows x outputs x in byte products, 4x as many per instruction as the
 // f32 GEMM's multiply-adds, plus the per-block scaling (~40% more instructions). Measured on a
 // 2-core Zen 4 (docs/results/2026-12-04-vnni-q8-prefill/): pp512 2.0-2.8x the f32 GEMM on
-// dequantized weights, the linear layers at 400-440 GFLOP/s (a byte product counted as 2 FLOPs).
+// dequantized weights, the linear layers at 400-440 GFLOP/s (a byte product counted as 2 FLOPs),
+// ~45% of the two cores' vpdpbusd rate (docs/results/2026-12-04-q8-decode-lanes/vnni_rate.cpp).
 //
 // Error: the decode kernels' (linear_q8_0.h, derived in tests/test_q8_0.cpp): x's quantization
 // error, the weights' dw/2, and f32 rounding along a path of K/32 blocks plus the bias and y.
