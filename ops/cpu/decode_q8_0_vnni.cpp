@@ -52,7 +52,6 @@ namespace attnscope::ops::cpu {
 namespace {
 
 constexpr std::int64_t kBlock = kQ8_0BlockElements;
-constexpr int kQuads = kBlock / 4;
 constexpr int kLanes = 16;  // input rows per tile
 constexpr int kGroup = 12;  // outputs per kernel call
 constexpr std::int64_t kQuadBytes = 64;
@@ -71,17 +70,17 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void arrange_row
   const std::int64_t blocks = in / kBlock;
   const std::int64_t count = (rows + kLanes - 1) / kLanes * blocks;  // tile blocks
   // Every element is written below: resized, not cleared.
-  tiles.quads.resize(static_cast<std::size_t>(count * kQuads * kQuadBytes));
+  tiles.quads.resize(static_cast<std::size_t>(count * kQuadsPerBlock * kQuadBytes));
   tiles.start.resize(static_cast<std::size_t>(count * kLanes));
   tiles.scales.resize(static_cast<std::size_t>(count * kLanes));
   for (std::int64_t r0 = 0; r0 < rows; r0 += kLanes) {
     const auto tile_rows = static_cast<int>(std::min<std::int64_t>(kLanes, rows - r0));
     for (std::int64_t c = 0; c < blocks; ++c) {
       const std::int64_t at = r0 / kLanes * blocks + c;
-      __m512i quads[kQuads];
+      __m512i quads[kQuadsPerBlock];
       const __m512i start = block_quads(x.bytes + r0 * in + c * kBlock, in, tile_rows, quads);
-      for (int q = 0; q < kQuads; ++q) {
-        _mm512_storeu_si512(tiles.quads.data() + (at * kQuads + q) * kQuadBytes, quads[q]);
+      for (int q = 0; q < kQuadsPerBlock; ++q) {
+        _mm512_storeu_si512(tiles.quads.data() + (at * kQuadsPerBlock + q) * kQuadBytes, quads[q]);
       }
       _mm512_storeu_si512(tiles.start.data() + at * kLanes, start);
       for (int i = 0; i < kLanes; ++i) {
@@ -105,8 +104,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c"))) void group_
   for (std::int64_t c = 0; c < blocks; ++c) {
     __m512i block_sums[kGroup];
     for (__m512i& sum : block_sums) sum = _mm512_loadu_si512(start + c * kLanes);
-    for (int q = 0; q < kQuads; ++q) {
-      const __m512i inputs = _mm512_loadu_si512(quads + (c * kQuads + q) * kQuadBytes);
+    for (int q = 0; q < kQuadsPerBlock; ++q) {
+      const __m512i inputs = _mm512_loadu_si512(quads + (c * kQuadsPerBlock + q) * kQuadBytes);
       for (int j = 0; j < kGroup; ++j) {
         std::int32_t four;
         std::memcpy(&four, row[j][c].q + 4 * q, 4);
@@ -141,8 +140,8 @@ void decode_q8_0_vnni(const Context& ctx, const float* x, const BlockQ8_0* w, co
       const auto group = static_cast<int>(std::min<std::int64_t>(kGroup, first + width - o));
       for (std::int64_t r0 = 0; r0 < rows; r0 += kLanes) {
         const std::int64_t at = r0 / kLanes * blocks;
-        group_kernel(quads + at * kQuads * kQuadBytes, start + at * kLanes, dx + at * kLanes,
-                     w + o * blocks, blocks, group, dots);
+        group_kernel(quads + at * kQuadsPerBlock * kQuadBytes, start + at * kLanes,
+                     dx + at * kLanes, w + o * blocks, blocks, group, dots);
         for (std::int64_t i = 0; i < std::min<std::int64_t>(kLanes, rows - r0); ++i) {
           for (int j = 0; j < group; ++j) {
             store_output(y[(r0 + i) * outputs + o + j], dots[j][i], b, o + j, accumulate);

@@ -67,8 +67,7 @@ namespace {
 constexpr std::int64_t kBlock = kQ8_0BlockElements;
 constexpr int kTileRows = 6;
 constexpr int kPanelOutputs = 32;
-constexpr int kQuads = kBlock / 4;
-constexpr std::int64_t kPanelBlockBytes = kQuads * kPanelOutputs * 4;
+constexpr std::int64_t kPanelBlockBytes = kQuadsPerBlock * kPanelOutputs * 4;
 
 // One panel of 32 weight rows, `blocks` blocks each: per block its bytes in quads (for each 4
 // inputs, the 32 outputs' 4 bytes side by side), its 32 scales dw as f32 and its 32
@@ -98,9 +97,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void pack_panel(
       // A second half past the last weight row (outputs <= 16) is zeros.
       const auto count = static_cast<int>(std::clamp<std::int64_t>(outputs - 16 * half, 0, 16));
       const std::int8_t* first = count > 0 ? w[16 * half * blocks + c].q : nullptr;
-      __m512i quads[kQuads];
+      __m512i quads[kQuadsPerBlock];
       const __m512i compensation = block_quads(first, row_stride, count, quads);
-      for (int quad = 0; quad < kQuads; ++quad) {
+      for (int quad = 0; quad < kQuadsPerBlock; ++quad) {
         _mm512_storeu_si512(
             panel.bytes.data() + c * kPanelBlockBytes + quad * kPanelOutputs * 4 + 64 * half,
             quads[quad]);
@@ -130,7 +129,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void tile_kernel
     __m512i dots[kRows][2];
     for (auto& row : dots) row[0] = start[0], row[1] = start[1];
     const std::uint8_t* inputs = x + block * kBlock;
-    for (int quad = 0; quad < kQuads; ++quad) {
+    for (int quad = 0; quad < kQuadsPerBlock; ++quad) {
       const __m512i weights[2] = {_mm512_loadu_si512(bytes + quad * kPanelOutputs * 4),
                                   _mm512_loadu_si512(bytes + quad * kPanelOutputs * 4 + 64)};
       for (int r = 0; r < kRows; ++r) {

@@ -18,12 +18,16 @@
 #include <cstdint>
 
 #include "ops/cpu/transpose16.h"
+#include "runtime/q8_0.h"
 
 namespace attnscope::ops::cpu {
 
+// The quads of a block: 4 bytes each, the 4 products one vpdpbusd lane sums.
+constexpr int kQuadsPerBlock = kQ8_0BlockElements / 4;
+
 // Row i's block starts at first + i * stride bytes (i < count <= 16).
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) inline __m512i block_quads(
-    const std::int8_t* first, std::int64_t stride, int count, __m512i quads[8]) {
+    const std::int8_t* first, std::int64_t stride, int count, __m512i quads[kQuadsPerBlock]) {
   __m512 rows[16];
   for (int i = 0; i < 16; ++i) {
     rows[i] = i < count ? _mm512_castsi512_ps(_mm512_zextsi256_si512(_mm256_loadu_si256(
@@ -33,7 +37,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) inline __m512i b
   transpose16(rows);
   const __m512i ones = _mm512_set1_epi8(1);
   __m512i sums = _mm512_setzero_si512();
-  for (int q = 0; q < 8; ++q) {
+  for (int q = 0; q < kQuadsPerBlock; ++q) {
     quads[q] = _mm512_castps_si512(rows[q]);
     sums = _mm512_dpbusd_epi32(sums, ones, quads[q]);
   }
