@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_levels.h"
 #include "ops/attention/flash.h"
 #include "ops/attention/registry.h"
 #include "profiler/cpu_tracer.h"
@@ -87,6 +88,24 @@ TEST_CASE("flash matches float64 attention at lengths around its 64 x 256 tiles"
     CAPTURE(c.head_dim);
     CHECK(flash_error(ctx, random_call(c, rng, ctx.allocator())) < 1e-5);
   }
+}
+
+TEST_CASE("flash's decode rows match float64 at every cpu level, in kernels and in Eigen") {
+  // One query row goes through decode_row's kernels from the avx512 level on when the head dim is
+  // a multiple of 16 (ops/attention/cpu/decode_row.h), through Eigen's products otherwise: key
+  // counts around the kernels' 16 keys at a time and flash's key tiles of 256.
+  std::mt19937 rng(13);
+  Context ctx(2);
+  testing::for_each_cpu_level([&] {
+    for (std::int64_t d : {16, 48, 64, 33}) {
+      for (std::int64_t kv_len : {1, 15, 16, 17, 255, 257}) {
+        CAPTURE(d);
+        CAPTURE(kv_len);
+        const FlashCase c{2, 3, 3, 1, kv_len, kv_len + 1, d};
+        CHECK(flash_error(ctx, random_call(c, rng, ctx.allocator())) < 1e-5);
+      }
+    }
+  });
 }
 
 TEST_CASE("flash takes the split-KV path for few rows against a long cache, and is exact there") {

@@ -26,6 +26,7 @@
 #include <random>
 #include <vector>
 
+#include "cpu_levels.h"
 #include "ops/cpu/output_blocks.h"
 #include "ops/embedding.h"
 #include "ops/linear.h"
@@ -34,6 +35,7 @@
 #include "runtime/error.h"
 
 using namespace attnscope;
+using testing::for_each_cpu_level;
 using testing::random_tensor;
 
 namespace {
@@ -119,21 +121,6 @@ void check_linear(Context& ctx, const Case& c, DType dtype, bool with_bias, bool
     }
   }
   CHECK(failures == 0);
-}
-
-// Runs `body` once per kernel level this CPU has, with cpu_level() capped at it.
-template <typename Body>
-void for_each_cpu_level(Body body) {
-  for (CpuLevel level : kCpuLevels) {
-    set_cpu_level_cap(level);
-    if (cpu_level() != level) {
-      MESSAGE("this CPU has no " << cpu_level_name(level) << " kernels: level not tested");
-      continue;
-    }
-    CAPTURE(cpu_level_name(level));
-    body();
-  }
-  set_cpu_level_cap(std::nullopt);
 }
 
 // Runs `body(dtype)` for bf16 and for f16 weights, at every kernel level this CPU has.
