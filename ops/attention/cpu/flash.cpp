@@ -11,7 +11,7 @@
 // out_tile = O / l row by row. The key range ends at the tile's last query position, so the
 // masked work is at most the Bq x Bq triangle of the last key tile, whatever Bk is. A tile of one
 // query row (decode) takes its two products from decode_row.h's kernels where they apply (the
-// avx512 levels, D a multiple of 16) instead of Eigen's general products (measured: 1.47x
+// avx512 levels, D a multiple of 16) instead of Eigen's general products (measured: 1.25x
 // per layer at 16 sequences behind 512 tokens, docs/results/2026-12-04-decode-attention/).
 //
 // Split-KV path: at most kSplitKvMaxQueries rows, with (batch, head) pairs that do not share out
