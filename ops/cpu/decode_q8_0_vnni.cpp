@@ -21,7 +21,8 @@
 // 12 weight rows are 12 streams of 34-byte blocks; with more than 16 rows the next tile reuses
 // them from L1 or L2. 12 outputs against 8 (Zen 4, 2 threads, synthetic:gpt2 q8_0, 3 interleaved
 // rounds): 1.09x at 8 and 16 rows, 1.03x at 32; 16 outputs (32 accumulators: spills) 0.88-0.92x
-// of 12.
+// of 12. The flip is not what bounds it: without the vpxord (wrong sums, timed only) decode ran
+// 1.03-1.05x (docs/results/2026-12-04-q8-decode-lanes/explore/no-xor-timing/).
 //
 // Cost: quantizing and arranging x (rows x in bytes), the weights read once (34 bytes per 32),
 // and per tile in * outputs / 4 vpdpbusd however many of its 16 lanes hold rows: a tile of 8 rows
