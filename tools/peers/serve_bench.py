@@ -56,8 +56,8 @@ def server_command(args, name: str, port: int) -> list[str]:
     threads = str(args.threads)
     slots = max(args.concurrency)
     if name == "attnscope":
-        return [args.attnscope, "serve", "-m", str(args.model), "--attn", "flash", "-t", threads,
-                "--port", str(port), "--served-model-name", "model"]
+        return [args.attnscope, "serve", "-m", str(args.model), "--dtype", args.dtype, "--attn",
+                "flash", "-t", threads, "--port", str(port), "--served-model-name", "model"]
     # One slot per stream, each with room for a whole request (the context is shared out
     # among the slots); flash attention as attnscope's; no web UI.
     context = slots * (args.prompt_tokens + args.output_tokens + 64)
@@ -175,7 +175,10 @@ def main() -> None:
     parser.add_argument("--attnscope", required=True)
     parser.add_argument("--llama-server", required=True)
     parser.add_argument("--model", required=True, type=Path, help="Hugging Face folder")
-    parser.add_argument("--gguf", required=True, type=Path, help="the same model as GGUF")
+    parser.add_argument("--gguf", required=True, type=Path,
+                        help="the same model as GGUF, in the weight type of --dtype")
+    parser.add_argument("--dtype", default="f32",
+                        help="attnscope serve's --dtype (f32, bf16, f16, q8_0)")
     parser.add_argument("--guidellm", default="guidellm")
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--concurrency", type=lambda s: [int(c) for c in s.split(",")],
@@ -227,7 +230,7 @@ def main() -> None:
              "servers": {name: server_command(args, name, 0) for name in SERVERS},
              **{key: getattr(args, key) for key in ("prompt_tokens", "output_tokens",
                                                     "concurrency", "rounds", "threads",
-                                                    "requests_per_stream", "seed")}}
+                                                    "requests_per_stream", "seed", "dtype")}}
     (args.out / "serve_bench.json").write_text(
         json.dumps({"setup": setup, "runs": runs}, indent=2, default=str) + "\n")
     summary = summarize(runs, args)
