@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "cpu_levels.h"
 #include "ops/cast.h"
 #include "ops/cpu/linear_q8_0.h"
 #include "ops/cpu/output_blocks.h"
@@ -22,6 +23,7 @@
 #include "runtime/tensor.h"
 
 using namespace attnscope;
+using testing::levels_of_this_cpu;
 
 namespace {
 
@@ -40,15 +42,6 @@ std::vector<BlockQ8_0> quantized(const std::vector<float>& x) {
   std::vector<BlockQ8_0> blocks(x.size() / kQ8_0BlockElements);
   quantize_q8_0(x.data(), blocks.data(), static_cast<std::int64_t>(x.size()));
   return blocks;
-}
-
-std::vector<CpuLevel> levels_of_this_cpu() {
-  set_cpu_level_cap(std::nullopt);
-  std::vector<CpuLevel> levels;
-  for (CpuLevel level : kCpuLevels) {
-    if (level <= cpu_level()) levels.push_back(level);
-  }
-  return levels;
 }
 
 }  // namespace
