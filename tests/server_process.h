@@ -99,16 +99,20 @@ class ServerProcess {
   }
 
   // The server's resident memory (VmRSS, KiB).
-  long resident_kib() const {
+  long resident_kib() const { return status_number("VmRSS:"); }
+  // The server's threads now (/proc's Threads), -1 when unreadable.
+  long threads() const { return status_number("Threads:"); }
+
+ private:
+  // The number on /proc/PID/status's line that starts with `field`, -1 when absent.
+  long status_number(const std::string& field) const {
     std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
     std::string line;
     while (std::getline(status, line)) {
-      if (line.starts_with("VmRSS:")) return std::stol(line.substr(6));
+      if (line.starts_with(field)) return std::stol(line.substr(field.size()));
     }
     return -1;
   }
-
- private:
   // Reads what stderr has within `timeout_ms`; false at its end (or when stopping).
   bool read_some(int timeout_ms) {
     if (stopping_) return false;

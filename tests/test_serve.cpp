@@ -420,6 +420,25 @@ TEST_CASE("serve: the API key guards every endpoint but /health; a full queue an
   CHECK(server.stop(SIGTERM, 10) == 0);
 }
 
+// libgomp keeps a team of OpenMP workers for each thread that ever ran a parallel region, and
+// when its teams hold more threads than there are cores it lets their workers spin only 100 times
+// between regions before they sleep in the kernel: each region of a step then pays a wake-up.
+// serve loads its model (the synthetic weights are made in parallel regions) on a thread that ends,
+// so after the engine has stepped, the process holds the main thread (listening), the signal
+// waiter, the connection threads, and one OpenMP team: the loop's thread and its workers.
+TEST_CASE("serve: the engine loop's OpenMP team is the process's only one") {
+  constexpr int kThreads = 2, kConnectionThreads = 3;
+  ServerProcess server(kBinary,
+                       {"--model", "synthetic:tiny", "--threads", std::to_string(kThreads),
+                        "--http-threads", std::to_string(kConnectionThreads), "--dtype", "q8_0"});
+  httplib::Client c = client(server);
+  const httplib::Result res = post(c, greedy_body({1, 2, 3}, 4));
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  CHECK(server.threads() == 1 + 1 + kConnectionThreads + kThreads);
+  CHECK(server.stop(SIGTERM, 10) == 0);
+}
+
 TEST_CASE("serve: a client gone mid-stream cancels its request; 64 streaming clients; shutdown") {
   if (!has_tokenizer()) return;
   ServerProcess server(kBinary, serve_args({"--max-queue", "80"}));

@@ -1,6 +1,8 @@
 // EngineLoop: the one thread that drives the engine for `attnscope serve`. HTTP threads only
 // enqueue (submit, cancel) and read their request's events; the engine itself (engine/engine.h)
-// is touched by this thread alone, so it needs no lock of its own.
+// is touched by this thread alone, so it needs no lock of its own. Its OpenMP team (the workers
+// of every parallel region a step runs) must be the process's only one: see serve.cpp's
+// load_on_a_passing_thread for what a second team costs.
 //
 //   HTTP thread:  stream = loop.submit(request)    -> inbox (mutex), wakes the loop
 //                 while (stream->next(event, ...))  <- the loop pushes each event of its request
