@@ -113,6 +113,7 @@ class ServerProcess {
     }
     return -1;
   }
+
   // Reads what stderr has within `timeout_ms`; false at its end (or when stopping).
   bool read_some(int timeout_ms) {
     if (stopping_) return false;

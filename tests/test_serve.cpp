@@ -420,12 +420,11 @@ TEST_CASE("serve: the API key guards every endpoint but /health; a full queue an
   CHECK(server.stop(SIGTERM, 10) == 0);
 }
 
-// libgomp keeps a team of OpenMP workers for each thread that ever ran a parallel region, and
-// when its teams hold more threads than there are cores it lets their workers spin only 100 times
-// between regions before they sleep in the kernel: each region of a step then pays a wake-up.
-// serve loads its model (the synthetic weights are made in parallel regions) on a thread that ends,
-// so after the engine has stepped, the process holds the main thread (listening), the signal
-// waiter, the connection threads, and one OpenMP team: the loop's thread and its workers.
+// serve loads its model (the synthetic weights are made in parallel regions) on a thread that
+// ends (serve.cpp's load_on_a_passing_thread says what a second OpenMP team costs), so after the
+// engine has stepped, the process holds the main thread (listening), the signal waiter, the
+// connection threads, and one OpenMP team: the loop's thread and its workers. Then SIGTERM drains
+// and stops it (no thread of the load left to take the signal's default action).
 TEST_CASE("serve: the engine loop's OpenMP team is the process's only one") {
   constexpr int kThreads = 2, kConnectionThreads = 3;
   ServerProcess server(kBinary,

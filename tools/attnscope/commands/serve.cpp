@@ -363,12 +363,16 @@ sigset_t block_stop_signals() {
 // together hold more threads than the machine has cores, it cuts their busy wait between regions
 // from 300,000 spins to 100 (GOMP_SPINCOUNT's documentation): each of a step's parallel regions
 // then wakes its workers through the kernel. A thread that ends takes its team with it.
-// Measured (docs/results/2026-12-04-serve-one-team/): a streamed q8_0 GPT-2 token on 2 cores
-// took 7.5 ms with the load on the main thread, 5.3 ms with it here.
+// Measured (docs/results/2026-12-04-serve-one-team/, 5 rounds): a streamed q8_0 GPT-2 token on 2
+// cores, median 7.35 ms with the load on the main thread, 4.90 ms with it here.
+// The loading thread blocks the stop signals, as every serving thread does: a worker of its team
+// can outlive it (seen under AddressSanitizer, where libgomp kept it for the loop's team), and a
+// thread that did not block SIGTERM would take its default action and kill the server undrained.
 ModelOnDevice load_on_a_passing_thread(const ServeFlags& flags) {
   ModelOnDevice loaded;
   std::exception_ptr failed;
   std::thread([&] {
+    block_stop_signals();
     try {
       loaded = load_model_on_device(flags.model, flags.device, flags.attention);
     } catch (...) {
