@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Two attnscope binaries' `serve`, side by side: streamed completions at fixed concurrencies.
 
-    python3 ab.py --base BASE_BIN --new NEW_BIN --model DIR --dtype q8_0 --out OUT [--rounds 3]
+    python3 tools/peers/serve_ab.py --base BASE_BIN --new NEW_BIN --model DIR --dtype q8_0 \
+        --out OUT [--rounds 3]
 
 Each round starts each server in turn (their order alternating by round), waits for /health,
 and at every --concurrency runs that many client threads, each sending its share of the
@@ -18,32 +19,13 @@ import gzip
 import http.client
 import json
 import random
-import socket
 import statistics
 import subprocess
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_healthy(port: int, process: subprocess.Popen, timeout_s: float = 120) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"the server exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise SystemExit("the server did not answer /health in time")
+from serve_bench import free_port, stop, wait_healthy
 
 
 def stream_one(port: int, prompt: list[int], tokens: int) -> dict:
@@ -126,7 +108,7 @@ def main() -> None:
                        "-t", str(args.threads), "--port", str(port)]
             server = subprocess.Popen(command, stderr=subprocess.DEVNULL)
             try:
-                wait_healthy(port, server)
+                wait_healthy(server, port, name)
                 for concurrency in args.concurrency:
                     requests = max(args.min_requests, concurrency * args.requests_per_stream)
                     seed = 1000 * round_index + concurrency
@@ -138,8 +120,7 @@ def main() -> None:
                           f"{result['itl_median_ms']:.2f} ms, TTFT median "
                           f"{result['ttft_median_ms']:.1f} ms", flush=True)
             finally:
-                server.terminate()
-                server.wait(timeout=60)
+                stop(server)
     with gzip.open(args.out / "ab.json.gz", "wt") as raw:
         json.dump({"args": vars(args) | {"out": str(args.out)}, "runs": runs}, raw, default=str)
 
