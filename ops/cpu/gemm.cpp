@@ -16,13 +16,21 @@
 //    rows (for each k, x[n..n+13][k] side by side); the edges are padded with zeros. Packing is a
 //    transpose, done 16 x 16 floats at a time in registers (ops/cpu/transpose16.h).
 //  - Loops: pack the thread's weights whole (at most kMaxPackedWeightBytes; wider blocks go in
-//    column blocks); for each block of kRowBlock = 112 rows, pack its inputs; for each slice of
-//    kDepth = 256 inputs run the kernel on every tile, one weight panel's slice (32 KB: stays in
-//    L1) against each input panel's slice (14 KB each, 112 KB for the block: stays in L2).
+//    column blocks); for each block of kRowBlock = 112 rows, pack its inputs; for each weight
+//    panel, for each slice of kDepth = 256 inputs, run the kernel on every tile of the block:
+//    the panel's slice (32 KB: stays in L1) against each input panel's slice (14 KB each, 112 KB
+//    for the block: stays in L2).
 //    kDepth 128, 192 and 384 and row blocks of 224 measured the same as these within this Zen 5's
 //    noise (48 KB L1). With a 32 KB L1 the 32 KB panel fills it, yet on a Zen 4 kDepth 128 was
 //    slower: pp512 0.93-0.98x at f32, bf16 and f16 (GPT-2 and SmolLM2 shapes, 2 threads, 4
 //    interleaved rounds, 2026-12-04).
+//  - y is written by the first slice (with the bias) and added to by the later ones, and the
+//    panel's 112 x 32 block of y (14 KB) stays in cache across its slices. Before, y was set to
+//    the bias in a pass of its own and the slices went outermost, so every slice walked the
+//    block's whole width of y (688 KB at GPT-2's 3072-wide MLP on 2 threads: out of L2 and
+//    back). Measured (Zen 4, 2 threads, pp512, 5 interleaved rounds,
+//    docs/results/2026-12-05-gemm-first-slice/): pp512 1.02-1.08x (medians) with f32 and 16-bit
+//    weights, GPT-2 and SmolLM2 shapes.
 // Cost: the weights are read and packed once per call (M K floats), the inputs once per column
 // block (N K): (N + M) K floats moved against the 2 N M K FLOPs above.
 // Measured on a standalone harness at GPT-2's pp512 shapes, one thread of a Zen 5 EPYC (FMA peak
@@ -98,13 +106,16 @@ __attribute__((target("avx512f"))) void pack_panels(const float* src, std::int64
   }
 }
 
-// c[i][j] += sum_k a[k][i] b[k][j] for i < kRows, j < 32 (c's row stride ldc): a is one packed
-// input panel, b one packed weight panel, both `depth` deep. kRows is kTileRows but on the last
+// c[i][j] (=|+=) sum_k a[k][i] b[k][j] (+ bias[j]) for i < kRows, j < 32 (c's row stride ldc):
+// a is one packed input panel, b one packed weight panel, both `depth` deep. The first slice of
+// a tile's depth writes it (`overwrite`, unless y accumulates) and adds the bias (`bias`, 32
+// columns, when there is one); the later slices add to it. kRows is kTileRows but on the last
 // rows of a block (N % 14): there the rows past N are not computed at all (at pp16, a 14-row
 // kernel on the 2-row edge made the prefill 12% slower than Eigen's GEMM).
 template <int kRows>
 __attribute__((target("avx512f"))) void tile_kernel(std::int64_t depth, const float* a,
-                                                    const float* b, float* c, std::int64_t ldc) {
+                                                    const float* b, float* c, std::int64_t ldc,
+                                                    const float* bias, bool overwrite) {
   __m512 acc[kRows][2];
   for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
   for (std::int64_t k = 0; k < depth; ++k) {
@@ -118,27 +129,40 @@ __attribute__((target("avx512f"))) void tile_kernel(std::int64_t depth, const fl
     a += kTileRows;
     b += kTileCols;
   }
+  const __m512 bias0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
+  const __m512 bias1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();
   for (int i = 0; i < kRows; ++i) {
     float* row = c + i * ldc;
-    _mm512_storeu_ps(row, _mm512_add_ps(_mm512_loadu_ps(row), acc[i][0]));
-    _mm512_storeu_ps(row + 16, _mm512_add_ps(_mm512_loadu_ps(row + 16), acc[i][1]));
+    __m512 low = _mm512_add_ps(acc[i][0], bias0);
+    __m512 high = _mm512_add_ps(acc[i][1], bias1);
+    if (!overwrite) {
+      low = _mm512_add_ps(low, _mm512_loadu_ps(row));
+      high = _mm512_add_ps(high, _mm512_loadu_ps(row + 16));
+    }
+    _mm512_storeu_ps(row, low);
+    _mm512_storeu_ps(row + 16, high);
   }
 }
 
-using TileKernel = void (*)(std::int64_t, const float*, const float*, float*, std::int64_t);
+using TileKernel = void (*)(std::int64_t, const float*, const float*, float*, std::int64_t,
+                            const float*, bool);
 
 // kTileKernels[r - 1] computes r rows.
 constexpr std::array<TileKernel, kTileRows> kTileKernels = kernels_by_rows<TileKernel, kTileRows>(
     [](auto rows) -> TileKernel { return tile_kernel<decltype(rows)::value>; });
 
 // A tile on the right edge (cols < 32) runs on its zero-padded weight panel into a scratch tile,
-// of which the valid columns are added to c.
+// of which the valid columns go to c, as tile_kernel's would (bias and overwrite alike).
 void edge_columns_tile(TileKernel kernel, std::int64_t depth, const float* a, const float* b,
-                       float* c, std::int64_t ldc, std::int64_t rows, std::int64_t cols) {
-  alignas(64) float scratch[kTileRows * kTileCols] = {};
-  kernel(depth, a, b, scratch, kTileCols);
+                       float* c, std::int64_t ldc, std::int64_t rows, std::int64_t cols,
+                       const float* bias, bool overwrite) {
+  alignas(64) float scratch[kTileRows * kTileCols];
+  kernel(depth, a, b, scratch, kTileCols, nullptr, true);
   for (std::int64_t i = 0; i < rows; ++i) {
-    for (std::int64_t j = 0; j < cols; ++j) c[i * ldc + j] += scratch[i * kTileCols + j];
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const float start = (overwrite ? 0.0f : c[i * ldc + j]) + (bias ? bias[j] : 0.0f);
+      c[i * ldc + j] = start + scratch[i * kTileCols + j];
+    }
   }
 }
 
@@ -146,8 +170,11 @@ std::int64_t round_up(std::int64_t n, std::int64_t multiple) {
   return (n + multiple - 1) / multiple * multiple;
 }
 
-void gemm_avx512(const float* x, const float* w_block, float* y_block, std::int64_t rows,
-                 std::int64_t in, std::int64_t ldy, std::int64_t width) {
+// y_block = (y_block if accumulate) + x w_block^T + bias: columns [0, width) of y's rows (ldy
+// apart); bias (may be null) is that many columns' bias.
+void gemm_avx512(const float* x, const float* w_block, const float* bias, float* y_block,
+                 std::int64_t rows, std::int64_t in, std::int64_t ldy, std::int64_t width,
+                 bool accumulate) {
   // Grown, never shrunk, and kept between calls: allocating per call would fault pages in.
   thread_local std::vector<float> packed_inputs, packed_weights;
   const std::int64_t column_block =
@@ -166,20 +193,24 @@ void gemm_avx512(const float* x, const float* w_block, float* y_block, std::int6
     for (std::int64_t row = 0; row < rows; row += kRowBlock) {
       const std::int64_t block_rows = std::min(kRowBlock, rows - row);
       pack_panels(x + row * in, in, block_rows, in, kTileRows, packed_inputs.data());
-      for (std::int64_t k = 0; k < in; k += kDepth) {
-        const std::int64_t depth = std::min(kDepth, in - k);
-        for (std::int64_t j = 0; j < cols; j += kTileCols) {
+      for (std::int64_t j = 0; j < cols; j += kTileCols) {
+        const std::int64_t tile_cols = std::min<std::int64_t>(kTileCols, cols - j);
+        for (std::int64_t k = 0; k < in; k += kDepth) {
+          const std::int64_t depth = std::min(kDepth, in - k);
+          const bool first_slice = k == 0;
+          const float* tile_bias = first_slice && bias ? bias + col + j : nullptr;
+          const bool overwrite = first_slice && !accumulate;
           const float* b = packed_weights.data() + j * in + k * kTileCols;
           for (std::int64_t i = 0; i < block_rows; i += kTileRows) {
             const float* a = packed_inputs.data() + i * in + k * kTileRows;
             float* c = y_block + (row + i) * ldy + col + j;
             const std::int64_t tile_rows = std::min<std::int64_t>(kTileRows, block_rows - i);
-            const std::int64_t tile_cols = std::min<std::int64_t>(kTileCols, cols - j);
             const TileKernel kernel = kTileKernels[static_cast<std::size_t>(tile_rows - 1)];
             if (tile_cols == kTileCols) {
-              kernel(depth, a, b, c, ldy);
+              kernel(depth, a, b, c, ldy, tile_bias, overwrite);
             } else {
-              edge_columns_tile(kernel, depth, a, b, c, ldy, tile_rows, tile_cols);
+              edge_columns_tile(kernel, depth, a, b, c, ldy, tile_rows, tile_cols, tile_bias,
+                                overwrite);
             }
           }
         }
@@ -195,9 +226,14 @@ void gemm_avx512(const float* x, const float* w_block, float* y_block, std::int6
 void gemm_output_columns(CpuLevel level, const float* x, const float* w_block, const float* b,
                          float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
                          std::int64_t first, std::int64_t width, bool accumulate) {
-  // Both implementations add the product into y, so y starts as the bias (or zero): the bias is
-  // fused into the GEMM instead of a second pass over y.
   float* y_block = y + first;
+#if defined(__x86_64__)
+  if (level >= CpuLevel::Avx512) {
+    gemm_avx512(x, w_block, b ? b + first : nullptr, y_block, rows, in, outputs, width, accumulate);
+    return;
+  }
+#endif
+  // Eigen adds the product into y, so y starts as the bias (or zero).
   for (std::int64_t r = 0; r < rows; ++r) {
     float* row = y_block + r * outputs;
     for (std::int64_t j = 0; j < width; ++j) {
@@ -205,12 +241,6 @@ void gemm_output_columns(CpuLevel level, const float* x, const float* w_block, c
       row[j] = accumulate ? row[j] + start : start;
     }
   }
-#if defined(__x86_64__)
-  if (level >= CpuLevel::Avx512) {
-    gemm_avx512(x, w_block, y_block, rows, in, outputs, width);
-    return;
-  }
-#endif
   gemm_eigen(x, w_block, y_block, rows, in, outputs, width);
 }
 
