@@ -108,6 +108,27 @@ TEST_CASE("flash's decode rows match float64 at every cpu level, in kernels and 
   });
 }
 
+TEST_CASE("flash's query tiles match float64 at every cpu level, in kernels and in Eigen") {
+  // Two query rows or more go through query_tile's kernels from the avx512 level on when the head
+  // dim is a multiple of 16 up to 256 (ops/attention/cpu/query_tile.h), through Eigen's products
+  // otherwise: row counts around its tiles of 12 and 6 rows, key counts around its groups of 16
+  // and 32 keys, head dims of 1 to 4 vectors of 16 and of several 64-column chunks.
+  std::mt19937 rng(17);
+  Context ctx(2);
+  testing::for_each_cpu_level([&] {
+    for (std::int64_t d : {16, 48, 64, 96, 256, 272, 33}) {
+      for (auto [q_len, kv_len] :
+           {std::pair<std::int64_t, std::int64_t>{2, 2}, {13, 13}, {7, 24}, {12, 45}, {70, 70}}) {
+        CAPTURE(d);
+        CAPTURE(q_len);
+        CAPTURE(kv_len);
+        const FlashCase c{1, 2, 2, q_len, kv_len, kv_len, d};
+        CHECK(flash_error(ctx, random_call(c, rng, ctx.allocator())) < 1e-5);
+      }
+    }
+  });
+}
+
 TEST_CASE("flash takes the split-KV path for few rows against a long cache, and is exact there") {
   // Split when the (batch, head) pairs do not share out evenly among the threads: into
   // threads / gcd(pairs, threads) chunks of at least 256 keys.

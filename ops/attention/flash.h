@@ -5,8 +5,10 @@
 // has its own files, whose entry points (a plan and three bodies) cpu/flash.h and cuda/flash.h
 // declare and flash.cpp dispatches to:
 //
-//   cpu:  cpu/flash.cpp             tiles of 64 queries x 256 keys per task, Eigen GEMMs per tile,
-//                                   and the online-softmax update of one row
+//   cpu:  cpu/flash.cpp             tiles of 64 queries x 256 keys per task, the online-softmax
+//                                   update of one row, Eigen GEMMs per tile where the kernels
+//         cpu/query_tile.cpp        (AVX-512) of a tile's two products
+//         cpu/decode_row.cpp        and of one query row's (decode) do not apply
 //   cuda: cuda/flash_mma.cu         tensor-core kernel (f16/bf16, D = 64 or 128)
 //         cuda/flash_simt.cu        f32-FMA kernel (f32 storage, or any D up to 256); picks
 //                                   which of the two tiled kernels takes a call

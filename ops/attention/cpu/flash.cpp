@@ -9,10 +9,11 @@
 // visible keys (online_softmax_update below, which the split-KV path uses too; all of the keys
 // except on a diagonal tile), O += P V_tile ([Bq, D] GEMM); then
 // out_tile = O / l row by row. The key range ends at the tile's last query position, so the
-// masked work is at most the Bq x Bq triangle of the last key tile, whatever Bk is. A tile of one
-// query row (decode) takes its two products from decode_row.h's kernels where they apply (the
-// avx512 levels, D a multiple of 16) instead of Eigen's general products (measured: 1.25x
-// per layer at 16 sequences behind 512 tokens, docs/results/2026-12-04-decode-attention/).
+// masked work is at most the Bq x Bq triangle of the last key tile, whatever Bk is. Where they
+// apply (the avx512 levels, D a multiple of 16) the two products are hand-written kernels instead
+// of Eigen's general ones: decode_row.h's for a tile of one query row (decode; measured: 1.25x
+// per layer at 16 sequences behind 512 tokens, docs/results/2026-12-04-decode-attention/),
+// query_tile.h's for more (D <= 256; measured there).
 //
 // Split-KV path: at most kSplitKvMaxQueries rows, with (batch, head) pairs that do not share out
 // evenly among the threads (one head, two threads). Split when chunks >= 2, where
@@ -47,7 +48,8 @@
 // lines): tiled, threads (Bq Bk + Bq (D + 2)) floats: per thread one score tile and one
 // (O, m, l) state; split-KV, threads Tq Bk floats of score tiles plus the partials
 // (flash.h), both live during the first step. Eigen's GEMM packing buffers (stack memory up to
-// 128 KiB, heap beyond, as in the other CPU GEMMs) are not counted.
+// 128 KiB, heap beyond, as in the other CPU GEMMs) and query_tile's transposed keys (32 D floats
+// on the stack) are not counted.
 
 #include "ops/attention/cpu/flash.h"
 
@@ -57,9 +59,11 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "ops/attention/cpu/decode_row.h"
+#include "ops/attention/cpu/query_tile.h"
 #include "ops/cpu/eigen_maps.h"
 
 namespace attnscope::ops::attention::cpu {
@@ -268,9 +272,10 @@ void attend_key_range(const Head& head, std::int64_t first_row, const StateLayou
   MatrixMap out(state, rows, d);
   float* running_max = state + layout.max_offset();
   float* row_sum = state + layout.sum_offset();
-  // One query row (decode): its two products by hand-written kernels where they apply
-  // (decode_row.h; s's one row is `scores`, O's is `state`).
+  // The two products by hand-written kernels where they apply: one query row (decode) by
+  // decode_row.h's (s's one row is `scores`, O's is `state`), more by query_tile.h's.
   const bool one_row = rows == 1 && decode_row_kernels_apply(d);
+  const bool query_tile = rows > 1 && query_tile_kernels_apply(d);
   for (std::int64_t key_start = key_begin; key_start < key_end; key_start += key_block) {
     const std::int64_t cols = std::min(key_block, key_end - key_start);
     MatrixMap s(scores, rows, cols);
@@ -279,6 +284,11 @@ void attend_key_range(const Head& head, std::int64_t first_row, const StateLayou
         [&](std::int64_t column, std::int64_t count, const float* k_rows, const float*) {
           if (one_row) {
             decode_row_scores(q_tile.data(), k_rows, count, d, scores + column);
+            return;
+          }
+          if (query_tile) {
+            query_tile_scores(q_tile.data(), head.row_stride, rows, k_rows, count, d,
+                              scores + column, cols);
             return;
           }
           s.middleCols(column, count).noalias() =
@@ -301,6 +311,11 @@ void attend_key_range(const Head& head, std::int64_t first_row, const StateLayou
           if (one_row) {
             if (first_tile && column == 0) std::fill_n(state, d, 0.0f);
             decode_row_values(scores + column, v_rows, count, d, state);
+            return;
+          }
+          if (query_tile) {
+            query_tile_values(scores + column, cols, rows, v_rows, count, d, state, d,
+                              first_tile && column == 0);
             return;
           }
           const ConstMatrixMap v_run(v_rows, count, d);
@@ -377,6 +392,17 @@ void flash_paged(Context& ctx, const PagedCall& call) {
   }
 }
 
+namespace {
+
+// What multiplies a task's tiles of `rows` query rows (flash_plan's words).
+std::string tile_products(std::int64_t rows, std::int64_t head_dim) {
+  if (rows == 1 && decode_row_kernels_apply(head_dim)) return "AVX-512 one-row products";
+  if (rows > 1 && query_tile_kernels_apply(head_dim)) return "AVX-512 register-tiled products";
+  return "Eigen GEMMs";
+}
+
+}  // namespace
+
 FlashPlan flash_plan(const Context& ctx, const Shape& shape) {
   const Tiling tiling = tiling_of(ctx, shape);
   FlashPlan plan;
@@ -387,9 +413,9 @@ FlashPlan flash_plan(const Context& ctx, const Shape& shape) {
   const std::string heads = "B Hq = " + std::to_string(shape.heads()) + " heads";
   if (tiling.path == FlashPath::split_kv) {
     plan.how = std::to_string(shape.heads() * tiling.chunks) + " tasks (" +
-               std::to_string(tiling.chunks) + " key chunks per head) of Eigen GEMMs over tiles " +
-               "of " + std::to_string(tiling.key_block) + " keys, over " + threads +
-               "; then the combine";
+               std::to_string(tiling.chunks) + " key chunks per head) of " +
+               tile_products(shape.q_len, shape.head_dim) + " over tiles of " +
+               std::to_string(tiling.key_block) + " keys, over " + threads + "; then the combine";
     plan.why = std::to_string(shape.q_len) + " query rows per head (split-KV takes at most " +
                std::to_string(kSplitKvMaxQueries) + ") and " + heads +
                " do not share out evenly over " + threads + ": " + std::to_string(tiling.chunks) +
@@ -399,8 +425,9 @@ FlashPlan flash_plan(const Context& ctx, const Shape& shape) {
   }
   const std::int64_t tiles = (shape.q_len + tiling.query_block - 1) / tiling.query_block;
   plan.how = std::to_string(shape.heads() * tiles) + " tasks (" + std::to_string(tiles) +
-             " query tiles of " + std::to_string(tiling.query_block) + " rows per head), Eigen " +
-             "GEMMs over key tiles of " + std::to_string(tiling.key_block) + ", over " + threads;
+             " query tiles of " + std::to_string(tiling.query_block) + " rows per head), " +
+             tile_products(tiling.query_block, shape.head_dim) + " over key tiles of " +
+             std::to_string(tiling.key_block) + ", over " + threads;
   if (shape.q_len > kSplitKvMaxQueries) {
     plan.why = std::to_string(shape.q_len) + " query rows per head give every thread work " +
                "without splitting the keys (split-KV takes at most " +
