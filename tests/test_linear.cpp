@@ -227,18 +227,23 @@ TEST_CASE("linear with bf16 and f16 weights: decode rows 1..127 at every level")
   });
 }
 
-TEST_CASE("linear with bf16 and f16 weights: prefill rows >= 16 at every cpu level") {
+TEST_CASE("linear with bf16 and f16 weights: prefill from gemm_min_rows on, at every cpu level") {
   Context ctx(2);
   std::mt19937 rng(16);
   for_each_16bit_dtype_at_every_cpu_level([&](DType dtype) {
+    // The first row count the prefill GEMM takes (16 to 128 by level: ops/cpu/output_blocks.h),
+    // and one more: from the avx512 level on, the GEMM's weight panels widened as they are
+    // packed, with masked tails (K 67, 33), edge columns (130, 45) and a last row block.
+    const std::int64_t rows = ops::cpu::gemm_min_rows(cpu_level(), dtype);
     for (bool with_bias : {false, true}) {
       for (bool accumulate : {false, true}) {
-        check_linear(ctx, {16, 67, 130}, dtype, with_bias, accumulate, rng);
-        check_linear(ctx, {33, 33, 45}, dtype, with_bias, accumulate, rng);
+        check_linear(ctx, {rows, 67, 130}, dtype, with_bias, accumulate, rng);
+        check_linear(ctx, {rows + 1, 33, 45}, dtype, with_bias, accumulate, rng);
       }
     }
-    // A wide row (4000 bytes widened): each thread widens 384 rows into one block.
-    check_linear(ctx, {17, 1000, 700}, dtype, true, true, rng);
+    // A wide row (4000 bytes widened) over several depth slices: each thread's 350 weight rows
+    // in one block.
+    check_linear(ctx, {rows + 3, 1000, 700}, dtype, true, true, rng);
   });
 }
 

@@ -44,6 +44,7 @@
 #include <array>
 #include <vector>
 
+#include "ops/cpu/dot_tile.h"
 #include "ops/cpu/eigen_maps.h"
 #include "ops/cpu/output_blocks.h"
 #include "ops/cpu/transpose16.h"
@@ -74,13 +75,15 @@ constexpr std::int64_t kRowBlock = 8 * kTileRows;
 constexpr std::int64_t kMaxPackedWeightBytes = std::int64_t{8} << 20;
 
 // Packs `lines` rows of src (row stride ld), inputs [0, depth) of each, into panels of
-// `panel_width` lines: panel p holds, for each k, src[p * panel_width + i][k] for i <
+// `panel_width` lines, as f32 (16-bit weights are widened as they are loaded: Source is one of
+// ops/cpu/dot_tile.h's formats): panel p holds, for each k, src[p * panel_width + i][k] for i <
 // panel_width side by side; lines past `lines` are zeros. Blocks of 16 lines x 16 inputs are
 // loaded as 16 vectors, transposed in registers and stored as one vector per input: whole-vector
 // loads and stores (the scalar copy was ~15% of a prefill's time: one store per float).
-__attribute__((target("avx512f"))) void pack_panels(const float* src, std::int64_t ld,
-                                                    std::int64_t lines, std::int64_t depth,
-                                                    int panel_width, float* dst) {
+template <typename Source>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void pack_panels(
+    const typename Source::Element* src, std::int64_t ld, std::int64_t lines, std::int64_t depth,
+    int panel_width, float* dst) {
   for (std::int64_t first = 0; first < lines; first += panel_width) {
     for (int group = 0; group < panel_width; group += 16) {
       const int width = std::min(16, panel_width - group);
@@ -92,9 +95,8 @@ __attribute__((target("avx512f"))) void pack_panels(const float* src, std::int64
         const auto load_mask = static_cast<__mmask16>((1u << count) - 1u);
         __m512 block[16];
         for (int i = 0; i < 16; ++i) {
-          block[i] = i < real_lines
-                         ? _mm512_maskz_loadu_ps(load_mask, src + (first + group + i) * ld + k)
-                         : _mm512_setzero_ps();
+          block[i] = i < real_lines ? Source::load(src + (first + group + i) * ld + k, load_mask)
+                                    : _mm512_setzero_ps();
         }
         transpose16(block);
         for (int t = 0; t < count; ++t) {
@@ -170,13 +172,24 @@ std::int64_t round_up(std::int64_t n, std::int64_t multiple) {
   return (n + multiple - 1) / multiple * multiple;
 }
 
+// The packed operands of a thread's calls: grown, never shrunk, and kept between calls
+// (allocating per call would fault pages in); one pair whatever the weights' format.
+struct PackedOperands {
+  std::vector<float> inputs, weights;
+};
+PackedOperands& packed_operands() {
+  thread_local PackedOperands packed;
+  return packed;
+}
+
 // y_block = (y_block if accumulate) + x w_block^T + bias: columns [0, width) of y's rows (ldy
-// apart); bias (may be null) is that many columns' bias.
-void gemm_avx512(const float* x, const float* w_block, const float* bias, float* y_block,
-                 std::int64_t rows, std::int64_t in, std::int64_t ldy, std::int64_t width,
-                 bool accumulate) {
-  // Grown, never shrunk, and kept between calls: allocating per call would fault pages in.
-  thread_local std::vector<float> packed_inputs, packed_weights;
+// apart); bias (may be null) is that many columns' bias. Weights is the weights' format.
+template <typename Weights>
+void gemm_avx512(const float* x, const typename Weights::Element* w_block, const float* bias,
+                 float* y_block, std::int64_t rows, std::int64_t in, std::int64_t ldy,
+                 std::int64_t width, bool accumulate) {
+  std::vector<float>& packed_inputs = packed_operands().inputs;
+  std::vector<float>& packed_weights = packed_operands().weights;
   const std::int64_t column_block =
       std::max<std::int64_t>(kTileCols, kMaxPackedWeightBytes / (in * std::int64_t{sizeof(float)}) /
                                             kTileCols * kTileCols);
@@ -189,10 +202,10 @@ void gemm_avx512(const float* x, const float* w_block, const float* bias, float*
 
   for (std::int64_t col = 0; col < width; col += column_block) {
     const std::int64_t cols = std::min(column_block, width - col);
-    pack_panels(w_block + col * in, in, cols, in, kTileCols, packed_weights.data());
+    pack_panels<Weights>(w_block + col * in, in, cols, in, kTileCols, packed_weights.data());
     for (std::int64_t row = 0; row < rows; row += kRowBlock) {
       const std::int64_t block_rows = std::min(kRowBlock, rows - row);
-      pack_panels(x + row * in, in, block_rows, in, kTileRows, packed_inputs.data());
+      pack_panels<F32Weights>(x + row * in, in, block_rows, in, kTileRows, packed_inputs.data());
       for (std::int64_t j = 0; j < cols; j += kTileCols) {
         const std::int64_t tile_cols = std::min<std::int64_t>(kTileCols, cols - j);
         for (std::int64_t k = 0; k < in; k += kDepth) {
@@ -229,7 +242,8 @@ void gemm_output_columns(CpuLevel level, const float* x, const float* w_block, c
   float* y_block = y + first;
 #if defined(__x86_64__)
   if (level >= CpuLevel::Avx512) {
-    gemm_avx512(x, w_block, b ? b + first : nullptr, y_block, rows, in, outputs, width, accumulate);
+    gemm_avx512<F32Weights>(x, w_block, b ? b + first : nullptr, y_block, rows, in, outputs, width,
+                            accumulate);
     return;
   }
 #endif
@@ -243,5 +257,19 @@ void gemm_output_columns(CpuLevel level, const float* x, const float* w_block, c
   }
   gemm_eigen(x, w_block, y_block, rows, in, outputs, width);
 }
+
+#if defined(__x86_64__)
+void gemm_output_columns(const float* x, const std::uint16_t* w_block, DType weight_dtype,
+                         const float* b, float* y, std::int64_t rows, std::int64_t in,
+                         std::int64_t outputs, std::int64_t first, std::int64_t width,
+                         bool accumulate) {
+  const float* bias = b ? b + first : nullptr;
+  if (weight_dtype == DType::BF16) {
+    gemm_avx512<Bf16Weights>(x, w_block, bias, y + first, rows, in, outputs, width, accumulate);
+  } else {
+    gemm_avx512<F16Weights>(x, w_block, bias, y + first, rows, in, outputs, width, accumulate);
+  }
+}
+#endif
 
 }  // namespace attnscope::ops::cpu

@@ -1,11 +1,13 @@
 // The f32 GEMM under every prefill linear layer on the cpu (ops/cpu/linear.cpp with f32 weights,
-// ops/cpu/widened_gemm.h with 16-bit and q8_0 weights widened to f32). ops/cpu/gemm.cpp holds the
-// math, the cost model and the two implementations (a packed AVX-512 kernel, Eigen below it).
+// ops/cpu/linear_16bit.cpp with 16-bit ones widened as they are packed, ops/cpu/widened_gemm.h
+// with weights widened to f32 first: 16-bit below the avx512 levels, q8_0). ops/cpu/gemm.cpp holds
+// the math, the cost model and the two implementations (a packed AVX-512 kernel, Eigen below it).
 #pragma once
 
 #include <cstdint>
 
 #include "runtime/cpu_features.h"
+#include "runtime/dtype.h"
 
 namespace attnscope::ops::cpu {
 
@@ -17,5 +19,14 @@ namespace attnscope::ops::cpu {
 void gemm_output_columns(CpuLevel level, const float* x, const float* w_block, const float* b,
                          float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
                          std::int64_t first, std::int64_t width, bool accumulate);
+
+#if defined(__x86_64__)
+// The same with bf16 or f16 weights (`weight_dtype`), from the avx512 level on: the packed AVX-512
+// GEMM widens the weights to f32 as it packs them (ops/cpu/linear_16bit.cpp says what that saves).
+void gemm_output_columns(const float* x, const std::uint16_t* w_block, DType weight_dtype,
+                         const float* b, float* y, std::int64_t rows, std::int64_t in,
+                         std::int64_t outputs, std::int64_t first, std::int64_t width,
+                         bool accumulate);
+#endif
 
 }  // namespace attnscope::ops::cpu

@@ -13,13 +13,15 @@
 //    rows). Cost: 2 M K bytes read, 2 N M K FLOPs. bf16 widens by zero-extending each
 //    16-bit word to 32 bits and shifting it left by 16 (bf16 is the top half of an f32); f16 by the
 //    F16C conversion (vcvtph2ps).
-//  - Prefill (from there on): FLOP-bound, so each thread widens its whole block of weight rows
-//    into an f32 buffer once and hands it to the blocked GEMM (ops/cpu/gemm.h), as
-//    ops/cpu/linear.cpp does with f32 weights (ops/cpu/widened_gemm.h: why whole blocks and not
-//    cache-sized panels, with the measurements, and the memory it costs). Widening costs M K reads
-//    of 2 bytes and writes of 4: about 1% of the GEMM's 2 N M K FLOPs at N = 512. At the amx level
-//    both formats go to AMX's bf16 tiles instead, x split in two bf16 parts and f16 weights in two
-//    as well (ops/cpu/gemm_amx.cpp).
+//  - Prefill (from there on): FLOP-bound, so the blocked f32 GEMM (ops/cpu/gemm.h) runs, as
+//    ops/cpu/linear.cpp does with f32 weights. From the avx512 level on it widens each thread's
+//    block of weights in the packing every call does anyway (into its panels); below,
+//    each thread widens its whole block into an f32 buffer first and Eigen's GEMM packs that
+//    (ops/cpu/widened_gemm.h: why whole blocks, and the memory it costs). Widening while packing
+//    saves that buffer's 4 M K bytes written and read again: pp512 1.01-1.05x (Zen 4, 2 threads,
+//    5 interleaved rounds, docs/results/2026-12-05-gemm-16bit-pack/). At the amx level both formats
+//    go to AMX's bf16 tiles instead, x split in two bf16 parts and f16 weights in two as well
+//    (ops/cpu/gemm_amx.cpp).
 // Why not AVX-512 BF16's dot product (vdpbf16ps) in decode, where the CPU has it: it multiplies
 // bf16 by bf16, so the activations would be rounded to bf16 as well, another precision contract
 // than the f32 activations here (and than the tests' bounds). Batch-1 decode is bound by reading
@@ -126,18 +128,6 @@ __attribute__((target("avx2,fma,f16c"))) void widen_avx2(const std::uint16_t* w,
   for (; i < n; ++i) dst[i] = Weights::one(w[i]);
 }
 
-// ---- avx512: 16 lanes, the tail by masked loads; 4 rows or more in the shared tiles ----
-// (ops/cpu/dot_tile.h, which also holds how each format is widened: Bf16Weights, F16Weights)
-
-template <typename Weights>
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void widen_avx512(
-    const std::uint16_t* w, std::int64_t n, float* dst) {
-  for (std::int64_t i = 0; i < n; i += 16) {
-    const __mmask16 lanes = first_lanes(n - i);
-    _mm512_mask_storeu_ps(dst + i, lanes, Weights::load(w + i, lanes));
-  }
-}
-
 #endif  // __x86_64__
 
 // Outputs [first, first + width) of a decode step (rows < gemm_min_rows), for one thread.
@@ -172,6 +162,7 @@ void matrix_vector_avx512(const float* x, const std::uint16_t* w, const float* b
 }
 #endif
 
+// widen: the prefill's below the avx512 levels (from there on the GEMM widens as it packs).
 struct Kernels {
   MatrixVectorBlock matrix_vector;
   WidenKernel widen;
@@ -182,7 +173,7 @@ Kernels kernels_for(CpuLevel level) {
 #if defined(__x86_64__)
   using Weights = std::conditional_t<kBf16, Bf16Weights, F16Weights>;
   if (level >= CpuLevel::Avx512) {
-    return {matrix_vector_avx512<Weights>, widen_avx512<Weights>};
+    return {matrix_vector_avx512<Weights>, nullptr};
   }
   if (level == CpuLevel::Avx2) {
     return {matrix_vector_avx2<Weights>, widen_avx2<Weights>};
@@ -195,6 +186,27 @@ Kernels kernels_for(CpuLevel level) {
 // The kernels for `weight_dtype` at `level` (cpu_level(), which a test may cap).
 Kernels select_kernels(DType weight_dtype, CpuLevel level) {
   return weight_dtype == DType::BF16 ? kernels_for<true>(level) : kernels_for<false>(level);
+}
+
+// Prefill below the amx level: from the avx512 level on, the packed GEMM widens each thread's
+// block of weights as it packs them (ops/cpu/gemm.h); below, the block is widened to f32 first
+// (ops/cpu/widened_gemm.h).
+void gemm_16bit(const Context& ctx, CpuLevel level, const Kernels& kernels, const float* x,
+                const std::uint16_t* w, DType weight_dtype, const float* b, float* y,
+                std::int64_t rows, std::int64_t in, std::int64_t outputs, bool accumulate) {
+#if defined(__x86_64__)
+  if (level >= CpuLevel::Avx512) {
+    for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
+      gemm_output_columns(x, w + first * in, weight_dtype, b, y, rows, in, outputs, first, width,
+                          accumulate);
+    });
+    return;
+  }
+#endif
+  gemm_widened_weights(ctx, x, b, y, rows, in, outputs, accumulate,
+                       [&](std::int64_t first, std::int64_t count, float* dst) {
+                         kernels.widen(w + first * in, count * in, dst);
+                       });
 }
 
 }  // namespace
@@ -217,10 +229,8 @@ void linear_16bit(Context& ctx, const Tensor& x, const Tensor& weight, const Ten
     gemm_amx(ctx, x.data<float>(), w, weight.dtype(), b, out.data<float>(), rows, in, outputs,
              accumulate);
   } else {
-    gemm_widened_weights(ctx, x.data<float>(), b, out.data<float>(), rows, in, outputs, accumulate,
-                         [&](std::int64_t first, std::int64_t count, float* dst) {
-                           kernels.widen(w + first * in, count * in, dst);
-                         });
+    gemm_16bit(ctx, level, kernels, x.data<float>(), w, weight.dtype(), b, out.data<float>(), rows,
+               in, outputs, accumulate);
   }
 }
 

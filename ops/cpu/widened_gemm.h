@@ -1,6 +1,7 @@
-// Prefill with weights stored in fewer than 32 bits (bf16/f16 in linear_16bit.cpp, q8_0 in
-// linear_q8_0.cpp): each thread widens its whole block of weight rows to f32 once per call and
-// runs one f32 GEMM (ops/cpu/gemm.h) over it, exactly as ops/cpu/linear.cpp does with f32 weights.
+// Prefill with weights stored in fewer than 32 bits (bf16/f16 in linear_16bit.cpp below the
+// avx512 levels, q8_0 in linear_q8_0.cpp): each thread widens its whole block of weight rows to f32
+// once per call and runs one f32 GEMM (ops/cpu/gemm.h) over it, exactly as ops/cpu/linear.cpp does
+// with f32 weights.
 //
 // Why whole blocks and not cache-sized panels: the GEMM packs the input x [N, K] again for every
 // call, so a thread that walks its block in P panels packs x P times. With 1 MiB
