@@ -119,10 +119,10 @@ TEST_CASE("flash's query tiles match float64 at every cpu level, in kernels and 
     for (std::int64_t d : {16, 48, 64, 96, 256, 272, 33}) {
       for (auto [q_len, kv_len] :
            {std::pair<std::int64_t, std::int64_t>{2, 2}, {13, 13}, {7, 24}, {12, 45}, {70, 70}}) {
-        CAPTURE(d);
-        CAPTURE(q_len);
-        CAPTURE(kv_len);
         const FlashCase c{1, 2, 2, q_len, kv_len, kv_len, d};
+        CAPTURE(c.head_dim);
+        CAPTURE(c.q_len);
+        CAPTURE(c.kv_len);
         CHECK(flash_error(ctx, random_call(c, rng, ctx.allocator())) < 1e-5);
       }
     }

@@ -214,7 +214,7 @@ constexpr std::int64_t kTileMinRows = 4;
 // The loop both levels' tiles share: outputs [first, first + width) of y [rows, outputs] =
 // x [rows, in] W^T (+ b), added to y with `accumulate`, a pair of weight rows at a time (an odd
 // last row paired with itself, its twin discarded), the input rows in tiles of at most
-// `max_tile_rows`, as few as that allows, their sizes within one of each other.
+// `max_tile_rows` (for_each_even_tile, output_blocks.h).
 // tile(count, w0, w1, x_rows, sums) leaves the dot of w0 with x row r in sums[r] and of w1 in
 // sums[second + r], for r < count.
 template <typename Element, typename Tile>
@@ -222,22 +222,20 @@ void for_each_weight_pair_tile(const float* x, const Element* w, const float* b,
                                std::int64_t rows, std::int64_t in, std::int64_t outputs,
                                std::int64_t first, std::int64_t width, bool accumulate,
                                std::int64_t max_tile_rows, int second, Tile tile) {
-  const std::int64_t tiles = (rows + max_tile_rows - 1) / max_tile_rows;
   alignas(64) float sums[16];
   for (std::int64_t o = first; o < first + width; o += 2) {
     const bool pair = o + 1 < first + width;
     const Element* w0 = w + o * in;
     const Element* w1 = pair ? w0 + in : w0;
-    for (std::int64_t t = 0; t < tiles; ++t) {
-      const std::int64_t r0 = t * rows / tiles;
-      const auto count = static_cast<int>((t + 1) * rows / tiles - r0);
+    for_each_even_tile(rows, max_tile_rows, [&](std::int64_t r0, std::int64_t tile_rows) {
+      const auto count = static_cast<int>(tile_rows);
       tile(count, w0, w1, x + r0 * in, sums);
       for (int r = 0; r < count; ++r) {
         float* row = y + (r0 + r) * outputs;
         store_output(row[o], sums[r], b, o, accumulate);
         if (pair) store_output(row[o + 1], sums[second + r], b, o + 1, accumulate);
       }
-    }
+    });
   }
 }
 

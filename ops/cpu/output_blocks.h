@@ -138,6 +138,18 @@ constexpr std::array<Kernel, kMaxRows> kernels_by_rows(Make make) {
   (std::make_index_sequence<kMaxRows>());
 }
 
+// Calls tile(first, count) for the tiles of at most max_rows rows that cover `rows` rows: as few
+// as that allows, their sizes within one of each other (64 rows in tiles of at most 12: 11, 11,
+// 11, 11, 10, 10, not five of 12 and a slow one of 4).
+template <typename Tile>
+void for_each_even_tile(std::int64_t rows, std::int64_t max_rows, Tile tile) {
+  const std::int64_t tiles = (rows + max_rows - 1) / max_rows;
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    const std::int64_t first = t * rows / tiles;
+    tile(first, (t + 1) * rows / tiles - first);
+  }
+}
+
 template <auto kDotRows, typename Element>
 void matrix_vector_dot_rows(const float* x, const Element* w, const float* b, float* y,
                             std::int64_t rows, std::int64_t in, std::int64_t outputs,

@@ -149,18 +149,6 @@ constexpr std::array<ValuesTile, kValueRows> kValuesTilesOf =
 constexpr std::array<std::array<ValuesTile, kValueRows>, kValueVectors> kValuesTiles = {
     kValuesTilesOf<1>, kValuesTilesOf<2>, kValuesTilesOf<3>, kValuesTilesOf<4>};
 
-// Calls tile(first, count) for tiles of at most max_rows of `rows` rows, as few as that allows,
-// their sizes within one of each other (64 rows in tiles of 12: 11, 11, 11, 11, 10, 10, not
-// five of 12 and a slow one of 4).
-template <typename Tile>
-void for_each_row_tile(std::int64_t rows, std::int64_t max_rows, Tile tile) {
-  const std::int64_t tiles = (rows + max_rows - 1) / max_rows;
-  for (std::int64_t t = 0; t < tiles; ++t) {
-    const std::int64_t first = t * rows / tiles;
-    tile(first, (t + 1) * rows / tiles - first);
-  }
-}
-
 }  // namespace
 
 void query_tile_scores(const float* q, std::int64_t q_stride, std::int64_t rows, const float* k,
@@ -172,7 +160,7 @@ void query_tile_scores(const float* q, std::int64_t q_stride, std::int64_t rows,
     const __mmask16 lanes[2] = {ops::cpu::first_lanes(count),
                                 ops::cpu::first_lanes(std::max<std::int64_t>(0, count - 16))};
     const auto& tiles = kScoresTiles[count > 16 ? 1 : 0];
-    for_each_row_tile(rows, kScoreRows, [&](std::int64_t r0, std::int64_t tile_rows) {
+    ops::cpu::for_each_even_tile(rows, kScoreRows, [&](std::int64_t r0, std::int64_t tile_rows) {
       tiles[static_cast<std::size_t>(tile_rows - 1)](q + r0 * q_stride, q_stride, kt, head_dim,
                                                      s + r0 * ld_s + first, ld_s, lanes);
     });
@@ -185,7 +173,7 @@ void query_tile_values(const float* p, std::int64_t ld_p, std::int64_t rows, con
   for (std::int64_t c = 0; c < head_dim; c += 16 * kValueVectors) {
     const std::int64_t vectors = std::min<std::int64_t>(kValueVectors, (head_dim - c) / 16);
     const auto& tiles = kValuesTiles[static_cast<std::size_t>(vectors - 1)];
-    for_each_row_tile(rows, kValueRows, [&](std::int64_t r0, std::int64_t tile_rows) {
+    ops::cpu::for_each_even_tile(rows, kValueRows, [&](std::int64_t r0, std::int64_t tile_rows) {
       tiles[static_cast<std::size_t>(tile_rows - 1)](p + r0 * ld_p, ld_p, v + c, keys, head_dim,
                                                      o + r0 * ld_o + c, ld_o, overwrite);
     });
