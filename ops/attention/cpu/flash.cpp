@@ -230,6 +230,16 @@ Head head_of(const PagedCall& call, std::int64_t s, std::int64_t h) {
           batch.kv_len(s) - batch.q_len(s)};
 }
 
+// What multiplies a tile of `rows` query rows by its keys and values: hand-written kernels where
+// they apply, decode_row.h's for one row (decode), query_tile.h's for more; Eigen's products
+// elsewhere.
+enum class TileProducts { one_row, query_tile, eigen };
+TileProducts tile_products(std::int64_t rows, std::int64_t head_dim) {
+  if (rows == 1 && decode_row_kernels_apply(head_dim)) return TileProducts::one_row;
+  if (rows > 1 && query_tile_kernels_apply(head_dim)) return TileProducts::query_tile;
+  return TileProducts::eigen;
+}
+
 // exp(m - new_max): the rescale factor that moves a state kept relative to max m onto new_max.
 float rescale_factor(float m, float new_max) { return std::exp(m - new_max); }
 
@@ -272,10 +282,10 @@ void attend_key_range(const Head& head, std::int64_t first_row, const StateLayou
   MatrixMap out(state, rows, d);
   float* running_max = state + layout.max_offset();
   float* row_sum = state + layout.sum_offset();
-  // The two products by hand-written kernels where they apply: one query row (decode) by
-  // decode_row.h's (s's one row is `scores`, O's is `state`), more by query_tile.h's.
-  const bool one_row = rows == 1 && decode_row_kernels_apply(d);
-  const bool query_tile = rows > 1 && query_tile_kernels_apply(d);
+  // s's one row is `scores`, O's is `state` (decode_row.h's products).
+  const TileProducts products = tile_products(rows, d);
+  const bool one_row = products == TileProducts::one_row;
+  const bool query_tile = products == TileProducts::query_tile;
   for (std::int64_t key_start = key_begin; key_start < key_end; key_start += key_block) {
     const std::int64_t cols = std::min(key_block, key_end - key_start);
     MatrixMap s(scores, rows, cols);
@@ -394,10 +404,16 @@ void flash_paged(Context& ctx, const PagedCall& call) {
 
 namespace {
 
-// What multiplies a task's tiles of `rows` query rows (flash_plan's words).
-std::string tile_products(std::int64_t rows, std::int64_t head_dim) {
-  if (rows == 1 && decode_row_kernels_apply(head_dim)) return "AVX-512 one-row products";
-  if (rows > 1 && query_tile_kernels_apply(head_dim)) return "AVX-512 register-tiled products";
+// flash_plan's words for tile_products.
+std::string products_words(std::int64_t rows, std::int64_t head_dim) {
+  switch (tile_products(rows, head_dim)) {
+    case TileProducts::one_row:
+      return "AVX-512 one-row products";
+    case TileProducts::query_tile:
+      return "AVX-512 register-tiled products";
+    case TileProducts::eigen:
+      break;
+  }
   return "Eigen GEMMs";
 }
 
@@ -414,7 +430,7 @@ FlashPlan flash_plan(const Context& ctx, const Shape& shape) {
   if (tiling.path == FlashPath::split_kv) {
     plan.how = std::to_string(shape.heads() * tiling.chunks) + " tasks (" +
                std::to_string(tiling.chunks) + " key chunks per head) of " +
-               tile_products(shape.q_len, shape.head_dim) + " over tiles of " +
+               products_words(shape.q_len, shape.head_dim) + " over tiles of " +
                std::to_string(tiling.key_block) + " keys, over " + threads + "; then the combine";
     plan.why = std::to_string(shape.q_len) + " query rows per head (split-KV takes at most " +
                std::to_string(kSplitKvMaxQueries) + ") and " + heads +
@@ -426,7 +442,7 @@ FlashPlan flash_plan(const Context& ctx, const Shape& shape) {
   const std::int64_t tiles = (shape.q_len + tiling.query_block - 1) / tiling.query_block;
   plan.how = std::to_string(shape.heads() * tiles) + " tasks (" + std::to_string(tiles) +
              " query tiles of " + std::to_string(tiling.query_block) + " rows per head), " +
-             tile_products(tiling.query_block, shape.head_dim) + " over key tiles of " +
+             products_words(tiling.query_block, shape.head_dim) + " over key tiles of " +
              std::to_string(tiling.key_block) + ", over " + threads;
   if (shape.q_len > kSplitKvMaxQueries) {
     plan.why = std::to_string(shape.q_len) + " query rows per head give every thread work " +
