@@ -1,5 +1,5 @@
 // linear_q8_0 (ops/cpu/linear_q8_0.h): the activation quantizer, the decode GEMV at three cpu
-// levels (at avx512vnni from 9 rows on, ops/cpu/decode_q8_0_vnni.cpp), and the choice of prefill
+// levels (at avx512vnni from 6 rows on, ops/cpu/decode_q8_0_vnni.cpp), and the choice of prefill
 // GEMM: on byte dot products at avx512vnni
 // (ops/cpu/gemm_q8_0_vnni.cpp), on AMX's bf16 tiles at amx (ops/cpu/gemm_amx.cpp), else through
 // dequantized weight blocks and the f32 GEMM (ops/cpu/widened_gemm.h).

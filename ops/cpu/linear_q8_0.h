@@ -17,7 +17,7 @@
 // (avx512vnni and avx512 not even in that). Cost: reads 34 bytes per 32 weights once (3.8x fewer
 // than f32), for all rows together: each thread streams its block of weight rows once, each row
 // applied to every input row while in L1; quantizing x costs rows x in, nothing beside the
-// outputs x in weights. At avx512vnni, a step of 9 rows or more puts the input rows in the
+// outputs x in weights. At avx512vnni, a step of 6 rows or more puts the input rows in the
 // vector lanes instead (q8_0_decode_in_lanes below, ops/cpu/decode_q8_0_vnni.cpp): the same
 // integer sums, 16 rows per instruction.
 //
@@ -54,11 +54,13 @@ inline bool q8_0_prefill_quantizes_x(CpuLevel level) { return level == CpuLevel:
 // in the vector lanes (ops/cpu/decode_q8_0_vnni.cpp) rather than one weight row at a time against
 // up to 8 input rows (linear_q8_0.cpp). A tile of 16 lanes costs the same however many rows it
 // holds. Measured (Zen 4, 2 threads, synthetic:gpt2, decode tokens/s of a batch, 3 interleaved
-// rounds, docs/results/2026-12-04-q8-decode-lanes/): lanes / one row at a time 0.80x at 6 rows,
-// 1.00x at 8, 1.20x at 10, 1.46x at 12, 1.6x at 16 and 24. Only at avx512vnni: at amx (Intel
+// rounds): lanes / one row at a time 0.80x at 6 rows, 1.00x at 8, 1.20x at 10, 1.6x at 16
+// (docs/results/2026-12-04-q8-decode-lanes/); since the lanes kernel asks for the next group's
+// weights ahead, 0.85x (0.81-0.94) at 4 rows, 1.09x (0.91-1.31) at 5, 1.17x (1.07-1.21) at 6,
+// 1.54x at 8 (docs/results/2026-12-05-q8-lanes-prefetch/). Only at avx512vnni: at amx (Intel
 // cores, where the kernel's xor may take vpdpbusd's ports) it is not measured.
 inline bool q8_0_decode_in_lanes(CpuLevel level, std::int64_t rows) {
-  return level == CpuLevel::Avx512Vnni && rows >= 9;
+  return level == CpuLevel::Avx512Vnni && rows >= 6;
 }
 
 // Throws Error when `in` is not a multiple of 32.

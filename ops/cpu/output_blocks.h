@@ -33,7 +33,7 @@ namespace attnscope::ops::cpu {
 //    24, 1.00x (0.97-1.03) at 32, 1.26x at 48, 1.53x at 64; below 32 the per-call packing of
 //    every weight costs more than the blocked kernel saves. With the packing vectorized since
 //    (docs/results/2026-12-04-vnni-q8-prefill/pack/): 0.71x at 16, 1.01x at 24, 1.18x at 32.
-//    Since, decode steps from 9 rows on have the input rows in the lanes
+//    Since, decode steps from 6 rows on have the input rows in the lanes
 //    (ops/cpu/decode_q8_0_vnni.cpp), which leads the GEMM up to 96 rows (GEMM / lanes: 0.85x at
 //    48, 0.89x at 64, 0.97x at 96, 1.00x at 128; docs/results/2026-12-04-q8-decode-lanes/).
 //  - amx: bf16 at 16 688 against 638, at 24 578 against 851; f16 at 24 662 against 533, at 32
