@@ -6,7 +6,13 @@
 // their lanes together by one transpose16 and 15 additions (ops/cpu/transpose16.h), as the linear
 // layers' decode tiles reduce theirs (ops/cpu/dot_tile.h). A run's last keys fill the 16 with
 // repeats of its first key, whose sums are not stored.
-// Values: key after key, p_j v_j added to the output 16 lanes at a time.
+// Values: the output row held in registers (up to 8 vectors, 128 columns, a slice at a time
+// above), p_j v_j added key after key. Written as out[c] += p_j v_j[c] in memory, each key's
+// update waited on the store of the one before. With the output in registers (Zen 4, 2 threads,
+// interleaved rounds, docs/results/2026-12-05-decode-values-registers/): one sequence behind 1024
+// positions, where K and V stay in cache, 1.20-1.24x at d 64; 16 sequences paged behind 512,
+// where reading K and V from memory bounds it, 0.97-1.02x at d 64 and 1.14x at d 128 (all
+// within noise of even); the engine serving q8_0 GPT-2 at concurrency 16 1.03x (1.02-1.04).
 // Cost per key: its key and value rows read (2 head_dim floats), 2 head_dim multiply-adds.
 // Measured against Eigen's products (Zen 4, 2 threads, synthetic:gpt2 q8_0, 16 sequences behind
 // 512 tokens, docs/results/2026-12-04-decode-attention/): flash per layer 1.25x (1.06-1.49, 7
@@ -14,6 +20,7 @@
 #include "ops/attention/cpu/decode_row.h"
 
 #include <algorithm>
+#include <array>
 
 #include "runtime/cpu_features.h"
 #include "runtime/error.h"
@@ -22,6 +29,7 @@
 #include <immintrin.h>
 
 #include "ops/cpu/dot_tile.h"
+#include "ops/cpu/output_blocks.h"
 #include "ops/cpu/transpose16.h"
 #endif
 
@@ -59,14 +67,40 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma"))) void decode_row_sc
   }
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma"))) void decode_row_values(
+namespace {
+
+// out[0, 16 kVectors) += sum_j p[j] v_j[0, 16 kVectors): that slice of the output stays in
+// registers while the keys go by.
+template <int kVectors>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma"))) void add_weighted_rows(
     const float* p, const float* v, std::int64_t keys, std::int64_t head_dim, float* out) {
+  __m512 sums[kVectors];
+  for (int i = 0; i < kVectors; ++i) sums[i] = _mm512_loadu_ps(out + 16 * i);
   for (std::int64_t j = 0; j < keys; ++j) {
     const __m512 weight = _mm512_set1_ps(p[j]);
-    for (std::int64_t c = 0; c < head_dim; c += 16) {
-      _mm512_storeu_ps(out + c, _mm512_fmadd_ps(weight, _mm512_loadu_ps(v + j * head_dim + c),
-                                                _mm512_loadu_ps(out + c)));
+    for (int i = 0; i < kVectors; ++i) {
+      sums[i] = _mm512_fmadd_ps(weight, _mm512_loadu_ps(v + j * head_dim + 16 * i), sums[i]);
     }
+  }
+  for (int i = 0; i < kVectors; ++i) _mm512_storeu_ps(out + 16 * i, sums[i]);
+}
+
+// A slice is at most 8 vectors (128 columns: every head dim of GPT-2 and the Llama family in one).
+constexpr int kMaxSliceVectors = 8;
+using AddWeightedRows = void (*)(const float*, const float*, std::int64_t, std::int64_t, float*);
+constexpr std::array<AddWeightedRows, kMaxSliceVectors> kAddWeightedRows =
+    ops::cpu::kernels_by_rows<AddWeightedRows, kMaxSliceVectors>(
+        [](auto vectors) -> AddWeightedRows {
+          return add_weighted_rows<decltype(vectors)::value>;
+        });
+
+}  // namespace
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma"))) void decode_row_values(
+    const float* p, const float* v, std::int64_t keys, std::int64_t head_dim, float* out) {
+  for (std::int64_t c = 0; c < head_dim; c += 16 * kMaxSliceVectors) {
+    const auto vectors = std::min<std::int64_t>(kMaxSliceVectors, (head_dim - c) / 16);
+    kAddWeightedRows[vectors - 1](p, v + c, keys, head_dim, out + c);
   }
 }
 
