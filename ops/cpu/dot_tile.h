@@ -10,10 +10,13 @@
 // every input row, which stay in L1 or L2 (kInputRows x K floats); more rows take more tiles, the
 // weight rows staying in L1 between them.
 // Fewer rows (kTileMinRows, below) take dot_rows_avx512, f32 weights too (linear.cpp).
-// The 16 dot products are summed across their lanes together: one transpose16 and 15 additions
-// leave dot (i, r) in lane 8 i + r (a reduction per dot product costs about as much as a
-// 768-wide dot product itself). The two rows are one contiguous stream, prefetched
-// kWeightPrefetchBytes ahead: without it this kernel read at half the bandwidth.
+// The 16 dot products are summed across their lanes together: sum_lanes16 (transpose16.h; 30
+// permutes, 15 additions) leaves dot (i, r) in lane 8 i + r (a reduction per dot product costs
+// about as much as a 768-wide dot product itself). Against a whole transpose16 and 15 additions
+// (64 permutes): decode 1.02-1.03x from 8 to 32 rows, bf16 and f32 (Zen 4, 3 interleaved rounds,
+// docs/results/2026-12-05-sum-lanes16/; at the edge of this machine's noise).
+// The two rows are one contiguous stream, prefetched kWeightPrefetchBytes ahead: without it this
+// kernel read at half the bandwidth.
 // Cost per tile: 2 K weights read from memory, 2 kInputRows K multiply-adds.
 // Measured (docs/results/2026-12-01-cpu-zen5, synthetic:gpt2 f32): batch 8 decode was ~40% of
 // the memory bandwidth with a dot product per (weight row, input row) pair, Eigen's for f32 and
@@ -198,10 +201,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void dot_tile
     by_lane[r] = acc[r][0];
     by_lane[8 + r] = acc[r][1];
   }
-  transpose16(by_lane);
-  __m512 total = by_lane[0];
-  for (int i = 1; i < 16; ++i) total = _mm512_add_ps(total, by_lane[i]);
-  _mm512_storeu_ps(sums, total);
+  _mm512_storeu_ps(sums, sum_lanes16(by_lane));
 }
 
 // From this many input rows on, the tiles; below, the kernels of one weight row at a time read

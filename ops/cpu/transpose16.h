@@ -1,6 +1,7 @@
 // transpose16: a 16 x 16 block of floats transposed in sixteen AVX-512 registers, for the cpu
-// kernels that need one: packing the GEMM's operands (ops/cpu/gemm.cpp) and summing sixteen dot
-// products across their lanes at once (ops/cpu/linear.cpp).
+// kernels that need one (packing the GEMM's operands, ops/cpu/gemm.cpp), and sum_lanes16, its
+// rounds turned into a sum of sixteen dot products across their lanes at once (the decode tiles,
+// ops/cpu/dot_tile.h; flash's decode rows, ops/attention/cpu/decode_row.cpp).
 //
 // The algorithm: transposing swaps the bits of the row index i with those of the column index j.
 // One round per bit b (block sizes 8, 4, 2, 1) swaps bit b alone: rows i and i + b (bit b of i
@@ -50,6 +51,26 @@ __attribute__((target("avx512f"), always_inline)) inline void transpose16(__m512
       r[i + b] = _mm512_permutex2var_ps(top, bottom_index, bottom);
     }
   }
+}
+
+// Lane i of the result = the sum of r[i]'s 16 lanes (r is overwritten): sixteen dot products
+// summed across their lanes together. The same rounds as transpose16, whose rows would all be
+// added at the end; since every later round moves the lanes of a round's top and bottom rows
+// alike, the two can be added as soon as they are formed, and each round works on half as many
+// rows: 16 + 8 + 4 + 2 = 30 permutes and 15 additions, against transpose16's 64 and the same 15.
+__attribute__((target("avx512f"), always_inline)) inline __m512 sum_lanes16(__m512 r[16]) {
+#pragma GCC unroll 4
+  for (int round = 0; round < 4; ++round) {
+    const int b = 8 >> round;
+    const __m512i top_index = _mm512_loadu_si512(kTransposeIndex.index[round][0]);
+    const __m512i bottom_index = _mm512_loadu_si512(kTransposeIndex.index[round][1]);
+#pragma GCC unroll 8
+    for (int i = 0; i < b; ++i) {
+      r[i] = _mm512_add_ps(_mm512_permutex2var_ps(r[i], top_index, r[i + b]),
+                           _mm512_permutex2var_ps(r[i], bottom_index, r[i + b]));
+    }
+  }
+  return r[0];
 }
 
 }  // namespace attnscope::ops::cpu

@@ -3,8 +3,8 @@
 //
 // Scores: 16 keys at a time, row after row as they lie in memory, each key's head_dim values
 // multiplied into an accumulator of its own (head_dim / 16 FMAs), then the 16 sums reduced across
-// their lanes together by one transpose16 and 15 additions (ops/cpu/transpose16.h), as the linear
-// layers' decode tiles reduce theirs (ops/cpu/dot_tile.h). A run's last keys fill the 16 with
+// their lanes together by sum_lanes16 (ops/cpu/transpose16.h), as the linear layers' decode tiles
+// reduce theirs (ops/cpu/dot_tile.h). A run's last keys fill the 16 with
 // repeats of its first key, whose sums are not stored.
 // Values: the output row held in registers (up to 8 vectors, 128 columns, a slice at a time
 // above), p_j v_j added key after key. Written as out[c] += p_j v_j[c] in memory, each key's
@@ -59,11 +59,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma"))) void decode_row_sc
         sums[i] = _mm512_fmadd_ps(_mm512_loadu_ps(q + c), _mm512_loadu_ps(row + c), sums[i]);
       }
     }
-    ops::cpu::transpose16(sums);  // sums[l] lane i: part l of key i's dot product
-    __m512 total = sums[0];
-#pragma GCC unroll 15
-    for (int l = 1; l < 16; ++l) total = _mm512_add_ps(total, sums[l]);
-    _mm512_mask_storeu_ps(scores + first, ops::cpu::first_lanes(count), total);
+    _mm512_mask_storeu_ps(scores + first, ops::cpu::first_lanes(count),
+                          ops::cpu::sum_lanes16(sums));
   }
 }
 
