@@ -20,16 +20,17 @@
 // converted and added times dw dx (dx a vector of the 16 rows' scales, dw one f16 widened). The
 // 12 weight rows are 12 streams of 34-byte blocks; with more than 16 rows the next tile reuses
 // them from L1 or L2. While it multiplies a block, it asks for the same block of the next
-// group's rows into L2 (prefetch_weights; the next call reads them): the hardware prefetcher
-// alone kept 12 streams of DRAM reads waiting. Decode tokens/s of a batch with it against
-// without (Zen 4, 2 threads, synthetic:gpt2 q8_0, 3 interleaved rounds,
-// docs/results/2026-12-05-q8-lanes-prefetch/): 1.35x at 9 rows, 1.43x at 16, 1.22x at 32, 1.08x
-// at 64 (where each group's weights serve 4 tiles), 1.02x at 127. A fixed distance (8-32 KB on
-// each stream) was no steadier than one group on and falls inside the group for wide inputs.
+// group's rows into L2 (prefetch_weights; the next call reads them); without, the kernel waited
+// on memory (likely: 12 interleaved streams are more than the hardware prefetcher follows well).
+// Decode tokens/s of a batch with it against without (Zen 4, 2 threads, synthetic:gpt2 q8_0, 3
+// interleaved rounds, docs/results/2026-12-05-q8-lanes-prefetch/): 1.35x at 9 rows, 1.43x at 16,
+// 1.22x at 32, 1.08x at 64 (where each group's weights serve 4 tiles), 1.02x at 127. A fixed
+// distance (8-32 KB on each stream) was no steadier than one group on and falls inside the group
+// for wide inputs.
 // 12 outputs against 8 (Zen 4, 2 threads, synthetic:gpt2 q8_0, 3 interleaved rounds): 1.09x at
-// 8 and 16 rows, 1.03x at 32; 16 outputs (32 accumulators: spills) 0.88-0.92x
-// of 12. The flip is not what bounds it: without the vpxord (wrong sums, timed only) decode ran
-// 1.03-1.05x (docs/results/2026-12-04-q8-decode-lanes/explore/no-xor-timing/).
+// 8 and 16 rows, 1.03x at 32; 16 outputs (32 accumulators: spills) 0.88-0.92x of 12. The flip
+// is not what bounds it: without the vpxord (wrong sums, timed only) decode ran 1.03-1.05x
+// (docs/results/2026-12-04-q8-decode-lanes/explore/no-xor-timing/).
 //
 // Cost: quantizing and arranging x (rows x in bytes), the weights read once (34 bytes per 32),
 // and per tile in * outputs / 4 vpdpbusd however many of its 16 lanes hold rows: a tile of 8 rows

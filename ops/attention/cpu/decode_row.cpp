@@ -4,8 +4,8 @@
 // Scores: 16 keys at a time, row after row as they lie in memory, each key's head_dim values
 // multiplied into an accumulator of its own (head_dim / 16 FMAs), then the 16 sums reduced across
 // their lanes together by sum_lanes16 (ops/cpu/transpose16.h), as the linear layers' decode tiles
-// reduce theirs (ops/cpu/dot_tile.h). A run's last keys fill the 16 with
-// repeats of its first key, whose sums are not stored.
+// reduce theirs (ops/cpu/dot_tile.h). A run's last keys fill the 16 with repeats of its first
+// key, whose sums are not stored.
 // Values: the output row held in registers (up to 8 vectors, 128 columns, a slice at a time
 // above), p_j v_j added key after key. Written as out[c] += p_j v_j[c] in memory, each key's
 // update waited on the store of the one before. With the output in registers (Zen 4, 2 threads,
