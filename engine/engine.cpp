@@ -28,8 +28,8 @@ std::string_view finish_reason_name(FinishReason reason) {
 }
 
 std::uint64_t default_kv_memory(const LanguageModel& model, const Context& ctx,
-                                std::int64_t block_tokens) {
-  const PagedKVCache::Geometry geometry = model.kv_geometry(block_tokens);
+                                const EngineOptions& options) {
+  const PagedKVCache::Geometry geometry = model.kv_geometry(options.block_tokens, options.kv_dtype);
   const auto full_contexts =
       static_cast<std::uint64_t>(16 * model.config().context_length) * geometry.position_bytes();
   return std::min(ctx.memory_bytes() / 8, full_contexts);
@@ -40,10 +40,10 @@ namespace {
 PagedKVCache make_cache(const LanguageModel& model, Context& ctx, const EngineOptions& options) {
   check(options.block_tokens >= 1 && options.block_tokens <= 4096, "--block-size",
         "must be in [1, 4096]");
-  const PagedKVCache::Geometry geometry = model.kv_geometry(options.block_tokens);
+  const PagedKVCache::Geometry geometry = model.kv_geometry(options.block_tokens, options.kv_dtype);
   const std::uint64_t budget = options.kv_memory_bytes != 0
                                    ? options.kv_memory_bytes
-                                   : default_kv_memory(model, ctx, options.block_tokens);
+                                   : default_kv_memory(model, ctx, options);
   const std::int64_t blocks = PagedKVCache::blocks_within(geometry, budget);
   check(blocks >= 1, "--kv-memory", [&] {
     return profiler::binary_bytes(budget) + " holds no block of " +

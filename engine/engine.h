@@ -26,6 +26,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,8 @@ namespace attnscope::engine {
 struct EngineOptions {
   std::int64_t block_tokens = 16;     // positions per KV block
   std::uint64_t kv_memory_bytes = 0;  // the pool's size; 0: default_kv_memory
+  std::optional<DType> kv_dtype;      // the cache's elements; none: the activations'
+                                      // (runtime/paged_kv_cache.h: which others may serve)
   SchedulerOptions scheduler;
   bool prefix_caching = true;
 };
@@ -47,7 +50,7 @@ struct EngineOptions {
 // The KV memory an engine takes when not told: an eighth of the device's memory (the machine's
 // RAM, or the GPU's), and no more than 16 sequences of the model's full context need.
 std::uint64_t default_kv_memory(const LanguageModel& model, const Context& ctx,
-                                std::int64_t block_tokens);
+                                const EngineOptions& options);
 
 // The text of one token, for stop strings (the tokenizer's bytes of that id).
 using TokenText = std::function<std::string(std::int32_t)>;

@@ -158,20 +158,25 @@ Tensor LanguageModel::forward(Context& ctx, std::span<const std::int32_t> tokens
   return logits.reshape({batch, logits.dim(0) / batch, shape.vocab_size});
 }
 
-PagedKVCache::Geometry LanguageModel::kv_geometry(std::int64_t block_tokens) const {
+PagedKVCache::Geometry LanguageModel::kv_geometry(std::int64_t block_tokens,
+                                                  std::optional<DType> kv_dtype) const {
   const ModelConfig& shape = config();
-  return {shape.n_layers, shape.n_kv_heads, shape.head_dim, block_tokens, dtypes_.activations};
+  const DType dtype = kv_dtype.value_or(dtypes_.activations);
+  const Device device = step_tables().token_embedding.device();  // where the weights live
+  const std::string refusal = kv_dtype_refusal(device, dtypes_.activations, dtype);
+  check(refusal.empty(), "--kv-dtype", refusal);
+  return {shape.n_layers, shape.n_kv_heads, shape.head_dim, block_tokens, dtype};
 }
 
 Tensor LanguageModel::forward_paged(Context& ctx, std::span<const SequenceStep> sequences,
                                     PagedKVCache& cache) const {
   profiler::Scope scope(ctx, "forward", "step");
   const ModelConfig& shape = config();
-  const PagedKVCache::Geometry expected = kv_geometry(cache.block_tokens());
   const PagedKVCache::Geometry& found = cache.geometry();
+  const PagedKVCache::Geometry expected = kv_geometry(cache.block_tokens(), found.dtype);
   check(found.layers == expected.layers && found.kv_heads == expected.kv_heads &&
-            found.head_dim == expected.head_dim && found.dtype == expected.dtype,
-        "forward", "the paged cache was made for another model's shape or dtype");
+            found.head_dim == expected.head_dim,
+        "forward", "the paged cache was made for another model's shape");
   check(!sequences.empty(), "forward", "a step needs at least one sequence");
   const std::int64_t block_tokens = cache.block_tokens();
   const std::int64_t pool_blocks = cache.pool().counters().blocks;

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -123,8 +124,11 @@ class LanguageModel {
   // would predict if it stopped there.
   Tensor logits_of_hidden(Context& ctx, const Tensor& hidden) const;
 
-  // The shape of this model's paged cache with blocks of `block_tokens` positions.
-  PagedKVCache::Geometry kv_geometry(std::int64_t block_tokens) const;
+  // The shape of this model's paged cache with blocks of `block_tokens` positions, holding
+  // `kv_dtype` elements (default: the activations'). Throws Error for a dtype that cannot serve
+  // them on this model's device (kv_dtype_refusal, runtime/paged_kv_cache.h).
+  PagedKVCache::Geometry kv_geometry(std::int64_t block_tokens,
+                                     std::optional<DType> kv_dtype = std::nullopt) const;
 
   // "bf16" when weights and activations share a dtype, else "bf16 weights, f32 activations".
   std::string dtype_summary() const;

@@ -7,6 +7,7 @@
 #include "ops/check.h"
 #include "ops/dispatch.h"
 #include "profiler/scope.h"
+#include "runtime/paged_kv_cache.h"
 
 namespace attnscope::ops {
 
@@ -60,10 +61,10 @@ void split_qkv_paged(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& key
                                            {value_blocks, "value_blocks"},
                                            {slots, "slots"}});
   require_float(qkv, device, op, "qkv");
-  for (const NamedTensor& t :
-       {NamedTensor{q_out, "q_out"}, {key_blocks, "key_blocks"}, {value_blocks, "value_blocks"}}) {
-    require_dtype(t.tensor, qkv.dtype(), op, t.name);
-  }
+  require_dtype(q_out, qkv.dtype(), op, "q_out");
+  require_dtype(value_blocks, key_blocks.dtype(), op, "value_blocks");
+  const std::string cache_reason = kv_dtype_refusal(device, qkv.dtype(), key_blocks.dtype());
+  check(cache_reason.empty(), op, cache_reason);
   require_dtype(slots, DType::I32, op, "slots");
   check(qkv.rank() == 2 && q_out.rank() == 3 && key_blocks.rank() == 4, op,
         "qkv must be [N, W], q_out [N, Hq, D] and the blocks [blocks, Hkv, block_tokens, D]");

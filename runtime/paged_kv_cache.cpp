@@ -7,6 +7,16 @@
 
 namespace attnscope {
 
+std::string kv_dtype_refusal(Device device, DType activations, DType cache) {
+  if (cache == activations) return "";
+  const bool sixteen_bit = cache == DType::F16 || cache == DType::BF16;
+  if (device == Device::CPU && activations == DType::F32 && sixteen_bit) return "";
+  return "a KV cache of " + std::string(dtype_name(cache)) + " cannot serve " +
+         std::string(dtype_name(activations)) + " activations on " +
+         std::string(device_name(device)) +
+         " (the activations' dtype, or f16 or bf16 under f32 on the cpu)";
+}
+
 std::size_t PagedKVCache::Geometry::position_bytes() const {
   return 2 * static_cast<std::size_t>(layers * kv_heads * head_dim) * dtype_size(dtype);
 }

@@ -8,6 +8,12 @@
 // so one head's rows of one block are contiguous (block_tokens D elements), as a contiguous
 // cache's rows are, and a flash tile reads a block's rows in one piece.
 //
+// Element type: the activations' (f32 on the cpu, bf16 on cuda), or on the cpu f16 or bf16 under
+// f32 activations: half the bytes to hold and to read on every decode step, for ~3 significant
+// digits (bf16) or f16's range (values past 65504 become infinity) in the keys and values. The
+// writes round (ops/cpu/heads.cpp), attention widens what it reads back to f32 (flash in L1, run
+// by run; the gathered backends as they copy). kv_dtype_refusal says which pairs may serve.
+//
 // Memory: 2 L blocks Hkv block_tokens D elements, allocated once, up front (zeroed on the cpu, as
 // KVCache is, so that the first steps do not pay the page faults). Nothing is allocated while
 // requests come and go: that is the point of paging. What a sequence holds is whole blocks, so
@@ -17,12 +23,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "runtime/block_pool.h"
 #include "runtime/tensor.h"
 
 namespace attnscope {
+
+// Why a cache of `cache` elements may not serve `activations` on `device`, or "" when it may:
+// the same dtype, or an f16 or bf16 cache under f32 activations on the cpu.
+std::string kv_dtype_refusal(Device device, DType activations, DType cache);
 
 class PagedKVCache {
  public:

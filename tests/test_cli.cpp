@@ -681,7 +681,18 @@ TEST_CASE("bench --op serving: the engine at each concurrency, every request ans
       CHECK(row.contains("speedup_vs_one_at_a_time"));
     }
     CHECK(report["results"][0]["speedup_vs_one_at_a_time"] == 1.0);
+    CHECK(report["results"][0]["kv_dtype"] == "f32");
   }
+  // A bf16 cache on the cpu: half the bytes of the f32 one for the same blocks.
+  const auto peak_kv_bytes = [&](const std::string& kv_dtype) {
+    const nlohmann::json report = success_json(
+        run("bench --op serving -m synthetic:tiny -c 2 --requests 3 --input-len 6 --output-len 3 "
+            "-r 1 --warmup 0 --threads 1 -o json --kv-dtype " +
+            kv_dtype));
+    CHECK(report["results"][0]["kv_dtype"] == kv_dtype);
+    return report["results"][0]["kv_used_bytes_peak"].get<double>();
+  };
+  CHECK(peak_kv_bytes("bf16") * 2 == peak_kv_bytes("f32"));
   // --trace: one more run, profiled: every step a scope named by its batch, a track per request.
   const std::string trace = dir.file("serving.json");
   require_success(
@@ -707,6 +718,8 @@ TEST_CASE("bench --op serving: the engine at each concurrency, every request ans
                        "--input-len");
   check_one_line_error(run("bench --op serving -m synthetic:tiny --kv-memory lots"), 1,
                        "--kv-memory");
+  check_one_line_error(run("bench --op serving -m synthetic:tiny --kv-dtype q8_0"), 2,
+                       "--kv-dtype");
   check_one_line_error(
       run("bench --op serving -m synthetic:tiny --input-len 100 --kv-memory 64KiB -r 1 "
           "--warmup 0"),

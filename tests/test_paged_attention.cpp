@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_levels.h"
 #include "ops/attention/registry.h"
 #include "ops/heads.h"
 #include "paged_checks.h"
@@ -55,12 +56,47 @@ TEST_CASE("every backend's paged attention equals float64 attention of each sequ
   }
 }
 
+TEST_CASE(
+    "every backend's paged attention over an f16 or bf16 cache equals float64 attention of its "
+    "values, at every cpu level") {
+  std::mt19937 rng(45);
+  Context ctx(2);
+  testing::for_each_cpu_level([&] {
+    for (DType cache : {DType::F16, DType::BF16}) {
+      for (const RaggedCase& c : ragged_cases()) {
+        RaggedCall r = random_ragged_call(c, rng, ctx.allocator());
+        r.call.key_blocks = r.call.key_blocks.to_dtype(cache, ctx.allocator());
+        r.call.value_blocks = r.call.value_blocks.to_dtype(cache, ctx.allocator());
+        // The reference reads the cache's values, widened (exactly) back to f32.
+        RaggedCall widened = r;
+        widened.call.key_blocks = r.call.key_blocks.to_dtype(DType::F32, ctx.allocator());
+        widened.call.value_blocks = r.call.value_blocks.to_dtype(DType::F32, ctx.allocator());
+        const std::vector<double> expected = reference_paged(widened, ctx.allocator());
+        for (const std::string& name : ops::attention::backend_names()) {
+          ops::attention::PagedCall call = r.call;
+          call.batch = &r.batch;
+          std::fill_n(call.out.data<float>(), call.out.numel(), NAN);
+          ops::attention::find_backend(name).attend_paged(ctx, call);
+          CAPTURE(name);
+          CAPTURE(dtype_name(cache));
+          CAPTURE(c.block_tokens);
+          CHECK(testing::max_relative_error(call.out, expected, 1.0) < 1e-5);
+        }
+      }
+    }
+  });
+}
+
 TEST_CASE("paged attention allocates the bytes and runs the kernel steps its cost model states") {
   std::mt19937 rng(42);
   for (int threads : {1, 2}) {
     Context ctx(threads);
     for (const RaggedCase& c : ragged_cases()) {
-      const RaggedCall r = random_ragged_call(c, rng, ctx.allocator());
+      RaggedCall r = random_ragged_call(c, rng, ctx.allocator());
+      if (threads == 2) {  // and over a 16-bit cache, whose widened rows flash allocates
+        r.call.key_blocks = r.call.key_blocks.to_dtype(DType::BF16, ctx.allocator());
+        r.call.value_blocks = r.call.value_blocks.to_dtype(DType::BF16, ctx.allocator());
+      }
       for (const std::string& name : ops::attention::backend_names()) {
         const ops::attention::Backend& backend = ops::attention::find_backend(name);
         ops::attention::PagedCall call = r.call;
@@ -85,6 +121,15 @@ TEST_CASE("paged attention allocates the bytes and runs the kernel steps its cos
           flops += ops::attention::cost_of(shape, 0, 0).flops;
         }
         CHECK(model.flops == doctest::Approx(flops));
+        // Every backend's bytes: q and out in f32, each sequence's key and value rows in the
+        // cache's dtype.
+        std::size_t bytes = 0;
+        for (const auto& l : c.lengths) {
+          bytes += static_cast<std::size_t>(c.head_dim) *
+                   (2 * c.q_heads * l.q_len * 4 +
+                    2 * c.kv_heads * l.kv_len * dtype_size(call.key_blocks.dtype()));
+        }
+        CHECK(model.bytes == bytes);
       }
     }
   }
@@ -131,6 +176,35 @@ TEST_CASE(
       for (std::int64_t x = 0; x < d; ++x) CHECK(key_blocks.data<float>()[at + x] == 0.0f);
     }
   }
+  // Into f16 and bf16 blocks: each key and value rounded as runtime/dtype.h rounds one value.
+  for (DType cache : {DType::F16, DType::BF16}) {
+    CAPTURE(dtype_name(cache));
+    Tensor keys16 = Tensor::zeros(key_blocks.shape(), cache, ctx.allocator());
+    Tensor values16 = Tensor::zeros(key_blocks.shape(), cache, ctx.allocator());
+    ops::split_qkv_paged(ctx, qkv, q, keys16, values16, slots);
+    const auto round = [&](float x) {
+      return cache == DType::F16 ? f32_to_f16(x) : f32_to_bf16(x);
+    };
+    for (std::int64_t n = 0; n < rows; ++n) {
+      const float* row = qkv.data<float>() + n * width;
+      const std::int64_t slot = slot_list[static_cast<std::size_t>(n)];
+      for (std::int64_t g = 0; g < kv_heads; ++g) {
+        const std::int64_t at =
+            ((slot / block_tokens * kv_heads + g) * block_tokens + slot % block_tokens) * d;
+        for (std::int64_t x = 0; x < d; ++x) {
+          CHECK(keys16.data<std::uint16_t>()[at + x] == round(row[(heads + g) * d + x]));
+          CHECK(values16.data<std::uint16_t>()[at + x] ==
+                round(row[(heads + kv_heads + g) * d + x]));
+        }
+      }
+    }
+  }
+  Tensor mixed = Tensor::zeros(key_blocks.shape(), DType::BF16, ctx.allocator());
+  CHECK_THROWS_WITH_AS(ops::split_qkv_paged(ctx, qkv, q, key_blocks, mixed, slots),
+                       doctest::Contains("value_blocks"), Error);
+  Tensor ints = Tensor::zeros(key_blocks.shape(), DType::I32, ctx.allocator());
+  CHECK_THROWS_WITH_AS(ops::split_qkv_paged(ctx, qkv, q, ints, ints, slots),
+                       doctest::Contains("a KV cache of i32 cannot serve f32 activations"), Error);
   slots.data<std::int32_t>()[2] = 20;
   CHECK_THROWS_WITH_AS(ops::split_qkv_paged(ctx, qkv, q, key_blocks, value_blocks, slots),
                        doctest::Contains("slot 20 of row 2 is outside the 20 slots"), Error);
@@ -162,5 +236,15 @@ TEST_CASE("a malformed paged call is refused with the reason, by every backend")
     r.call.batch = &r.batch;
     r.call.out = Tensor::empty({5, 2, 8}, DType::F32, ctx.allocator());
     CHECK_THROWS_WITH_AS(backend.attend_paged(ctx, r.call), doctest::Contains("out"), Error);
+    r = random_ragged_call(c, rng, ctx.allocator());
+    r.call.batch = &r.batch;
+    r.call.value_blocks = r.call.value_blocks.to_dtype(DType::BF16, ctx.allocator());
+    CHECK_THROWS_WITH_AS(backend.attend_paged(ctx, r.call), doctest::Contains("value_blocks"),
+                         Error);
+    r.call.key_blocks = Tensor::zeros(r.call.key_blocks.shape(), DType::I32, ctx.allocator());
+    r.call.value_blocks = r.call.key_blocks;
+    CHECK_THROWS_WITH_AS(backend.attend_paged(ctx, r.call),
+                         doctest::Contains("a KV cache of i32 cannot serve f32 activations on cpu"),
+                         Error);
   }
 }

@@ -9,11 +9,13 @@
 #include "ops/check.h"
 #include "ops/dispatch.h"
 #include "profiler/scope.h"
+#include "runtime/paged_kv_cache.h"
 
 namespace attnscope::ops::attention {
 
 RaggedShape ragged_shape_of(const PagedCall& call) {
-  RaggedShape shape{call.q_heads(), call.kv_heads(), call.head_dim(), call.q.dtype(), {}};
+  RaggedShape shape{call.q_heads(), call.kv_heads(),         call.head_dim(),
+                    call.q.dtype(), call.key_blocks.dtype(), {}};
   for (std::int64_t s = 0; s < call.batch->sequences(); ++s) {
     shape.lengths.push_back({call.batch->q_len(s), call.batch->kv_len(s)});
   }
@@ -49,11 +51,13 @@ void validate_paged_call(const Context& ctx, const PagedCall& call, const char* 
     return "the tensors are on " + std::string(device_name(device)) + " but the context runs on " +
            std::string(device_name(ctx.device()));
   });
-  for (const Tensor* t : {&call.key_blocks, &call.value_blocks, &call.out}) {
-    require_dtype(*t, call.q.dtype(), backend, "k, v and out");
-  }
+  require_dtype(call.out, call.q.dtype(), backend, "out");
+  require_dtype(call.value_blocks, call.key_blocks.dtype(), backend, "value_blocks");
   const std::string dtype_reason = dtype_refusal(device, call.q.dtype(), any_float_on_cpu);
   check(dtype_reason.empty(), backend, dtype_reason);
+  const std::string cache_reason =
+      kv_dtype_refusal(device, call.q.dtype(), call.key_blocks.dtype());
+  check(cache_reason.empty(), backend, cache_reason);
   const std::int64_t sequences = batch.sequences();
   check(static_cast<std::int64_t>(batch.query_starts.size()) == sequences + 1 &&
             batch.query_starts.front() == 0 && batch.rows() == rows &&
@@ -114,9 +118,11 @@ void attend_gathered(Context& ctx, const Backend& backend, const PagedCall& call
 CostModel ragged_cost_of(const RaggedShape& shape, std::size_t temporary_bytes, int steps) {
   CostModel total{temporary_bytes, steps, 0.0, 0};
   for (std::size_t s = 0; s < shape.lengths.size(); ++s) {
-    const CostModel one = cost_of(shape.sequence(s), 0, 0);
-    total.flops += one.flops;
-    total.bytes += one.bytes;
+    const Shape one = shape.sequence(s);
+    total.flops += cost_of(one, 0, 0).flops;
+    // q, out, and the kv_len key and value rows in the blocks' dtype.
+    total.bytes += storage_bytes(one.dtype, 2 * one.q_heads * one.q_len * one.head_dim) +
+                   storage_bytes(shape.kv_dtype, 2 * one.kv_heads * one.kv_len * one.head_dim);
   }
   return total;
 }

@@ -74,7 +74,8 @@ struct PagedCall {
 // and kv_len. sequence(s) is the contiguous Shape of sequence s alone (batch 1).
 struct RaggedShape {
   std::int64_t q_heads = 0, kv_heads = 0, head_dim = 0;
-  DType dtype = DType::F32;
+  DType dtype = DType::F32;     // of q and out
+  DType kv_dtype = DType::F32;  // of the blocks: dtype, or f16 or bf16 under f32 on the cpu
   struct Lengths {
     std::int64_t q_len = 0, kv_len = 0;
   };
@@ -94,7 +95,8 @@ void validate_paged_call(const Context& ctx, const PagedCall& call, const char* 
                          bool any_float_on_cpu = false);
 
 // The cost model of a paged call whose backend takes `temporary_bytes` and runs `steps`: the
-// FLOPs and bytes every backend shares, cost_of's summed over the sequences.
+// FLOPs and bytes every backend shares, cost_of's summed over the sequences, with the key and
+// value rows counted in the blocks' dtype.
 CostModel ragged_cost_of(const RaggedShape& shape, std::size_t temporary_bytes, int steps);
 
 // The gathered way to serve a paged call with a backend that reads contiguous calls (the top
@@ -107,8 +109,9 @@ void attend_gathered(Context& ctx, const Backend& backend, const PagedCall& call
 CostModel gathered_cost(const Context& ctx, const Backend& backend, const RaggedShape& shape);
 
 // The bodies of the two copies, per device (cpu/paged.cpp, cuda/paged.cu): sequence s's q rows
-// into q_s [1, Hq, Tq, D] and its kv_len key and value rows into k_s, v_s [1, Hkv, kv_len, D];
-// and out_s [1, Hq, Tq, D] back into its rows of call.out.
+// into q_s [1, Hq, Tq, D] and its kv_len key and value rows into k_s, v_s [1, Hkv, kv_len, D]
+// (widened to q's f32 from a 16-bit cache on the cpu); and out_s [1, Hq, Tq, D] back into its
+// rows of call.out.
 namespace cpu {
 void gather_sequence(Context& ctx, const PagedCall& call, std::int64_t s, Tensor& q_s, Tensor& k_s,
                      Tensor& v_s);

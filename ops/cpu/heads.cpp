@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "ops/cpu/sixteen_bit.h"
+
 namespace attnscope::ops::cpu {
 
 // Below this many elements the op runs on the calling thread: starting and joining a team of
@@ -44,17 +46,26 @@ void split_qkv_paged(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& key
   const std::int64_t kv_heads = key_blocks.dim(1), block_tokens = key_blocks.dim(2);
   const std::int64_t row_width = qkv.dim(1);
   const std::int32_t* slot = slots.data<std::int32_t>();
+  const DType cache = key_blocks.dtype();  // f32, or f16 or bf16 (rounded as written)
 #pragma omp parallel for num_threads(ctx.threads()) \
     schedule(static) if (rows * row_width >= kMinParallelElements)
   for (std::int64_t n = 0; n < rows; ++n) {
     const float* row = qkv.data<float>() + n * row_width;
     std::copy_n(row, heads * head_dim, q_out.data<float>() + n * heads * head_dim);
     const std::int64_t block = slot[n] / block_tokens, offset = slot[n] % block_tokens;
-    for (std::int64_t g = 0; g < kv_heads; ++g) {
-      const std::int64_t at = ((block * kv_heads + g) * block_tokens + offset) * head_dim;
-      std::copy_n(row + (heads + g) * head_dim, head_dim, key_blocks.data<float>() + at);
-      std::copy_n(row + (heads + kv_heads + g) * head_dim, head_dim,
-                  value_blocks.data<float>() + at);
+    // A block's Hkv rows of keys, then of values, are the row's last 2 Hkv heads.
+    const float* kv = row + heads * head_dim;
+    for (int which = 0; which < 2; ++which) {
+      Tensor& blocks = which == 0 ? key_blocks : value_blocks;
+      for (std::int64_t g = 0; g < kv_heads; ++g) {
+        const float* from = kv + (which * kv_heads + g) * head_dim;
+        const std::int64_t at = ((block * kv_heads + g) * block_tokens + offset) * head_dim;
+        if (cache == DType::F32) {
+          std::copy_n(from, head_dim, blocks.data<float>() + at);
+        } else {
+          narrow_16bit(from, cache, head_dim, blocks.data<std::uint16_t>() + at);
+        }
+      }
     }
   }
 }

@@ -39,6 +39,7 @@
 #include "ops/cpu/dot_tile.h"
 #include "ops/cpu/gemm_amx.h"
 #include "ops/cpu/output_blocks.h"
+#include "ops/cpu/sixteen_bit.h"
 #include "ops/cpu/widened_gemm.h"
 #include "ops/linear.h"
 #include "runtime/cpu_features.h"
@@ -53,10 +54,9 @@ namespace attnscope::ops::cpu {
 namespace {
 
 // A decode kernel computes sums[r] = sum_k widen(w[k]) x[r * ldx + k] for r < rows (1..4): one
-// weight row against up to four input rows. A widen kernel writes n widened weights to dst.
+// weight row against up to four input rows.
 using DotRowsKernel = void (*)(const std::uint16_t* w, const float* x, std::int64_t ldx, int rows,
                                std::int64_t k, float* sums);
-using WidenKernel = void (*)(const std::uint16_t* w, std::int64_t n, float* dst);
 
 // ---- portable ----
 
@@ -73,12 +73,6 @@ void dot_rows_portable(const std::uint16_t* w, const float* x, std::int64_t ldx,
     const float weight = widen_one<kBf16>(w[i]);
     for (int r = 0; r < rows; ++r) sums[r] += weight * x[r * ldx + i];
   }
-}
-
-template <bool kBf16>
-void widen_portable(const std::uint16_t* w, std::int64_t n, float* dst) {
-  convert_elements(w, kBf16 ? DType::BF16 : DType::F16, dst, DType::F32,
-                   static_cast<std::size_t>(n));
 }
 
 #if defined(__x86_64__)
@@ -120,14 +114,6 @@ void dot_rows_avx2(const std::uint16_t* w, const float* x, std::int64_t ldx, int
   for (int r = 0; r < rows; ++r) sums[r] = dot_row_avx2<Weights>(w, x + r * ldx, k);
 }
 
-template <typename Weights>
-__attribute__((target("avx2,fma,f16c"))) void widen_avx2(const std::uint16_t* w, std::int64_t n,
-                                                         float* dst) {
-  std::int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, Weights::load8(w + i));
-  for (; i < n; ++i) dst[i] = Weights::one(w[i]);
-}
-
 #endif  // __x86_64__
 
 // Outputs [first, first + width) of a decode step (rows < gemm_min_rows), for one thread.
@@ -162,38 +148,29 @@ void matrix_vector_avx512(const float* x, const std::uint16_t* w, const float* b
 }
 #endif
 
-// widen: the prefill's below the avx512 levels (from there on the GEMM widens as it packs).
-struct Kernels {
-  MatrixVectorBlock matrix_vector;
-  WidenKernel widen;
-};
-
 template <bool kBf16>
-Kernels kernels_for(CpuLevel level) {
+MatrixVectorBlock matrix_vector_for(CpuLevel level) {
 #if defined(__x86_64__)
   using Weights = std::conditional_t<kBf16, Bf16Weights, F16Weights>;
-  if (level >= CpuLevel::Avx512) {
-    return {matrix_vector_avx512<Weights>, nullptr};
-  }
-  if (level == CpuLevel::Avx2) {
-    return {matrix_vector_avx2<Weights>, widen_avx2<Weights>};
-  }
+  if (level >= CpuLevel::Avx512) return matrix_vector_avx512<Weights>;
+  if (level == CpuLevel::Avx2) return matrix_vector_avx2<Weights>;
 #endif
   (void)level;
-  return {matrix_vector_dot_rows<dot_rows_portable<kBf16>>, widen_portable<kBf16>};
+  return matrix_vector_dot_rows<dot_rows_portable<kBf16>>;
 }
 
-// The kernels for `weight_dtype` at `level` (cpu_level(), which a test may cap).
-Kernels select_kernels(DType weight_dtype, CpuLevel level) {
-  return weight_dtype == DType::BF16 ? kernels_for<true>(level) : kernels_for<false>(level);
+// The decode kernel for `weight_dtype` at `level` (cpu_level(), which a test may cap).
+MatrixVectorBlock select_matrix_vector(DType weight_dtype, CpuLevel level) {
+  return weight_dtype == DType::BF16 ? matrix_vector_for<true>(level)
+                                     : matrix_vector_for<false>(level);
 }
 
 // Prefill below the amx level: from the avx512 level on, the packed GEMM widens each thread's
 // block of weights as it packs them (ops/cpu/gemm.h); below, the block is widened to f32 first
 // (ops/cpu/widened_gemm.h).
-void gemm_16bit(const Context& ctx, CpuLevel level, const Kernels& kernels, const float* x,
-                const std::uint16_t* w, DType weight_dtype, const float* b, float* y,
-                std::int64_t rows, std::int64_t in, std::int64_t outputs, bool accumulate) {
+void gemm_16bit(const Context& ctx, CpuLevel level, const float* x, const std::uint16_t* w,
+                DType weight_dtype, const float* b, float* y, std::int64_t rows, std::int64_t in,
+                std::int64_t outputs, bool accumulate) {
 #if defined(__x86_64__)
   if (level >= CpuLevel::Avx512) {
     for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
@@ -205,7 +182,7 @@ void gemm_16bit(const Context& ctx, CpuLevel level, const Kernels& kernels, cons
 #endif
   gemm_widened_weights(ctx, x, b, y, rows, in, outputs, accumulate,
                        [&](std::int64_t first, std::int64_t count, float* dst) {
-                         kernels.widen(w + first * in, count * in, dst);
+                         widen_16bit(w + first * in, weight_dtype, count * in, dst);
                        });
 }
 
@@ -217,20 +194,20 @@ void linear_16bit(Context& ctx, const Tensor& x, const Tensor& weight, const Ten
   const std::int64_t in = x.dim(1);
   const std::int64_t outputs = weight.dim(0);
   const CpuLevel level = cpu_level();
-  const Kernels kernels = select_kernels(weight.dtype(), level);
+  const MatrixVectorBlock matrix_vector = select_matrix_vector(weight.dtype(), level);
   const auto* w = static_cast<const std::uint16_t*>(weight.raw_data());
   const float* b = bias.defined() ? bias.data<float>() : nullptr;
   if (rows < gemm_min_rows(level, weight.dtype())) {
     for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
-      kernels.matrix_vector(x.data<float>(), w, b, out.data<float>(), rows, in, outputs, first,
-                            width, accumulate);
+      matrix_vector(x.data<float>(), w, b, out.data<float>(), rows, in, outputs, first, width,
+                    accumulate);
     });
   } else if (level >= CpuLevel::Amx) {
     gemm_amx(ctx, x.data<float>(), w, weight.dtype(), b, out.data<float>(), rows, in, outputs,
              accumulate);
   } else {
-    gemm_16bit(ctx, level, kernels, x.data<float>(), w, weight.dtype(), b, out.data<float>(), rows,
-               in, outputs, accumulate);
+    gemm_16bit(ctx, level, x.data<float>(), w, weight.dtype(), b, out.data<float>(), rows, in,
+               outputs, accumulate);
   }
 }
 

@@ -13,7 +13,13 @@
 // positions, where K and V stay in cache, 1.20-1.24x at d 64; 16 sequences paged behind 512,
 // where reading K and V from memory bounds it, 0.97-1.02x at d 64 and 1.14x at d 128 (all
 // within noise of even); the engine serving q8_0 GPT-2 at concurrency 16 1.03x (1.02-1.04).
-// Cost per key: its key and value rows read (2 head_dim floats), 2 head_dim multiply-adds.
+// Rows of a 16-bit cache (f16 or bf16, the engine's --kv-dtype) are widened as each vector is
+// loaded (dot_tile.h's formats), not first copied out as f32: widening a block into L1 before
+// the f32 kernels read it left the time where it was (the loads of the widening waited on memory
+// as the kernels' had); widened as loaded, 16 sequences paged behind 512 positions took 0.60-0.67
+// ms against f32's 1.24-1.30, and the engine at concurrency 16 1.19x (Zen 4, 2 threads,
+// docs/results/2026-12-05-kv-16bit/).
+// Cost per key: its key and value rows read (2 head_dim values), 2 head_dim multiply-adds.
 // Measured against Eigen's products (Zen 4, 2 threads, synthetic:gpt2 q8_0, 16 sequences behind
 // 512 tokens, docs/results/2026-12-04-decode-attention/): flash per layer 1.25x (1.06-1.49, 7
 // rounds). Summing V a 16-lane column slice at a time over all keys, strided, was 0.77x.
@@ -46,17 +52,26 @@ bool decode_row_kernels_apply(std::int64_t head_dim) {
 
 #if defined(__x86_64__)
 
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma"))) void decode_row_scores(
-    const float* q, const float* k, std::int64_t keys, std::int64_t head_dim, float* scores) {
+namespace {
+
+using ops::cpu::Bf16Weights;
+using ops::cpu::F16Weights;
+using ops::cpu::F32Weights;
+
+// scores[j] = q . k_j, 16 keys at a time; `Rows` loads 16 of k's values as f32 lanes.
+template <typename Rows>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void row_scores(
+    const float* q, const typename Rows::Element* k, std::int64_t keys, std::int64_t head_dim,
+    float* scores) {
   for (std::int64_t first = 0; first < keys; first += 16) {
     const std::int64_t count = std::min<std::int64_t>(16, keys - first);
     __m512 sums[16];
 #pragma GCC unroll 16
     for (int i = 0; i < 16; ++i) {
-      const float* row = k + (first + (i < count ? i : 0)) * head_dim;
+      const typename Rows::Element* row = k + (first + (i < count ? i : 0)) * head_dim;
       sums[i] = _mm512_setzero_ps();
       for (std::int64_t c = 0; c < head_dim; c += 16) {
-        sums[i] = _mm512_fmadd_ps(_mm512_loadu_ps(q + c), _mm512_loadu_ps(row + c), sums[i]);
+        sums[i] = _mm512_fmadd_ps(_mm512_loadu_ps(q + c), Rows::load(row + c), sums[i]);
       }
     }
     _mm512_mask_storeu_ps(scores + first, ops::cpu::first_lanes(count),
@@ -64,19 +79,18 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma"))) void decode_row_sc
   }
 }
 
-namespace {
-
 // out[0, 16 kVectors) += sum_j p[j] v_j[0, 16 kVectors): that slice of the output stays in
 // registers while the keys go by.
-template <int kVectors>
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma"))) void add_weighted_rows(
-    const float* p, const float* v, std::int64_t keys, std::int64_t head_dim, float* out) {
+template <typename Rows, int kVectors>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void add_weighted_rows(
+    const float* p, const typename Rows::Element* v, std::int64_t keys, std::int64_t head_dim,
+    float* out) {
   __m512 sums[kVectors];
   for (int i = 0; i < kVectors; ++i) sums[i] = _mm512_loadu_ps(out + 16 * i);
   for (std::int64_t j = 0; j < keys; ++j) {
     const __m512 weight = _mm512_set1_ps(p[j]);
     for (int i = 0; i < kVectors; ++i) {
-      sums[i] = _mm512_fmadd_ps(weight, _mm512_loadu_ps(v + j * head_dim + 16 * i), sums[i]);
+      sums[i] = _mm512_fmadd_ps(weight, Rows::load(v + j * head_dim + 16 * i), sums[i]);
     }
   }
   for (int i = 0; i < kVectors; ++i) _mm512_storeu_ps(out + 16 * i, sums[i]);
@@ -84,29 +98,49 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma"))) void add_weighted_
 
 // A slice is at most 8 vectors (128 columns: every head dim of GPT-2 and the Llama family in one).
 constexpr int kMaxSliceVectors = 8;
-using AddWeightedRows = void (*)(const float*, const float*, std::int64_t, std::int64_t, float*);
-constexpr std::array<AddWeightedRows, kMaxSliceVectors> kAddWeightedRows =
-    ops::cpu::kernels_by_rows<AddWeightedRows, kMaxSliceVectors>(
-        [](auto vectors) -> AddWeightedRows {
-          return add_weighted_rows<decltype(vectors)::value>;
+template <typename Rows>
+using AddWeightedRows = void (*)(const float*, const typename Rows::Element*, std::int64_t,
+                                 std::int64_t, float*);
+template <typename Rows>
+constexpr std::array<AddWeightedRows<Rows>, kMaxSliceVectors> kAddWeightedRows =
+    ops::cpu::kernels_by_rows<AddWeightedRows<Rows>, kMaxSliceVectors>(
+        [](auto vectors) -> AddWeightedRows<Rows> {
+          return add_weighted_rows<Rows, decltype(vectors)::value>;
         });
+
+template <typename Rows>
+void row_values(const float* p, const typename Rows::Element* v, std::int64_t keys,
+                std::int64_t head_dim, float* out) {
+  for (std::int64_t c = 0; c < head_dim; c += 16 * kMaxSliceVectors) {
+    const auto vectors = std::min<std::int64_t>(kMaxSliceVectors, (head_dim - c) / 16);
+    kAddWeightedRows<Rows>[vectors - 1](p, v + c, keys, head_dim, out + c);
+  }
+}
 
 }  // namespace
 
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma"))) void decode_row_values(
-    const float* p, const float* v, std::int64_t keys, std::int64_t head_dim, float* out) {
-  for (std::int64_t c = 0; c < head_dim; c += 16 * kMaxSliceVectors) {
-    const auto vectors = std::min<std::int64_t>(kMaxSliceVectors, (head_dim - c) / 16);
-    kAddWeightedRows[vectors - 1](p, v + c, keys, head_dim, out + c);
-  }
+void decode_row_scores(const float* q, const void* k, DType rows, std::int64_t keys,
+                       std::int64_t head_dim, float* scores) {
+  const auto* k16 = static_cast<const std::uint16_t*>(k);
+  if (rows == DType::BF16) return row_scores<Bf16Weights>(q, k16, keys, head_dim, scores);
+  if (rows == DType::F16) return row_scores<F16Weights>(q, k16, keys, head_dim, scores);
+  row_scores<F32Weights>(q, static_cast<const float*>(k), keys, head_dim, scores);
+}
+
+void decode_row_values(const float* p, const void* v, DType rows, std::int64_t keys,
+                       std::int64_t head_dim, float* out) {
+  const auto* v16 = static_cast<const std::uint16_t*>(v);
+  if (rows == DType::BF16) return row_values<Bf16Weights>(p, v16, keys, head_dim, out);
+  if (rows == DType::F16) return row_values<F16Weights>(p, v16, keys, head_dim, out);
+  row_values<F32Weights>(p, static_cast<const float*>(v), keys, head_dim, out);
 }
 
 #else
 
-void decode_row_scores(const float*, const float*, std::int64_t, std::int64_t, float*) {
+void decode_row_scores(const float*, const void*, DType, std::int64_t, std::int64_t, float*) {
   check(false, "decode_row_scores", "AVX-512 exists on x86-64 CPUs only");
 }
-void decode_row_values(const float*, const float*, std::int64_t, std::int64_t, float*) {
+void decode_row_values(const float*, const void*, DType, std::int64_t, std::int64_t, float*) {
   check(false, "decode_row_values", "AVX-512 exists on x86-64 CPUs only");
 }
 

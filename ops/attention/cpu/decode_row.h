@@ -7,18 +7,22 @@
 
 #include <cstdint>
 
+#include "runtime/dtype.h"
+
 namespace attnscope::ops::attention::cpu {
 
 // Whether the kernels below serve rows of `head_dim` values at this cpu level: the avx512 levels
 // and head_dim a multiple of 16 (otherwise flash multiplies through Eigen).
 bool decode_row_kernels_apply(std::int64_t head_dim);
 
-// scores[j] = q . k_j for the `keys` rows of k (head_dim floats each, one after another).
-void decode_row_scores(const float* q, const float* k, std::int64_t keys, std::int64_t head_dim,
-                       float* scores);
+// scores[j] = q . k_j for the `keys` rows of k (head_dim values each, one after another, of
+// `rows`: f32, or f16 or bf16 widened as they are loaded).
+void decode_row_scores(const float* q, const void* k, DType rows, std::int64_t keys,
+                       std::int64_t head_dim, float* scores);
 
-// out += sum_j p[j] v_j for the `keys` rows of v (head_dim floats each, one after another).
-void decode_row_values(const float* p, const float* v, std::int64_t keys, std::int64_t head_dim,
-                       float* out);
+// out += sum_j p[j] v_j for the `keys` rows of v (head_dim values each, one after another, of
+// `rows`, as above).
+void decode_row_values(const float* p, const void* v, DType rows, std::int64_t keys,
+                       std::int64_t head_dim, float* out);
 
 }  // namespace attnscope::ops::attention::cpu

@@ -46,10 +46,10 @@
 // Temporaries (flash_plan; f32; threads = ctx.threads(), Bq = min(64, Tq) and
 // Bk = min(256, kv_len), both at least 1; each thread's share rounded up to whole 64-byte cache
 // lines): tiled, threads (Bq Bk + Bq (D + 2)) floats: per thread one score tile and one
-// (O, m, l) state; split-KV, threads Tq Bk floats of score tiles plus the partials
-// (flash.h), both live during the first step. Eigen's GEMM packing buffers (stack memory up to
-// 128 KiB, heap beyond, as in the other CPU GEMMs) and query_tile's transposed keys (32 D floats
-// on the stack) are not counted.
+// (O, m, l) state, and for a 16-bit paged cache Bk D more, its widened rows; split-KV, threads Tq
+// Bk floats of score tiles plus the partials (flash.h), both live during the first step. Eigen's
+// GEMM packing buffers (stack memory up to 128 KiB, heap beyond, as in the other CPU GEMMs) and
+// query_tile's transposed keys (32 D floats on the stack) are not counted.
 
 #include "ops/attention/cpu/flash.h"
 
@@ -65,6 +65,7 @@
 #include "ops/attention/cpu/decode_row.h"
 #include "ops/attention/cpu/query_tile.h"
 #include "ops/cpu/eigen_maps.h"
+#include "ops/cpu/sixteen_bit.h"
 
 namespace attnscope::ops::attention::cpu {
 
@@ -75,7 +76,8 @@ using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf, Eigen::Unaligned>;
 constexpr std::int64_t kQueryBlock = 64;
 constexpr std::int64_t kKeyBlock = 256;
 constexpr std::int64_t kMinChunkKeys = 256;
-constexpr std::int64_t kCacheLineFloats = 64 / sizeof(float);
+constexpr std::int64_t kCacheLineBytes = 64;
+constexpr std::int64_t kCacheLineFloats = kCacheLineBytes / sizeof(float);
 static_assert(kSplitKvMaxQueries <= kMinChunkKeys,
               "a split-KV chunk must start at or before the first query row's position");
 
@@ -137,24 +139,30 @@ Tiling tiling_of(const Context& ctx, const Shape& l) {
 
 // Where one kv head's key and value rows lie: in one piece (a contiguous cache, row j at j D), or
 // in the blocks of a paged cache (row j is row j % block_tokens of block table[j / block_tokens];
-// one kv head's rows of one block lie together).
+// one kv head's rows of one block lie together). A paged cache on the cpu may hold 16-bit rows
+// (f16 or bf16: half the bytes to read, the engine's --kv-dtype): decode_row.h's kernels widen
+// them as they load them; the other products read a run widened first into the thread's
+// `widened` rows (as_f32; 4 KiB for a block of 16 positions at D = 64: they stay in L1).
 struct KeyRows {
-  const float* k;  // contiguous: the kv head's row 0; paged: its rows in block 0 of the pool
-  const float* v;
+  const void* k;  // contiguous: the kv head's row 0; paged: its rows in block 0 of the pool
+  const void* v;
   std::int64_t head_dim;
+  DType dtype = DType::F32;              // of k and v's elements
   const std::int32_t* blocks = nullptr;  // paged: the sequence's block table
   std::int64_t block_tokens = 0;
-  std::int64_t block_stride = 0;  // floats from one block to the next
+  std::int64_t block_stride = 0;  // elements from one block to the next
+  float* widened = nullptr;       // 16-bit rows: room for a key tile's rows, widened
 
   // Which rows a pass over the runs reads: keys (S = Q K^T) or values (O += P V).
   enum class Reading { keys, values };
 
-  // Calls f(column, count, k rows, v rows) for the runs of rows lying together that cover keys
-  // [first, first + count), in order: one run for a contiguous cache, one per block when paged.
+  // Calls f(column, count, rows) for the runs of rows lying together that cover keys
+  // [first, first + count), in order, `rows` being the run's key or value rows (`reading`), of
+  // `dtype`: one run for a contiguous cache, one per block when paged.
   // Paged, the next run's rows that the pass reads are asked into L2 before f computes this run:
-  // a block's rows lie together (4 KiB per kv head at 16 positions and D = 64), but the blocks
-  // lie anywhere, and the hardware prefetcher, which follows a stream within a 4 KiB page, starts
-  // over at every block. Measured (Zen 4, 2 threads, 12 heads of 64, blocks of 16,
+  // a block's rows lie together (4 KiB per kv head at 16 positions and D = 64 in f32), but the
+  // blocks lie anywhere, and the hardware prefetcher, which follows a stream within a 4 KiB page,
+  // starts over at every block. Measured (Zen 4, 2 threads, 12 heads of 64, blocks of 16,
   // docs/results/2026-12-04-paged-prefetch/): decode per call 1.36x at 16 sequences behind 384
   // positions and 1.50x behind 1024, where K and V come from memory; the engine's serving
   // 1.02-1.17x tokens/s. Where K and V are already in cache (the same call repeated over 6 MiB,
@@ -162,8 +170,9 @@ struct KeyRows {
   // both passes was 0.60x there; into L1, slower everywhere.
   template <typename F>
   void for_each_run(std::int64_t first, std::int64_t count, Reading reading, F&& f) const {
+    const void* rows = reading == Reading::keys ? k : v;
     if (blocks == nullptr) {
-      f(0, count, k + first * head_dim, v + first * head_dim);
+      f(0, count, element(rows, first * head_dim));
       return;
     }
     for (std::int64_t done = 0; done < count;) {
@@ -173,18 +182,30 @@ struct KeyRows {
       const std::int64_t at = blocks[key / block_tokens] * block_stride + in_block * head_dim;
       if (done + run < count) {  // the next run starts a block
         const std::int64_t next = blocks[(key + run) / block_tokens] * block_stride;
-        const std::int64_t floats = std::min(count - done - run, block_tokens) * head_dim;
-        prefetch_to_l2((reading == Reading::keys ? k : v) + next, floats);
+        const std::int64_t elements = std::min(count - done - run, block_tokens) * head_dim;
+        prefetch_to_l2(element(rows, next), elements * element_bytes());
       }
-      f(done, run, k + at, v + at);
+      f(done, run, element(rows, at));
       done += run;
     }
   }
 
+  // A run's `count` rows as f32: in place, or widened into `widened`.
+  const float* as_f32(const void* rows, std::int64_t count) const {
+    if (dtype == DType::F32) return static_cast<const float*>(rows);
+    ops::cpu::widen_16bit(static_cast<const std::uint16_t*>(rows), dtype, count * head_dim,
+                          widened);
+    return widened;
+  }
+
  private:
-  // Asks for `floats` floats from `first` on into L2 (prefetcht1 on x86), a cache line at a time.
-  static void prefetch_to_l2(const float* first, std::int64_t floats) {
-    for (std::int64_t i = 0; i < floats; i += kCacheLineFloats) __builtin_prefetch(first + i, 0, 2);
+  std::int64_t element_bytes() const { return static_cast<std::int64_t>(dtype_size(dtype)); }
+  const char* element(const void* rows, std::int64_t index) const {
+    return static_cast<const char*>(rows) + index * element_bytes();
+  }
+  // Asks for `bytes` bytes from `first` on into L2 (prefetcht1 on x86), a cache line at a time.
+  static void prefetch_to_l2(const char* first, std::int64_t bytes) {
+    for (std::int64_t i = 0; i < bytes; i += kCacheLineBytes) __builtin_prefetch(first + i, 0, 2);
   }
 };
 
@@ -214,18 +235,21 @@ Head head_of(const Call& call, const HeadLayout& l, std::int64_t bh) {
       l.kv_len - l.q_len};
 }
 
-// Query head h of sequence s of a paged call.
-Head head_of(const PagedCall& call, std::int64_t s, std::int64_t h) {
+// Query head h of sequence s of a paged call; `widened`: the thread's rows for a 16-bit cache.
+Head head_of(const PagedCall& call, std::int64_t s, std::int64_t h, float* widened) {
   const RaggedBatch& batch = *call.batch;
   const std::int64_t d = call.head_dim(), q_heads = call.q_heads();
   const std::int64_t kv_head = h / (q_heads / call.kv_heads());
-  const std::int64_t block_head = kv_head * batch.block_tokens * d;
+  const auto block_head_bytes = static_cast<std::ptrdiff_t>(
+      storage_bytes(call.key_blocks.dtype(), kv_head * batch.block_tokens * d));
   const std::int64_t first_row = (batch.first_row(s) * q_heads + h) * d;
   return {call.q.data<float>() + first_row,
           call.out.data<float>() + first_row,
           q_heads * d,
-          {call.key_blocks.data<float>() + block_head, call.value_blocks.data<float>() + block_head,
-           d, batch.blocks(s).data(), batch.block_tokens, call.kv_heads() * batch.block_tokens * d},
+          {static_cast<const char*>(call.key_blocks.raw_data()) + block_head_bytes,
+           static_cast<const char*>(call.value_blocks.raw_data()) + block_head_bytes, d,
+           call.key_blocks.dtype(), batch.blocks(s).data(), batch.block_tokens,
+           call.kv_heads() * batch.block_tokens * d, widened},
           d,
           batch.kv_len(s) - batch.q_len(s)};
 }
@@ -289,21 +313,22 @@ void attend_key_range(const Head& head, std::int64_t first_row, const StateLayou
   for (std::int64_t key_start = key_begin; key_start < key_end; key_start += key_block) {
     const std::int64_t cols = std::min(key_block, key_end - key_start);
     MatrixMap s(scores, rows, cols);
-    head.kv.for_each_run(
-        key_start, cols, KeyRows::Reading::keys,
-        [&](std::int64_t column, std::int64_t count, const float* k_rows, const float*) {
-          if (one_row) {
-            decode_row_scores(q_tile.data(), k_rows, count, d, scores + column);
-            return;
-          }
-          if (query_tile) {
-            query_tile_scores(q_tile.data(), head.row_stride, rows, k_rows, count, d,
-                              scores + column, cols);
-            return;
-          }
-          s.middleCols(column, count).noalias() =
-              q_tile * ConstMatrixMap(k_rows, count, d).transpose();
-        });
+    head.kv.for_each_run(key_start, cols, KeyRows::Reading::keys,
+                         [&](std::int64_t column, std::int64_t count, const void* run) {
+                           if (one_row) {
+                             decode_row_scores(q_tile.data(), run, head.kv.dtype, count, d,
+                                               scores + column);
+                             return;
+                           }
+                           const float* k_rows = head.kv.as_f32(run, count);
+                           if (query_tile) {
+                             query_tile_scores(q_tile.data(), head.row_stride, rows, k_rows, count,
+                                               d, scores + column, cols);
+                             return;
+                           }
+                           s.middleCols(column, count).noalias() =
+                               q_tile * ConstMatrixMap(k_rows, count, d).transpose();
+                         });
     const bool first_tile = key_start == key_begin;
     const bool diagonal = key_start + cols - 1 > first_position;
     for (std::int64_t r = 0; r < rows; ++r) {
@@ -315,26 +340,27 @@ void attend_key_range(const Head& head, std::int64_t first_row, const StateLayou
       online_softmax_update(row.head(visible), scale, first_tile, running_max[r], row_sum[r],
                             out.row(r));
     }
-    head.kv.for_each_run(
-        key_start, cols, KeyRows::Reading::values,
-        [&](std::int64_t column, std::int64_t count, const float*, const float* v_rows) {
-          if (one_row) {
-            if (first_tile && column == 0) std::fill_n(state, d, 0.0f);
-            decode_row_values(scores + column, v_rows, count, d, state);
-            return;
-          }
-          if (query_tile) {
-            query_tile_values(scores + column, cols, rows, v_rows, count, d, state, d,
-                              first_tile && column == 0);
-            return;
-          }
-          const ConstMatrixMap v_run(v_rows, count, d);
-          if (first_tile && column == 0) {
-            out.noalias() = s.middleCols(column, count) * v_run;
-          } else {
-            out.noalias() += s.middleCols(column, count) * v_run;
-          }
-        });
+    head.kv.for_each_run(key_start, cols, KeyRows::Reading::values,
+                         [&](std::int64_t column, std::int64_t count, const void* run) {
+                           if (one_row) {
+                             if (first_tile && column == 0) std::fill_n(state, d, 0.0f);
+                             decode_row_values(scores + column, run, head.kv.dtype, count, d,
+                                               state);
+                             return;
+                           }
+                           const float* v_rows = head.kv.as_f32(run, count);
+                           if (query_tile) {
+                             query_tile_values(scores + column, cols, rows, v_rows, count, d, state,
+                                               d, first_tile && column == 0);
+                             return;
+                           }
+                           const ConstMatrixMap v_run(v_rows, count, d);
+                           if (first_tile && column == 0) {
+                             out.noalias() = s.middleCols(column, count) * v_run;
+                           } else {
+                             out.noalias() += s.middleCols(column, count) * v_run;
+                           }
+                         });
   }
 }
 
@@ -359,8 +385,11 @@ Tiling paged_tiling_of(const Context& ctx, const RaggedShape& shape) {
   plan.threads = ctx.threads();
   plan.query_block = std::min(longest_q, kQueryBlock);
   plan.key_block = std::min(longest_kv, kKeyBlock);
+  const std::int64_t widened_floats =
+      shape.kv_dtype == DType::F32 ? 0 : plan.key_block * shape.head_dim;
   plan.scratch_floats = round_up_to_cache_line(
-      plan.query_block * plan.key_block + StateLayout{plan.query_block, shape.head_dim}.floats());
+      plan.query_block * plan.key_block + StateLayout{plan.query_block, shape.head_dim}.floats() +
+      widened_floats);
   return plan;
 }
 
@@ -390,11 +419,12 @@ void flash_paged(Context& ctx, const PagedCall& call) {
 #pragma omp parallel for num_threads(plan.threads) schedule(dynamic, 1)
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const Task& task = tasks[i];
-    const Head head = head_of(call, task.sequence, task.head);
     const StateLayout layout{
         std::min(plan.query_block, batch.q_len(task.sequence) - task.first_row), call.head_dim()};
     float* scores = scratch.data<float>() + omp_get_thread_num() * plan.scratch_floats;
     float* state = scores + plan.query_block * plan.key_block;
+    float* widened = state + StateLayout{plan.query_block, call.head_dim()}.floats();
+    const Head head = head_of(call, task.sequence, task.head, widened);
     const std::int64_t key_end = head.first_position + task.first_row + layout.rows;
     attend_key_range(head, task.first_row, layout, 0, key_end, plan.key_block, call.scale, scores,
                      state);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "runtime/dtype.h"
 #include "runtime/error.h"
 
 namespace attnscope::cli {
@@ -38,6 +39,11 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags, const std::string& grou
   app.add_option("--kv-memory", flags.kv_memory,
                  "KV cache size (512MiB, 2GiB; default min(1/8 of memory, 16 full contexts))")
       ->group(group);
+  app.add_option("--kv-dtype", flags.kv_dtype,
+                 "KV cache element type (default: the activations': f32 on the cpu, bf16 on "
+                 "cuda); f16 or bf16 on the cpu halve the bytes each decode step reads")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}))
+      ->group(group);
   app.add_option("--max-batch-tokens", flags.max_batch_tokens,
                  "Tokens per engine step, prefill chunks and decodes together")
       ->capture_default_str()
@@ -54,6 +60,7 @@ engine::EngineOptions engine_options(const EngineFlags& flags) {
   options.block_tokens = flags.block_size;
   options.kv_memory_bytes =
       flags.kv_memory.empty() ? 0 : parse_bytes(flags.kv_memory, "--kv-memory");
+  if (!flags.kv_dtype.empty()) options.kv_dtype = parse_dtype(flags.kv_dtype);
   options.scheduler = {flags.max_batch_tokens, flags.max_running};
   return options;
 }

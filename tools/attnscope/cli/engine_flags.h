@@ -1,5 +1,5 @@
-// The engine's flags, shared by `bench --op serving` and `serve`: the paged cache's block size
-// and memory, the scheduler's token budget and its cap on running sequences.
+// The engine's flags, shared by `bench --op serving` and `serve`: the paged cache's block size,
+// memory and element type, the scheduler's token budget and its cap on running sequences.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -13,14 +13,17 @@ namespace attnscope::cli {
 struct EngineFlags {
   std::int64_t block_size = 16;
   std::string kv_memory;  // "512MiB", "2GiB", bytes; empty: the engine's default
+  std::string kv_dtype;   // "f32", "f16", "bf16"; empty: the activations'
   std::int64_t max_batch_tokens = 512;
   std::int64_t max_running = 256;
 };
 
-// --block-size, --kv-memory, --max-batch-tokens, --max-running, in the help group `group`.
+// --block-size, --kv-memory, --kv-dtype, --max-batch-tokens, --max-running, in the help group
+// `group`.
 void add_engine_flags(CLI::App& app, EngineFlags& flags, const std::string& group);
 
-// The engine's options from its flags. Throws Error for a --kv-memory that is not a size.
+// The engine's options from its flags. Throws Error for a --kv-memory that is not a size. (Whether
+// --kv-dtype may serve the model's activations is the engine's check: kv_dtype_refusal.)
 engine::EngineOptions engine_options(const EngineFlags& flags);
 
 // Bytes from "N", "N KiB|MiB|GiB" (or K/M/G, KB/MB/GB, taken as powers of 1024, with or without a

@@ -328,6 +328,7 @@ json run_attention_grid(const BenchFlags& flags, int& threads) {
         op.warmup = flags.warmup;
         op.reps = flags.repetitions;
         op.threads = flags.threads;
+        op.kv_dtype = flags.serving.engine.kv_dtype;  // --kv-dtype, with --paged
         const AttentionReport report = measure_attention(op, "bench --op attention");
         threads = report.threads;
         const ops::attention::Shape& shape = report.shape;
@@ -341,6 +342,7 @@ json run_attention_grid(const BenchFlags& flags, int& threads) {
                       {"threads", report.threads},
                       {"causal", shape.causal},
                       {"paged_block_tokens", report.block_tokens},
+                      {"paged_kv_dtype", dtype_name(report.kv_dtype)},
                       {"test", shape.q_len == 1 ? "decode" : "prefill"}});
           if (r.unsupported_reason) {
             row["error"] = *r.unsupported_reason;

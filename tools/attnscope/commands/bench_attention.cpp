@@ -34,9 +34,10 @@ std::string mebibytes(std::size_t bytes) {
 void print_markdown(const AttentionReport& report, const AttentionBenchFlags& flags) {
   const ops::attention::Shape& shape = report.shape;
   std::cout << "Attention alone: " << describe_shape(shape)
-            << (report.block_tokens ? "; paged, blocks of " + std::to_string(report.block_tokens) +
-                                          " positions in a random order"
-                                    : std::string())
+            << (report.block_tokens
+                    ? "; paged, " + std::string(dtype_name(report.kv_dtype)) + " blocks of " +
+                          std::to_string(report.block_tokens) + " positions in a random order"
+                    : std::string())
             << "; " << dtype_name(shape.dtype) << " on " << report.device << ", threads "
             << report.threads << ", CPU " << cpu_model() << "; warmup " << flags.warmup << ", reps "
             << flags.reps << "\n\n";
@@ -97,7 +98,8 @@ void print_json(const AttentionReport& report, const AttentionBenchFlags& flags)
   shape_fields.update({{"dtype", dtype_name(shape.dtype)},
                        {"device", flags.device},
                        {"causal", shape.causal},
-                       {"paged_block_tokens", report.block_tokens}});
+                       {"paged_block_tokens", report.block_tokens},
+                       {"paged_kv_dtype", dtype_name(report.kv_dtype)}});
   const nlohmann::json out = {
       {"shape", shape_fields}, {"device", report.device}, {"threads", report.threads},
       {"cpu", cpu_model()},    {"warmup", flags.warmup},  {"reps", flags.reps},
@@ -128,6 +130,10 @@ Subcommand add_bench_attention(CLI::App& app) {
   add_attention_shape_flags(*sub, flags->bench, flags->kv_heads);
   sub->add_option("--dtype", flags->bench.dtype, "Element type of q, k, v and out")
       ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  sub->add_option("--kv-dtype", flags->bench.kv_dtype,
+                  "With --paged: the blocks' element type (default: --dtype; f16 or bf16 under "
+                  "f32 on the cpu, as the engine's --kv-dtype)")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));
   sub->add_option("--device", flags->bench.device, "Where the tensors live")
       ->capture_default_str()

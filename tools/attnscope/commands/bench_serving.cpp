@@ -170,6 +170,7 @@ json run_serving_grid(const ServingFlags& flags, const ServingGrid& grid, int& t
           const auto one = std::find(flags.concurrency.begin(), flags.concurrency.end(), 1);
           for (std::size_t c = 0; c < cells.size(); ++c) {
             json row = serving_row(cells[c], workload.description);
+            const DType kv_dtype = options.kv_dtype.value_or(model->activation_dtype());
             row.update({{"op", "serving"},
                         {"implementation", "attnscope"},
                         {"model", spec},
@@ -178,6 +179,7 @@ json run_serving_grid(const ServingFlags& flags, const ServingGrid& grid, int& t
                         {"dtype", dtype},
                         {"threads", threads},
                         {"block_size", flags.engine.block_size},
+                        {"kv_dtype", dtype_name(kv_dtype)},
                         {"max_batch_tokens", flags.engine.max_batch_tokens}});
             if (one != flags.concurrency.end()) {
               const auto& base = cells[static_cast<std::size_t>(one - flags.concurrency.begin())];

@@ -89,7 +89,8 @@ struct PagedInputs {
 };
 
 std::unique_ptr<PagedInputs> random_paged_call(Context& ctx, const attention::Shape& shape,
-                                               std::int64_t block_tokens, std::uint64_t seed) {
+                                               std::int64_t block_tokens, DType kv_dtype,
+                                               std::uint64_t seed) {
   auto inputs = std::make_unique<PagedInputs>();
   attention::RaggedBatch& batch = inputs->batch;
   batch.block_tokens = block_tokens;
@@ -107,16 +108,16 @@ std::unique_ptr<PagedInputs> random_paged_call(Context& ctx, const attention::Sh
                        static_cast<std::int32_t>(shape.kv_len));
   Allocator& staging = ctx.device() == Device::CPU ? ctx.allocator() : ctx.host_allocator();
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  auto random = [&](const Shape& dims) {
+  auto random = [&](const Shape& dims, DType dtype) {
     Tensor t = Tensor::empty(dims, DType::F32, staging);
     for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = normal(rng);
-    return to_device(ctx, shape.dtype == DType::F32 ? t : t.to_dtype(shape.dtype, staging));
+    return to_device(ctx, dtype == DType::F32 ? t : t.to_dtype(dtype, staging));
   };
   attention::PagedCall& call = inputs->call;
   const Shape q_dims = {shape.batch * shape.q_len, shape.q_heads, shape.head_dim};
-  call.q = random(q_dims);
-  call.key_blocks = random({blocks, shape.kv_heads, block_tokens, shape.head_dim});
-  call.value_blocks = random({blocks, shape.kv_heads, block_tokens, shape.head_dim});
+  call.q = random(q_dims, shape.dtype);
+  call.key_blocks = random({blocks, shape.kv_heads, block_tokens, shape.head_dim}, kv_dtype);
+  call.value_blocks = random({blocks, shape.kv_heads, block_tokens, shape.head_dim}, kv_dtype);
   call.out = Tensor::empty(q_dims, shape.dtype, ctx.allocator());
   call.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
   if (ctx.device() != Device::CPU) {
@@ -253,6 +254,8 @@ AttentionReport measure_attention(const AttentionBenchFlags& flags, const std::s
   // gathered backends' own inside their per-sequence scopes (Backend::paged_cost_model).
   const auto direct = [](const profiler::Event& e) { return e.depth == 1; };
   const auto kernel = [](const profiler::Event& e) { return e.category == "kernel"; };
+  check(flags.kv_dtype.empty() || flags.block_tokens != 0, "--kv-dtype",
+        "is the element type of a paged cache: give --paged N too");
   if (flags.block_tokens == 0) {
     const attention::Call call = random_attention_call(ctx, shape, flags.seed);
     for (std::size_t i = 0; i < backends.size(); ++i) {
@@ -265,8 +268,9 @@ AttentionReport measure_attention(const AttentionBenchFlags& flags, const std::s
     }
     return report;
   }
+  report.kv_dtype = flags.kv_dtype.empty() ? shape.dtype : parse_dtype(flags.kv_dtype);
   const std::unique_ptr<PagedInputs> paged =
-      random_paged_call(ctx, shape, flags.block_tokens, flags.seed);
+      random_paged_call(ctx, shape, flags.block_tokens, report.kv_dtype, flags.seed);
   for (std::size_t i = 0; i < backends.size(); ++i) {
     const attention::Backend& b = *backends[i];
     std::cerr << label << ": " << b.name() << " paged (" << i + 1 << "/" << backends.size()

@@ -71,6 +71,7 @@ struct AttentionBenchFlags {
   bool decode = false;
   std::int64_t block_tokens = 0;  // --paged: blocks of this many positions; 0 contiguous
   std::string dtype = "f32";
+  std::string kv_dtype;  // --paged: the blocks' element type; empty: dtype's
   std::string device = "cpu";
   int warmup = 1;
   int reps = 5;
@@ -93,6 +94,7 @@ struct AttentionReport {
   int threads = 0;
   std::string device;  // Context::describe(): "cpu (2 threads)", "cuda: NVIDIA H200, ..."
   std::int64_t block_tokens = 0;       // paged calls' block size; 0: contiguous
+  DType kv_dtype = DType::F32;         // paged calls' blocks' element type
   std::vector<BackendResult> results;  // one per chosen backend, in the order asked
 };
 
