@@ -420,6 +420,18 @@ TEST_CASE("serve: the API key guards every endpoint but /health; a full queue an
   CHECK(server.stop(SIGTERM, 10) == 0);
 }
 
+TEST_CASE("serve: --kv-dtype f16 serves from a 16-bit cache, which the startup line states") {
+  ServerProcess server(kBinary, {"--model", "synthetic:tiny", "--threads", "1", "--kv-dtype", "f16",
+                                 "--kv-memory", "1MiB"});
+  CHECK(server.log().find("a KV cache of 1.00 MiB in f16") != std::string::npos);
+  httplib::Client c = client(server);
+  const httplib::Result res = post(c, greedy_body({1, 2, 3}, 4));
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  CHECK(json::parse(res->body)["usage"]["completion_tokens"] == 4);
+  CHECK(server.stop(SIGTERM, 10) == 0);
+}
+
 // serve loads its model (the synthetic weights are made in parallel regions) on a thread that
 // ends (serve.cpp's load_on_a_passing_thread says what a second OpenMP team costs), so after the
 // engine has stepped, the process holds the main thread (listening), the signal waiter, the

@@ -38,6 +38,7 @@
 #include <optional>
 #include <thread>
 
+#include "profiler/summary.h"
 #include "runtime/error.h"
 #include "tools/attnscope/cli/engine_flags.h"
 #include "tools/attnscope/cli/flags.h"
@@ -425,7 +426,9 @@ int run_serve(const ServeFlags& flags) {
   // loses connections. Listening again on the same socket raises the backlog.
   check(::listen(listening, SOMAXCONN) == 0, "serve", "cannot raise the listen backlog");
   std::cerr << "attnscope serve: " << service.model_name << " ("
-            << run_description(*loaded.model, *loaded.ctx) << ", "
+            << run_description(*loaded.model, *loaded.ctx) << ", a KV cache of "
+            << profiler::binary_bytes(engine.kv_usage().reserved_bytes) << " in "
+            << dtype_name(engine.cache().geometry().dtype) << ", "
             << (tokenizer ? "with" : "without") << " a tokenizer) listening on http://"
             << flags.host << ":" << port << std::endl;
 
