@@ -14,8 +14,12 @@
 namespace attnscope::ops::attention {
 
 RaggedShape ragged_shape_of(const PagedCall& call) {
-  RaggedShape shape{call.q_heads(), call.kv_heads(),         call.head_dim(),
-                    call.q.dtype(), call.key_blocks.dtype(), {}};
+  RaggedShape shape;
+  shape.q_heads = call.q_heads();
+  shape.kv_heads = call.kv_heads();
+  shape.head_dim = call.head_dim();
+  shape.dtype = call.q.dtype();
+  shape.kv_dtype = call.key_blocks.dtype();
   for (std::int64_t s = 0; s < call.batch->sequences(); ++s) {
     shape.lengths.push_back({call.batch->q_len(s), call.batch->kv_len(s)});
   }

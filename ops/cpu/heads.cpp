@@ -53,7 +53,7 @@ void split_qkv_paged(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& key
     const float* row = qkv.data<float>() + n * row_width;
     std::copy_n(row, heads * head_dim, q_out.data<float>() + n * heads * head_dim);
     const std::int64_t block = slot[n] / block_tokens, offset = slot[n] % block_tokens;
-    // A block's Hkv rows of keys, then of values, are the row's last 2 Hkv heads.
+    // The row's last 2 Hkv heads: Hkv of keys, then Hkv of values.
     const float* kv = row + heads * head_dim;
     for (int which = 0; which < 2; ++which) {
       Tensor& blocks = which == 0 ? key_blocks : value_blocks;

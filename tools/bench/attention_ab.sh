@@ -10,8 +10,9 @@
 #            in blocks of 16, and a paged decode of 16 sequences behind 512 positions)
 #   SERVING  weight types of `bench --op serving` on synthetic GPT-2, 32 requests of 256 prompt
 #            tokens and 128 out at concurrency 1 and 16 (default "q8_0 bf16"; empty: none)
-#   NEW_SERVING_FLAGS  more flags for NEW's serving runs only, to compare one binary against
-#            itself with an option (BASE and NEW the same path), e.g. "--kv-dtype bf16"
+#   BASE_SERVING_FLAGS, NEW_SERVING_FLAGS  more flags for one side's serving runs, to compare
+#            one binary against itself with an option (BASE and NEW the same path), e.g.
+#            NEW_SERVING_FLAGS="--kv-dtype bf16"
 set -euo pipefail
 base=$1 new=$2 out=$3 rounds=${4:-3}
 attn=${ATTN:-flash}
@@ -31,7 +32,7 @@ for round in $(seq 1 "$rounds"); do
       "$binary" bench --op attention --attn "$attn" $shape -t 2 -r 10 -o jsonl 2>/dev/null \
         >> "$out/attention-$round-$tool.jsonl"
     done
-    extra=""; [[ $tool == new ]] && extra=${NEW_SERVING_FLAGS:-}
+    extra=${BASE_SERVING_FLAGS:-}; [[ $tool == new ]] && extra=${NEW_SERVING_FLAGS:-}
     for dtype in $serving; do
       # shellcheck disable=SC2086
       "$binary" bench --op serving -m synthetic:gpt2 --attn "$attn" --dtype "$dtype" -c 1,16 \
