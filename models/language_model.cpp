@@ -163,7 +163,7 @@ PagedKVCache::Geometry LanguageModel::kv_geometry(std::int64_t block_tokens,
   const ModelConfig& shape = config();
   const DType dtype = kv_dtype.value_or(dtypes_.activations);
   const Device device = step_tables().token_embedding.device();  // where the weights live
-  const std::string refusal = kv_dtype_refusal(device, dtypes_.activations, dtype);
+  const std::string refusal = kv_dtype_refusal(device, dtypes_.activations, dtype, shape.head_dim);
   check(refusal.empty(), "--kv-dtype", refusal);
   return {shape.n_layers, shape.n_kv_heads, shape.head_dim, block_tokens, dtype};
 }

@@ -63,12 +63,13 @@ void split_qkv_paged(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& key
   require_float(qkv, device, op, "qkv");
   require_dtype(q_out, qkv.dtype(), op, "q_out");
   require_dtype(value_blocks, key_blocks.dtype(), op, "value_blocks");
-  const std::string cache_reason = kv_dtype_refusal(device, qkv.dtype(), key_blocks.dtype());
-  check(cache_reason.empty(), op, cache_reason);
   require_dtype(slots, DType::I32, op, "slots");
   check(qkv.rank() == 2 && q_out.rank() == 3 && key_blocks.rank() == 4, op,
         "qkv must be [N, W], q_out [N, Hq, D] and the blocks [blocks, Hkv, block_tokens, D]");
   const std::int64_t rows = qkv.dim(0), heads = q_out.dim(1), head_dim = q_out.dim(2);
+  const std::string cache_reason =
+      kv_dtype_refusal(device, qkv.dtype(), key_blocks.dtype(), head_dim);
+  check(cache_reason.empty(), op, cache_reason);
   const std::int64_t kv_heads = key_blocks.dim(1);
   check(kv_heads >= 1 && heads % kv_heads == 0, op, "the blocks' heads must divide q_out's");
   require_shape(q_out, {rows, heads, head_dim}, op, "q_out");

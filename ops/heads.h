@@ -31,7 +31,7 @@
 //
 // All tensors of a call share one dtype (f32 on the cpu; f32, f16 or bf16 on cuda), except that
 // split_qkv_paged's blocks may be f16 or bf16 under f32 on the cpu (runtime/paged_kv_cache.h):
-// the keys and values are rounded as they are written (ops/cpu/sixteen_bit.h).
+// the keys and values are rounded as they are written (ops/cpu/element_rows.h).
 // Cost: pure copies, each element read and written once; one launch each on a GPU.
 #pragma once
 

@@ -4,21 +4,27 @@
 
 #include "runtime/error.h"
 #include "runtime/kv_cache.h"
+#include "runtime/q8_0.h"
 
 namespace attnscope {
 
-std::string kv_dtype_refusal(Device device, DType activations, DType cache) {
+std::string kv_dtype_refusal(Device device, DType activations, DType cache, std::int64_t head_dim) {
   if (cache == activations) return "";
-  const bool sixteen_bit = cache == DType::F16 || cache == DType::BF16;
-  if (device == Device::CPU && activations == DType::F32 && sixteen_bit) return "";
+  const bool cpu_under_f32 = device == Device::CPU && activations == DType::F32;
+  if (cpu_under_f32 && (cache == DType::F16 || cache == DType::BF16)) return "";
+  if (cpu_under_f32 && cache == DType::Q8_0) {
+    if (head_dim % kQ8_0BlockElements == 0) return "";
+    return "a KV cache of q8_0 needs heads a multiple of 32 wide (whole blocks), not " +
+           std::to_string(head_dim);
+  }
   return "a KV cache of " + std::string(dtype_name(cache)) + " cannot serve " +
          std::string(dtype_name(activations)) + " activations on " +
          std::string(device_name(device)) +
-         " (the activations' dtype, or f16 or bf16 under f32 on the cpu)";
+         " (the activations' dtype, or f16, bf16 or q8_0 under f32 on the cpu)";
 }
 
 std::size_t PagedKVCache::Geometry::position_bytes() const {
-  return 2 * static_cast<std::size_t>(layers * kv_heads * head_dim) * dtype_size(dtype);
+  return 2 * storage_bytes(dtype, layers * kv_heads * head_dim);
 }
 
 std::size_t PagedKVCache::Geometry::block_bytes() const {

@@ -8,11 +8,12 @@
 // so one head's rows of one block are contiguous (block_tokens D elements), as a contiguous
 // cache's rows are, and a flash tile reads a block's rows in one piece.
 //
-// Element type: the activations' (f32 on the cpu, bf16 on cuda), or on the cpu f16 or bf16 under
-// f32 activations: half the bytes to hold and to read on every decode step, for ~3 significant
-// digits (bf16) or f16's range (values past 65504 become infinity) in the keys and values. The
-// writes round (ops/cpu/heads.cpp), attention widens what it reads back to f32 (flash in L1, run
-// by run; the gathered backends as they copy). kv_dtype_refusal says which pairs may serve.
+// Element type: the activations' (f32 on the cpu, bf16 on cuda), or on the cpu, under f32
+// activations, f16 or bf16 (half the bytes to hold and to read on every decode step, for ~3
+// significant digits in bf16, or f16's range: values past 65504 become infinity) or q8_0 (34
+// bytes per 32 values, each within half a step of its block's largest / 127; head dims a
+// multiple of 32). The writes round or quantize (ops/cpu/heads.cpp), attention reads the values
+// back as f32 (ops/cpu/element_rows.h). kv_dtype_refusal says which pairs may serve.
 //
 // Memory: 2 L blocks Hkv block_tokens D elements, allocated once, up front (zeroed on the cpu, as
 // KVCache is, so that the first steps do not pay the page faults). Nothing is allocated while
@@ -31,9 +32,10 @@
 
 namespace attnscope {
 
-// Why a cache of `cache` elements may not serve `activations` on `device`, or "" when it may:
-// the same dtype, or an f16 or bf16 cache under f32 activations on the cpu.
-std::string kv_dtype_refusal(Device device, DType activations, DType cache);
+// Why a cache of `cache` elements may not serve `activations` on `device` with heads of
+// `head_dim`, or "" when it may: the same dtype, or on the cpu under f32 activations an f16, bf16
+// or (head_dim a multiple of 32) q8_0 cache.
+std::string kv_dtype_refusal(Device device, DType activations, DType cache, std::int64_t head_dim);
 
 class PagedKVCache {
  public:

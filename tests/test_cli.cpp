@@ -718,8 +718,9 @@ TEST_CASE("bench --op serving: the engine at each concurrency, every request ans
                        "--input-len");
   check_one_line_error(run("bench --op serving -m synthetic:tiny --kv-memory lots"), 1,
                        "--kv-memory");
-  check_one_line_error(run("bench --op serving -m synthetic:tiny --kv-dtype q8_0"), 2,
-                       "--kv-dtype");
+  check_one_line_error(run("bench --op serving -m synthetic:tiny --kv-dtype i32"), 2, "--kv-dtype");
+  check_one_line_error(run("bench --op serving -m synthetic:tiny --kv-dtype q8_0 -r 1"), 1,
+                       "q8_0 needs heads a multiple of 32 wide (whole blocks), not 16");
   check_one_line_error(
       run("bench --op serving -m synthetic:tiny --input-len 100 --kv-memory 64KiB -r 1 "
           "--warmup 0"),

@@ -124,15 +124,16 @@ TEST_CASE("scheduler: out of blocks, the newest running sequence is preempted an
 
 namespace {
 
-// Runs `check(ctx, model, bound)` for GPT-2's tiny-a and Llama's gqa-tied-llama3 with every
-// attention backend; bound is the family's f32 parity bound on |logit - transformers'| /
-// max(|transformers'|, 1).
+// Runs `check(ctx, model, bound)` for GPT-2's tiny-a and tiny-b (heads of 16 and 32) and Llama's
+// gqa-tied-llama3 with every attention backend; bound is the family's f32 parity bound on
+// |logit - transformers'| / max(|transformers'|, 1).
 template <typename Check>
 void for_each_family_and_backend(const Check& check) {
   Context ctx(2);
-  {
-    gpt2::Model model = gpt2::Model::open(testing::hf_fixture_dir("tiny-a"), ctx);
-    const nlohmann::json reference = testing::read_hf_reference("tiny-a");
+  for (const char* fixture : {"tiny-a", "tiny-b"}) {
+    CAPTURE(fixture);
+    gpt2::Model model = gpt2::Model::open(testing::hf_fixture_dir(fixture), ctx);
+    const nlohmann::json reference = testing::read_hf_reference(fixture);
     for (const std::string& backend : ops::attention::backend_names()) {
       CAPTURE(backend);
       model.set_attention(backend);
@@ -153,18 +154,24 @@ void for_each_family_and_backend(const Check& check) {
 
 TEST_CASE(
     "forward_paged: each row in random chunks over shuffled blocks gives transformers' logits, "
-    "in an f32, f16 or bf16 cache") {
+    "in an f32, f16, bf16 or q8_0 cache") {
   std::mt19937 rng(51);
   for_each_family_and_backend([&](Context& ctx, const LanguageModel& model,
                                   const nlohmann::json& reference, double f32_bound) {
-    // A 16-bit cache rounds every key and value (by up to 2^-11 relative in f16, 2^-8 in bf16);
-    // the bounds are about 3x the worst seen over these models and backends (f16 3.0e-3, bf16
-    // 2.1e-2: the 8x of their precisions).
-    for (const DType cache_dtype : {DType::F32, DType::F16, DType::BF16}) {
+    // A 16-bit cache rounds every key and value (by up to 2^-11 relative in f16, 2^-8 in bf16),
+    // q8_0 to its block's largest / 254; the bounds are 2.3-3x the worst seen over these models
+    // and backends (f16 5.3e-3, bf16 4.3e-2, q8_0 0.11 on tiny-b: random weights amplify it).
+    for (const DType cache_dtype : {DType::F32, DType::F16, DType::BF16, DType::Q8_0}) {
       CAPTURE(dtype_name(cache_dtype));
-      const double bound = cache_dtype == DType::F32   ? f32_bound
-                           : cache_dtype == DType::F16 ? 1e-2
-                                                       : 6e-2;
+      if (cache_dtype == DType::Q8_0 && model.config().head_dim % 32 != 0) {
+        CHECK_THROWS_WITH_AS(model.kv_geometry(3, cache_dtype),
+                             doctest::Contains("q8_0 needs heads a multiple of 32 wide"), Error);
+        continue;
+      }
+      const double bound = cache_dtype == DType::F32    ? f32_bound
+                           : cache_dtype == DType::F16  ? 1.5e-2
+                           : cache_dtype == DType::BF16 ? 0.1
+                                                        : 0.3;
       const testing::Prefill prefill = testing::reference_prefill(reference);
       const std::vector<double> expected = testing::reference_logits(reference);
       const std::int64_t vocab = model.config().vocab_size, block_tokens = 3;

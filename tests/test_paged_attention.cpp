@@ -61,17 +61,18 @@ TEST_CASE("every backend's paged attention equals float64 attention of each sequ
 }
 
 TEST_CASE(
-    "every backend's paged attention over an f16 or bf16 cache equals float64 attention of its "
-    "values, at every cpu level") {
+    "every backend's paged attention over an f16, bf16 or q8_0 cache equals float64 attention of "
+    "its values, at every cpu level") {
   std::mt19937 rng(45);
   Context ctx(2);
   testing::for_each_cpu_level([&] {
-    for (DType cache : {DType::F16, DType::BF16}) {
+    for (DType cache : {DType::F16, DType::BF16, DType::Q8_0}) {
       for (const RaggedCase& c : ragged_cases()) {
+        if (cache == DType::Q8_0 && c.head_dim % 32 != 0) continue;  // not whole blocks
         RaggedCall r = random_ragged_call(c, rng, ctx.allocator());
         r.call.key_blocks = r.call.key_blocks.to_dtype(cache, ctx.allocator());
         r.call.value_blocks = r.call.value_blocks.to_dtype(cache, ctx.allocator());
-        // The reference reads the cache's values, widened (exactly) back to f32.
+        // The reference reads the cache's values, back in f32 (exactly).
         RaggedCall widened = r;
         widened.call.key_blocks = r.call.key_blocks.to_dtype(DType::F32, ctx.allocator());
         widened.call.value_blocks = r.call.value_blocks.to_dtype(DType::F32, ctx.allocator());

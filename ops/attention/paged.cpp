@@ -60,7 +60,7 @@ void validate_paged_call(const Context& ctx, const PagedCall& call, const char* 
   const std::string dtype_reason = dtype_refusal(device, call.q.dtype(), any_float_on_cpu);
   check(dtype_reason.empty(), backend, dtype_reason);
   const std::string cache_reason =
-      kv_dtype_refusal(device, call.q.dtype(), call.key_blocks.dtype());
+      kv_dtype_refusal(device, call.q.dtype(), call.key_blocks.dtype(), head_dim);
   check(cache_reason.empty(), backend, cache_reason);
   const std::int64_t sequences = batch.sequences();
   check(static_cast<std::int64_t>(batch.query_starts.size()) == sequences + 1 &&

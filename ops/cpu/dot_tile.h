@@ -32,13 +32,14 @@
 #include "ops/cpu/output_blocks.h"
 #include "ops/cpu/transpose16.h"
 #include "runtime/dtype.h"
+#include "runtime/q8_0.h"
 
 namespace attnscope::ops::cpu {
 
 // How each weight format turns 16 consecutive weights into 16 f32 lanes, whole or masked (the
 // masked-off lanes 0). Widening is exact: bf16 is the top half of an f32; f16 converts with
 // vcvtph2ps. The same formats load a 16-bit KV cache's rows (ops/attention/cpu/decode_row.cpp)
-// and widen 16-bit values in bulk (ops/cpu/sixteen_bit.cpp).
+// and widen 16-bit values in bulk (ops/cpu/element_rows.cpp).
 struct F32Weights {
   using Element = float;
   // avx2: 8 consecutive weights as 8 f32 lanes; one weight as f32, for the scalar tail.
@@ -94,6 +95,19 @@ struct F16Format {
 };
 using Bf16Weights = SixteenBitWeights<Bf16Format>;
 using F16Weights = SixteenBitWeights<F16Format>;
+
+// A row of q8_0 blocks (runtime/q8_0.h), 16 values from value c on (c a multiple of 16) as f32
+// lanes: the bytes sign-extended and converted, times the block's f16 scale (exact).
+struct Q8_0Rows {
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 load(
+      const BlockQ8_0* row, std::int64_t c) {
+    const BlockQ8_0& block = row[c / kQ8_0BlockElements];
+    const __m128i bytes =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.q + c % kQ8_0BlockElements));
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes)),
+                         _mm512_set1_ps(_cvtsh_ss(block.scale)));
+  }
+};
 
 inline __mmask16 first_lanes(std::int64_t n) {
   return static_cast<__mmask16>(n >= 16 ? 0xFFFF : (1u << n) - 1u);

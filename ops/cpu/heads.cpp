@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "ops/cpu/sixteen_bit.h"
+#include "ops/cpu/element_rows.h"
 
 namespace attnscope::ops::cpu {
 
@@ -46,7 +46,7 @@ void split_qkv_paged(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& key
   const std::int64_t kv_heads = key_blocks.dim(1), block_tokens = key_blocks.dim(2);
   const std::int64_t row_width = qkv.dim(1);
   const std::int32_t* slot = slots.data<std::int32_t>();
-  const DType cache = key_blocks.dtype();  // f32, or f16 or bf16 (rounded as written)
+  const DType cache = key_blocks.dtype();  // f32, or f16, bf16 or q8_0 (element_rows.h)
 #pragma omp parallel for num_threads(ctx.threads()) \
     schedule(static) if (rows * row_width >= kMinParallelElements)
   for (std::int64_t n = 0; n < rows; ++n) {
@@ -58,13 +58,9 @@ void split_qkv_paged(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& key
     for (int which = 0; which < 2; ++which) {
       Tensor& blocks = which == 0 ? key_blocks : value_blocks;
       for (std::int64_t g = 0; g < kv_heads; ++g) {
-        const float* from = kv + (which * kv_heads + g) * head_dim;
         const std::int64_t at = ((block * kv_heads + g) * block_tokens + offset) * head_dim;
-        if (cache == DType::F32) {
-          std::copy_n(from, head_dim, blocks.data<float>() + at);
-        } else {
-          narrow_16bit(from, cache, head_dim, blocks.data<std::uint16_t>() + at);
-        }
+        rows_from_f32(kv + (which * kv_heads + g) * head_dim, cache, head_dim,
+                      static_cast<char*>(blocks.raw_data()) + storage_bytes(cache, at));
       }
     }
   }

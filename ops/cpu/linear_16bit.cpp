@@ -37,9 +37,9 @@
 #include <type_traits>
 
 #include "ops/cpu/dot_tile.h"
+#include "ops/cpu/element_rows.h"
 #include "ops/cpu/gemm_amx.h"
 #include "ops/cpu/output_blocks.h"
-#include "ops/cpu/sixteen_bit.h"
 #include "ops/cpu/widened_gemm.h"
 #include "ops/linear.h"
 #include "runtime/cpu_features.h"

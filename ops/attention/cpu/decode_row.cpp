@@ -13,12 +13,12 @@
 // positions, where K and V stay in cache, 1.20-1.24x at d 64; 16 sequences paged behind 512,
 // where reading K and V from memory bounds it, 0.97-1.02x at d 64 and 1.14x at d 128 (all
 // within noise of even); the engine serving q8_0 GPT-2 at concurrency 16 1.03x (1.02-1.04).
-// Rows of a 16-bit cache (f16 or bf16, the engine's --kv-dtype) are widened as each vector is
+// Rows of a cache in f16, bf16 or q8_0 (the engine's --kv-dtype) become f32 as each vector is
 // loaded (dot_tile.h's formats), not first copied out as f32: widening a block into L1 before
 // the f32 kernels read it left the time where it was (the loads of the widening waited on memory
 // as the kernels' had); widened as loaded, 16 sequences paged behind 512 positions took 0.60-0.67
-// ms against f32's 1.24-1.30, and the engine at concurrency 16 1.19x (Zen 4, 2 threads,
-// docs/results/2026-12-05-kv-16bit/).
+// ms in bf16 against f32's 1.24-1.30, and the engine at concurrency 16 1.19x; q8_0 1.04x f16
+// there (Zen 4, 2 threads, docs/results/2026-12-05-kv-cache-types/).
 // Cost per key: its key and value rows read (2 head_dim values), 2 head_dim multiply-adds.
 // Measured against Eigen's products (Zen 4, 2 threads, synthetic:gpt2 q8_0, 16 sequences behind
 // 512 tokens, docs/results/2026-12-04-decode-attention/): flash per layer 1.25x (1.06-1.49, 7
@@ -54,9 +54,25 @@ bool decode_row_kernels_apply(std::int64_t head_dim) {
 
 namespace {
 
-using ops::cpu::Bf16Weights;
-using ops::cpu::F16Weights;
-using ops::cpu::F32Weights;
+// How a kernel reads a key or value row: 16 values from value c on as f32 lanes, and how many
+// Elements a row of head_dim values takes. f32, f16 and bf16 values lie one after another
+// (dot_tile.h's formats load them); q8_0 rows are blocks of 32 (dot_tile.h's Q8_0Rows).
+template <typename Values>
+struct PlainRows {
+  using Element = typename Values::Element;
+  static std::int64_t elements(std::int64_t head_dim) { return head_dim; }
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 load(
+      const Element* row, std::int64_t c) {
+    return Values::load(row + c);
+  }
+};
+struct BlockRows : ops::cpu::Q8_0Rows {
+  using Element = BlockQ8_0;
+  static std::int64_t elements(std::int64_t head_dim) { return head_dim / kQ8_0BlockElements; }
+};
+using F32Rows = PlainRows<ops::cpu::F32Weights>;
+using F16Rows = PlainRows<ops::cpu::F16Weights>;
+using Bf16Rows = PlainRows<ops::cpu::Bf16Weights>;
 
 // scores[j] = q . k_j, 16 keys at a time; `Rows` loads 16 of k's values as f32 lanes.
 template <typename Rows>
@@ -68,10 +84,11 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void row_scor
     __m512 sums[16];
 #pragma GCC unroll 16
     for (int i = 0; i < 16; ++i) {
-      const typename Rows::Element* row = k + (first + (i < count ? i : 0)) * head_dim;
+      const typename Rows::Element* row =
+          k + (first + (i < count ? i : 0)) * Rows::elements(head_dim);
       sums[i] = _mm512_setzero_ps();
       for (std::int64_t c = 0; c < head_dim; c += 16) {
-        sums[i] = _mm512_fmadd_ps(_mm512_loadu_ps(q + c), Rows::load(row + c), sums[i]);
+        sums[i] = _mm512_fmadd_ps(_mm512_loadu_ps(q + c), Rows::load(row, c), sums[i]);
       }
     }
     _mm512_mask_storeu_ps(scores + first, ops::cpu::first_lanes(count),
@@ -79,28 +96,29 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void row_scor
   }
 }
 
-// out[0, 16 kVectors) += sum_j p[j] v_j[0, 16 kVectors): that slice of the output stays in
-// registers while the keys go by.
+// out[c, c + 16 kVectors) += sum_j p[j] v_j[c, c + 16 kVectors): that slice of the output stays
+// in registers while the keys go by.
 template <typename Rows, int kVectors>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void add_weighted_rows(
     const float* p, const typename Rows::Element* v, std::int64_t keys, std::int64_t head_dim,
-    float* out) {
+    std::int64_t c, float* out) {
   __m512 sums[kVectors];
-  for (int i = 0; i < kVectors; ++i) sums[i] = _mm512_loadu_ps(out + 16 * i);
+  for (int i = 0; i < kVectors; ++i) sums[i] = _mm512_loadu_ps(out + c + 16 * i);
   for (std::int64_t j = 0; j < keys; ++j) {
     const __m512 weight = _mm512_set1_ps(p[j]);
+    const typename Rows::Element* row = v + j * Rows::elements(head_dim);
     for (int i = 0; i < kVectors; ++i) {
-      sums[i] = _mm512_fmadd_ps(weight, Rows::load(v + j * head_dim + 16 * i), sums[i]);
+      sums[i] = _mm512_fmadd_ps(weight, Rows::load(row, c + 16 * i), sums[i]);
     }
   }
-  for (int i = 0; i < kVectors; ++i) _mm512_storeu_ps(out + 16 * i, sums[i]);
+  for (int i = 0; i < kVectors; ++i) _mm512_storeu_ps(out + c + 16 * i, sums[i]);
 }
 
 // A slice is at most 8 vectors (128 columns: every head dim of GPT-2 and the Llama family in one).
 constexpr int kMaxSliceVectors = 8;
 template <typename Rows>
 using AddWeightedRows = void (*)(const float*, const typename Rows::Element*, std::int64_t,
-                                 std::int64_t, float*);
+                                 std::int64_t, std::int64_t, float*);
 template <typename Rows>
 constexpr std::array<AddWeightedRows<Rows>, kMaxSliceVectors> kAddWeightedRows =
     ops::cpu::kernels_by_rows<AddWeightedRows<Rows>, kMaxSliceVectors>(
@@ -113,7 +131,7 @@ void row_values(const float* p, const typename Rows::Element* v, std::int64_t ke
                 std::int64_t head_dim, float* out) {
   for (std::int64_t c = 0; c < head_dim; c += 16 * kMaxSliceVectors) {
     const auto vectors = std::min<std::int64_t>(kMaxSliceVectors, (head_dim - c) / 16);
-    kAddWeightedRows<Rows>[vectors - 1](p, v + c, keys, head_dim, out + c);
+    kAddWeightedRows<Rows>[vectors - 1](p, v, keys, head_dim, c, out);
   }
 }
 
@@ -122,17 +140,21 @@ void row_values(const float* p, const typename Rows::Element* v, std::int64_t ke
 void decode_row_scores(const float* q, const void* k, DType rows, std::int64_t keys,
                        std::int64_t head_dim, float* scores) {
   const auto* k16 = static_cast<const std::uint16_t*>(k);
-  if (rows == DType::BF16) return row_scores<Bf16Weights>(q, k16, keys, head_dim, scores);
-  if (rows == DType::F16) return row_scores<F16Weights>(q, k16, keys, head_dim, scores);
-  row_scores<F32Weights>(q, static_cast<const float*>(k), keys, head_dim, scores);
+  if (rows == DType::BF16) return row_scores<Bf16Rows>(q, k16, keys, head_dim, scores);
+  if (rows == DType::F16) return row_scores<F16Rows>(q, k16, keys, head_dim, scores);
+  const auto* blocks = static_cast<const BlockQ8_0*>(k);
+  if (rows == DType::Q8_0) return row_scores<BlockRows>(q, blocks, keys, head_dim, scores);
+  row_scores<F32Rows>(q, static_cast<const float*>(k), keys, head_dim, scores);
 }
 
 void decode_row_values(const float* p, const void* v, DType rows, std::int64_t keys,
                        std::int64_t head_dim, float* out) {
   const auto* v16 = static_cast<const std::uint16_t*>(v);
-  if (rows == DType::BF16) return row_values<Bf16Weights>(p, v16, keys, head_dim, out);
-  if (rows == DType::F16) return row_values<F16Weights>(p, v16, keys, head_dim, out);
-  row_values<F32Weights>(p, static_cast<const float*>(v), keys, head_dim, out);
+  if (rows == DType::BF16) return row_values<Bf16Rows>(p, v16, keys, head_dim, out);
+  if (rows == DType::F16) return row_values<F16Rows>(p, v16, keys, head_dim, out);
+  const auto* blocks = static_cast<const BlockQ8_0*>(v);
+  if (rows == DType::Q8_0) return row_values<BlockRows>(p, blocks, keys, head_dim, out);
+  row_values<F32Rows>(p, static_cast<const float*>(v), keys, head_dim, out);
 }
 
 #else

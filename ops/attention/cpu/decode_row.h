@@ -16,7 +16,7 @@ namespace attnscope::ops::attention::cpu {
 bool decode_row_kernels_apply(std::int64_t head_dim);
 
 // scores[j] = q . k_j for the `keys` rows of k (head_dim values each, one after another, of
-// `rows`: f32, or f16 or bf16 widened as they are loaded).
+// `rows`: f32, or f16, bf16 or q8_0 read as f32 as they are loaded).
 void decode_row_scores(const float* q, const void* k, DType rows, std::int64_t keys,
                        std::int64_t head_dim, float* scores);
 

@@ -46,7 +46,8 @@
 // Temporaries (flash_plan; f32; threads = ctx.threads(), Bq = min(64, Tq) and
 // Bk = min(256, kv_len), both at least 1; each thread's share rounded up to whole 64-byte cache
 // lines): tiled, threads (Bq Bk + Bq (D + 2)) floats: per thread one score tile and one
-// (O, m, l) state, and for a 16-bit paged cache Bk D more, its widened rows; split-KV, threads Tq
+// (O, m, l) state, and for a paged cache of another element type Bk D more, its rows as f32;
+// split-KV, threads Tq
 // Bk floats of score tiles plus the partials (flash.h), both live during the first step. Eigen's
 // GEMM packing buffers (stack memory up to 128 KiB, heap beyond, as in the other CPU GEMMs) and
 // query_tile's transposed keys (32 D floats on the stack) are not counted.
@@ -65,7 +66,7 @@
 #include "ops/attention/cpu/decode_row.h"
 #include "ops/attention/cpu/query_tile.h"
 #include "ops/cpu/eigen_maps.h"
-#include "ops/cpu/sixteen_bit.h"
+#include "ops/cpu/element_rows.h"
 
 namespace attnscope::ops::attention::cpu {
 
@@ -139,19 +140,20 @@ Tiling tiling_of(const Context& ctx, const Shape& l) {
 
 // Where one kv head's key and value rows lie: in one piece (a contiguous cache, row j at j D), or
 // in the blocks of a paged cache (row j is row j % block_tokens of block table[j / block_tokens];
-// one kv head's rows of one block lie together). A paged cache on the cpu may hold 16-bit rows
-// (f16 or bf16: half the bytes to read, the engine's --kv-dtype): decode_row.h's kernels widen
-// them as they load them; the other products read a run widened first into the thread's
+// one kv head's rows of one block lie together). A paged cache on the cpu may hold f16, bf16 or
+// q8_0 rows (fewer bytes to read, the engine's --kv-dtype): decode_row.h's kernels read them as
+// f32 as they load each vector; the other products read a run made f32 first in the thread's
 // `widened` rows (as_f32; 4 KiB for a block of 16 positions at D = 64: they stay in L1).
 struct KeyRows {
   const void* k;  // contiguous: the kv head's row 0; paged: its rows in block 0 of the pool
   const void* v;
   std::int64_t head_dim;
   DType dtype = DType::F32;              // of k and v's elements
+  std::int64_t row_bytes = 0;            // of one row: storage_bytes(dtype, head_dim)
   const std::int32_t* blocks = nullptr;  // paged: the sequence's block table
   std::int64_t block_tokens = 0;
-  std::int64_t block_stride = 0;  // elements from one block to the next
-  float* widened = nullptr;       // 16-bit rows: room for a key tile's rows, widened
+  std::int64_t block_stride = 0;  // rows from one block to the next
+  float* widened = nullptr;       // not f32: room for a key tile's rows as f32
 
   // Which rows a pass over the runs reads: keys (S = Q K^T) or values (O += P V).
   enum class Reading { keys, values };
@@ -172,36 +174,33 @@ struct KeyRows {
   void for_each_run(std::int64_t first, std::int64_t count, Reading reading, F&& f) const {
     const void* rows = reading == Reading::keys ? k : v;
     if (blocks == nullptr) {
-      f(0, count, element(rows, first * head_dim));
+      f(0, count, row(rows, first));
       return;
     }
     for (std::int64_t done = 0; done < count;) {
       const std::int64_t key = first + done;
       const std::int64_t in_block = key % block_tokens;
       const std::int64_t run = std::min(count - done, block_tokens - in_block);
-      const std::int64_t at = blocks[key / block_tokens] * block_stride + in_block * head_dim;
+      const std::int64_t at = blocks[key / block_tokens] * block_stride + in_block;
       if (done + run < count) {  // the next run starts a block
         const std::int64_t next = blocks[(key + run) / block_tokens] * block_stride;
-        const std::int64_t elements = std::min(count - done - run, block_tokens) * head_dim;
-        prefetch_to_l2(element(rows, next), elements * element_bytes());
+        prefetch_to_l2(row(rows, next), std::min(count - done - run, block_tokens) * row_bytes);
       }
-      f(done, run, element(rows, at));
+      f(done, run, row(rows, at));
       done += run;
     }
   }
 
-  // A run's `count` rows as f32: in place, or widened into `widened`.
+  // A run's `count` rows as f32: in place, or converted into `widened`.
   const float* as_f32(const void* rows, std::int64_t count) const {
     if (dtype == DType::F32) return static_cast<const float*>(rows);
-    ops::cpu::widen_16bit(static_cast<const std::uint16_t*>(rows), dtype, count * head_dim,
-                          widened);
+    ops::cpu::rows_to_f32(rows, dtype, count * head_dim, widened);
     return widened;
   }
 
  private:
-  std::int64_t element_bytes() const { return static_cast<std::int64_t>(dtype_size(dtype)); }
-  const char* element(const void* rows, std::int64_t index) const {
-    return static_cast<const char*>(rows) + index * element_bytes();
+  const char* row(const void* rows, std::int64_t index) const {
+    return static_cast<const char*>(rows) + index * row_bytes;
   }
   // Asks for `bytes` bytes from `first` on into L2 (prefetcht1 on x86), a cache line at a time.
   static void prefetch_to_l2(const char* first, std::int64_t bytes) {
@@ -226,30 +225,31 @@ using StridedMap = Eigen::Map<RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>>
 
 Head head_of(const Call& call, const HeadLayout& l, std::int64_t bh) {
   const std::int64_t first_row = bh * l.q_len * l.head_dim;
-  return {
-      call.q.data<float>() + first_row,
-      call.out.data<float>() + first_row,
-      l.head_dim,
-      {call.k.data<float>() + l.kv_offset(bh), call.v.data<float>() + l.kv_offset(bh), l.head_dim},
-      l.head_dim,
-      l.kv_len - l.q_len};
+  return {call.q.data<float>() + first_row,
+          call.out.data<float>() + first_row,
+          l.head_dim,
+          {call.k.data<float>() + l.kv_offset(bh), call.v.data<float>() + l.kv_offset(bh),
+           l.head_dim, DType::F32, l.head_dim * static_cast<std::int64_t>(sizeof(float))},
+          l.head_dim,
+          l.kv_len - l.q_len};
 }
 
-// Query head h of sequence s of a paged call; `widened`: the thread's rows for a 16-bit cache.
+// Query head h of sequence s of a paged call; `widened`: the thread's rows for a cache not in f32.
 Head head_of(const PagedCall& call, std::int64_t s, std::int64_t h, float* widened) {
   const RaggedBatch& batch = *call.batch;
   const std::int64_t d = call.head_dim(), q_heads = call.q_heads();
   const std::int64_t kv_head = h / (q_heads / call.kv_heads());
-  const auto block_head_bytes = static_cast<std::ptrdiff_t>(
-      storage_bytes(call.key_blocks.dtype(), kv_head * batch.block_tokens * d));
+  const DType dtype = call.key_blocks.dtype();
+  const auto row_bytes = static_cast<std::int64_t>(storage_bytes(dtype, d));
+  const std::int64_t block_head_bytes = kv_head * batch.block_tokens * row_bytes;
   const std::int64_t first_row = (batch.first_row(s) * q_heads + h) * d;
   return {call.q.data<float>() + first_row,
           call.out.data<float>() + first_row,
           q_heads * d,
           {static_cast<const char*>(call.key_blocks.raw_data()) + block_head_bytes,
-           static_cast<const char*>(call.value_blocks.raw_data()) + block_head_bytes, d,
-           call.key_blocks.dtype(), batch.blocks(s).data(), batch.block_tokens,
-           call.kv_heads() * batch.block_tokens * d, widened},
+           static_cast<const char*>(call.value_blocks.raw_data()) + block_head_bytes, d, dtype,
+           row_bytes, batch.blocks(s).data(), batch.block_tokens,
+           call.kv_heads() * batch.block_tokens, widened},
           d,
           batch.kv_len(s) - batch.q_len(s)};
 }

@@ -1,11 +1,11 @@
 // The gathered paged path's copies on the cpu (paged.h): one sequence's q rows and its key and
-// value rows out of the blocks into compact tensors (widened from a 16-bit cache), and its output
-// back into its rows.
+// value rows out of the blocks into compact f32 tensors (ops/cpu/element_rows.h reads a cache of
+// another element type), and its output back into its rows.
 #include "ops/attention/paged.h"
 
 #include <algorithm>
 
-#include "ops/cpu/sixteen_bit.h"
+#include "ops/cpu/element_rows.h"
 
 namespace attnscope::ops::attention::cpu {
 
@@ -32,7 +32,7 @@ void gather_sequence(Context& ctx, const PagedCall& call, std::int64_t s, Tensor
   }
   // position p of kv head g -> row p of k_s[0][g]: one block's rows at a time
   const Tensor* from[2] = {&call.key_blocks, &call.value_blocks};
-  const DType cache = call.key_blocks.dtype();  // f32, or f16 or bf16 (widened)
+  const DType cache = call.key_blocks.dtype();  // f32, f16, bf16 or q8_0 (read as f32)
   Tensor* to[2] = {&k_s, &v_s};
   const std::int64_t block_count = (kv_len + block_tokens - 1) / block_tokens;
 #pragma omp parallel for collapse(3) num_threads(ctx.threads()) \
@@ -42,13 +42,10 @@ void gather_sequence(Context& ctx, const PagedCall& call, std::int64_t s, Tensor
       for (std::int64_t b = 0; b < block_count; ++b) {
         const std::int64_t rows = std::min(block_tokens, kv_len - b * block_tokens);
         const std::int64_t block = blocks[static_cast<std::size_t>(b)] * kv_heads + g;
-        float* compact = to[which]->data<float>() + (g * kv_len + b * block_tokens) * d;
-        if (cache == DType::F32) {
-          std::copy_n(from[which]->data<float>() + block * block_tokens * d, rows * d, compact);
-        } else {
-          ops::cpu::widen_16bit(from[which]->data<std::uint16_t>() + block * block_tokens * d,
-                                cache, rows * d, compact);
-        }
+        ops::cpu::rows_to_f32(static_cast<const char*>(from[which]->raw_data()) +
+                                  storage_bytes(cache, block * block_tokens * d),
+                              cache, rows * d,
+                              to[which]->data<float>() + (g * kv_len + b * block_tokens) * d);
       }
     }
   }

@@ -41,8 +41,9 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags, const std::string& grou
       ->group(group);
   app.add_option("--kv-dtype", flags.kv_dtype,
                  "KV cache element type (default: the activations': f32 on the cpu, bf16 on "
-                 "cuda); f16 or bf16 on the cpu halve the bytes each decode step reads")
-      ->check(CLI::IsMember({"f32", "f16", "bf16"}))
+                 "cuda); on the cpu f16 or bf16 halve the bytes each decode step reads, q8_0 "
+                 "(head dims a multiple of 32) takes 34 per 32 values")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}))
       ->group(group);
   app.add_option("--max-batch-tokens", flags.max_batch_tokens,
                  "Tokens per engine step, prefill chunks and decodes together")

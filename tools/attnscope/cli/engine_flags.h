@@ -13,7 +13,7 @@ namespace attnscope::cli {
 struct EngineFlags {
   std::int64_t block_size = 16;
   std::string kv_memory;  // "512MiB", "2GiB", bytes; empty: the engine's default
-  std::string kv_dtype;   // "f32", "f16", "bf16"; empty: the activations'
+  std::string kv_dtype;   // "f32", "f16", "bf16", "q8_0"; empty: the activations'
   std::int64_t max_batch_tokens = 512;
   std::int64_t max_running = 256;
 };

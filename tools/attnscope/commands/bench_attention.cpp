@@ -132,9 +132,9 @@ Subcommand add_bench_attention(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));
   sub->add_option("--kv-dtype", flags->bench.kv_dtype,
-                  "With --paged: the blocks' element type (default: --dtype; f16 or bf16 under "
-                  "f32 on the cpu, as the engine's --kv-dtype)")
-      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+                  "With --paged: the blocks' element type (default: --dtype; f16, bf16 or q8_0 "
+                  "under f32 on the cpu, as the engine's --kv-dtype)")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}));
   sub->add_option("--device", flags->bench.device, "Where the tensors live")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));

@@ -1,8 +1,10 @@
-// ops/cpu/sixteen_bit.h's bulk conversions against runtime/dtype.h's one-value ones, at every cpu
-// level this machine runs: widening exact, narrowing bit for bit (an f16 NaN only staying a NaN),
-// across ties, subnormals, infinities, values past f16's range, and every tail length.
+// ops/cpu/element_rows.h's bulk conversions against runtime/dtype.h's and runtime/q8_0.h's own, at
+// every cpu level this machine runs: widening exact, narrowing bit for bit (an f16 NaN only
+// staying a NaN), across ties, subnormals, infinities, values past f16's range, and every tail
+// length; q8_0 blocks bit for bit, a block q8_0 cannot hold read back as NaN.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -11,8 +13,9 @@
 #include <vector>
 
 #include "cpu_levels.h"
-#include "ops/cpu/sixteen_bit.h"
+#include "ops/cpu/element_rows.h"
 #include "runtime/error.h"
+#include "runtime/q8_0.h"
 
 using namespace attnscope;
 
@@ -81,6 +84,42 @@ TEST_CASE("narrow_16bit and widen_16bit convert as the scalar conversions do, at
       }
     }
   });
+}
+
+TEST_CASE("quantize_q8_0_rows makes quantize_q8_0's blocks; one it refuses reads back as NaN") {
+  std::mt19937 rng(8);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> values(32 * 40);
+  for (float& v : values) v = normal(rng);
+  std::fill_n(values.begin() + 32, 32, 0.0f);  // an all-zero block: scale 0
+  values[64 + 5] = 127.0f * 2.5f;              // the block's largest: its scale d is 2.5 exactly
+  values[64 + 6] = 6.25f;                      // then x / d = 2.5, a tie: rounds to 2
+  values[96 + 7] = std::numeric_limits<float>::quiet_NaN();
+  values[128 + 31] = std::numeric_limits<float>::infinity();
+  values[160] = 65504.0f * 128.0f;  // past the largest scale
+  testing::for_each_cpu_level([&] {
+    std::vector<BlockQ8_0> blocks(40), expected(1);
+    ops::cpu::quantize_q8_0_rows(values.data(), 32 * 40, blocks.data());
+    std::vector<float> back(values.size());
+    ops::cpu::dequantize_q8_0_rows(blocks.data(), 32 * 40, back.data());
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      CAPTURE(b);
+      if (b == 3 || b == 4 || b == 5) {
+        for (std::size_t i = 0; i < 32; ++i) CHECK(std::isnan(back[32 * b + i]));
+        continue;
+      }
+      quantize_q8_0(values.data() + 32 * b, expected.data(), 32);
+      CHECK(blocks[b].scale == expected[0].scale);
+      CHECK(std::equal(blocks[b].q, blocks[b].q + 32, expected[0].q));
+      std::vector<float> one(32);
+      dequantize_q8_0(expected.data(), one.data(), 32);
+      CHECK(std::equal(one.begin(), one.end(), back.begin() + static_cast<std::ptrdiff_t>(32 * b)));
+    }
+  });
+  float value = 1.0f;
+  BlockQ8_0 block{};
+  CHECK_THROWS_WITH_AS(ops::cpu::quantize_q8_0_rows(&value, 1, &block),
+                       doctest::Contains("not whole blocks of 32"), Error);
 }
 
 TEST_CASE("the 16-bit conversions refuse a format that is not 16 bits") {

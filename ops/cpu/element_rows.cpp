@@ -1,0 +1,249 @@
+// The conversions of ops/cpu/element_rows.h, per cpu level.
+#include "ops/cpu/element_rows.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "runtime/cpu_features.h"
+#include "runtime/error.h"
+
+#if defined(__x86_64__)
+#include "ops/cpu/dot_tile.h"
+#endif
+
+namespace attnscope::ops::cpu {
+
+namespace {
+
+void check_format(DType format, const char* op) {
+  check(format == DType::F16 || format == DType::BF16, op,
+        [&] { return "converts f16 or bf16, not " + std::string(dtype_name(format)); });
+}
+
+#if defined(__x86_64__)
+
+template <typename Values>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void widen_avx512(
+    const std::uint16_t* src, std::int64_t n, float* dst) {
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, Values::load(src + i));
+  if (i < n) {
+    const __mmask16 lanes = first_lanes(n - i);
+    _mm512_mask_storeu_ps(dst + i, lanes, Values::load(src + i, lanes));
+  }
+}
+
+template <typename Values>
+__attribute__((target("avx2,fma,f16c"))) void widen_avx2(const std::uint16_t* src, std::int64_t n,
+                                                         float* dst) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, Values::load8(src + i));
+  for (; i < n; ++i) dst[i] = Values::one(src[i]);
+}
+
+template <typename Values>
+void widen_at_level(const std::uint16_t* src, std::int64_t n, float* dst) {
+  const CpuLevel level = cpu_level();
+  if (level >= CpuLevel::Avx512) {
+    widen_avx512<Values>(src, n, dst);
+  } else if (level == CpuLevel::Avx2) {
+    widen_avx2<Values>(src, n, dst);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = Values::one(src[i]);
+  }
+}
+
+// 16 f32 lanes rounded to bf16 (element_rows.h's rule).
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) __m256i narrow_bf16(
+    __m512 values) {
+  const __m512i bits = _mm512_castps_si512(values);
+  const __m512i last_kept_bit = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  const __m512i rounding = _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), last_kept_bit);
+  const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(bits, rounding), 16);
+  const __m512i quiet_nan = _mm512_or_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x40));
+  const __mmask16 nan = _mm512_cmp_ps_mask(values, values, _CMP_UNORD_Q);
+  return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(rounded, nan, quiet_nan));
+}
+
+// 16 f32 lanes rounded to f16 (vcvtps2ph) or bf16.
+template <bool kBf16>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) __m256i narrow(__m512 values) {
+  if constexpr (kBf16) return narrow_bf16(values);
+  return _mm512_cvtps_ph(values, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+template <bool kBf16>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void narrow_avx512(
+    const float* src, std::int64_t n, std::uint16_t* dst) {
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
+                        narrow<kBf16>(_mm512_loadu_ps(src + i)));
+  }
+  if (i < n) {
+    const __mmask16 lanes = first_lanes(n - i);
+    _mm256_mask_storeu_epi16(dst + i, lanes, narrow<kBf16>(_mm512_maskz_loadu_ps(lanes, src + i)));
+  }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) __m256 upper_half(__m512 v) {
+  return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+}
+
+// One block of q8_0 from 32 values, as quantize_q8_0 makes it (runtime/q8_0.h): d = max|x| / 127
+// rounded up to an f16, q = x / d formed in double and rounded to nearest, ties to even. A value
+// q8_0 cannot hold makes the scale an f16 NaN.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void quantize_block(
+    const float* x, BlockQ8_0& block) {
+  const __m512 low = _mm512_loadu_ps(x), high = _mm512_loadu_ps(x + 16);
+  const __m512 magnitude = _mm512_max_ps(_mm512_abs_ps(low), _mm512_abs_ps(high));
+  const __m512 largest = _mm512_set1_ps(65504.0f * 127.0f);
+  const __mmask16 held = _mm512_cmp_ps_mask(_mm512_abs_ps(low), largest, _CMP_LE_OQ) &
+                         _mm512_cmp_ps_mask(_mm512_abs_ps(high), largest, _CMP_LE_OQ);
+  if (held != 0xFFFF) {  // NaN, an infinity, or past 65504 * 127
+    block.scale = 0x7E00;
+    std::memset(block.q, 0, sizeof block.q);
+    return;
+  }
+  block.scale = q8_0_scale(_mm512_reduce_max_ps(magnitude));
+  const double d = _cvtsh_ss(block.scale);
+  if (d == 0.0) {
+    std::memset(block.q, 0, sizeof block.q);
+    return;
+  }
+  const __m512d divisor = _mm512_set1_pd(d);
+  __m256i quarters[4];
+  const __m256 eights[4] = {_mm512_castps512_ps256(low), upper_half(low),
+                            _mm512_castps512_ps256(high), upper_half(high)};
+  for (int i = 0; i < 4; ++i) {
+    const __m512d quotient = _mm512_div_pd(_mm512_cvtps_pd(eights[i]), divisor);
+    quarters[i] = _mm512_cvtpd_epi32(
+        _mm512_roundscale_pd(quotient, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  const __m512i first = _mm512_inserti64x4(_mm512_castsi256_si512(quarters[0]), quarters[1], 1);
+  const __m512i second = _mm512_inserti64x4(_mm512_castsi256_si512(quarters[2]), quarters[3], 1);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(block.q), _mm512_cvtepi32_epi8(first));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(block.q + 16), _mm512_cvtepi32_epi8(second));
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void dequantize_avx512(
+    const BlockQ8_0* src, std::int64_t n, float* dst) {
+  for (std::int64_t c = 0; c < n; c += 16) _mm512_storeu_ps(dst + c, Q8_0Rows::load(src, c));
+}
+
+#endif  // __x86_64__
+
+// quantize_q8_0 one block at a time, with a NaN scale where it would refuse (element_rows.h).
+void quantize_block_portable(const float* x, BlockQ8_0& block) {
+  const bool held = std::all_of(x, x + kQ8_0BlockElements, [](float v) {
+    return std::isfinite(v) && std::fabs(v) <= 65504.0f * 127.0f;
+  });
+  if (!held) {
+    block.scale = 0x7E00;
+    std::memset(block.q, 0, sizeof block.q);
+    return;
+  }
+  quantize_q8_0(x, &block, kQ8_0BlockElements);
+}
+
+void check_whole_blocks(std::int64_t n, const char* op) {
+  check(n % kQ8_0BlockElements == 0, op,
+        [&] { return std::to_string(n) + " values are not whole blocks of 32"; });
+}
+
+}  // namespace
+
+void widen_16bit(const std::uint16_t* src, DType format, std::int64_t n, float* dst) {
+  check_format(format, "widen_16bit");
+#if defined(__x86_64__)
+  if (format == DType::BF16) {
+    widen_at_level<Bf16Weights>(src, n, dst);
+  } else {
+    widen_at_level<F16Weights>(src, n, dst);
+  }
+#else
+  convert_elements(src, format, dst, DType::F32, static_cast<std::size_t>(n));
+#endif
+}
+
+void narrow_16bit(const float* src, DType format, std::int64_t n, std::uint16_t* dst) {
+  check_format(format, "narrow_16bit");
+#if defined(__x86_64__)
+  if (cpu_level() >= CpuLevel::Avx512) {
+    if (format == DType::BF16) {
+      narrow_avx512<true>(src, n, dst);
+    } else {
+      narrow_avx512<false>(src, n, dst);
+    }
+    return;
+  }
+#endif
+  convert_elements(src, DType::F32, dst, format, static_cast<std::size_t>(n));
+}
+
+void quantize_q8_0_rows(const float* src, std::int64_t n, BlockQ8_0* dst) {
+  check_whole_blocks(n, "quantize_q8_0_rows");
+  const bool vectors = cpu_level() >= CpuLevel::Avx512;
+  for (std::int64_t b = 0; b < n / kQ8_0BlockElements; ++b) {
+    const float* x = src + b * kQ8_0BlockElements;
+#if defined(__x86_64__)
+    if (vectors) {
+      quantize_block(x, dst[b]);
+      continue;
+    }
+#endif
+    quantize_block_portable(x, dst[b]);
+  }
+  (void)vectors;
+}
+
+void dequantize_q8_0_rows(const BlockQ8_0* src, std::int64_t n, float* dst) {
+  check_whole_blocks(n, "dequantize_q8_0_rows");
+#if defined(__x86_64__)
+  if (cpu_level() >= CpuLevel::Avx512) {
+    dequantize_avx512(src, n, dst);
+    return;
+  }
+#endif
+  dequantize_q8_0(src, dst, n);
+}
+
+void rows_from_f32(const float* src, DType dtype, std::int64_t n, void* dst) {
+  switch (dtype) {
+    case DType::F32:
+      std::copy_n(src, n, static_cast<float*>(dst));
+      return;
+    case DType::F16:
+    case DType::BF16:
+      narrow_16bit(src, dtype, n, static_cast<std::uint16_t*>(dst));
+      return;
+    case DType::Q8_0:
+      quantize_q8_0_rows(src, n, static_cast<BlockQ8_0*>(dst));
+      return;
+    case DType::I32:
+      break;
+  }
+  check(false, "rows_from_f32", "a KV cache holds f32, f16, bf16 or q8_0");
+}
+
+void rows_to_f32(const void* src, DType dtype, std::int64_t n, float* dst) {
+  switch (dtype) {
+    case DType::F32:
+      std::copy_n(static_cast<const float*>(src), n, dst);
+      return;
+    case DType::F16:
+    case DType::BF16:
+      widen_16bit(static_cast<const std::uint16_t*>(src), dtype, n, dst);
+      return;
+    case DType::Q8_0:
+      dequantize_q8_0_rows(static_cast<const BlockQ8_0*>(src), n, dst);
+      return;
+    case DType::I32:
+      break;
+  }
+  check(false, "rows_to_f32", "a KV cache holds f32, f16, bf16 or q8_0");
+}
+
+}  // namespace attnscope::ops::cpu
