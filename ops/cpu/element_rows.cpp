@@ -17,6 +17,16 @@ namespace attnscope::ops::cpu {
 
 namespace {
 
+// The largest magnitude a q8_0 block holds: 127 times the largest f16 scale.
+constexpr float kLargestQ8_0 = 65504.0f * 127.0f;
+
+// A block of values q8_0 cannot hold (element_rows.h): its scale an f16 NaN, its bytes 0, so that
+// it reads back as NaN.
+void mark_not_held(BlockQ8_0& block) {
+  block.scale = 0x7E00;
+  std::memset(block.q, 0, sizeof block.q);
+}
+
 void check_format(DType format, const char* op) {
   check(format == DType::F16 || format == DType::BF16, op,
         [&] { return "converts f16 or bf16, not " + std::string(dtype_name(format)); });
@@ -98,16 +108,15 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) __m256 upper_
 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void quantize_block(
     const float* x, BlockQ8_0& block) {
   const __m512 low = _mm512_loadu_ps(x), high = _mm512_loadu_ps(x + 16);
-  const __m512 magnitude = _mm512_max_ps(_mm512_abs_ps(low), _mm512_abs_ps(high));
-  const __m512 largest = _mm512_set1_ps(65504.0f * 127.0f);
-  const __mmask16 held = _mm512_cmp_ps_mask(_mm512_abs_ps(low), largest, _CMP_LE_OQ) &
-                         _mm512_cmp_ps_mask(_mm512_abs_ps(high), largest, _CMP_LE_OQ);
-  if (held != 0xFFFF) {  // NaN, an infinity, or past 65504 * 127
-    block.scale = 0x7E00;
-    std::memset(block.q, 0, sizeof block.q);
+  const __m512 low_magnitude = _mm512_abs_ps(low), high_magnitude = _mm512_abs_ps(high);
+  const __m512 largest = _mm512_set1_ps(kLargestQ8_0);
+  const __mmask16 held = _mm512_cmp_ps_mask(low_magnitude, largest, _CMP_LE_OQ) &
+                         _mm512_cmp_ps_mask(high_magnitude, largest, _CMP_LE_OQ);
+  if (held != 0xFFFF) {  // NaN, an infinity, or past kLargestQ8_0
+    mark_not_held(block);
     return;
   }
-  block.scale = q8_0_scale(_mm512_reduce_max_ps(magnitude));
+  block.scale = q8_0_scale(_mm512_reduce_max_ps(_mm512_max_ps(low_magnitude, high_magnitude)));
   const double d = _cvtsh_ss(block.scale);
   if (d == 0.0) {
     std::memset(block.q, 0, sizeof block.q);
@@ -138,11 +147,10 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void dequanti
 // quantize_q8_0 one block at a time, with a NaN scale where it would refuse (element_rows.h).
 void quantize_block_portable(const float* x, BlockQ8_0& block) {
   const bool held = std::all_of(x, x + kQ8_0BlockElements, [](float v) {
-    return std::isfinite(v) && std::fabs(v) <= 65504.0f * 127.0f;
+    return std::isfinite(v) && std::fabs(v) <= kLargestQ8_0;
   });
   if (!held) {
-    block.scale = 0x7E00;
-    std::memset(block.q, 0, sizeof block.q);
+    mark_not_held(block);
     return;
   }
   quantize_q8_0(x, &block, kQ8_0BlockElements);

@@ -47,10 +47,10 @@
 // Bk = min(256, kv_len), both at least 1; each thread's share rounded up to whole 64-byte cache
 // lines): tiled, threads (Bq Bk + Bq (D + 2)) floats: per thread one score tile and one
 // (O, m, l) state, and for a paged cache of another element type Bk D more, its rows as f32;
-// split-KV, threads Tq
-// Bk floats of score tiles plus the partials (flash.h), both live during the first step. Eigen's
-// GEMM packing buffers (stack memory up to 128 KiB, heap beyond, as in the other CPU GEMMs) and
-// query_tile's transposed keys (32 D floats on the stack) are not counted.
+// split-KV, threads Tq Bk floats of score tiles plus the partials (flash.h), both live during
+// the first step. Eigen's GEMM packing buffers (stack memory up to 128 KiB, heap beyond, as in
+// the other CPU GEMMs) and query_tile's transposed keys (32 D floats on the stack) are not
+// counted.
 
 #include "ops/attention/cpu/flash.h"
 
