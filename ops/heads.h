@@ -30,8 +30,9 @@
 // merge_heads: out[b, t, h D : (h + 1) D] = x[b, h, t, :]; x [B, H, T, D], out [B, T, H D].
 //
 // All tensors of a call share one dtype (f32 on the cpu; f32, f16 or bf16 on cuda), except that
-// split_qkv_paged's blocks may be f16 or bf16 under f32 on the cpu (runtime/paged_kv_cache.h):
-// the keys and values are rounded as they are written (ops/cpu/element_rows.h).
+// split_qkv_paged's blocks may be f16, bf16 or q8_0 under f32 on the cpu
+// (runtime/paged_kv_cache.h): the keys and values are rounded or quantized as they are written
+// (ops/cpu/element_rows.h).
 // Cost: pure copies, each element read and written once; one launch each on a GPU.
 #pragma once
 

@@ -154,8 +154,8 @@ namespace {
 // (testing::differs_at_near_tie) within `bound`: two batches round differently.
 void check_engine_against_alone(Context& gpu, const LanguageModel& model, double bound,
                                 std::mt19937& rng) {
-  // On a GPU the cache holds the activations' dtype: a 16-bit cache under f32, or another
-  // 16-bit type, is the cpu's alone (runtime/paged_kv_cache.h).
+  // On a GPU the cache holds the activations' dtype: another type (f16, bf16 or q8_0 under f32)
+  // is the cpu's alone (runtime/paged_kv_cache.h).
   const DType other = model.activation_dtype() == DType::BF16 ? DType::F16 : DType::BF16;
   CHECK_THROWS_WITH_AS(model.kv_geometry(4, other), doctest::Contains("cannot serve"), Error);
   engine::EngineOptions options;

@@ -90,7 +90,7 @@ TEST_CASE("paged attention allocates the bytes and runs the kernel steps its cos
     Context ctx(threads);
     for (const RaggedCase& c : ragged_cases()) {
       RaggedCall r = random_ragged_call(c, rng, ctx.allocator());
-      if (threads == 2) {  // and over a 16-bit cache, whose widened rows flash allocates
+      if (threads == 2) {  // and over a bf16 cache, whose rows as f32 flash allocates
         r.call.key_blocks = r.call.key_blocks.to_dtype(DType::BF16, ctx.allocator());
         r.call.value_blocks = r.call.value_blocks.to_dtype(DType::BF16, ctx.allocator());
       }

@@ -75,7 +75,7 @@ struct PagedCall {
 struct RaggedShape {
   std::int64_t q_heads = 0, kv_heads = 0, head_dim = 0;
   DType dtype = DType::F32;     // of q and out
-  DType kv_dtype = DType::F32;  // of the blocks: dtype, or f16 or bf16 under f32 on the cpu
+  DType kv_dtype = DType::F32;  // of the blocks: dtype, or f16, bf16, q8_0 under f32 on the cpu
   struct Lengths {
     std::int64_t q_len = 0, kv_len = 0;
   };
@@ -110,8 +110,8 @@ CostModel gathered_cost(const Context& ctx, const Backend& backend, const Ragged
 
 // The bodies of the two copies, per device (cpu/paged.cpp, cuda/paged.cu): sequence s's q rows
 // into q_s [1, Hq, Tq, D] and its kv_len key and value rows into k_s, v_s [1, Hkv, kv_len, D]
-// (widened to q's f32 from a 16-bit cache on the cpu); and out_s [1, Hq, Tq, D] back into its
-// rows of call.out.
+// (read as q's f32 from an f16, bf16 or q8_0 cache on the cpu); and out_s [1, Hq, Tq, D] back
+// into its rows of call.out.
 namespace cpu {
 void gather_sequence(Context& ctx, const PagedCall& call, std::int64_t s, Tensor& q_s, Tensor& k_s,
                      Tensor& v_s);

@@ -38,8 +38,8 @@ namespace attnscope::ops::cpu {
 
 // How each weight format turns 16 consecutive weights into 16 f32 lanes, whole or masked (the
 // masked-off lanes 0). Widening is exact: bf16 is the top half of an f32; f16 converts with
-// vcvtph2ps. The same formats load a 16-bit KV cache's rows (ops/attention/cpu/decode_row.cpp)
-// and widen 16-bit values in bulk (ops/cpu/element_rows.cpp).
+// vcvtph2ps. The same formats (and Q8_0Rows below) load the rows of a KV cache in those types
+// (ops/attention/cpu/decode_row.cpp) and convert them in bulk (ops/cpu/element_rows.cpp).
 struct F32Weights {
   using Element = float;
   // avx2: 8 consecutive weights as 8 f32 lanes; one weight as f32, for the scalar tail.
