@@ -423,6 +423,24 @@ TEST_CASE("bench-attention --output json measures every backend against its cost
   }
   CHECK(paged["results"][0]["peak_temporary_bytes"] ==
         (4 * 2 * 16 * 16 + 2 * 16 * 8 + 2 * 2 * 16 * 8 + 2 * 16 * 8) * 4);
+  CHECK(paged["shape"]["paged_kv_dtype"] == "f32");
+
+  // A bf16 cache: flash serves it with its rows as f32 in more temporary memory, as planned.
+  const nlohmann::json bf16 = success_json(
+      run("bench-attention --batch 2 --heads 2 --seq-len 16 --head-dim 8 --reps 2 --warmup 0 "
+          "--paged 5 --kv-dtype bf16 --attn flash --output json"));
+  CHECK(bf16["shape"]["paged_kv_dtype"] == "bf16");
+  const nlohmann::json& flash = bf16["results"][0];
+  REQUIRE(!flash.contains("error"));
+  CHECK(flash["peak_temporary_bytes"] == flash["predicted_temporary_bytes"]);
+  for (const nlohmann::json& row : paged["results"]) {
+    if (row["backend"] == "flash") {
+      CHECK(flash["peak_temporary_bytes"].get<double>() >
+            row["peak_temporary_bytes"].get<double>());
+    }
+  }
+  check_one_line_error(run(kTinyBench + " --kv-dtype bf16"), 1, "give --paged N too");
+  check_one_line_error(run(kTinyBench + " --paged 4 --kv-dtype i32"), 2, "--kv-dtype");
 }
 
 TEST_CASE("bench-attention prints a Markdown table, one row per chosen backend") {
