@@ -193,18 +193,16 @@ void narrow_16bit(const float* src, DType format, std::int64_t n, std::uint16_t*
 
 void quantize_q8_0_rows(const float* src, std::int64_t n, BlockQ8_0* dst) {
   check_whole_blocks(n, "quantize_q8_0_rows");
-  const bool vectors = cpu_level() >= CpuLevel::Avx512;
-  for (std::int64_t b = 0; b < n / kQ8_0BlockElements; ++b) {
-    const float* x = src + b * kQ8_0BlockElements;
+  const std::int64_t blocks = n / kQ8_0BlockElements;
 #if defined(__x86_64__)
-    if (vectors) {
-      quantize_block(x, dst[b]);
-      continue;
-    }
-#endif
-    quantize_block_portable(x, dst[b]);
+  if (cpu_level() >= CpuLevel::Avx512) {
+    for (std::int64_t b = 0; b < blocks; ++b) quantize_block(src + b * kQ8_0BlockElements, dst[b]);
+    return;
   }
-  (void)vectors;
+#endif
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    quantize_block_portable(src + b * kQ8_0BlockElements, dst[b]);
+  }
 }
 
 void dequantize_q8_0_rows(const BlockQ8_0* src, std::int64_t n, float* dst) {
