@@ -78,7 +78,8 @@ CpuLevel best_supported_level() {
   const CpuFeatures& f = cpu_features();
   if (f.avx512f && f.avx512bw && f.avx512vl && f.fma && f.f16c) {
     if (!f.avx512_vnni) return CpuLevel::Avx512;
-    return f.avx512_bf16 && f.amx_tile && f.amx_bf16 ? CpuLevel::Amx : CpuLevel::Avx512Vnni;
+    if (!f.avx512_bf16) return CpuLevel::Avx512Vnni;
+    return f.amx_tile && f.amx_bf16 ? CpuLevel::Amx : CpuLevel::Avx512Bf16;
   }
   if (f.avx2 && f.fma && f.f16c) return CpuLevel::Avx2;
   return CpuLevel::Portable;
@@ -89,7 +90,8 @@ std::optional<CpuLevel> cap_from_environment() {
   if (value == nullptr || *value == '\0') return std::nullopt;
   const std::optional<CpuLevel> level = parse_cpu_level(value);
   check(level.has_value(), "ATTNSCOPE_CPU_LEVEL", [&] {
-    return "unknown level '" + std::string(value) + "' (portable, avx2, avx512, avx512vnni or amx)";
+    return "unknown level '" + std::string(value) +
+           "' (portable, avx2, avx512, avx512vnni, avx512bf16 or amx)";
   });
   return level;
 }
@@ -116,11 +118,10 @@ struct NamedLevel {
   CpuLevel level;
   std::string_view name;
 };
-constexpr NamedLevel kLevelNames[] = {{CpuLevel::Portable, "portable"},
-                                      {CpuLevel::Avx2, "avx2"},
-                                      {CpuLevel::Avx512, "avx512"},
-                                      {CpuLevel::Avx512Vnni, "avx512vnni"},
-                                      {CpuLevel::Amx, "amx"}};
+constexpr NamedLevel kLevelNames[] = {
+    {CpuLevel::Portable, "portable"},     {CpuLevel::Avx2, "avx2"},
+    {CpuLevel::Avx512, "avx512"},         {CpuLevel::Avx512Vnni, "avx512vnni"},
+    {CpuLevel::Avx512Bf16, "avx512bf16"}, {CpuLevel::Amx, "amx"}};
 static_assert(std::size(kLevelNames) == std::size(kCpuLevels), "every level has a name");
 
 std::string_view cpu_level_name(CpuLevel level) {
@@ -145,7 +146,7 @@ CpuLevel cpu_level() {
   const CpuLevel level = limit && *limit < best ? *limit : best;
   if (level == CpuLevel::Amx) {
     static const bool tiles_lent = os_lends_amx_tiles();
-    if (!tiles_lent) return CpuLevel::Avx512Vnni;
+    if (!tiles_lent) return CpuLevel::Avx512Bf16;
   }
   return level;
 }

@@ -202,28 +202,30 @@ inline void check_change_within_bound(Context& ctx, const LanguageModel& model,
   check_greedy_tokens(ctx, model, reference, bound);
 }
 
-// Checks a q8_0 model's prefill logits `actual` (of at least gemm_min_rows rows) against the f32
-// models of its dequantized weights (`dequantized`) and of its original weights (`original`),
-// all over the same ids. Where prefill keeps x in f32 (every level but avx512vnni), dequantizing
-// is exact: the logits must be the dequantized model's within `parity` (relative). At the
-// avx512vnni level prefill quantizes x in blocks of 32 as decode does (ops/cpu/gemm_q8_0_vnni.cpp),
-// a second perturbation of the same per-block size as the weights' (D, the change the weights
-// alone make): as the decode tests bound it, the change from the original logits stays within
-// 2 (D + D) + 2 parity, and it differs from the dequantized model's by more than parity (x really
-// is quantized). Either way the original weights give other logits.
-inline void check_q8_0_prefill(const std::vector<double>& actual,
-                               const std::vector<double>& dequantized,
-                               const std::vector<double>& original, double parity) {
-  const double from_dequantized = max_relative_difference(actual, dequantized);
-  if (ops::cpu::q8_0_prefill_quantizes_x(cpu_level())) {
-    const double weights_change = max_relative_difference(dequantized, original);
+// Checks the prefill logits `actual` (of at least gemm_min_rows rows) of a model with q8_0 or bf16
+// weights against the f32 models of the same weight values (`widened`: dequantized or widened)
+// and of the original weights (`original`), all over the same ids. Where prefill keeps x in f32,
+// widening is exact: the logits must be the widened model's within `parity` (relative). Where it
+// narrows x too (`x_narrowed`: q8_0 at avx512vnni and avx512bf16 quantizes x in blocks of 32 as
+// decode does, ops/cpu/gemm_q8_0_vnni.cpp; bf16 at avx512bf16 rounds it to bf16,
+// ops/cpu/gemm.h), that is a second perturbation of the same relative size per value as the
+// weights' (D, the change the weights alone make): as the decode tests bound it, the change from
+// the original logits stays within 2 (D + D) + 2 parity, and it differs from the widened model's
+// by more than parity (x really is narrowed). Either way the original weights give other logits.
+inline void check_narrow_weights_prefill(const std::vector<double>& actual,
+                                         const std::vector<double>& widened,
+                                         const std::vector<double>& original, double parity,
+                                         bool x_narrowed) {
+  const double from_widened = max_relative_difference(actual, widened);
+  if (x_narrowed) {
+    const double weights_change = max_relative_difference(widened, original);
     const double change = max_relative_difference(actual, original);
-    MESSAGE("q8_0 prefill, x quantized: relative logit change "
+    MESSAGE("prefill with x narrowed: relative logit change "
             << change << " (weights alone: " << weights_change << ")");
     CHECK(change <= 4.0 * weights_change + 2.0 * parity);
-    CHECK(from_dequantized > parity);
+    CHECK(from_widened > parity);
   } else {
-    CHECK(from_dequantized < parity);
+    CHECK(from_widened < parity);
   }
   CHECK(max_abs_difference(actual, original) > 0.0);
 }

@@ -508,7 +508,7 @@ TEST_CASE("bench records the cpu kernel level, which ATTNSCOPE_CPU_LEVEL caps or
   CHECK(unknown.out.empty());
   CHECK(unknown.err ==
         "attnscope: error: ATTNSCOPE_CPU_LEVEL: unknown level 'sse9' (portable, avx2, avx512, "
-        "avx512vnni or amx)\n");
+        "avx512vnni, avx512bf16 or amx)\n");
 }
 
 TEST_CASE("bench records the commit it was built from") {

@@ -26,7 +26,9 @@ TEST_CASE("cpu_level follows CPUID and its cap") {
   if (best >= CpuLevel::Avx512) CHECK((f.avx512f && f.avx512bw && f.avx512vl));
   if (best == CpuLevel::Avx512) CHECK_FALSE(f.avx512_vnni);  // else the best would be avx512vnni
   if (best >= CpuLevel::Avx512Vnni) CHECK(f.avx512_vnni);
-  if (best == CpuLevel::Avx512Vnni) CHECK_FALSE((f.avx512_bf16 && f.amx_tile && f.amx_bf16));
+  if (best == CpuLevel::Avx512Vnni) CHECK_FALSE(f.avx512_bf16);  // else avx512bf16 or amx
+  if (best >= CpuLevel::Avx512Bf16) CHECK(f.avx512_bf16);
+  if (best == CpuLevel::Avx512Bf16) CHECK_FALSE((f.amx_tile && f.amx_bf16));
   if (best == CpuLevel::Amx) CHECK((f.avx512_bf16 && f.amx_tile && f.amx_bf16));
   if (best >= CpuLevel::Avx2) CHECK((f.avx2 && f.fma && f.f16c));
   MESSAGE("this CPU runs the " << cpu_level_name(best) << " kernels");

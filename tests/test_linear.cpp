@@ -18,6 +18,10 @@
 // split. f16: w~ = w_hi + w_lo exactly and 3K products (x_lo w_lo dropped), so gamma_{3K+2}, plus
 // 2^-15 (1 + 2^-9) sum_k |x_k w~_k|. The parts' products sum to at most (1 + 2^-6) |x_k w~_k|
 // in magnitude, which scales the products in gamma's term.
+// At the avx512bf16 level bf16 prefill rounds x to bf16 (ops/cpu/gemm.h: bf16_prefill_rounds_x)
+// and multiplies the pairs x~ w~ exactly, summing in f32: against the operands it multiplies,
+// gamma_{K+2} as with f32; against the f32 x, x~ = x (1 + d) with |d| <= 2^-8 adds
+// 2^-8 sum_k |x_k w~_k| to both comparisons.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -27,11 +31,13 @@
 #include <vector>
 
 #include "cpu_levels.h"
+#include "ops/cpu/gemm.h"
 #include "ops/cpu/output_blocks.h"
 #include "ops/embedding.h"
 #include "ops/linear.h"
 #include "reference_ops.h"
 #include "runtime/cpu_features.h"
+#include "runtime/dtype.h"
 #include "runtime/error.h"
 
 using namespace attnscope;
@@ -77,8 +83,11 @@ void check_linear(Context& ctx, const Case& c, DType dtype, bool with_bias, bool
                                             : 0.0;
   const double subnormal = dtype == DType::F16 ? std::ldexp(1.0, -25) : 0.0;
   // From gemm_min_rows rows on linear runs its prefill path (ops/cpu/output_blocks.h).
-  const bool on_tiles = dtype != DType::F32 && cpu_level() >= CpuLevel::Amx &&
-                        c.rows >= ops::cpu::gemm_min_rows(cpu_level(), dtype);
+  const bool prefill = c.rows >= ops::cpu::gemm_min_rows(cpu_level(), dtype);
+  const bool on_tiles = dtype != DType::F32 && cpu_level() >= CpuLevel::Amx && prefill;
+  const bool rounds_x =
+      dtype == DType::BF16 && ops::cpu::bf16_prefill_rounds_x(cpu_level()) && prefill;
+  const double x_unit = rounds_x ? std::ldexp(1.0, -8) : 0.0;
   const std::int64_t products_per_input = !on_tiles ? 1 : dtype == DType::BF16 ? 2 : 3;
   const double split_unit = !on_tiles ? 0.0
                             : dtype == DType::BF16
@@ -101,14 +110,17 @@ void check_linear(Context& ctx, const Case& c, DType dtype, bool with_bias, bool
       double exact_rounded = base, exact_original = base, storage_error = 0.0, products = 0.0;
       for (std::int64_t k = 0; k < c.in; ++k) {
         const double xk = xs[r * c.in + k];
-        exact_rounded += xk * w_rounded[o * c.in + k];
+        const double xk_multiplied = rounds_x ? bf16_to_f32(f32_to_bf16(xs[r * c.in + k])) : xk;
+        exact_rounded += xk_multiplied * w_rounded[o * c.in + k];
         exact_original += xk * w[o * c.in + k];
         products += std::fabs(xk * w_rounded[o * c.in + k]);
         storage_error += std::fabs(xk) * (unit * std::fabs(w[o * c.in + k]) + subnormal);
       }
       magnitude += parts_magnitude * products;
+      // x~'s products are within 2^-8 of x's: the rounded sum's terms, and x's rounding error.
       const double accumulation_bound =
-          gamma(products_per_input * c.in + 2) * magnitude + split_unit * products;
+          gamma(products_per_input * c.in + 2) * magnitude * (1.0 + x_unit) + split_unit * products;
+      storage_error += x_unit * products;
       const double got = y.data<float>()[i];
       const bool ok = std::fabs(got - exact_rounded) <= accumulation_bound &&
                       std::fabs(got - exact_original) <= accumulation_bound + storage_error;

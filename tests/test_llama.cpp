@@ -15,6 +15,7 @@
 #include "llama_fixtures.h"
 #include "model_checks.h"
 #include "models/llama/model.h"
+#include "ops/cpu/gemm.h"
 #include "ops/cpu/output_blocks.h"
 #include "runtime/cpu_features.h"
 #include "runtime/error.h"
@@ -114,7 +115,7 @@ TEST_CASE("llama: q8_0 weights on the cpu: prefill computes the f32 model of deq
   // so the q8_0 model must give the logits of the f32 model whose matrices (every rank-2 tensor
   // of the checkpoint, all stored [out, in]) hold the dequantized values, up to f32 summation
   // order (the parity bound); at avx512vnni x is quantized as in decode
-  // (testing::check_q8_0_prefill).
+  // (testing::check_narrow_weights_prefill).
   testing::TempDir dir;
   const std::string dequantized = write_dequantized_wide_heads(dir);
   Context ctx(2);
@@ -124,9 +125,28 @@ TEST_CASE("llama: q8_0 weights on the cpu: prefill computes the f32 model of deq
   const Prefill prefill = patterned_prefill(2, q8.config().context_length, q8.config().vocab_size);
   REQUIRE(prefill.batch * prefill.length >= ops::cpu::gemm_min_rows(cpu_level(), DType::Q8_0));
   const llama::Model original = llama::Model::open(fixture_dir("wide-heads"), ctx, 0, DType::F32);
-  check_q8_0_prefill(all_logits(ctx, q8, prefill), all_logits(ctx, f32, prefill),
-                     all_logits(ctx, original, prefill),
-                     logit_bound(q8.llama_config(), prefill.length));
+  check_narrow_weights_prefill(all_logits(ctx, q8, prefill), all_logits(ctx, f32, prefill),
+                               all_logits(ctx, original, prefill),
+                               logit_bound(q8.llama_config(), prefill.length),
+                               ops::cpu::q8_0_prefill_quantizes_x(cpu_level()));
+}
+
+TEST_CASE("llama: bf16 weights on the cpu: prefill computes the f32 model of the same weights") {
+  // As for GPT-2: wide-heads-bf16 at --dtype bf16 gives the logits of the same checkpoint at f32
+  // within the parity bound where prefill keeps x in f32; at avx512bf16 it rounds x to bf16
+  // (testing::check_narrow_weights_prefill).
+  Context ctx(2);
+  const llama::Model bf16 = llama::Model::open(fixture_dir("wide-heads-bf16"), ctx, 0, DType::BF16);
+  const llama::Model widened =
+      llama::Model::open(fixture_dir("wide-heads-bf16"), ctx, 0, DType::F32);
+  const llama::Model original = llama::Model::open(fixture_dir("wide-heads"), ctx, 0, DType::F32);
+  const Prefill prefill =
+      patterned_prefill(2, bf16.config().context_length, bf16.config().vocab_size);
+  REQUIRE(prefill.batch * prefill.length >= ops::cpu::gemm_min_rows(cpu_level(), DType::BF16));
+  check_narrow_weights_prefill(all_logits(ctx, bf16, prefill), all_logits(ctx, widened, prefill),
+                               all_logits(ctx, original, prefill),
+                               logit_bound(bf16.llama_config(), prefill.length),
+                               ops::cpu::bf16_prefill_rounds_x(cpu_level()));
 }
 
 TEST_CASE("llama: q8_0 weights on the cpu: decode stays near the f32 logits and tokens") {

@@ -31,8 +31,16 @@
 //    back). Measured (Zen 4, 2 threads, pp512, 5 interleaved rounds,
 //    docs/results/2026-12-05-gemm-first-slice/): pp512 1.02-1.08x (medians) with f32 and 16-bit
 //    weights, GPT-2 and SmolLM2 shapes.
+//  - Two recipes (F32Recipe, Bf16DotRecipe below) run that one blocking. F32Recipe: f32 lanes
+//    and FMAs, for f32 weights and 16-bit ones widened as they are packed. Bf16DotRecipe, for
+//    bf16 weights at the avx512bf16 level: a 32-bit lane holds a pair of bf16 values of two
+//    consecutive k (a bf16 weight row already is such pairs; x is rounded to bf16 as it is
+//    packed), and vdpbf16ps adds both products of each pair: per step of the kernel the same 16
+//    loads and 28 instructions cover two k, twice the multiply-adds per instruction. The panels
+//    count depth in lanes, so a slice of kDepth lanes is 512 values, in the same 32 KB.
 // Cost: the weights are read and packed once per call (M K floats), the inputs once per column
-// block (N K): (N + M) K floats moved against the 2 N M K FLOPs above.
+// block (N K): (N + M) K floats moved against the 2 N M K FLOPs above (bf16 pairs: half the
+// packed bytes, half the instructions).
 // Measured on a standalone harness at GPT-2's pp512 shapes, one thread of a Zen 5 EPYC (FMA peak
 // ~270 GFLOP/s): this kernel 190-235 GFLOP/s, Eigen's general kernel 175-195 (1.07-1.29x). In a
 // GPT-2 pp512 on 2 threads the linear layers ran at ~70% of the FMA peak and the prefill 1.22x
@@ -74,50 +82,128 @@ constexpr std::int64_t kDepth = 256;
 constexpr std::int64_t kRowBlock = 8 * kTileRows;
 constexpr std::int64_t kMaxPackedWeightBytes = std::int64_t{8} << 20;
 
-// Packs `lines` rows of src (row stride ld), inputs [0, depth) of each, into panels of
-// `panel_width` lines, as f32 (16-bit weights are widened as they are loaded: Source is one of
-// ops/cpu/dot_tile.h's formats): panel p holds, for each k, src[p * panel_width + i][k] for i <
-// panel_width side by side; lines past `lines` are zeros. Blocks of 16 lines x 16 inputs are
-// loaded as 16 vectors, transposed in registers and stored as one vector per input: whole-vector
-// loads and stores (the scalar copy was ~15% of a prefill's time: one store per float).
-template <typename Source>
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void pack_panels(
-    const typename Source::Element* src, std::int64_t ld, std::int64_t lines, std::int64_t depth,
+// How pack_panels reads a line's values into 16 lanes of 32 bits (Lanes::load: `values`
+// consecutive values from src, at most 16 kValuesPerLane; lanes past them are zeros). A lane holds
+// one f32 value, or two bf16 values side by side: the pair vdpbf16ps multiplies.
+// f32 lanes, from f32 values or widened from 16-bit ones (Weights: one of ops/cpu/dot_tile.h's
+// formats).
+template <typename Weights>
+struct F32Lanes {
+  using Element = typename Weights::Element;
+  static constexpr int kValuesPerLane = 1;
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 load(
+      const Element* src, int values) {
+    return Weights::load(src, static_cast<__mmask16>((1u << values) - 1u));
+  }
+};
+// bf16 pairs from bf16 values: two consecutive stored values already are one 32-bit lane.
+struct Bf16PairLanes {
+  using Element = std::uint16_t;
+  static constexpr int kValuesPerLane = 2;
+  __attribute__((target("avx512f,avx512bw"))) static __m512 load(const std::uint16_t* src,
+                                                                 int values) {
+    const auto mask = static_cast<__mmask32>((std::uint64_t{1} << values) - 1u);
+    return _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(mask, src));
+  }
+};
+// bf16 pairs from f32 values, each rounded to the nearest bf16 (ties to even, as dtype.h's
+// f32_to_bf16; vcvtne2ps2bf16 also flushes subnormals to zero).
+struct RoundedBf16PairLanes {
+  using Element = float;
+  static constexpr int kValuesPerLane = 2;
+  __attribute__((target("avx512f,avx512bw,avx512bf16"))) static __m512 load(const float* src,
+                                                                            int values) {
+    const auto first = [](int count) { return static_cast<__mmask16>((1u << count) - 1u); };
+    const __m512 low = _mm512_maskz_loadu_ps(first(std::min(values, 16)), src);
+    const __m512 high = _mm512_maskz_loadu_ps(first(std::max(values - 16, 0)), src + 16);
+    return _mm512_castsi512_ps(reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(high, low)));
+  }
+};
+
+// Lanes (32-bit) that `depth` values make.
+template <typename Lanes>
+std::int64_t lanes_of(std::int64_t depth) {
+  return (depth + Lanes::kValuesPerLane - 1) / Lanes::kValuesPerLane;
+}
+
+// Packs `lines` rows of src (row stride ld), values [0, depth) of each, into panels of
+// `panel_width` lines, in Lanes (above): panel p holds, for each lane k, lane k of line
+// p * panel_width + i for i < panel_width side by side; lines past `lines` are zeros. Blocks of 16
+// lines x 16 lanes are loaded as 16 vectors, transposed in registers and stored as one vector per
+// lane: whole-vector loads and stores (the scalar copy was ~15% of a prefill's time: one store per
+// float). Carries avx512bf16 so that RoundedBf16PairLanes::load inlines; the other Lanes' code
+// holds no bf16 instruction (compilers emit them only for bf16 intrinsics and types) and runs on
+// any avx512 CPU.
+template <typename Lanes>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c,avx512bf16"))) void pack_panels(
+    const typename Lanes::Element* src, std::int64_t ld, std::int64_t lines, std::int64_t depth,
     int panel_width, float* dst) {
+  constexpr int kValuesPerLoad = 16 * Lanes::kValuesPerLane;
+  const std::int64_t depth_lanes = lanes_of<Lanes>(depth);
   for (std::int64_t first = 0; first < lines; first += panel_width) {
     for (int group = 0; group < panel_width; group += 16) {
       const int width = std::min(16, panel_width - group);
       const auto real_lines =
           static_cast<int>(std::clamp<std::int64_t>(lines - first - group, 0, width));
       const auto store_mask = static_cast<__mmask16>((1u << width) - 1u);
-      for (std::int64_t k = 0; k < depth; k += 16) {
-        const auto count = static_cast<int>(std::min<std::int64_t>(16, depth - k));
-        const auto load_mask = static_cast<__mmask16>((1u << count) - 1u);
+      for (std::int64_t k = 0; k < depth; k += kValuesPerLoad) {
+        const auto values = static_cast<int>(std::min<std::int64_t>(kValuesPerLoad, depth - k));
+        const int lanes = (values + Lanes::kValuesPerLane - 1) / Lanes::kValuesPerLane;
         __m512 block[16];
         for (int i = 0; i < 16; ++i) {
-          block[i] = i < real_lines ? Source::load(src + (first + group + i) * ld + k, load_mask)
+          block[i] = i < real_lines ? Lanes::load(src + (first + group + i) * ld + k, values)
                                     : _mm512_setzero_ps();
         }
         transpose16(block);
-        for (int t = 0; t < count; ++t) {
-          _mm512_mask_storeu_ps(dst + (k + t) * panel_width + group, store_mask, block[t]);
+        const std::int64_t lane = k / Lanes::kValuesPerLane;
+        for (int t = 0; t < lanes; ++t) {
+          _mm512_mask_storeu_ps(dst + (lane + t) * panel_width + group, store_mask, block[t]);
         }
       }
     }
-    dst += panel_width * depth;
+    dst += panel_width * depth_lanes;
   }
 }
 
-// c[i][j] (=|+=) sum_k a[k][i] b[k][j] (+ bias[j]) for i < kRows, j < 32 (c's row stride ldc):
-// a is one packed input panel, b one packed weight panel, both `depth` deep. The first slice of
-// a tile's depth writes it (`overwrite`, unless y accumulates) and adds the bias (`bias`, 32
-// columns, when there is one); the later slices add to it. kRows is kTileRows but on the last
-// rows of a block (N % 14): there the rows past N are not computed at all (at pp16, a 14-row
-// kernel on the 2-row edge made the prefill 12% slower than Eigen's GEMM).
-template <int kRows>
-__attribute__((target("avx512f"))) void tile_kernel(std::int64_t depth, const float* a,
-                                                    const float* b, float* c, std::int64_t ldc,
-                                                    const float* bias, bool overwrite) {
+// What the packed GEMM multiplies: the lanes its weights and inputs are packed in, and how a
+// broadcast input lane a multiplies into a vector of 16 weight lanes b (acc + a b).
+//  - F32Recipe: f32 lanes, one FMA per lane: 16 multiply-adds an instruction.
+//  - Bf16DotRecipe (bf16 weights from the avx512bf16 level on): bf16 pairs, vdpbf16ps adding
+//    both products of each lane's pair: 32 multiply-adds an instruction. The inputs are rounded to
+//    bf16 to get there (a relative error of at most 2^-9 each); the products of two bf16 values
+//    are exact in f32 and the sums are f32, as with F32Recipe (subnormal inputs count as zero).
+template <typename Weights>
+struct F32Recipe {
+  using WeightLanes = F32Lanes<Weights>;
+  using InputLanes = F32Lanes<F32Weights>;
+  __attribute__((target("avx512f"))) static __m512 multiply_add(__m512 a, __m512 b, __m512 acc) {
+    return _mm512_fmadd_ps(a, b, acc);
+  }
+};
+struct Bf16DotRecipe {
+  using WeightLanes = Bf16PairLanes;
+  using InputLanes = RoundedBf16PairLanes;
+  __attribute__((target("avx512f,avx512bf16"))) static __m512 multiply_add(__m512 a, __m512 b,
+                                                                           __m512 acc) {
+    return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b));
+  }
+};
+static_assert(F32Lanes<F32Weights>::kValuesPerLane == 1 &&
+                  Bf16PairLanes::kValuesPerLane == RoundedBf16PairLanes::kValuesPerLane,
+              "a recipe packs its weights and inputs alike");
+
+// c[i][j] (=|+=) sum over lanes k of a[k][i] b[k][j] (+ bias[j]) for i < kRows, j < 32 (c's row
+// stride ldc), multiplied by Recipe: a is one packed input panel, b one packed weight panel, both
+// `depth` lanes deep. The first slice of a tile's depth writes it (`overwrite`, unless y
+// accumulates) and adds the bias (`bias`, 32 columns, when there is one); the later slices add to
+// it. kRows is kTileRows but on the last rows of a block (N % 14): there the rows past N are not
+// computed at all (at pp16, a 14-row kernel on the 2-row edge made the prefill 12% slower than
+// Eigen's GEMM). Carries avx512bf16 for Bf16DotRecipe, as pack_panels does.
+template <typename Recipe, int kRows>
+__attribute__((target("avx512f,avx512bf16"))) void tile_kernel(std::int64_t depth, const float* a,
+                                                               const float* b, float* c,
+                                                               std::int64_t ldc, const float* bias,
+                                                               bool overwrite) {
   __m512 acc[kRows][2];
   for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
   for (std::int64_t k = 0; k < depth; ++k) {
@@ -125,8 +211,8 @@ __attribute__((target("avx512f"))) void tile_kernel(std::int64_t depth, const fl
     const __m512 b1 = _mm512_loadu_ps(b + 16);
     for (int i = 0; i < kRows; ++i) {
       const __m512 ai = _mm512_set1_ps(a[i]);
-      acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
-      acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+      acc[i][0] = Recipe::multiply_add(ai, b0, acc[i][0]);
+      acc[i][1] = Recipe::multiply_add(ai, b1, acc[i][1]);
     }
     a += kTileRows;
     b += kTileCols;
@@ -149,9 +235,10 @@ __attribute__((target("avx512f"))) void tile_kernel(std::int64_t depth, const fl
 using TileKernel = void (*)(std::int64_t, const float*, const float*, float*, std::int64_t,
                             const float*, bool);
 
-// kTileKernels[r - 1] computes r rows.
-constexpr std::array<TileKernel, kTileRows> kTileKernels = kernels_by_rows<TileKernel, kTileRows>(
-    [](auto rows) -> TileKernel { return tile_kernel<decltype(rows)::value>; });
+// tile_kernels<Recipe>[r - 1] computes r rows.
+template <typename Recipe>
+constexpr std::array<TileKernel, kTileRows> tile_kernels = kernels_by_rows<TileKernel, kTileRows>(
+    [](auto rows) -> TileKernel { return tile_kernel<Recipe, decltype(rows)::value>; });
 
 // A tile on the right edge (cols < 32) runs on its zero-padded weight panel into a scratch tile,
 // of which the valid columns go to c, as tile_kernel's would (bias and overwrite alike).
@@ -183,42 +270,46 @@ PackedOperands& packed_operands() {
 }
 
 // y_block = (y_block if accumulate) + x w_block^T + bias: columns [0, width) of y's rows (ldy
-// apart); bias (may be null) is that many columns' bias. Weights is the weights' format.
-template <typename Weights>
-void gemm_avx512(const float* x, const typename Weights::Element* w_block, const float* bias,
-                 float* y_block, std::int64_t rows, std::int64_t in, std::int64_t ldy,
-                 std::int64_t width, bool accumulate) {
+// apart); bias (may be null) is that many columns' bias. Recipe (above) says how the weights and
+// inputs are packed and multiplied; the packed panels count depth in its lanes.
+template <typename Recipe>
+void gemm_avx512(const float* x, const typename Recipe::WeightLanes::Element* w_block,
+                 const float* bias, float* y_block, std::int64_t rows, std::int64_t in,
+                 std::int64_t ldy, std::int64_t width, bool accumulate) {
+  using WeightLanes = typename Recipe::WeightLanes;
+  using InputLanes = typename Recipe::InputLanes;
   std::vector<float>& packed_inputs = packed_operands().inputs;
   std::vector<float>& packed_weights = packed_operands().weights;
-  const std::int64_t column_block =
-      std::max<std::int64_t>(kTileCols, kMaxPackedWeightBytes / (in * std::int64_t{sizeof(float)}) /
-                                            kTileCols * kTileCols);
+  const std::int64_t depth_lanes = lanes_of<InputLanes>(in);
+  const std::int64_t column_block = std::max<std::int64_t>(
+      kTileCols,
+      kMaxPackedWeightBytes / (depth_lanes * std::int64_t{sizeof(float)}) / kTileCols * kTileCols);
   const auto inputs_size =
-      static_cast<std::size_t>(round_up(std::min(kRowBlock, rows), kTileRows) * in);
+      static_cast<std::size_t>(round_up(std::min(kRowBlock, rows), kTileRows) * depth_lanes);
   const auto weights_size =
-      static_cast<std::size_t>(round_up(std::min(column_block, width), kTileCols) * in);
+      static_cast<std::size_t>(round_up(std::min(column_block, width), kTileCols) * depth_lanes);
   if (packed_inputs.size() < inputs_size) packed_inputs.resize(inputs_size);
   if (packed_weights.size() < weights_size) packed_weights.resize(weights_size);
 
   for (std::int64_t col = 0; col < width; col += column_block) {
     const std::int64_t cols = std::min(column_block, width - col);
-    pack_panels<Weights>(w_block + col * in, in, cols, in, kTileCols, packed_weights.data());
+    pack_panels<WeightLanes>(w_block + col * in, in, cols, in, kTileCols, packed_weights.data());
     for (std::int64_t row = 0; row < rows; row += kRowBlock) {
       const std::int64_t block_rows = std::min(kRowBlock, rows - row);
-      pack_panels<F32Weights>(x + row * in, in, block_rows, in, kTileRows, packed_inputs.data());
+      pack_panels<InputLanes>(x + row * in, in, block_rows, in, kTileRows, packed_inputs.data());
       for (std::int64_t j = 0; j < cols; j += kTileCols) {
         const std::int64_t tile_cols = std::min<std::int64_t>(kTileCols, cols - j);
-        for (std::int64_t k = 0; k < in; k += kDepth) {
-          const std::int64_t depth = std::min(kDepth, in - k);
+        for (std::int64_t k = 0; k < depth_lanes; k += kDepth) {
+          const std::int64_t depth = std::min(kDepth, depth_lanes - k);
           const bool first_slice = k == 0;
           const float* tile_bias = first_slice && bias ? bias + col + j : nullptr;
           const bool overwrite = first_slice && !accumulate;
-          const float* b = packed_weights.data() + j * in + k * kTileCols;
+          const float* b = packed_weights.data() + j * depth_lanes + k * kTileCols;
           for (std::int64_t i = 0; i < block_rows; i += kTileRows) {
-            const float* a = packed_inputs.data() + i * in + k * kTileRows;
+            const float* a = packed_inputs.data() + i * depth_lanes + k * kTileRows;
             float* c = y_block + (row + i) * ldy + col + j;
             const std::int64_t tile_rows = std::min<std::int64_t>(kTileRows, block_rows - i);
-            const TileKernel kernel = kTileKernels[static_cast<std::size_t>(tile_rows - 1)];
+            const TileKernel kernel = tile_kernels<Recipe>[static_cast<std::size_t>(tile_rows - 1)];
             if (tile_cols == kTileCols) {
               kernel(depth, a, b, c, ldy, tile_bias, overwrite);
             } else {
@@ -242,8 +333,8 @@ void gemm_output_columns(CpuLevel level, const float* x, const float* w_block, c
   float* y_block = y + first;
 #if defined(__x86_64__)
   if (level >= CpuLevel::Avx512) {
-    gemm_avx512<F32Weights>(x, w_block, b ? b + first : nullptr, y_block, rows, in, outputs, width,
-                            accumulate);
+    gemm_avx512<F32Recipe<F32Weights>>(x, w_block, b ? b + first : nullptr, y_block, rows, in,
+                                       outputs, width, accumulate);
     return;
   }
 #endif
@@ -259,15 +350,19 @@ void gemm_output_columns(CpuLevel level, const float* x, const float* w_block, c
 }
 
 #if defined(__x86_64__)
-void gemm_output_columns(const float* x, const std::uint16_t* w_block, DType weight_dtype,
-                         const float* b, float* y, std::int64_t rows, std::int64_t in,
-                         std::int64_t outputs, std::int64_t first, std::int64_t width,
-                         bool accumulate) {
+void gemm_output_columns(CpuLevel level, const float* x, const std::uint16_t* w_block,
+                         DType weight_dtype, const float* b, float* y, std::int64_t rows,
+                         std::int64_t in, std::int64_t outputs, std::int64_t first,
+                         std::int64_t width, bool accumulate) {
   const float* bias = b ? b + first : nullptr;
-  if (weight_dtype == DType::BF16) {
-    gemm_avx512<Bf16Weights>(x, w_block, bias, y + first, rows, in, outputs, width, accumulate);
+  if (weight_dtype == DType::BF16 && bf16_prefill_rounds_x(level)) {
+    gemm_avx512<Bf16DotRecipe>(x, w_block, bias, y + first, rows, in, outputs, width, accumulate);
+  } else if (weight_dtype == DType::BF16) {
+    gemm_avx512<F32Recipe<Bf16Weights>>(x, w_block, bias, y + first, rows, in, outputs, width,
+                                        accumulate);
   } else {
-    gemm_avx512<F16Weights>(x, w_block, bias, y + first, rows, in, outputs, width, accumulate);
+    gemm_avx512<F32Recipe<F16Weights>>(x, w_block, bias, y + first, rows, in, outputs, width,
+                                       accumulate);
   }
 }
 #endif

@@ -21,12 +21,16 @@
 //    saves that buffer's 4 M K bytes written and read again: pp512 1.01-1.05x (Zen 4, 2 threads,
 //    5 interleaved rounds, docs/results/2026-12-05-gemm-16bit-pack/). At the amx level both formats
 //    go to AMX's bf16 tiles instead, x split in two bf16 parts and f16 weights in two as well
-//    (ops/cpu/gemm_amx.cpp).
-// Why not AVX-512 BF16's dot product (vdpbf16ps) in decode, where the CPU has it: it multiplies
-// bf16 by bf16, so the activations would be rounded to bf16 as well, another precision contract
-// than the f32 activations here (and than the tests' bounds). Batch-1 decode is bound by reading
-// the weights, so it could not be faster; with a batch of 4 or more it could double the multiply
-// rate (not tried).
+//    (ops/cpu/gemm_amx.cpp). At the avx512bf16 level (AVX-512 BF16 without AMX: Zen 4, Cooper
+//    Lake) bf16 weights stay bf16 and x is rounded to bf16 as it is packed, for vdpbf16ps: 32
+//    multiply-adds an instruction where an FMA does 16 (ops/cpu/gemm.cpp's Bf16DotRecipe), the
+//    precision a bf16 model has on the GPU and in PyTorch. pp512 1.75x (1.58-1.86, GPT-2) and
+//    1.77x (1.61-1.83, SmolLM2 shape) the f32 arithmetic on widened weights, with f32 weights
+//    unchanged (0.99-1.00x; Zen 4, 2 threads, 5 interleaved rounds,
+//    docs/results/2026-12-05-bf16-dot-prefill/).
+// Why not vdpbf16ps in decode: it would round x to bf16 there too, and batch-1 decode is bound by
+// reading the weights, so it could not be faster; with a batch of 4 or more it could double the
+// multiply rate (not tried).
 // Kernels at three levels (runtime/cpu_features.h explains why the level is chosen at run time;
 // its avx512vnni and amx levels run the avx512 kernels here): avx512 (16 lanes, masked tails),
 // avx2 (8 lanes, F16C, FMA) and portable (dtype.h's conversions in plain loops). The x86 functions
@@ -166,16 +170,16 @@ MatrixVectorBlock select_matrix_vector(DType weight_dtype, CpuLevel level) {
 }
 
 // Prefill below the amx level: from the avx512 level on, the packed GEMM widens each thread's
-// block of weights as it packs them (ops/cpu/gemm.h); below, the block is widened to f32 first
-// (ops/cpu/widened_gemm.h).
+// block of weights as it packs them (bf16 weights at avx512bf16: multiplied as bf16 pairs,
+// ops/cpu/gemm.h); below, the block is widened to f32 first (ops/cpu/widened_gemm.h).
 void gemm_16bit(const Context& ctx, CpuLevel level, const float* x, const std::uint16_t* w,
                 DType weight_dtype, const float* b, float* y, std::int64_t rows, std::int64_t in,
                 std::int64_t outputs, bool accumulate) {
 #if defined(__x86_64__)
   if (level >= CpuLevel::Avx512) {
     for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
-      gemm_output_columns(x, w + first * in, weight_dtype, b, y, rows, in, outputs, first, width,
-                          accumulate);
+      gemm_output_columns(level, x, w + first * in, weight_dtype, b, y, rows, in, outputs, first,
+                          width, accumulate);
     });
     return;
   }

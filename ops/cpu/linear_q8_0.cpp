@@ -1,6 +1,6 @@
 // linear_q8_0 (ops/cpu/linear_q8_0.h): the activation quantizer, the decode GEMV at three cpu
-// levels (at avx512vnni from 6 rows on, ops/cpu/decode_q8_0_vnni.cpp), and the choice of prefill
-// GEMM: on byte dot products at avx512vnni
+// levels (at avx512vnni and avx512bf16 from 6 rows on, ops/cpu/decode_q8_0_vnni.cpp), and the
+// choice of prefill GEMM: on byte dot products at avx512vnni and avx512bf16
 // (ops/cpu/gemm_q8_0_vnni.cpp), on AMX's bf16 tiles at amx (ops/cpu/gemm_amx.cpp), else through
 // dequantized weight blocks and the f32 GEMM (ops/cpu/widened_gemm.h).
 #include "ops/cpu/linear_q8_0.h"

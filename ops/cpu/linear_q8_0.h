@@ -11,18 +11,19 @@
 // one signed operand: |qw| times qx with qw's sign moved onto qx, products of pairs summed to
 // int16 (at most 2 * 127 * 127 = 32258: no saturation, since q is never -128), then vpmaddwd
 // against ones sums pairs of those to int32 (with AVX-512 VNNI, one vpdpbusd does both). Four
-// kernels, chosen at run time by cpu_level() (runtime/cpu_features.h): avx512vnni (also at amx)
-// and avx512 (AVX-512 BW, two blocks per instruction, four per step), avx2 (one block), portable
-// (plain loops). All quantize x identically and differ only in the order of the f32 sum over blocks
-// (avx512vnni and avx512 not even in that). Cost: reads 34 bytes per 32 weights once (3.8x fewer
-// than f32), for all rows together: each thread streams its block of weight rows once, each row
-// applied to every input row while in L1; quantizing x costs rows x in, nothing beside the
-// outputs x in weights. At avx512vnni, a step of 6 rows or more puts the input rows in the
-// vector lanes instead (q8_0_decode_in_lanes below, ops/cpu/decode_q8_0_vnni.cpp): the same
-// integer sums, 16 rows per instruction.
+// kernels, chosen at run time by cpu_level() (runtime/cpu_features.h): avx512vnni (also at
+// avx512bf16 and amx) and avx512 (AVX-512 BW, two blocks per instruction, four per step), avx2 (one
+// block), portable (plain loops). All quantize x identically and differ only in the order of the
+// f32 sum over blocks (avx512vnni and avx512 not even in that). Cost: reads 34 bytes per 32 weights
+// once (3.8x fewer than f32), for all rows together: each thread streams its block of weight rows
+// once, each row applied to every input row while in L1; quantizing x costs rows x in, nothing
+// beside the outputs x in weights. At avx512vnni and avx512bf16, a step of 6 rows or more puts the
+// input rows in the vector lanes instead (q8_0_decode_in_lanes below,
+// ops/cpu/decode_q8_0_vnni.cpp): the same integer sums, 16 rows per instruction.
 //
 // Prefill (from that many rows on), by level:
-//  - avx512vnni: x quantized as in decode, then a blocked GEMM of bytes against bytes on
+//  - avx512vnni and avx512bf16: x quantized as in decode, then a blocked GEMM of bytes against
+//  bytes on
 //    vpdpbusd (ops/cpu/gemm_q8_0_vnni.cpp): 64 byte products per instruction, the weights packed
 //    into panels of 32 outputs once per call.
 //  - amx: on AMX's bf16 tiles, x in f32 split into two bf16 parts (ops/cpu/gemm_amx.cpp).
@@ -47,8 +48,10 @@
 namespace attnscope::ops::cpu {
 
 // Whether prefill (gemm_min_rows rows or more) at `level` quantizes x as decode does (the byte
-// GEMM of the avx512vnni level) rather than keeping it in f32 (the other levels).
-inline bool q8_0_prefill_quantizes_x(CpuLevel level) { return level == CpuLevel::Avx512Vnni; }
+// GEMM of the avx512vnni and avx512bf16 levels) rather than keeping it in f32 (the other levels).
+inline bool q8_0_prefill_quantizes_x(CpuLevel level) {
+  return level >= CpuLevel::Avx512Vnni && level < CpuLevel::Amx;
+}
 
 // Whether a decode step of `rows` rows (below gemm_min_rows) at `level` runs with the input rows
 // in the vector lanes (ops/cpu/decode_q8_0_vnni.cpp) rather than one weight row at a time against
@@ -57,10 +60,11 @@ inline bool q8_0_prefill_quantizes_x(CpuLevel level) { return level == CpuLevel:
 // rounds): lanes / one row at a time 0.80x at 6 rows, 1.00x at 8, 1.20x at 10, 1.6x at 16
 // (docs/results/2026-12-04-q8-decode-lanes/); since the lanes kernel asks for the next group's
 // weights ahead, 0.85x (0.81-0.94) at 4 rows, 1.09x (0.91-1.31) at 5, 1.17x (1.07-1.21) at 6,
-// 1.54x at 8 (docs/results/2026-12-05-q8-lanes-prefetch/). Only at avx512vnni: at amx (Intel
-// cores, where the kernel's xor may take vpdpbusd's ports) it is not measured.
+// 1.54x at 8 (docs/results/2026-12-05-q8-lanes-prefetch/). Only at avx512vnni and avx512bf16
+// (the Zen 4's level): at amx (Intel cores, where the kernel's xor may take vpdpbusd's ports) it
+// is not measured.
 inline bool q8_0_decode_in_lanes(CpuLevel level, std::int64_t rows) {
-  return level == CpuLevel::Avx512Vnni && rows >= 6;
+  return level >= CpuLevel::Avx512Vnni && level < CpuLevel::Amx && rows >= 6;
 }
 
 // Throws Error when `in` is not a multiple of 32.

@@ -50,6 +50,7 @@ inline std::int64_t gemm_min_rows(CpuLevel level, DType weights) {
       return weights == DType::Q8_0 ? 32 : 64;
     case CpuLevel::Avx512:
     case CpuLevel::Avx512Vnni:
+    case CpuLevel::Avx512Bf16:
       return weights == DType::F32 ? 48 : 128;
     case CpuLevel::Amx:
       return weights == DType::F32    ? 48
