@@ -38,4 +38,13 @@ void for_each_cpu_level(Body body) {
   set_cpu_level_cap(std::nullopt);
 }
 
+// Caps cpu_level() at `level` for the guard's lifetime (then removes the cap).
+class CpuLevelCap {
+ public:
+  explicit CpuLevelCap(CpuLevel level) { set_cpu_level_cap(level); }
+  ~CpuLevelCap() { set_cpu_level_cap(std::nullopt); }
+  CpuLevelCap(const CpuLevelCap&) = delete;
+  CpuLevelCap& operator=(const CpuLevelCap&) = delete;
+};
+
 }  // namespace attnscope::testing

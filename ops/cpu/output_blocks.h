@@ -36,6 +36,10 @@ namespace attnscope::ops::cpu {
 //    Since, decode steps from 6 rows on have the input rows in the lanes
 //    (ops/cpu/decode_q8_0_vnni.cpp), which leads the GEMM up to 96 rows (GEMM / lanes: 0.85x at
 //    48, 0.89x at 64, 0.97x at 96, 1.00x at 128; docs/results/2026-12-04-q8-decode-lanes/).
+//  - avx512bf16, bf16 on the pair dot products (ops/cpu/gemm.cpp's Bf16DotRecipe; Zen 4, 3
+//    interleaved rounds, docs/results/2026-12-05-bf16-dot-prefill/decode-rows/): GEMM / decode
+//    kernels 0.67x at 8 rows, 0.85x at 12, 0.98-1.00x at 16, 1.08x at 18, 1.14x at 20, 1.24x at
+//    24, 1.68x at 64, 1.98x at 96. From 18 rows on, a step rounds x to bf16 as prefill does.
 //  - amx: bf16 at 16 688 against 638, at 24 578 against 851; f16 at 24 662 against 533, at 32
 //    700 against 714; q8_0 at 48 760-774 against 702-717, at 64 748-781 against 896-922.
 //  - avx2: Eigen's GEMM packs the weights on every call, and the avx2 tiles (dot_tile.h) stay
@@ -50,8 +54,9 @@ inline std::int64_t gemm_min_rows(CpuLevel level, DType weights) {
       return weights == DType::Q8_0 ? 32 : 64;
     case CpuLevel::Avx512:
     case CpuLevel::Avx512Vnni:
-    case CpuLevel::Avx512Bf16:
       return weights == DType::F32 ? 48 : 128;
+    case CpuLevel::Avx512Bf16:
+      return weights == DType::F32 ? 48 : weights == DType::BF16 ? 18 : 128;
     case CpuLevel::Amx:
       return weights == DType::F32    ? 48
              : weights == DType::BF16 ? 16
