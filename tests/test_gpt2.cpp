@@ -8,9 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <optional>
 
-#include "cpu_levels.h"
 #include "fixture_paths.h"
 #include "hf_fixtures.h"
 #include "model_checks.h"
@@ -49,15 +47,9 @@ TEST_CASE("16-bit weights on the cpu: checkpoints stored in bf16/f16 match trans
   // computed their logits in f32 from them. Loading them at that --dtype narrows nothing (every
   // stored value is representable), so attnscope's 16-bit kernels compute the same f32 math:
   // only the order of f32 additions differs, as in the f32 parity test (same 1e-4 bound).
-  // At avx512bf16, bf16 products of gemm_min_rows rows or more round x to bf16 (their own test
-  // below: "prefill computes the f32 model of the same weights"), so bf16 runs one level down.
   for_each_stored_16bit_fixture<gpt2::Model>(
       "tiny-a", hf_fixture_dir, read_hf_reference,
       [](Context& ctx, const gpt2::Model& model, const nlohmann::json& reference, DType dtype) {
-        std::optional<testing::CpuLevelCap> f32_math;
-        if (dtype == DType::BF16 && ops::cpu::bf16_prefill_rounds_x(cpu_level())) {
-          f32_math.emplace(CpuLevel::Avx512Vnni);
-        }
         REQUIRE(model.weights().layers[0].mlp_up_weight.dtype() == dtype);
         CHECK(max_relative_difference(all_logits(ctx, model, reference),
                                       reference_logits(reference)) < 1e-4);
@@ -139,10 +131,10 @@ TEST_CASE("bf16 weights on the cpu: prefill computes the f32 model of the same w
   const Prefill prefill =
       patterned_prefill(2, bf16.config().context_length, bf16.config().vocab_size);
   REQUIRE(prefill.batch * prefill.length >= ops::cpu::gemm_min_rows(cpu_level(), DType::BF16));
-  check_narrow_weights_prefill(all_logits(ctx, bf16, prefill), all_logits(ctx, widened, prefill),
-                               all_logits(ctx, original, prefill),
-                               cpu_level() >= CpuLevel::Amx ? 1e-3 : 1e-4,
-                               ops::cpu::bf16_prefill_rounds_x(cpu_level()));
+  check_narrow_weights_prefill(
+      all_logits(ctx, bf16, prefill), all_logits(ctx, widened, prefill),
+      all_logits(ctx, original, prefill), cpu_level() >= CpuLevel::Amx ? 1e-3 : 1e-4,
+      ops::cpu::bf16_linear_rounds_x(cpu_level(), prefill.batch * prefill.length));
 }
 
 TEST_CASE("q8_0 weights on the cpu: decode stays near the f32 logits and tokens") {

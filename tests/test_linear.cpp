@@ -18,10 +18,10 @@
 // split. f16: w~ = w_hi + w_lo exactly and 3K products (x_lo w_lo dropped), so gamma_{3K+2}, plus
 // 2^-15 (1 + 2^-9) sum_k |x_k w~_k|. The parts' products sum to at most (1 + 2^-6) |x_k w~_k|
 // in magnitude, which scales the products in gamma's term.
-// At the avx512bf16 level bf16 prefill rounds x to bf16 (ops/cpu/gemm.h: bf16_prefill_rounds_x)
-// and multiplies the pairs x~ w~ exactly, summing in f32: against the operands it multiplies,
-// gamma_{K+2} as with f32; against the f32 x, x~ = x (1 + d) with |d| <= 2^-8 adds
-// 2^-8 sum_k |x_k w~_k| to both comparisons.
+// At the avx512bf16 level bf16 weights from 5 rows on (ops/cpu/output_blocks.h:
+// bf16_linear_rounds_x) round x to bf16 and multiply the pairs x~ w~ exactly, summing in f32:
+// against the operands it multiplies, gamma_{K+2} as with f32; against the f32 x, x~ = x (1 + d)
+// with |d| <= 2^-8 adds 2^-8 sum_k |x_k w~_k| to both comparisons.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -85,8 +85,7 @@ void check_linear(Context& ctx, const Case& c, DType dtype, bool with_bias, bool
   // From gemm_min_rows rows on linear runs its prefill path (ops/cpu/output_blocks.h).
   const bool prefill = c.rows >= ops::cpu::gemm_min_rows(cpu_level(), dtype);
   const bool on_tiles = dtype != DType::F32 && cpu_level() >= CpuLevel::Amx && prefill;
-  const bool rounds_x =
-      dtype == DType::BF16 && ops::cpu::bf16_prefill_rounds_x(cpu_level()) && prefill;
+  const bool rounds_x = dtype == DType::BF16 && ops::cpu::bf16_linear_rounds_x(cpu_level(), c.rows);
   const double x_unit = rounds_x ? std::ldexp(1.0, -8) : 0.0;
   const std::int64_t products_per_input = !on_tiles ? 1 : dtype == DType::BF16 ? 2 : 3;
   const double split_unit = !on_tiles ? 0.0
@@ -219,8 +218,9 @@ TEST_CASE("linear with bf16 and f16 weights: decode rows 1..127 at every level")
   Context ctx(2);
   std::mt19937 rng(15);
   for_each_16bit_dtype_at_every_cpu_level([&](DType dtype) {
-    // Up to gemm_min_rows (ops/cpu/output_blocks.h: 128 at the avx512 levels, but 18 for bf16 at
-    // avx512bf16) the decode kernels; 127 rows: 16 tiles of 7 and 8.
+    // Up to gemm_min_rows (ops/cpu/output_blocks.h: 128 at the avx512 levels, but 48 for bf16 at
+    // avx512bf16, whose tiles from 5 rows on take x in bf16) the decode kernels; 127 rows: 16
+    // tiles of 7 and 8.
     for (std::int64_t rows :
          {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 23, 37, 63, 127}) {
       // K 67: no multiple of 8, 16 or 32, so every kernel runs its tail; 131 outputs: two

@@ -143,10 +143,10 @@ TEST_CASE("llama: bf16 weights on the cpu: prefill computes the f32 model of the
   const Prefill prefill =
       patterned_prefill(2, bf16.config().context_length, bf16.config().vocab_size);
   REQUIRE(prefill.batch * prefill.length >= ops::cpu::gemm_min_rows(cpu_level(), DType::BF16));
-  check_narrow_weights_prefill(all_logits(ctx, bf16, prefill), all_logits(ctx, widened, prefill),
-                               all_logits(ctx, original, prefill),
-                               logit_bound(bf16.llama_config(), prefill.length),
-                               ops::cpu::bf16_prefill_rounds_x(cpu_level()));
+  check_narrow_weights_prefill(
+      all_logits(ctx, bf16, prefill), all_logits(ctx, widened, prefill),
+      all_logits(ctx, original, prefill), logit_bound(bf16.llama_config(), prefill.length),
+      ops::cpu::bf16_linear_rounds_x(cpu_level(), prefill.batch * prefill.length));
 }
 
 TEST_CASE("llama: q8_0 weights on the cpu: decode stays near the f32 logits and tokens") {

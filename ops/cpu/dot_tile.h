@@ -9,7 +9,8 @@
 // lanes. Each weight vector is loaded (and widened, for 16-bit weights) once and multiplied into
 // every input row, which stay in L1 or L2 (kInputRows x K floats); more rows take more tiles, the
 // weight rows staying in L1 between them.
-// Fewer rows (kTileMinRows, below) take dot_rows_avx512, f32 weights too (linear.cpp).
+// Fewer rows (kTileMinRows, below) take dot_rows_avx512, f32 weights too (linear.cpp). bf16
+// weights at the avx512bf16 level have tiles of their own, on bf16 pairs (dot_tile_bf16_pairs).
 // The 16 dot products are summed across their lanes together: sum_lanes16 (transpose16.h; 30
 // permutes, 15 additions) leaves dot (i, r) in lane 8 i + r (a reduction per dot product costs
 // about as much as a 768-wide dot product itself). Against a whole transpose16 and 15 additions
@@ -174,6 +175,19 @@ void dot_rows_avx512(const typename Weights::Element* w, const float* x, std::in
   });
 }
 
+// A tile's sums: acc[r][i] holds dot (i, r) spread over 16 lanes; sums[8 i + r] gets it.
+template <int kInputRows>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) inline void store_tile_sums(
+    const __m512 (&acc)[kInputRows][2], float sums[16]) {
+  __m512 by_lane[16];  // zeros for rows past kInputRows
+  for (__m512& v : by_lane) v = _mm512_setzero_ps();
+  for (int r = 0; r < kInputRows; ++r) {
+    by_lane[r] = acc[r][0];
+    by_lane[8 + r] = acc[r][1];
+  }
+  _mm512_storeu_ps(sums, sum_lanes16(by_lane));
+}
+
 // sums[8 i + r] = dot(row i of w0 / w1, row r of x) for i < 2, r < kInputRows; x rows are `in`
 // apart.
 template <typename Weights, int kInputRows>
@@ -209,14 +223,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void dot_tile
       acc[r][1] = _mm512_fmadd_ps(second, input, acc[r][1]);
     }
   }
-  // by_lane[8 i + r] holds dot (i, r) spread over 16 lanes (zeros for rows past kInputRows).
-  __m512 by_lane[16];
-  for (__m512& v : by_lane) v = _mm512_setzero_ps();
-  for (int r = 0; r < kInputRows; ++r) {
-    by_lane[r] = acc[r][0];
-    by_lane[8 + r] = acc[r][1];
-  }
-  _mm512_storeu_ps(sums, sum_lanes16(by_lane));
+  store_tile_sums<kInputRows>(acc, sums);
 }
 
 // From this many input rows on, the tiles; below, the kernels of one weight row at a time read
@@ -231,9 +238,9 @@ constexpr std::int64_t kTileMinRows = 4;
 // last row paired with itself, its twin discarded), the input rows in tiles of at most
 // `max_tile_rows` (for_each_even_tile, output_blocks.h).
 // tile(count, w0, w1, x_rows, sums) leaves the dot of w0 with x row r in sums[r] and of w1 in
-// sums[second + r], for r < count.
-template <typename Element, typename Tile>
-void for_each_weight_pair_tile(const float* x, const Element* w, const float* b, float* y,
+// sums[second + r], for r < count. x is f32, or already rounded to bf16 (Input).
+template <typename Element, typename Input, typename Tile>
+void for_each_weight_pair_tile(const Input* x, const Element* w, const float* b, float* y,
                                std::int64_t rows, std::int64_t in, std::int64_t outputs,
                                std::int64_t first, std::int64_t width, bool accumulate,
                                std::int64_t max_tile_rows, int second, Tile tile) {
@@ -269,6 +276,65 @@ void matrix_vector_tiles(const float* x, const typename Weights::Element* w, con
       [&](int count, const Element* w0, const Element* w1, const float* x_rows, float* sums) {
         kTiles[count - kTileMinRows](w0, w1, x_rows, in, sums);
       });
+}
+
+// The tile of bf16 weights at the avx512bf16 level, on vdpbf16ps: x rounded to bf16 once per call
+// (`x` here: bf16 rows `in` apart), 32 values a round, each lane's pair of products added by one
+// instruction: per round 2 weight loads and kInputRows input loads for 2 kInputRows
+// instructions, where dot_tile's 16-value rounds widen both weight vectors first.
+template <int kInputRows>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c,avx512bf16"))) void
+dot_tile_bf16_pairs(const std::uint16_t* w0, const std::uint16_t* w1, const std::uint16_t* x,
+                    std::int64_t in, float sums[16]) {
+  constexpr int kStreamBytesPerRound = 2 * 32 * sizeof(std::uint16_t);
+  __m512 acc[kInputRows][2];
+  for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
+  const auto multiply_add = [](__m512 sum, __m512i a, __m512i b) {
+    return _mm512_dpbf16_ps(sum, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b));
+  };
+  std::int64_t k = 0;
+  for (; k + 32 <= in; k += 32) {
+    const char* ahead = reinterpret_cast<const char*>(w0 + 2 * k) + kWeightPrefetchBytes;
+    for (int line = 0; line < kStreamBytesPerRound; line += 64) {
+      prefetch_weights(ahead + line);
+    }
+    const __m512i first = _mm512_loadu_si512(w0 + k);
+    const __m512i second = _mm512_loadu_si512(w1 + k);
+    for (int r = 0; r < kInputRows; ++r) {
+      const __m512i input = _mm512_loadu_si512(x + r * in + k);
+      acc[r][0] = multiply_add(acc[r][0], first, input);
+      acc[r][1] = multiply_add(acc[r][1], second, input);
+    }
+  }
+  if (k < in) {
+    const auto lanes = static_cast<__mmask32>((std::uint64_t{1} << (in - k)) - 1u);
+    const __m512i first = _mm512_maskz_loadu_epi16(lanes, w0 + k);
+    const __m512i second = _mm512_maskz_loadu_epi16(lanes, w1 + k);
+    for (int r = 0; r < kInputRows; ++r) {
+      const __m512i input = _mm512_maskz_loadu_epi16(lanes, x + r * in + k);
+      acc[r][0] = multiply_add(acc[r][0], first, input);
+      acc[r][1] = multiply_add(acc[r][1], second, input);
+    }
+  }
+  store_tile_sums<kInputRows>(acc, sums);
+}
+
+// matrix_vector_tiles for bf16 weights on dot_tile_bf16_pairs, x already rounded to bf16
+// (x_bf16, rows x in).
+inline void matrix_vector_tiles_bf16_pairs(const std::uint16_t* x_bf16, const std::uint16_t* w,
+                                           const float* b, float* y, std::int64_t rows,
+                                           std::int64_t in, std::int64_t outputs,
+                                           std::int64_t first, std::int64_t width,
+                                           bool accumulate) {
+  using Tile = void (*)(const std::uint16_t*, const std::uint16_t*, const std::uint16_t*,
+                        std::int64_t, float*);
+  constexpr Tile kTiles[5] = {dot_tile_bf16_pairs<4>, dot_tile_bf16_pairs<5>,
+                              dot_tile_bf16_pairs<6>, dot_tile_bf16_pairs<7>,
+                              dot_tile_bf16_pairs<8>};
+  for_each_weight_pair_tile(
+      x_bf16, w, b, y, rows, in, outputs, first, width, accumulate, 8, 8,
+      [&](int count, const std::uint16_t* w0, const std::uint16_t* w1, const std::uint16_t* x_rows,
+          float* sums) { kTiles[count - kTileMinRows](w0, w1, x_rows, in, sums); });
 }
 
 // ---- avx2: the tiles for CPUs without AVX-512 ----

@@ -355,7 +355,7 @@ void gemm_output_columns(CpuLevel level, const float* x, const std::uint16_t* w_
                          std::int64_t in, std::int64_t outputs, std::int64_t first,
                          std::int64_t width, bool accumulate) {
   const float* bias = b ? b + first : nullptr;
-  if (weight_dtype == DType::BF16 && bf16_prefill_rounds_x(level)) {
+  if (weight_dtype == DType::BF16 && bf16_linear_rounds_x(level, rows)) {
     gemm_avx512<Bf16DotRecipe>(x, w_block, bias, y + first, rows, in, outputs, width, accumulate);
   } else if (weight_dtype == DType::BF16) {
     gemm_avx512<F32Recipe<Bf16Weights>>(x, w_block, bias, y + first, rows, in, outputs, width,

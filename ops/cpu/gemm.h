@@ -20,16 +20,12 @@ void gemm_output_columns(CpuLevel level, const float* x, const float* w_block, c
                          float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
                          std::int64_t first, std::int64_t width, bool accumulate);
 
-// Whether the prefill GEMM with bf16 weights at `level` rounds x to bf16 (the pair dot products of
-// the avx512bf16 level, below) rather than keeping it in f32 (the levels under it) or splitting it
-// in two bf16 parts that keep 16 of its 24 bits (amx, ops/cpu/gemm_amx.cpp).
-inline bool bf16_prefill_rounds_x(CpuLevel level) { return level == CpuLevel::Avx512Bf16; }
-
 #if defined(__x86_64__)
 // The same with bf16 or f16 weights (`weight_dtype`), from the avx512 level on: the packed AVX-512
 // GEMM widens the weights to f32 as it packs them (ops/cpu/linear_16bit.cpp says what that saves);
-// with bf16 weights where bf16_prefill_rounds_x(level), it rounds x to bf16 instead and multiplies
-// bf16 pairs with vdpbf16ps (twice the multiply-adds per instruction; ops/cpu/gemm.cpp's recipes).
+// with bf16 weights where bf16_linear_rounds_x (output_blocks.h), it rounds x to bf16 instead and
+// multiplies bf16 pairs with vdpbf16ps (twice the multiply-adds per instruction; ops/cpu/gemm.cpp's
+// recipes).
 void gemm_output_columns(CpuLevel level, const float* x, const std::uint16_t* w_block,
                          DType weight_dtype, const float* b, float* y, std::int64_t rows,
                          std::int64_t in, std::int64_t outputs, std::int64_t first,

@@ -12,7 +12,10 @@
 //    in the tiles shared with f32 weights (ops/cpu/dot_tile.h: 2 weight rows x up to 8 input
 //    rows). Cost: 2 M K bytes read, 2 N M K FLOPs. bf16 widens by zero-extending each
 //    16-bit word to 32 bits and shifting it left by 16 (bf16 is the top half of an f32); f16 by the
-//    F16C conversion (vcvtph2ps).
+//    F16C conversion (vcvtph2ps). At the avx512bf16 level, bf16 weights from kBf16PairMinRows
+//    (5) rows on: x rounded to bf16 once per call and the pair tiles (dot_tile.h's
+//    dot_tile_bf16_pairs: no widening, vdpbf16ps), 1.36x at 5 rows, 1.62x at 16 the f32 tiles;
+//    1 to 4 rows are bound by reading the weights and stay f32.
 //  - Prefill (from there on): FLOP-bound, so the blocked f32 GEMM (ops/cpu/gemm.h) runs, as
 //    ops/cpu/linear.cpp does with f32 weights. From the avx512 level on it widens each thread's
 //    block of weights in the packing every call does anyway (into its panels); below,
@@ -28,17 +31,15 @@
 //    1.77x (1.61-1.83, SmolLM2 shape) the f32 arithmetic on widened weights, with f32 weights
 //    unchanged (0.99-1.00x; Zen 4, 2 threads, 5 interleaved rounds,
 //    docs/results/2026-12-05-bf16-dot-prefill/).
-// Why not vdpbf16ps in decode: it would round x to bf16 there too, and batch-1 decode is bound by
-// reading the weights, so it could not be faster; with a batch of 4 or more it could double the
-// multiply rate (not tried).
 // Kernels at three levels (runtime/cpu_features.h explains why the level is chosen at run time;
-// its avx512vnni and amx levels run the avx512 kernels here): avx512 (16 lanes, masked tails),
+// its avx512vnni, avx512bf16 (but bf16's pair tiles) and amx levels run the avx512 kernels here): avx512 (16 lanes, masked tails),
 // avx2 (8 lanes, F16C, FMA) and portable (dtype.h's conversions in plain loops). The x86 functions
 // carry their instruction sets as target attributes so that a build without -march=native, or for
 // another architecture, still compiles the portable path.
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "ops/cpu/dot_tile.h"
 #include "ops/cpu/element_rows.h"
@@ -152,10 +153,30 @@ void matrix_vector_avx512(const float* x, const std::uint16_t* w, const float* b
 }
 #endif
 
+#if defined(__x86_64__)
+// bf16 weights at the avx512bf16 level: from kBf16PairMinRows rows (output_blocks.h) x is rounded
+// to bf16, each thread its own copy (rows x in values: at 16 rows of 3072, ~1% of what the tiles
+// then multiply), for the pair tiles (dot_tile.h); fewer rows stay f32.
+void matrix_vector_bf16_pairs(const float* x, const std::uint16_t* w, const float* b, float* y,
+                              std::int64_t rows, std::int64_t in, std::int64_t outputs,
+                              std::int64_t first, std::int64_t width, bool accumulate) {
+  if (rows < kBf16PairMinRows) {
+    matrix_vector_avx512<Bf16Weights>(x, w, b, y, rows, in, outputs, first, width, accumulate);
+    return;
+  }
+  thread_local std::vector<std::uint16_t> x_bf16;
+  x_bf16.resize(static_cast<std::size_t>(rows * in));
+  narrow_16bit(x, DType::BF16, rows * in, x_bf16.data());
+  matrix_vector_tiles_bf16_pairs(x_bf16.data(), w, b, y, rows, in, outputs, first, width,
+                                 accumulate);
+}
+#endif
+
 template <bool kBf16>
 MatrixVectorBlock matrix_vector_for(CpuLevel level) {
 #if defined(__x86_64__)
   using Weights = std::conditional_t<kBf16, Bf16Weights, F16Weights>;
+  if (kBf16 && level == CpuLevel::Avx512Bf16) return matrix_vector_bf16_pairs;
   if (level >= CpuLevel::Avx512) return matrix_vector_avx512<Weights>;
   if (level == CpuLevel::Avx2) return matrix_vector_avx2<Weights>;
 #endif

@@ -36,16 +36,30 @@ namespace attnscope::ops::cpu {
 //    Since, decode steps from 6 rows on have the input rows in the lanes
 //    (ops/cpu/decode_q8_0_vnni.cpp), which leads the GEMM up to 96 rows (GEMM / lanes: 0.85x at
 //    48, 0.89x at 64, 0.97x at 96, 1.00x at 128; docs/results/2026-12-04-q8-decode-lanes/).
-//  - avx512bf16, bf16 on the pair dot products (ops/cpu/gemm.cpp's Bf16DotRecipe; Zen 4, 3
+//  - avx512bf16, bf16 with x rounded to bf16 in both (from kBf16PairMinRows rows: the decode
+//    tiles of ops/cpu/dot_tile.h's dot_tile_bf16_pairs, the GEMM's Bf16DotRecipe; Zen 4, 3
 //    interleaved rounds, docs/results/2026-12-05-bf16-dot-prefill/decode-rows/): GEMM / decode
-//    kernels 0.67x at 8 rows, 0.85x at 12, 0.98-1.00x at 16, 1.08x at 18, 1.14x at 20, 1.24x at
-//    24, 1.68x at 64, 1.98x at 96. From 18 rows on, a step rounds x to bf16 as prefill does.
+//    tiles 0.81x (0.79-0.84) at 24 rows, 0.93x at 32, 1.02x at 48 and 64, 1.14x at 96.
 //  - amx: bf16 at 16 688 against 638, at 24 578 against 851; f16 at 24 662 against 533, at 32
 //    700 against 714; q8_0 at 48 760-774 against 702-717, at 64 748-781 against 896-922.
 //  - avx2: Eigen's GEMM packs the weights on every call, and the avx2 tiles (dot_tile.h) stay
 //    ahead of it for f32 and 16-bit weights up to 64 rows (AMD EPYC Zen 3,
 //    docs/results/2026-12-02-engine/); q8_0 at 16 405 against 322, at 48 481 against 635.
 //  - portable: not measured; 16, as every level had before.
+// From this many rows on, a linear layer with bf16 weights at the avx512bf16 level rounds x to
+// bf16 and multiplies pairs with vdpbf16ps, in the decode tiles below gemm_min_rows and in the
+// GEMM from it on. At 4 rows the decode tiles are bound by reading the weights, and the pairs
+// were no faster (1.00x, 0.92-1.03); at 5 1.36x, at 8 1.44x, at 16 1.62x the f32 tiles on widened
+// weights (Zen 4, 3 interleaved rounds, docs/results/2026-12-05-bf16-dot-prefill/decode-rows/).
+constexpr std::int64_t kBf16PairMinRows = 5;
+
+// Whether a linear layer with bf16 weights at `level` multiplies its `rows` input rows rounded to
+// bf16 (above) rather than in f32 (every other level, and fewer rows; at amx prefill splits x in
+// two bf16 parts that keep 16 of its 24 bits, ops/cpu/gemm_amx.cpp).
+inline bool bf16_linear_rounds_x(CpuLevel level, std::int64_t rows) {
+  return level == CpuLevel::Avx512Bf16 && rows >= kBf16PairMinRows;
+}
+
 inline std::int64_t gemm_min_rows(CpuLevel level, DType weights) {
   switch (level) {
     case CpuLevel::Portable:
@@ -56,7 +70,7 @@ inline std::int64_t gemm_min_rows(CpuLevel level, DType weights) {
     case CpuLevel::Avx512Vnni:
       return weights == DType::F32 ? 48 : 128;
     case CpuLevel::Avx512Bf16:
-      return weights == DType::F32 ? 48 : weights == DType::BF16 ? 18 : 128;
+      return weights == DType::F32 ? 48 : weights == DType::BF16 ? 48 : 128;
     case CpuLevel::Amx:
       return weights == DType::F32    ? 48
              : weights == DType::BF16 ? 16
