@@ -32,10 +32,10 @@
 //    unchanged (0.99-1.00x; Zen 4, 2 threads, 5 interleaved rounds,
 //    docs/results/2026-12-05-bf16-dot-prefill/).
 // Kernels at three levels (runtime/cpu_features.h explains why the level is chosen at run time;
-// its avx512vnni, avx512bf16 (but bf16's pair tiles) and amx levels run the avx512 kernels here): avx512 (16 lanes, masked tails),
-// avx2 (8 lanes, F16C, FMA) and portable (dtype.h's conversions in plain loops). The x86 functions
-// carry their instruction sets as target attributes so that a build without -march=native, or for
-// another architecture, still compiles the portable path.
+// its avx512vnni, avx512bf16 (but bf16's pair tiles) and amx levels run the avx512 kernels here):
+// avx512 (16 lanes, masked tails), avx2 (8 lanes, F16C, FMA) and portable (dtype.h's conversions in
+// plain loops). The x86 functions carry their instruction sets as target attributes so that a build
+// without -march=native, or for another architecture, still compiles the portable path.
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
