@@ -81,8 +81,8 @@ void add_device_flags(CLI::App& app, DeviceOptions& options) {
                  "Storage dtype: f32, f16, bf16, q8_0. On cuda of weights and activations (q8_0: "
                  "cpu only); on the cpu of the weight matrices only (activations and KV cache "
                  "stay f32; q8_0 = blocks of 32 int8 with an f16 scale, 34 bytes per 32 "
-                 "weights; q8_0 products quantize their input rows too, and bf16 prefill "
-                 "products on AVX-512 BF16 round them to bf16). Math accumulates in f32")
+                 "weights; q8_0 products quantize their input rows too, and bf16 products of 5 "
+                 "rows or more on AVX-512 BF16 round them to bf16). Math accumulates in f32")
       ->capture_default_str()
       ->check(CLI::IsMember(kDTypes));
   add_threads_flag(app, options.threads);
