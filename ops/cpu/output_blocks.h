@@ -46,6 +46,26 @@ namespace attnscope::ops::cpu {
 //    ahead of it for f32 and 16-bit weights up to 64 rows (AMD EPYC Zen 3,
 //    docs/results/2026-12-02-engine/); q8_0 at 16 405 against 322, at 48 481 against 635.
 //  - portable: not measured; 16, as every level had before.
+inline std::int64_t gemm_min_rows(CpuLevel level, DType weights) {
+  switch (level) {
+    case CpuLevel::Portable:
+      return 16;
+    case CpuLevel::Avx2:
+      return weights == DType::Q8_0 ? 32 : 64;
+    case CpuLevel::Avx512:
+    case CpuLevel::Avx512Vnni:
+      return weights == DType::F32 ? 48 : 128;
+    case CpuLevel::Avx512Bf16:
+      return weights == DType::F32 || weights == DType::BF16 ? 48 : 128;
+    case CpuLevel::Amx:
+      return weights == DType::F32    ? 48
+             : weights == DType::BF16 ? 16
+             : weights == DType::F16  ? 32
+                                      : 64;
+  }
+  return 16;
+}
+
 // From this many rows on, a linear layer with bf16 weights at the avx512bf16 level rounds x to
 // bf16 and multiplies pairs with vdpbf16ps, in the decode tiles below gemm_min_rows and in the
 // GEMM from it on. At 4 rows the decode tiles are bound by reading the weights, and the pairs
@@ -58,26 +78,6 @@ constexpr std::int64_t kBf16PairMinRows = 5;
 // two bf16 parts that keep 16 of its 24 bits, ops/cpu/gemm_amx.cpp).
 inline bool bf16_linear_rounds_x(CpuLevel level, std::int64_t rows) {
   return level == CpuLevel::Avx512Bf16 && rows >= kBf16PairMinRows;
-}
-
-inline std::int64_t gemm_min_rows(CpuLevel level, DType weights) {
-  switch (level) {
-    case CpuLevel::Portable:
-      return 16;
-    case CpuLevel::Avx2:
-      return weights == DType::Q8_0 ? 32 : 64;
-    case CpuLevel::Avx512:
-    case CpuLevel::Avx512Vnni:
-      return weights == DType::F32 ? 48 : 128;
-    case CpuLevel::Avx512Bf16:
-      return weights == DType::F32 ? 48 : weights == DType::BF16 ? 48 : 128;
-    case CpuLevel::Amx:
-      return weights == DType::F32    ? 48
-             : weights == DType::BF16 ? 16
-             : weights == DType::F16  ? 32
-                                      : 64;
-  }
-  return 16;
 }
 
 // The hand-written decode kernels (16-bit and q8_0 weights, and every tile) ask for the weight
