@@ -233,6 +233,26 @@ inline void check_narrow_weights_prefill(const std::vector<double>& actual,
   CHECK(max_abs_difference(actual, original) > 0.0);
 }
 
+// The bf16 prefill check of both families: `base`-bf16 (`base`'s weights rounded to bf16) at
+// --dtype bf16 against the same checkpoint at f32 and `base` at f32 (`dir` finds each fixture),
+// over 2 x context ids (at least gemm_min_rows: at most 128), with `parity` for the model
+// (check_narrow_weights_prefill).
+template <typename Model>
+void check_bf16_prefill(const std::string& base, std::string (*dir)(const std::string&),
+                        double (*parity)(const Model&, const Prefill&)) {
+  Context ctx(2);
+  const Model bf16 = Model::open(dir(base + "-bf16"), ctx, 0, DType::BF16);
+  const Model widened = Model::open(dir(base + "-bf16"), ctx, 0, DType::F32);
+  const Model original = Model::open(dir(base), ctx, 0, DType::F32);
+  const Prefill prefill =
+      patterned_prefill(2, bf16.config().context_length, bf16.config().vocab_size);
+  REQUIRE(prefill.batch * prefill.length >= ops::cpu::gemm_min_rows(cpu_level(), DType::BF16));
+  check_narrow_weights_prefill(
+      all_logits(ctx, bf16, prefill), all_logits(ctx, widened, prefill),
+      all_logits(ctx, original, prefill), parity(bf16, prefill),
+      ops::cpu::bf16_linear_rounds_x(cpu_level(), prefill.batch * prefill.length));
+}
+
 // Runs `check(ctx, model, reference)` for each fixture of `names` with every attention backend:
 // the fixture's f32 model (Model::open of `dir(name)` on a CPU context of 2 threads) and its
 // reference.json (`read(name)`), with the fixture's name and the backend CAPTUREd.

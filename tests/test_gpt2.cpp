@@ -14,7 +14,6 @@
 #include "model_checks.h"
 #include "models/gpt2/model.h"
 #include "models/gpt2/tensor_map.h"
-#include "ops/cpu/gemm.h"
 #include "ops/cpu/output_blocks.h"
 #include "runtime/cpu_features.h"
 #include "runtime/error.h"
@@ -119,22 +118,15 @@ TEST_CASE("q8_0 weights on the cpu: prefill computes the f32 model of the dequan
 }
 
 TEST_CASE("bf16 weights on the cpu: prefill computes the f32 model of the same weights") {
-  // As with q8_0: prefill (from gemm_min_rows rows on: 128, so 2 x 64 ids) widens the stored
-  // bf16 weights exactly and keeps x in f32, so tiny-a-bf16 at --dtype bf16 gives the logits of
-  // the same checkpoint at f32 within the parity bound (at amx, x's low part kept to 16 bits:
-  // 1e-3). At avx512bf16 x is rounded to bf16 for vdpbf16ps (ops/cpu/gemm.h), a perturbation of
-  // the size the weights' rounding makes (testing::check_narrow_weights_prefill).
-  Context ctx(2);
-  const gpt2::Model bf16 = gpt2::Model::open(hf_fixture_dir("tiny-a-bf16"), ctx, 0, DType::BF16);
-  const gpt2::Model widened = gpt2::Model::open(hf_fixture_dir("tiny-a-bf16"), ctx, 0, DType::F32);
-  const gpt2::Model original = gpt2::Model::open(hf_fixture_dir("tiny-a"), ctx, 0, DType::F32);
-  const Prefill prefill =
-      patterned_prefill(2, bf16.config().context_length, bf16.config().vocab_size);
-  REQUIRE(prefill.batch * prefill.length >= ops::cpu::gemm_min_rows(cpu_level(), DType::BF16));
-  check_narrow_weights_prefill(
-      all_logits(ctx, bf16, prefill), all_logits(ctx, widened, prefill),
-      all_logits(ctx, original, prefill), cpu_level() >= CpuLevel::Amx ? 1e-3 : 1e-4,
-      ops::cpu::bf16_linear_rounds_x(cpu_level(), prefill.batch * prefill.length));
+  // As with q8_0: prefill (from gemm_min_rows rows on: at most 128, so 2 x 64 ids) widens the
+  // stored bf16 weights exactly and keeps x in f32, so tiny-a-bf16 at --dtype bf16 gives the
+  // logits of the same checkpoint at f32 within the parity bound (at amx, x's low part kept to 16
+  // bits: 1e-3). At avx512bf16 x is rounded to bf16 for vdpbf16ps (ops/cpu/output_blocks.h:
+  // bf16_linear_rounds_x), a perturbation of the size the weights' rounding makes
+  // (testing::check_narrow_weights_prefill).
+  check_bf16_prefill<gpt2::Model>("tiny-a", hf_fixture_dir, [](const gpt2::Model&, const Prefill&) {
+    return cpu_level() >= CpuLevel::Amx ? 1e-3 : 1e-4;
+  });
 }
 
 TEST_CASE("q8_0 weights on the cpu: decode stays near the f32 logits and tokens") {

@@ -15,7 +15,6 @@
 #include "llama_fixtures.h"
 #include "model_checks.h"
 #include "models/llama/model.h"
-#include "ops/cpu/gemm.h"
 #include "ops/cpu/output_blocks.h"
 #include "runtime/cpu_features.h"
 #include "runtime/error.h"
@@ -135,18 +134,10 @@ TEST_CASE("llama: bf16 weights on the cpu: prefill computes the f32 model of the
   // As for GPT-2: wide-heads-bf16 at --dtype bf16 gives the logits of the same checkpoint at f32
   // within the parity bound where prefill keeps x in f32; at avx512bf16 it rounds x to bf16
   // (testing::check_narrow_weights_prefill).
-  Context ctx(2);
-  const llama::Model bf16 = llama::Model::open(fixture_dir("wide-heads-bf16"), ctx, 0, DType::BF16);
-  const llama::Model widened =
-      llama::Model::open(fixture_dir("wide-heads-bf16"), ctx, 0, DType::F32);
-  const llama::Model original = llama::Model::open(fixture_dir("wide-heads"), ctx, 0, DType::F32);
-  const Prefill prefill =
-      patterned_prefill(2, bf16.config().context_length, bf16.config().vocab_size);
-  REQUIRE(prefill.batch * prefill.length >= ops::cpu::gemm_min_rows(cpu_level(), DType::BF16));
-  check_narrow_weights_prefill(
-      all_logits(ctx, bf16, prefill), all_logits(ctx, widened, prefill),
-      all_logits(ctx, original, prefill), logit_bound(bf16.llama_config(), prefill.length),
-      ops::cpu::bf16_linear_rounds_x(cpu_level(), prefill.batch * prefill.length));
+  check_bf16_prefill<llama::Model>("wide-heads", fixture_dir,
+                                   [](const llama::Model& model, const Prefill& prefill) {
+                                     return logit_bound(model.llama_config(), prefill.length);
+                                   });
 }
 
 TEST_CASE("llama: q8_0 weights on the cpu: decode stays near the f32 logits and tokens") {
