@@ -11,8 +11,9 @@
 //               (ops/cpu/linear_q8_0.cpp) and the prefill GEMM (ops/cpu/gemm_q8_0_vnni.cpp);
 //               the 16-bit kernels run their avx512 code.
 //   avx512bf16: avx512vnni plus AVX-512 BF16's pair dot product vdpbf16ps (Cooper Lake, Sapphire
-//               Rapids, Zen 4). Only the prefill GEMM with bf16 weights has code of its own for it
-//               (ops/cpu/gemm.cpp); everything else runs its avx512vnni code.
+//               Rapids, Zen 4). Only linear layers with bf16 weights have code of their own for
+//               it (from 5 rows, x rounded to bf16: the decode tiles of ops/cpu/dot_tile.h, the
+//               prefill GEMM of ops/cpu/gemm.cpp); everything else runs its avx512vnni code.
 //   amx:        avx512bf16 plus AMX's bf16 tiles (Sapphire Rapids on), which
 //               Linux lends a process only when asked: cpu_level() asks once, the first time it
 //               would return amx (runtime/cpu_features.cpp says why not sooner). Only the prefill

@@ -170,7 +170,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c,avx512bf16"))) vo
 //  - F32Recipe: f32 lanes, one FMA per lane: 16 multiply-adds an instruction.
 //  - Bf16DotRecipe (bf16 weights from the avx512bf16 level on): bf16 pairs, vdpbf16ps adding
 //    both products of each lane's pair: 32 multiply-adds an instruction. The inputs are rounded to
-//    bf16 to get there (a relative error of at most 2^-9 each); the products of two bf16 values
+//    bf16 to get there (a relative error of at most 2^-8 each); the products of two bf16 values
 //    are exact in f32 and the sums are f32, as with F32Recipe (subnormal inputs count as zero).
 template <typename Weights>
 struct F32Recipe {
