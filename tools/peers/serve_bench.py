@@ -56,8 +56,10 @@ def server_command(args, name: str, port: int) -> list[str]:
     threads = str(args.threads)
     slots = max(args.concurrency)
     if name == "attnscope":
+        kv_dtype = ["--kv-dtype", args.kv_dtype] if args.kv_dtype else []
         return [args.attnscope, "serve", "-m", str(args.model), "--dtype", args.dtype, "--attn",
-                "flash", "-t", threads, "--port", str(port), "--served-model-name", "model"]
+                "flash", "-t", threads, "--port", str(port), "--served-model-name", "model",
+                *kv_dtype]
     # One slot per stream, each with room for a whole request (the context is shared out
     # among the slots); flash attention as attnscope's; no web UI.
     context = slots * (args.prompt_tokens + args.output_tokens + 64)
@@ -179,6 +181,9 @@ def main() -> None:
                         help="the same model as GGUF, in the weight type of --dtype")
     parser.add_argument("--dtype", default="f32",
                         help="attnscope serve's --dtype (f32, bf16, f16, q8_0)")
+    parser.add_argument("--kv-dtype", default=None,
+                        help="attnscope serve's --kv-dtype (default: its own, f32 on the cpu; "
+                             "llama-server keeps an f16 cache)")
     parser.add_argument("--guidellm", default="guidellm")
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--concurrency", type=lambda s: [int(c) for c in s.split(",")],
