@@ -83,6 +83,19 @@ struct Bf16Format {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
   }
   static float one(std::uint16_t bits) { return bf16_to_f32(bits); }
+  // The other way: 16 f32 lanes rounded to bf16 as dtype.h's f32_to_bf16 does (to nearest, ties
+  // to even: add 0x7FFF plus the kept half's last bit to the f32's bits; NaN kept a quiet NaN).
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m256i narrow(
+      __m512 values) {
+    const __m512i bits = _mm512_castps_si512(values);
+    const __m512i last_kept_bit =
+        _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+    const __m512i rounding = _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), last_kept_bit);
+    const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(bits, rounding), 16);
+    const __m512i quiet_nan = _mm512_or_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x40));
+    const __mmask16 nan = _mm512_cmp_ps_mask(values, values, _CMP_UNORD_Q);
+    return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(rounded, nan, quiet_nan));
+  }
 };
 struct F16Format {
   __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 widen(

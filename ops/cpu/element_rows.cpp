@@ -65,22 +65,10 @@ void widen_at_level(const std::uint16_t* src, std::int64_t n, float* dst) {
   }
 }
 
-// 16 f32 lanes rounded to bf16 (element_rows.h's rule).
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) __m256i narrow_bf16(
-    __m512 values) {
-  const __m512i bits = _mm512_castps_si512(values);
-  const __m512i last_kept_bit = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
-  const __m512i rounding = _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), last_kept_bit);
-  const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(bits, rounding), 16);
-  const __m512i quiet_nan = _mm512_or_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x40));
-  const __mmask16 nan = _mm512_cmp_ps_mask(values, values, _CMP_UNORD_Q);
-  return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(rounded, nan, quiet_nan));
-}
-
 // 16 f32 lanes rounded to f16 (vcvtps2ph) or bf16.
 template <bool kBf16>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) __m256i narrow(__m512 values) {
-  if constexpr (kBf16) return narrow_bf16(values);
+  if constexpr (kBf16) return Bf16Format::narrow(values);
   return _mm512_cvtps_ph(values, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 

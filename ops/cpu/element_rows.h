@@ -3,7 +3,8 @@
 // time below):
 // - f16 and bf16 (runtime/dtype.h): widen_16bit is exact (bf16 is the top half of an f32, f16
 //   converts with vcvtph2ps); narrow_16bit rounds to nearest, ties to even: bf16 by adding 0x7FFF
-//   plus the kept half's last bit to the f32's bits (NaN kept a quiet NaN), f16 with vcvtps2ph;
+//   plus the kept half's last bit to the f32's bits (NaN kept a quiet NaN: dot_tile.h's
+//   Bf16Format::narrow, which the bf16 GEMM's packing uses too), f16 with vcvtps2ph;
 //   bit for bit dtype.h's f32_to_bf16 and f32_to_f16, except that an f16 NaN keeps its payload's
 //   top bits.
 // - q8_0 (runtime/q8_0.h): quantize_q8_0_rows makes the blocks runtime/q8_0.h's quantize_q8_0

@@ -106,17 +106,18 @@ struct Bf16PairLanes {
     return _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(mask, src));
   }
 };
-// bf16 pairs from f32 values, each rounded to the nearest bf16 (ties to even, as dtype.h's
-// f32_to_bf16; vcvtne2ps2bf16 also flushes subnormals to zero).
+// bf16 pairs from f32 values, each rounded to bf16 as the decode tiles' x is (Bf16Format::narrow,
+// dot_tile.h: dtype.h's f32_to_bf16).
 struct RoundedBf16PairLanes {
   using Element = float;
   static constexpr int kValuesPerLane = 2;
-  __attribute__((target("avx512f,avx512bw,avx512bf16"))) static __m512 load(const float* src,
-                                                                            int values) {
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 load(
+      const float* src, int values) {
     const auto first = [](int count) { return static_cast<__mmask16>((1u << count) - 1u); };
-    const __m512 low = _mm512_maskz_loadu_ps(first(std::min(values, 16)), src);
-    const __m512 high = _mm512_maskz_loadu_ps(first(std::max(values - 16, 0)), src + 16);
-    return _mm512_castsi512_ps(reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(high, low)));
+    const __m256i low = Bf16Format::narrow(_mm512_maskz_loadu_ps(first(std::min(values, 16)), src));
+    const __m256i high =
+        Bf16Format::narrow(_mm512_maskz_loadu_ps(first(std::max(values - 16, 0)), src + 16));
+    return _mm512_castsi512_ps(_mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1));
   }
 };
 
@@ -131,11 +132,9 @@ std::int64_t lanes_of(std::int64_t depth) {
 // p * panel_width + i for i < panel_width side by side; lines past `lines` are zeros. Blocks of 16
 // lines x 16 lanes are loaded as 16 vectors, transposed in registers and stored as one vector per
 // lane: whole-vector loads and stores (the scalar copy was ~15% of a prefill's time: one store per
-// float). Carries avx512bf16 so that RoundedBf16PairLanes::load inlines; the other Lanes' code
-// holds no bf16 instruction (compilers emit them only for bf16 intrinsics and types) and runs on
-// any avx512 CPU.
+// float).
 template <typename Lanes>
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c,avx512bf16"))) void pack_panels(
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void pack_panels(
     const typename Lanes::Element* src, std::int64_t ld, std::int64_t lines, std::int64_t depth,
     int panel_width, float* dst) {
   constexpr int kValuesPerLoad = 16 * Lanes::kValuesPerLane;
@@ -198,7 +197,9 @@ static_assert(F32Lanes<F32Weights>::kValuesPerLane == 1 &&
 // accumulates) and adds the bias (`bias`, 32 columns, when there is one); the later slices add to
 // it. kRows is kTileRows but on the last rows of a block (N % 14): there the rows past N are not
 // computed at all (at pp16, a 14-row kernel on the 2-row edge made the prefill 12% slower than
-// Eigen's GEMM). Carries avx512bf16 for Bf16DotRecipe, as pack_panels does.
+// Eigen's GEMM). Carries avx512bf16 so that Bf16DotRecipe's vdpbf16ps inlines; F32Recipe's
+// instantiations hold no bf16 instruction (compilers emit them only for bf16 intrinsics and
+// types) and run on any avx512 CPU.
 template <typename Recipe, int kRows>
 __attribute__((target("avx512f,avx512bf16"))) void tile_kernel(std::int64_t depth, const float* a,
                                                                const float* b, float* c,
