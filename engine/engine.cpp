@@ -146,7 +146,7 @@ std::int64_t Engine::running_positions() const {
 
 bool Engine::finished(Sequence& sequence, FinishReason& reason) {
   const std::int32_t token = sequence.tokens.back();
-  if (!sequence.request.ignore_eos && token == model_.config().eos_token_id) {
+  if (!sequence.request.ignore_eos && model_.config().is_eos(token)) {
     reason = FinishReason::eos;
     return true;
   }

@@ -5,8 +5,10 @@
 // cost models from, and where generation stops.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace attnscope {
 
@@ -28,12 +30,19 @@ struct ModelConfig {
   // high_freq_factor=H original=N"); unset for learned positions (LanguageModel::positions_name).
   double rope_theta = 0.0;
   std::string rope_scaling;
-  // Generation stops there, and an empty prompt starts from it; -1: none. transformers accepts an
-  // id outside the vocabulary (GPT2Config's default 50256 saved with a small vocabulary); such a
+  // Generation stops at any of these, as transformers' does at each id of config.json's
+  // eos_token_id (a list in Llama 3.1 Instruct: <|end_of_text|>, <|eom_id|> and <|eot_id|>, the
+  // one a chat turn ends with); the first also starts an empty prompt. transformers accepts an id
+  // outside the vocabulary (GPT2Config's default 50256 saved with a small vocabulary); such a
   // model simply never produces it (see eos_in_vocabulary).
-  std::int64_t eos_token_id = -1;
+  std::vector<std::int64_t> eos_token_ids;
 
-  bool eos_in_vocabulary() const { return 0 <= eos_token_id && eos_token_id < vocab_size; }
+  // The first eos id, -1 without one.
+  std::int64_t eos_token_id() const { return eos_token_ids.empty() ? -1 : eos_token_ids.front(); }
+  bool is_eos(std::int64_t token) const {
+    return std::find(eos_token_ids.begin(), eos_token_ids.end(), token) != eos_token_ids.end();
+  }
+  bool eos_in_vocabulary() const { return 0 <= eos_token_id() && eos_token_id() < vocab_size; }
 };
 
 }  // namespace attnscope

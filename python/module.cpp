@@ -99,7 +99,8 @@ class Model {
     d["n_heads"] = c.n_heads;
     d["n_kv_heads"] = c.n_kv_heads;
     d["head_dim"] = c.head_dim;
-    d["eos_token_id"] = c.eos_token_id;
+    d["eos_token_id"] = c.eos_token_id();
+    d["eos_token_ids"] = c.eos_token_ids;
     d["parameters"] = model_->parameter_count();
     d["device"] = ctx_->describe();
     d["dtype"] = model_->dtype_summary();

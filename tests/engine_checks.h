@@ -38,7 +38,7 @@ inline Alone run_alone(Context& ctx, const LanguageModel& model, const engine::R
                           std::max(std::fabs(static_cast<double>(sorted[0])), 1.0));
     const std::int32_t next = sampler.sample(row);
     alone.tokens.push_back(next);
-    if (!request.ignore_eos && next == model.config().eos_token_id) break;
+    if (!request.ignore_eos && model.config().is_eos(next)) break;
     if (i + 1 < request.max_tokens) logits = model.forward(ctx, {&next, 1}, 1, cache);
   }
   return alone;

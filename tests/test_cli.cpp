@@ -224,6 +224,34 @@ TEST_CASE("an eos_token_id outside the vocabulary warns once and never stops gen
   check_one_line_error(run(eos_outside), 1, "an empty prompt starts from eos_token_id = 50256");
 }
 
+TEST_CASE("generation stops at any id of config.json's eos_token_id list, as transformers does") {
+  // Llama 3.1 Instruct lists three; a chat turn ends with the last (<|eot_id|>). Here the list
+  // is [2, T] with T the fourth token the fixture generates greedily (its eos, 2, never comes).
+  const std::string source = attnscope::testing::test_fixtures() + "/hf-llama/gqa-tied-llama3";
+  const auto greedy = [](const std::string& dir, const std::string& more) {
+    return success_json(run("generate --model " + dir + " --prompt-ids 3,4,5 -n 8 --json" + more));
+  };
+  const auto all = greedy(source, " --ignore-eos")["generated_ids"].get<std::vector<int>>();
+  REQUIRE(all.size() == 8);
+  const int stop_at = all[3];
+  REQUIRE(std::find(all.begin(), all.begin() + 3, stop_at) == all.begin() + 3);
+  REQUIRE(std::find(all.begin(), all.end(), 2) == all.end());
+
+  const attnscope::testing::TempDir dir;
+  nlohmann::json config = read_json(source + "/config.json");
+  config["eos_token_id"] = {2, stop_at};
+  attnscope::testing::write_file(dir.file("config.json"), config.dump());
+  std::filesystem::copy_file(source + "/model.safetensors", dir.file("model.safetensors"));
+  const nlohmann::json stopped = greedy(dir.path().string(), "");
+  CHECK(stopped["generated_ids"].get<std::vector<int>>() ==
+        std::vector<int>(all.begin(), all.begin() + 4));
+  CHECK(stopped["stop_reason"] == "eos");
+  const nlohmann::json inspected =
+      success_json(run("inspect --model " + dir.path().string() + " --json"));
+  CHECK(inspected["config"]["eos_token_ids"] == nlohmann::json::array({2, stop_at}));
+  CHECK(inspected["config"]["eos_token_id"] == 2);
+}
+
 TEST_CASE("generate --json reproduces Hugging Face's greedy continuation with every backend") {
   const nlohmann::json reference = read_json(fixture("tiny-b") + "/reference.json");
   const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<int>>();

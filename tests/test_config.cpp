@@ -77,7 +77,7 @@ TEST_CASE("config: GPT-2 small's config.json") {
   CHECK(config.head_dim == 64);
   CHECK(config.layer_norm_epsilon == 1e-5);
   CHECK(config.activation == "gelu_new");
-  CHECK(config.eos_token_id == 50256);
+  CHECK(config.eos_token_ids == std::vector<std::int64_t>{50256});
 }
 
 TEST_CASE("config: optional keys take their defaults") {
@@ -87,7 +87,7 @@ TEST_CASE("config: optional keys take their defaults") {
   CHECK(config.layer_norm_epsilon == 1e-5);
   CHECK(config.activation == "gelu_new");
   CHECK(config.model_type == "gpt2");
-  CHECK(config.eos_token_id == 50256);
+  CHECK(config.eos_token_ids == std::vector<std::int64_t>{50256});
 }
 
 TEST_CASE("config: n_inner given, null or absent") {
@@ -148,7 +148,7 @@ TEST_CASE("config: other optional values are read") {
                                                               .json(),
                                                           kLabel);
   CHECK(config.layer_norm_epsilon == 1e-6);
-  CHECK(config.eos_token_id == 0);
+  CHECK(config.eos_token_ids == std::vector<std::int64_t>{0});
 }
 
 TEST_CASE("config: text that is not a JSON object is refused with the parser's position") {
@@ -288,7 +288,7 @@ TEST_CASE("config: an eos_token_id outside the vocabulary is kept, as transforme
   // The default, 50256, is GPT-2's <|endoftext|>: outside a small vocabulary.
   const gpt2::Gpt2Config fallback =
       gpt2::parse_gpt2_config(ConfigText().erase("eos_token_id").json(), kLabel);
-  CHECK(fallback.eos_token_id == 50256);
+  CHECK(fallback.eos_token_ids == std::vector<std::int64_t>{50256});
   CHECK_FALSE(fallback.eos_in_vocabulary());
   CHECK(gpt2::parse_gpt2_config(ConfigText().set("eos_token_id", "99").json(), kLabel)
             .eos_in_vocabulary());
@@ -326,7 +326,7 @@ TEST_CASE("config: gpt2::validate_gpt2_config checks configs built in code") {
   config.n_heads = 2;
   config.n_kv_heads = 2;
   config.d_ff = 32;
-  config.eos_token_id = 0;
+  config.eos_token_ids = {0};
   CHECK_NOTHROW(gpt2::validate_gpt2_config(config, "synthetic"));
 
   config.n_kv_heads = 1;

@@ -317,8 +317,7 @@ TEST_CASE("engine: 56 random requests at once give each one's tokens alone, and 
         continue;
       }
       CHECK(r.tokens == alone.tokens);
-      const bool ended_at_eos =
-          !r.request.ignore_eos && r.tokens.back() == model.config().eos_token_id;
+      const bool ended_at_eos = !r.request.ignore_eos && model.config().is_eos(r.tokens.back());
       CHECK(r.reason == (ended_at_eos ? FinishReason::eos : FinishReason::length));
       ++compared;
     }

@@ -118,7 +118,7 @@ Gpt2Config parse_gpt2_config(std::string_view json_text, const std::string& labe
     config.activation = *activation;
   }
   if (const std::optional<std::int64_t> eos = optional_integer(root, "eos_token_id", label)) {
-    config.eos_token_id = *eos;
+    config.eos_token_ids = {*eos};
   }
   for (const auto& [key, destination] :
        {std::pair{"scale_attn_weights", &config.scale_attn_weights},

@@ -24,7 +24,7 @@ struct Gpt2Config : ModelConfig {
     model_type = "gpt2";
     layer_norm_epsilon = 1e-5;
     activation = "gelu_new";
-    eos_token_id = 50256;  // <|endoftext|>
+    eos_token_ids = {50256};  // <|endoftext|>
   }
   bool scale_attn_weights = true;                // scores divided by sqrt(D)
   bool scale_attn_by_inverse_layer_idx = false;  // and by layer_index + 1
@@ -44,7 +44,7 @@ Gpt2Config parse_gpt2_config(std::string_view json_text, const std::string& labe
 Gpt2Config read_gpt2_config(const std::string& path);
 // Throws Error unless every field is in its sane range and the shapes agree
 // (d_model divisible by n_heads, n_heads divisible by n_kv_heads, ...). An eos_token_id outside
-// the vocabulary is allowed (see ModelConfig::eos_token_id).
+// the vocabulary is allowed (see ModelConfig::eos_token_ids).
 void validate_gpt2_config(const Gpt2Config& config, const std::string& label);
 
 }  // namespace attnscope::gpt2

@@ -45,7 +45,7 @@ ModelConfig summary_config(const LlamaConfig& llama) {
   config.activation = "silu";
   config.rope_theta = llama.rope_theta;
   config.rope_scaling = rope_scaling_text(llama.rope_scaling);
-  config.eos_token_id = llama.eos_token_ids.empty() ? -1 : llama.eos_token_ids.front();
+  config.eos_token_ids = llama.eos_token_ids;
   return config;
 }
 

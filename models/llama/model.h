@@ -47,7 +47,7 @@ class Model : public LanguageModel {
 
   const LlamaConfig& llama_config() const { return config_; }
   // The summary the tools size things from: model_type "llama", context_length =
-  // max_position_embeddings, d_ff = intermediate_size, eos_token_id the first eos id (-1: none).
+  // max_position_embeddings, d_ff = intermediate_size, eos_token_ids every eos id.
   const ModelConfig& config() const override { return summary_; }
   const Weights& weights() const { return weights_; }
   std::int64_t parameter_count() const override { return count_parameters(config_); }

@@ -29,7 +29,7 @@ Generation generate_tokens(Context& ctx, const LanguageModel& model, KVCache& ca
   while (static_cast<std::int64_t>(result.generated.size()) < options.max_new_tokens) {
     on_token(next, logits);
     result.generated.push_back(next);
-    if (!options.ignore_eos && next == config.eos_token_id) {
+    if (!options.ignore_eos && config.is_eos(next)) {
       result.stop_reason = "eos";
       break;
     }

@@ -19,7 +19,7 @@ std::unique_ptr<LanguageModel> load_model(const std::string& spec, Context& ctx,
             << " s\n";
   const ModelConfig& config = model->config();
   if (!config.eos_in_vocabulary()) {
-    std::cerr << "attnscope: warning: eos_token_id = " << config.eos_token_id
+    std::cerr << "attnscope: warning: eos_token_id = " << config.eos_token_id()
               << " is outside the vocabulary [0, " << config.vocab_size
               << "): generation will not stop at an end-of-text token\n";
   }

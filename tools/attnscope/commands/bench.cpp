@@ -189,7 +189,7 @@ void run_model_test(Context& ctx, LanguageModel& model, StepRunner& runner, cons
   } else {
     const std::vector<std::int32_t> context = random_ids(test.batch * test.depth, config, rng);
     // Decoding from no context starts at end-of-text, as generate's empty prompt does.
-    const std::int64_t first_token = config.eos_in_vocabulary() ? config.eos_token_id : 0;
+    const std::int64_t first_token = config.eos_in_vocabulary() ? config.eos_token_id() : 0;
     std::vector<std::int32_t> next(static_cast<std::size_t>(test.batch),
                                    static_cast<std::int32_t>(first_token));
     KVCache cache = model.new_cache(ctx, test.batch, test.depth + test.gen);

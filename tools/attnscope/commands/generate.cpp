@@ -73,9 +73,9 @@ int run_generate(const GenerateFlags& flags) {
   }
   if (prompt.empty()) {
     check(config.eos_in_vocabulary(), "prompt",
-          "an empty prompt starts from eos_token_id = " + std::to_string(config.eos_token_id) +
+          "an empty prompt starts from eos_token_id = " + std::to_string(config.eos_token_id()) +
               ", which is outside the vocabulary: pass --prompt or --prompt-ids");
-    prompt.push_back(static_cast<std::int32_t>(config.eos_token_id));
+    prompt.push_back(static_cast<std::int32_t>(config.eos_token_id()));
   }
   for (std::int32_t id : prompt) {
     check(id < config.vocab_size, "prompt",

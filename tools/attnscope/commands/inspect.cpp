@@ -33,7 +33,8 @@ nlohmann::json config_json(const LanguageModel& model) {
                          {"d_ff", c.d_ff},
                          {"layer_norm_epsilon", c.layer_norm_epsilon},
                          {"activation", c.activation},
-                         {"eos_token_id", c.eos_token_id},
+                         {"eos_token_id", c.eos_token_id()},
+                         {"eos_token_ids", c.eos_token_ids},
                          {"positions", model.positions_name()},
                          {"tied_embeddings", model.head_is_embedding()}};
   if (model.positions_name() == "rotary") {
