@@ -1,0 +1,1274 @@
+// jinja::Template::render (jinja.h): a tree-walking interpreter over jinja_syntax.h's tree.
+// Names resolve innermost scope first: the render's globals, then one scope per loop iteration
+// (jinja2 gives each iteration a fresh one, so a {% set %} in a loop is gone at the next
+// iteration and after the loop; a namespace's attributes are how a template carries a value
+// out). Cost: one visit of each node per time it runs; values are copied only where a result is
+// built (reading a name, an attribute or an item reads it in place).
+#include "models/tokenizer/jinja.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <ctime>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "models/tokenizer/utf8.h"
+#include "runtime/error.h"
+
+namespace attnscope::tokenizer::jinja {
+
+namespace {
+
+const Value kUndefined(Value::value_t::discarded);
+// A namespace(...) is an object holding its attributes under this key, so that `set ns.a = 1`
+// can tell it from a dict (jinja2 refuses to assign to a dict's attributes).
+constexpr std::string_view kNamespaceKey = "\x01namespace";
+
+bool is_namespace(const Value& v) {
+  return v.is_object() && v.size() == 1 && v.contains(kNamespaceKey);
+}
+
+[[noreturn]] void fail(int line, const std::string& what) {
+  throw Error("chat template: line " + std::to_string(line) + ": " + what);
+}
+
+std::string type_name(const Value& v) {
+  if (v.is_discarded()) return "undefined";
+  if (v.is_null()) return "none";
+  if (v.is_boolean()) return "bool";
+  if (v.is_number_integer()) return "int";
+  if (v.is_number_float()) return "float";
+  if (v.is_string()) return "str";
+  if (v.is_array()) return "list";
+  return is_namespace(v) ? "namespace" : "dict";
+}
+
+// ---- Python's view of values ----
+
+bool truthy(const Value& v) {
+  switch (v.type()) {
+    case Value::value_t::null:
+    case Value::value_t::discarded:
+      return false;
+    case Value::value_t::boolean:
+      return v.get<bool>();
+    case Value::value_t::number_integer:
+    case Value::value_t::number_unsigned:
+      return v.get<std::int64_t>() != 0;
+    case Value::value_t::number_float:
+      return v.get<double>() != 0.0;
+    case Value::value_t::string:
+      return !v.get_ref<const std::string&>().empty();
+    default:
+      return !v.empty();
+  }
+}
+
+bool is_int(const Value& v) { return v.is_number_integer(); }
+bool is_number(const Value& v) { return v.is_number() || v.is_boolean(); }
+double as_double(const Value& v) {
+  return v.is_boolean() ? (v.get<bool>() ? 1.0 : 0.0) : v.get<double>();
+}
+std::int64_t as_int(const Value& v) {
+  return v.is_boolean() ? (v.get<bool>() ? 1 : 0) : v.get<std::int64_t>();
+}
+
+// Python's repr of a float: the shortest digits that read back, positional from 1e-4 to 1e16.
+std::string python_float(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  std::array<char, 64> buffer{};
+  const auto [end, ec] =
+      std::to_chars(buffer.data(), buffer.data() + buffer.size(), x, std::chars_format::scientific);
+  const std::string text(buffer.data(), end);
+  const std::size_t e = text.find('e');
+  std::string mantissa = text.substr(0, e);
+  const int exponent = std::stoi(text.substr(e + 1));
+  const bool negative = mantissa[0] == '-';
+  if (negative) mantissa.erase(0, 1);
+  std::string digits;
+  for (char c : mantissa) {
+    if (c != '.') digits += c;
+  }
+  std::string out = negative ? "-" : "";
+  if (exponent < -4 || exponent >= 16) {
+    out += digits.substr(0, 1);
+    if (digits.size() > 1) out += "." + digits.substr(1);
+    out += exponent < 0 ? "e-" : "e+";
+    const std::string magnitude = std::to_string(std::abs(exponent));
+    out += (magnitude.size() < 2 ? "0" : "") + magnitude;
+  } else if (exponent < 0) {
+    out += "0." + std::string(static_cast<std::size_t>(-exponent - 1), '0') + digits;
+  } else {
+    const auto point = static_cast<std::size_t>(exponent) + 1;
+    if (digits.size() <= point) {
+      out += digits + std::string(point - digits.size(), '0') + ".0";
+    } else {
+      out += digits.substr(0, point) + "." + digits.substr(point);
+    }
+  }
+  return out;
+}
+
+std::string python_repr(const Value& v);
+
+// Python's str(): what {{ }} prints.
+std::string python_str(const Value& v) {
+  switch (v.type()) {
+    case Value::value_t::discarded:
+      return "";
+    case Value::value_t::string:
+      return v.get<std::string>();
+    default:
+      return python_repr(v);
+  }
+}
+
+std::string string_repr(const std::string& s) {
+  const char quote =
+      s.find('\'') != std::string::npos && s.find('"') == std::string::npos ? '"' : '\'';
+  std::string out(1, quote);
+  for (unsigned char c : s) {
+    if (c == '\\' || c == static_cast<unsigned char>(quote)) {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + quote;
+}
+
+std::string python_repr(const Value& v) {
+  switch (v.type()) {
+    case Value::value_t::discarded:
+      return "Undefined";
+    case Value::value_t::null:
+      return "None";
+    case Value::value_t::boolean:
+      return v.get<bool>() ? "True" : "False";
+    case Value::value_t::number_integer:
+    case Value::value_t::number_unsigned:
+      return std::to_string(v.get<std::int64_t>());
+    case Value::value_t::number_float:
+      return python_float(v.get<double>());
+    case Value::value_t::string:
+      return string_repr(v.get<std::string>());
+    case Value::value_t::array: {
+      std::string out = "[";
+      for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + python_repr(v[i]);
+      return out + "]";
+    }
+    default: {
+      if (is_namespace(v)) return "<Namespace " + python_repr(v[std::string(kNamespaceKey)]) + ">";
+      std::string out = "{";
+      bool first = true;
+      for (const auto& [key, item] : v.items()) {
+        out += (first ? "" : ", ") + string_repr(key) + ": " + python_repr(item);
+        first = false;
+      }
+      return out + "}";
+    }
+  }
+}
+
+void json_string(const std::string& s, std::string& out) {
+  out += '"';
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      default:
+        if (c < 0x20) {
+          static constexpr char kHex[] = "0123456789abcdef";
+          out += "\\u00";
+          out += kHex[c >> 4];
+          out += kHex[c & 15];
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+}
+
+void json_dump(const Value& v, int indent, bool sort_keys, int depth, std::string& out) {
+  const auto newline = [&](int level) {
+    if (indent >= 0) out += "\n" + std::string(static_cast<std::size_t>(indent * level), ' ');
+  };
+  const std::string item_separator = indent >= 0 ? "," : ", ";
+  switch (v.type()) {
+    case Value::value_t::discarded:
+      throw Error("chat template: tojson of an undefined value");
+    case Value::value_t::null:
+      out += "null";
+      return;
+    case Value::value_t::boolean:
+      out += v.get<bool>() ? "true" : "false";
+      return;
+    case Value::value_t::number_float: {
+      const double x = v.get<double>();
+      out += std::isnan(x)   ? "NaN"
+             : std::isinf(x) ? (x > 0 ? "Infinity" : "-Infinity")
+                             : python_float(x);
+      return;
+    }
+    case Value::value_t::number_integer:
+    case Value::value_t::number_unsigned:
+      out += std::to_string(v.get<std::int64_t>());
+      return;
+    case Value::value_t::string:
+      json_string(v.get<std::string>(), out);
+      return;
+    case Value::value_t::array: {
+      if (v.empty()) {
+        out += "[]";
+        return;
+      }
+      out += "[";
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (i) out += item_separator;
+        newline(depth + 1);
+        json_dump(v[i], indent, sort_keys, depth + 1, out);
+      }
+      newline(depth);
+      out += "]";
+      return;
+    }
+    default: {
+      if (is_namespace(v)) throw Error("chat template: tojson of a namespace");
+      if (v.empty()) {
+        out += "{}";
+        return;
+      }
+      std::vector<std::pair<std::string, const Value*>> items;
+      for (const auto& [key, item] : v.items()) items.emplace_back(key, &item);
+      if (sort_keys) {
+        std::stable_sort(items.begin(), items.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
+      }
+      out += "{";
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        if (i) out += item_separator;
+        newline(depth + 1);
+        json_string(items[i].first, out);
+        out += ": ";
+        json_dump(*items[i].second, indent, sort_keys, depth + 1, out);
+      }
+      newline(depth);
+      out += "}";
+    }
+  }
+}
+
+// A string's code points, as the byte offsets where each starts (plus the end).
+std::vector<std::size_t> code_point_starts(const std::string& s) {
+  std::vector<std::size_t> starts;
+  std::size_t pos = 0;
+  while (pos < s.size()) {
+    starts.push_back(pos);
+    const CodePoint cp = decode_utf8(s, pos);
+    pos += cp.length == 0 ? 1 : cp.length;
+  }
+  starts.push_back(s.size());
+  return starts;
+}
+
+// The characters Python's str.strip() removes (Unicode whitespace).
+bool is_python_space(char32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 ||
+         c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
+         c == 0x205F || c == 0x3000;
+}
+
+// str.strip / lstrip / rstrip, of whitespace or of the code points in `chars`.
+std::string strip(const std::string& s, bool left, bool right,
+                  const std::optional<std::string>& chars) {
+  const std::vector<std::size_t> starts = code_point_starts(s);
+  const auto removable = [&](std::size_t i) {
+    const std::string piece = s.substr(starts[i], starts[i + 1] - starts[i]);
+    if (chars) return chars->find(piece) != std::string::npos;
+    return is_python_space(decode_utf8(piece, 0).value);
+  };
+  std::size_t first = 0, last = starts.size() - 1;
+  if (left) {
+    while (first < last && removable(first)) ++first;
+  }
+  if (right) {
+    while (last > first && removable(last - 1)) --last;
+  }
+  return s.substr(starts[first], starts[last] - starts[first]);
+}
+
+std::string ascii_case(std::string s, int mode) {  // 0 lower, 1 upper, 2 capitalize, 3 title
+  bool word_start = true;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const bool letter = std::isalpha(c) != 0;
+    bool upper = mode == 1;
+    if (mode == 2) upper = i == 0;
+    if (mode == 3) upper = word_start;
+    s[i] = static_cast<char>(upper ? std::toupper(c) : std::tolower(c));
+    word_start = !letter;
+  }
+  return s;
+}
+
+std::string replace_all(const std::string& s, const std::string& from, const std::string& to,
+                        std::int64_t count) {
+  std::string out;
+  std::size_t pos = 0;
+  std::int64_t done = 0;
+  if (from.empty()) {  // Python inserts `to` around every code point
+    const std::vector<std::size_t> starts = code_point_starts(s);
+    for (std::size_t i = 0; i + 1 < starts.size(); ++i) {
+      if (count < 0 || done++ < count) out += to;
+      out += s.substr(starts[i], starts[i + 1] - starts[i]);
+    }
+    if (count < 0 || done < count) out += to;
+    return out;
+  }
+  while (count < 0 || done < count) {
+    const std::size_t found = s.find(from, pos);
+    if (found == std::string::npos) break;
+    out += s.substr(pos, found - pos) + to;
+    pos = found + from.size();
+    ++done;
+  }
+  return out + s.substr(pos);
+}
+
+Value split(const std::string& s, const Value& separator, std::int64_t max_splits) {
+  Value parts = Value::array();
+  if (separator.is_null() || separator.is_discarded()) {  // runs of whitespace, none at the ends
+    std::size_t pos = 0;
+    while (pos < s.size()) {
+      while (pos < s.size() && is_python_space(static_cast<unsigned char>(s[pos]))) ++pos;
+      if (pos == s.size()) break;
+      if (max_splits >= 0 && static_cast<std::int64_t>(parts.size()) == max_splits) {
+        parts.push_back(strip(s.substr(pos), false, true, std::nullopt));
+        break;
+      }
+      const std::size_t start = pos;
+      while (pos < s.size() && !is_python_space(static_cast<unsigned char>(s[pos]))) ++pos;
+      parts.push_back(s.substr(start, pos - start));
+    }
+    return parts;
+  }
+  const std::string& sep = separator.get_ref<const std::string&>();
+  if (sep.empty()) throw Error("chat template: split() with an empty separator");
+  std::size_t pos = 0;
+  while (max_splits < 0 || static_cast<std::int64_t>(parts.size()) < max_splits) {
+    const std::size_t found = s.find(sep, pos);
+    if (found == std::string::npos) break;
+    parts.push_back(s.substr(pos, found - pos));
+    pos = found + sep.size();
+  }
+  parts.push_back(s.substr(pos));
+  return parts;
+}
+
+// Python's floor division and modulo (the quotient rounds toward minus infinity).
+std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  std::int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+}  // namespace
+
+// ---- the interpreter ----
+
+namespace {
+
+class Renderer {
+ public:
+  explicit Renderer(const Value& globals) {
+    if (!globals.is_object()) throw Error("chat template: the variables must be a JSON object");
+    scopes_.push_back(globals);
+  }
+
+  enum class Flow { normal, break_, continue_ };
+
+  Flow run(const Body& body) {
+    for (const Node& node : body) {
+      const Flow flow = run(node);
+      if (flow != Flow::normal) return flow;
+    }
+    return Flow::normal;
+  }
+
+  std::string output;
+
+ private:
+  Flow run(const Node& node) {
+    switch (node.kind) {
+      case Node::Kind::text:
+        emit(node.text, node.line);
+        return Flow::normal;
+      case Node::Kind::output: {
+        Value storage;
+        emit(python_str(eval_ref(*node.expr, storage)), node.line);
+        return Flow::normal;
+      }
+      case Node::Kind::if_:
+        for (const auto& [condition, body] : node.branches) {
+          if (!condition || truthy(eval(*condition))) return run(body);
+        }
+        return Flow::normal;
+      case Node::Kind::for_:
+        run_for(node);
+        return Flow::normal;
+      case Node::Kind::set:
+        assign(node);
+        return Flow::normal;
+      case Node::Kind::break_:
+        return Flow::break_;
+      case Node::Kind::continue_:
+        return Flow::continue_;
+    }
+    return Flow::normal;
+  }
+
+  void emit(const std::string& text, int line) {
+    if (output.size() + text.size() > kMaxRenderBytes) {
+      fail(line, "the rendered text passes " + std::to_string(kMaxRenderBytes >> 20) + " MiB");
+    }
+    output += text;
+  }
+
+  // The items a for loop walks: a list's elements, a dict's keys, a string's characters.
+  Value iteration_items(const Value& v, int line) {
+    if (v.is_array()) return v;
+    Value items = Value::array();
+    if (v.is_discarded()) return items;  // jinja2 iterates an undefined value as empty
+    if (v.is_object() && !is_namespace(v)) {
+      for (const auto& [key, item] : v.items()) items.push_back(key);
+      return items;
+    }
+    if (v.is_string()) {
+      const std::string& s = v.get_ref<const std::string&>();
+      const std::vector<std::size_t> starts = code_point_starts(s);
+      for (std::size_t i = 0; i + 1 < starts.size(); ++i) {
+        items.push_back(s.substr(starts[i], starts[i + 1] - starts[i]));
+      }
+      return items;
+    }
+    fail(line, "cannot iterate over a " + type_name(v));
+  }
+
+  void bind_targets(Value& scope, const Node& node, const Value& item) {
+    if (node.targets.size() == 1) {
+      scope[node.targets[0]] = item;
+      return;
+    }
+    if (!item.is_array() || item.size() != node.targets.size()) {
+      fail(node.line, "cannot unpack a " + type_name(item) + " into " +
+                          std::to_string(node.targets.size()) + " loop variables");
+    }
+    for (std::size_t i = 0; i < node.targets.size(); ++i) scope[node.targets[i]] = item[i];
+  }
+
+  void run_for(const Node& node) {
+    Value all = iteration_items(eval(*node.expr), node.line);
+    Value items = Value::array();
+    if (node.condition) {  // the filter runs first: loop.index and loop.length count what passed
+      for (Value& item : all) {
+        Value scope = Value::object();
+        bind_targets(scope, node, item);
+        scopes_.push_back(std::move(scope));
+        const bool keep = truthy(eval(*node.condition));
+        scopes_.pop_back();
+        if (keep) items.push_back(std::move(item));
+      }
+    } else {
+      items = std::move(all);
+    }
+    if (items.empty()) {
+      run(node.else_body);
+      return;
+    }
+    const auto length = static_cast<std::int64_t>(items.size());
+    for (std::int64_t i = 0; i < length; ++i) {
+      Value scope = Value::object();
+      const auto at = static_cast<std::size_t>(i);
+      scope["loop"] = {{"index", i + 1},
+                       {"index0", i},
+                       {"revindex", length - i},
+                       {"revindex0", length - i - 1},
+                       {"first", i == 0},
+                       {"last", i == length - 1},
+                       {"length", length},
+                       {"previtem", i > 0 ? items[at - 1] : kUndefined},
+                       {"nextitem", i + 1 < length ? items[at + 1] : kUndefined}};
+      bind_targets(scope, node, items[at]);
+      scopes_.push_back(std::move(scope));
+      const Flow flow = run(node.body);
+      scopes_.pop_back();
+      if (flow == Flow::break_) break;
+    }
+  }
+
+  void assign(const Node& node) {
+    Value value = eval(*node.expr);
+    if (node.attribute.empty()) {
+      scopes_.back()[node.target] = std::move(value);
+      return;
+    }
+    Value* target = find(node.target);
+    if (!target || !is_namespace(*target)) {
+      fail(node.line,
+           "cannot assign an attribute of " + node.target + ", which is not a namespace");
+    }
+    (*target)[std::string(kNamespaceKey)][node.attribute] = std::move(value);
+  }
+
+  Value* find(const std::string& name) {
+    for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
+      const auto found = scope->find(name);
+      if (found != scope->end()) return &*found;
+    }
+    return nullptr;
+  }
+
+  Value eval(const Expr& e) {
+    Value storage;
+    const Value& result = eval_ref(e, storage);
+    return &result == &storage ? std::move(storage) : result;
+  }
+
+  // The value of `e`: a reference into the scopes where it names or reads one in place,
+  // otherwise `storage`, computed.
+  const Value& eval_ref(const Expr& e, Value& storage) {
+    switch (e.kind) {
+      case Expr::Kind::literal:
+        return e.value;
+      case Expr::Kind::name: {
+        const Value* found = find(e.name);
+        return found ? *found : kUndefined;
+      }
+      case Expr::Kind::attribute: {
+        Value object_storage;
+        const Value& object = eval_ref(*e.operands[0], object_storage);
+        if (object.is_discarded())
+          fail(e.line, "cannot read ." + e.name + " of an undefined value");
+        const Value* found = member(object, e.name);
+        if (!found) return kUndefined;
+        if (&object != &object_storage) return *found;
+        storage = *found;
+        return storage;
+      }
+      case Expr::Kind::subscript: {
+        Value object_storage;
+        const Value& object = eval_ref(*e.operands[0], object_storage);
+        const Value key = eval(*e.operands[1]);
+        const Value* found = item(object, key, e.line);
+        if (!found) return kUndefined;
+        if (&object != &object_storage && !object.is_string()) return *found;
+        storage = *found;
+        return storage;
+      }
+      default:
+        storage = compute(e);
+        return storage;
+    }
+  }
+
+  // obj.name (jinja2 tries the attribute, then the item): a dict's or namespace's entry.
+  static const Value* member(const Value& object, const std::string& name) {
+    const Value& fields = is_namespace(object) ? object[std::string(kNamespaceKey)] : object;
+    if (!fields.is_object()) return nullptr;
+    const auto found = fields.find(name);
+    return found == fields.end() ? nullptr : &*found;
+  }
+
+  // obj[key]: a list's element (negative from the end), a dict's entry; null when missing.
+  // A string's character is returned in character_ (callers copy it).
+  const Value* item(const Value& object, const Value& key, int line) {
+    if (object.is_discarded()) fail(line, "cannot index an undefined value");
+    if (object.is_array() || object.is_string()) {
+      if (!is_int(key))
+        fail(line, "a " + type_name(object) + " index must be an int, not " + type_name(key));
+      std::int64_t index = key.get<std::int64_t>();
+      if (object.is_array()) {
+        const auto size = static_cast<std::int64_t>(object.size());
+        if (index < 0) index += size;
+        return index < 0 || index >= size ? nullptr : &object[static_cast<std::size_t>(index)];
+      }
+      const std::string& s = object.get_ref<const std::string&>();
+      const std::vector<std::size_t> starts = code_point_starts(s);
+      const auto size = static_cast<std::int64_t>(starts.size()) - 1;
+      if (index < 0) index += size;
+      if (index < 0 || index >= size) return nullptr;
+      const auto at = static_cast<std::size_t>(index);
+      character_ = s.substr(starts[at], starts[at + 1] - starts[at]);
+      return &character_;
+    }
+    if (object.is_object()) {
+      if (key.is_string()) return member(object, key.get<std::string>());
+      return nullptr;
+    }
+    fail(line, "cannot index a " + type_name(object));
+  }
+
+  Value compute(const Expr& e) {
+    switch (e.kind) {
+      case Expr::Kind::list: {
+        Value list = Value::array();
+        for (const ExprPtr& operand : e.operands) list.push_back(eval(*operand));
+        return list;
+      }
+      case Expr::Kind::dict: {
+        Value dict = Value::object();
+        for (std::size_t i = 0; i < e.operands.size(); i += 2) {
+          const Value key = eval(*e.operands[i]);
+          if (!key.is_string())
+            fail(e.line, "dict keys must be strings here, not " + type_name(key));
+          dict[key.get<std::string>()] = eval(*e.operands[i + 1]);
+        }
+        return dict;
+      }
+      case Expr::Kind::slice:
+        return slice(e);
+      case Expr::Kind::unary: {
+        const Value operand = eval(*e.operands[0]);
+        if (e.name == "not") return !truthy(operand);
+        if (is_int(operand)) return -operand.get<std::int64_t>();
+        if (is_number(operand)) return -as_double(operand);
+        fail(e.line, "cannot negate a " + type_name(operand));
+      }
+      case Expr::Kind::binary:
+        return binary(e);
+      case Expr::Kind::conditional:
+        if (truthy(eval(*e.operands[0]))) return eval(*e.operands[1]);
+        return e.operands[2] ? eval(*e.operands[2]) : kUndefined;
+      case Expr::Kind::call:
+        return call(e);
+      case Expr::Kind::method:
+        return method(e);
+      case Expr::Kind::filter:
+        return filter(e);
+      case Expr::Kind::test:
+        return test(e);
+      default:
+        break;
+    }
+    fail(e.line, "cannot evaluate this expression");
+  }
+
+  Value slice(const Expr& e) {
+    const Value object = eval(*e.operands[0]);
+    std::array<std::optional<std::int64_t>, 3> bounds;
+    for (std::size_t i = 0; i < 3; ++i) {
+      if (!e.operands[i + 1]) continue;
+      const Value bound = eval(*e.operands[i + 1]);
+      if (bound.is_null()) continue;
+      if (!is_int(bound)) fail(e.line, "slice bounds must be ints, not " + type_name(bound));
+      bounds[i] = bound.get<std::int64_t>();
+    }
+    const std::int64_t step = bounds[2].value_or(1);
+    if (step == 0) fail(e.line, "a slice step cannot be zero");
+    std::vector<Value> pieces;  // a string's characters or a list's elements
+    if (object.is_string()) {
+      pieces = iteration_items(object, e.line).get<std::vector<Value>>();
+    } else if (object.is_array()) {
+      pieces = object.get<std::vector<Value>>();
+    } else {
+      fail(e.line, "cannot slice a " + type_name(object));
+    }
+    // Python's slice.indices: clamp the bounds into the sequence.
+    const auto size = static_cast<std::int64_t>(pieces.size());
+    const auto clamp = [&](std::optional<std::int64_t> bound, std::int64_t fallback) {
+      if (!bound) return fallback;
+      std::int64_t b = *bound < 0 ? *bound + size : *bound;
+      if (step > 0) return std::clamp<std::int64_t>(b, 0, size);
+      return std::clamp<std::int64_t>(b, -1, size - 1);
+    };
+    const std::int64_t start = clamp(bounds[0], step > 0 ? 0 : size - 1);
+    const std::int64_t stop = clamp(bounds[1], step > 0 ? size : -1);
+    Value out = object.is_string() ? Value("") : Value::array();
+    for (std::int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+      const Value& piece = pieces[static_cast<std::size_t>(i)];
+      if (object.is_string()) {
+        out.get_ref<std::string&>() += piece.get<std::string>();
+      } else {
+        out.push_back(piece);
+      }
+    }
+    return out;
+  }
+
+  static bool equal(const Value& a, const Value& b) {
+    if (a.is_discarded() || b.is_discarded()) return a.is_discarded() && b.is_discarded();
+    if (is_number(a) && is_number(b)) {
+      if (is_int(a) || a.is_boolean()) {
+        if (is_int(b) || b.is_boolean()) return as_int(a) == as_int(b);
+      }
+      return as_double(a) == as_double(b);
+    }
+    if (a.type() != b.type()) return false;
+    if (a.is_array()) {
+      if (a.size() != b.size()) return false;
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        if (!equal(a[i], b[i])) return false;
+      }
+      return true;
+    }
+    return a == b;
+  }
+
+  // a < b: numbers, strings (code point order), lists element by element.
+  static bool less(const Value& a, const Value& b, int line) {
+    if (is_number(a) && is_number(b)) return as_double(a) < as_double(b);
+    if (a.is_string() && b.is_string())
+      return a.get_ref<const std::string&>() < b.get_ref<const std::string&>();
+    if (a.is_array() && b.is_array()) {
+      for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+        if (!equal(a[i], b[i])) return less(a[i], b[i], line);
+      }
+      return a.size() < b.size();
+    }
+    fail(line, "cannot order a " + type_name(a) + " and a " + type_name(b));
+  }
+
+  static bool contains(const Value& container, const Value& needle, int line) {
+    if (container.is_string()) {
+      if (!needle.is_string())
+        fail(line, "'in <string>' needs a string, not a " + type_name(needle));
+      return container.get_ref<const std::string&>().find(needle.get_ref<const std::string&>()) !=
+             std::string::npos;
+    }
+    if (container.is_array()) {
+      return std::any_of(container.begin(), container.end(),
+                         [&](const Value& element) { return equal(element, needle); });
+    }
+    if (container.is_object() && !is_namespace(container)) {
+      return needle.is_string() && container.contains(needle.get<std::string>());
+    }
+    fail(line, "'in' needs a string, list or dict, not a " + type_name(container));
+  }
+
+  Value binary(const Expr& e) {
+    const std::string& op = e.name;
+    if (op == "and") {
+      Value left = eval(*e.operands[0]);
+      return truthy(left) ? eval(*e.operands[1]) : left;
+    }
+    if (op == "or") {
+      Value left = eval(*e.operands[0]);
+      return truthy(left) ? left : eval(*e.operands[1]);
+    }
+    Value left_storage, right_storage;
+    const Value& a = eval_ref(*e.operands[0], left_storage);
+    const Value& b = eval_ref(*e.operands[1], right_storage);
+    if (op == "==") return equal(a, b);
+    if (op == "!=") return !equal(a, b);
+    if (op == "<") return less(a, b, e.line);
+    if (op == ">") return less(b, a, e.line);
+    if (op == "<=") return !less(b, a, e.line);
+    if (op == ">=") return !less(a, b, e.line);
+    if (op == "in") return contains(b, a, e.line);
+    if (op == "not in") return !contains(b, a, e.line);
+    if (op == "~") return capped(python_str(a) + python_str(b), e.line);
+    return arithmetic(op, a, b, e.line);
+  }
+
+  static Value capped(std::string text, int line) {
+    if (text.size() > kMaxRenderBytes) fail(line, "a string passes the render's size limit");
+    return text;
+  }
+
+  static Value arithmetic(const std::string& op, const Value& a, const Value& b, int line) {
+    const auto refuse = [&]() -> Value {
+      fail(line,
+           "unsupported operand types for " + op + ": " + type_name(a) + " and " + type_name(b));
+    };
+    if (op == "+") {
+      if (a.is_string() && b.is_string())
+        return capped(a.get<std::string>() + b.get<std::string>(), line);
+      if (a.is_array() && b.is_array()) {
+        Value out = a;
+        for (const Value& element : b) out.push_back(element);
+        return out;
+      }
+    }
+    if (op == "*" && (a.is_string() || a.is_array() || b.is_string() || b.is_array())) {
+      const Value& sequence = a.is_string() || a.is_array() ? a : b;
+      const Value& times = &sequence == &a ? b : a;
+      if (!is_int(times) && !times.is_boolean()) return refuse();
+      const std::int64_t n = std::max<std::int64_t>(as_int(times), 0);
+      const std::size_t unit = sequence.is_string() ? sequence.get_ref<const std::string&>().size()
+                                                    : sequence.size() * 8;
+      if (unit != 0 && static_cast<std::size_t>(n) > kMaxRenderBytes / unit) {
+        fail(line, "a repeated value passes the render's size limit");
+      }
+      Value out = sequence.is_string() ? Value("") : Value::array();
+      for (std::int64_t i = 0; i < n; ++i) {
+        if (sequence.is_string()) {
+          out.get_ref<std::string&>() += sequence.get_ref<const std::string&>();
+        } else {
+          for (const Value& element : sequence) out.push_back(element);
+        }
+      }
+      return out;
+    }
+    if (!is_number(a) || !is_number(b)) return refuse();
+    const bool ints = !a.is_number_float() && !b.is_number_float();
+    if (op == "/") {
+      if (as_double(b) == 0.0) fail(line, "division by zero");
+      return as_double(a) / as_double(b);
+    }
+    if (op == "**") {
+      if (ints && as_int(b) >= 0)
+        return static_cast<std::int64_t>(std::pow(as_double(a), as_double(b)));
+      return std::pow(as_double(a), as_double(b));
+    }
+    if ((op == "//" || op == "%") && as_double(b) == 0.0) fail(line, "division by zero");
+    if (ints) {
+      const std::int64_t x = as_int(a), y = as_int(b);
+      if (op == "+") return x + y;
+      if (op == "-") return x - y;
+      if (op == "*") return x * y;
+      if (op == "//") return floor_div(x, y);
+      if (op == "%") return x - floor_div(x, y) * y;
+    }
+    const double x = as_double(a), y = as_double(b);
+    if (op == "+") return x + y;
+    if (op == "-") return x - y;
+    if (op == "*") return x * y;
+    if (op == "//") return std::floor(x / y);
+    if (op == "%") {
+      const double r = std::fmod(x, y);
+      return r != 0.0 && ((r < 0) != (y < 0)) ? r + y : r;
+    }
+    return refuse();
+  }
+
+  // ---- calls: positional arguments evaluated, keywords looked up by name ----
+
+  struct Arguments {
+    std::vector<Value> positional;
+    std::map<std::string, Value> keywords;
+
+    // The argument at `index` or named `name`, or `fallback`.
+    Value get(std::size_t index, const std::string& name, const Value& fallback) const {
+      if (index < positional.size()) return positional[index];
+      return keyword(name, fallback);
+    }
+    // The argument named `name` (keyword only), or `fallback`.
+    Value keyword(const std::string& name, const Value& fallback) const {
+      const auto found = keywords.find(name);
+      return found == keywords.end() ? fallback : found->second;
+    }
+  };
+
+  Arguments arguments(const Expr& e, std::size_t first_operand) {
+    Arguments args;
+    for (std::size_t i = first_operand; i < e.operands.size(); ++i) {
+      args.positional.push_back(eval(*e.operands[i]));
+    }
+    for (const auto& [name, value] : e.keywords) args.keywords[name] = eval(*value);
+    return args;
+  }
+
+  static std::string string_argument(const Value& v, const std::string& what, int line) {
+    if (!v.is_string()) fail(line, what + " must be a string, not a " + type_name(v));
+    return v.get<std::string>();
+  }
+
+  Value call(const Expr& e) {
+    const Arguments args = arguments(e, 0);
+    if (e.name == "raise_exception") {
+      fail(e.line, "raise_exception: " + python_str(args.get(0, "message", kUndefined)));
+    }
+    if (e.name == "strftime_now") {
+      const std::string format =
+          string_argument(args.get(0, "format", kUndefined), "strftime_now's format", e.line);
+      const std::time_t now = std::time(nullptr);
+      std::tm local{};
+      localtime_r(&now, &local);
+      std::array<char, 256> buffer{};
+      const std::size_t length =
+          std::strftime(buffer.data(), buffer.size(), format.c_str(), &local);
+      return std::string(buffer.data(), length);
+    }
+    if (e.name == "namespace" || e.name == "dict") {
+      Value fields = Value::object();
+      if (!args.positional.empty()) {
+        if (args.positional.size() > 1 || !args.positional[0].is_object()) {
+          fail(e.line, e.name + "() takes one dict and keyword arguments");
+        }
+        fields = args.positional[0];
+      }
+      for (const auto& [name, value] : args.keywords) fields[name] = value;
+      if (e.name == "dict") return fields;
+      Value ns = Value::object();
+      ns[std::string(kNamespaceKey)] = std::move(fields);
+      return ns;
+    }
+    // range(stop) or range(start, stop[, step])
+    std::array<std::int64_t, 3> r = {0, 0, 1};
+    if (args.positional.empty() || args.positional.size() > 3)
+      fail(e.line, "range() takes 1 to 3 ints");
+    for (const Value& v : args.positional) {
+      if (!is_int(v)) fail(e.line, "range() takes ints, not a " + type_name(v));
+    }
+    if (args.positional.size() == 1) {
+      r[1] = args.positional[0].get<std::int64_t>();
+    } else {
+      for (std::size_t i = 0; i < args.positional.size(); ++i)
+        r[i] = args.positional[i].get<std::int64_t>();
+    }
+    if (r[2] == 0) fail(e.line, "range() step must not be zero");
+    Value out = Value::array();
+    for (std::int64_t i = r[0]; r[2] > 0 ? i < r[1] : i > r[1]; i += r[2]) {
+      if (out.size() * 8 >= kMaxRenderBytes) fail(e.line, "a range passes the render's size limit");
+      out.push_back(i);
+    }
+    return out;
+  }
+
+  Value method(const Expr& e) {
+    Value object_storage;
+    const Value& object = eval_ref(*e.operands[0], object_storage);
+    const Arguments args = arguments(e, 1);
+    const std::string& name = e.name;
+    if (object.is_object() && !is_namespace(object)) {
+      if (name == "items" || name == "keys" || name == "values") {
+        Value out = Value::array();
+        for (const auto& [key, item] : object.items()) {
+          if (name == "items") out.push_back(Value::array({key, item}));
+          if (name == "keys") out.push_back(key);
+          if (name == "values") out.push_back(item);
+        }
+        return out;
+      }
+      if (name == "get") {
+        const Value key = args.get(0, "key", kUndefined);
+        const Value* found = key.is_string() ? member(object, key.get<std::string>()) : nullptr;
+        return found ? *found : args.get(1, "default", nullptr);
+      }
+    }
+    if (object.is_string()) {
+      const std::string& s = object.get_ref<const std::string&>();
+      const Value first = args.get(0, "", nullptr);
+      if (name == "strip" || name == "lstrip" || name == "rstrip") {
+        const std::optional<std::string> chars =
+            first.is_null() ? std::nullopt
+                            : std::optional(string_argument(first, name + "'s chars", e.line));
+        return strip(s, name != "rstrip", name != "lstrip", chars);
+      }
+      if (name == "split") {
+        const Value limit = args.get(1, "maxsplit", -1);
+        if (!is_int(limit)) fail(e.line, "split's maxsplit must be an int");
+        return split(s, args.get(0, "sep", nullptr), limit.get<std::int64_t>());
+      }
+      if (name == "startswith" || name == "endswith") {
+        const std::string affix = string_argument(first, name + "'s argument", e.line);
+        if (affix.size() > s.size()) return false;
+        return name == "startswith" ? s.compare(0, affix.size(), affix) == 0
+                                    : s.compare(s.size() - affix.size(), affix.size(), affix) == 0;
+      }
+      if (name == "upper") return ascii_case(s, 1);
+      if (name == "lower") return ascii_case(s, 0);
+      if (name == "capitalize") return ascii_case(s, 2);
+      if (name == "title") return ascii_case(s, 3);
+      if (name == "replace") {
+        const Value count = args.get(2, "count", -1);
+        if (!is_int(count)) fail(e.line, "replace's count must be an int");
+        return capped(
+            replace_all(s, string_argument(first, "replace's old", e.line),
+                        string_argument(args.get(1, "new", nullptr), "replace's new", e.line),
+                        count.get<std::int64_t>()),
+            e.line);
+      }
+      if (name == "join") {
+        const Value items = iteration_items(first, e.line);
+        std::string out;
+        for (std::size_t i = 0; i < items.size(); ++i) {
+          out += (i ? s : "") + string_argument(items[i], "join's items", e.line);
+        }
+        return capped(out, e.line);
+      }
+    }
+    fail(e.line, "a " + type_name(object) + " has no method " + name + "()");
+  }
+
+  // ---- filters and tests ----
+
+  Value apply_filter(const std::string& name, const Value& v, const Arguments& args, int line) {
+    if (name == "trim") {
+      const Value chars = args.get(0, "chars", nullptr);
+      return strip(python_str(v), true, true,
+                   chars.is_null() ? std::nullopt
+                                   : std::optional(string_argument(chars, "trim's chars", line)));
+    }
+    if (name == "length" || name == "count") {
+      if (v.is_discarded()) return 0;
+      if (v.is_string())
+        return static_cast<std::int64_t>(code_point_starts(v.get<std::string>()).size() - 1);
+      if (v.is_array() || (v.is_object() && !is_namespace(v)))
+        return static_cast<std::int64_t>(v.size());
+      fail(line, "a " + type_name(v) + " has no length");
+    }
+    if (name == "tojson") {
+      const Value indent = args.get(0, "indent", nullptr);
+      if (!indent.is_null() && !is_int(indent)) fail(line, "tojson's indent must be an int");
+      if (truthy(args.keyword("ensure_ascii", false)) || args.keywords.count("separators")) {
+        fail(line, "tojson's ensure_ascii and separators are not supported");
+      }
+      std::string out;
+      json_dump(v, indent.is_null() ? -1 : static_cast<int>(indent.get<std::int64_t>()),
+                truthy(args.keyword("sort_keys", false)), 0, out);
+      return capped(out, line);
+    }
+    if (name == "upper" || name == "lower" || name == "capitalize" || name == "title") {
+      const int mode = name == "lower" ? 0 : name == "upper" ? 1 : name == "capitalize" ? 2 : 3;
+      return ascii_case(python_str(v), mode);
+    }
+    if (name == "default" || name == "d") {
+      const bool boolean = truthy(args.get(1, "boolean", false));
+      if (v.is_discarded() || (boolean && !truthy(v))) return args.get(0, "default_value", "");
+      return v;
+    }
+    if (name == "first" || name == "last") {
+      const Value items = iteration_items(v, line);
+      if (items.empty()) return kUndefined;
+      return name == "first" ? items.front() : items.back();
+    }
+    if (name == "join") {
+      const std::string separator = string_argument(args.get(0, "d", ""), "join's separator", line);
+      const Value attribute = args.get(1, "attribute", nullptr);
+      const Value items = iteration_items(v, line);
+      std::string out;
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        const Value* element = &items[i];
+        if (!attribute.is_null()) element = member(items[i], python_str(attribute));
+        out += (i ? separator : "") + (element ? python_str(*element) : "");
+      }
+      return capped(out, line);
+    }
+    if (name == "string") return python_str(v);
+    if (name == "int" || name == "float") {
+      double x = 0.0;
+      if (is_number(v)) {
+        x = as_double(v);
+      } else if (v.is_string()) {
+        try {
+          std::size_t used = 0;
+          const std::string trimmed = strip(v.get<std::string>(), true, true, std::nullopt);
+          x = std::stod(trimmed, &used);
+          if (used != trimmed.size()) throw std::invalid_argument("trailing");
+        } catch (const std::exception&) {
+          return args.get(0, "default", name == "int" ? Value(0) : Value(0.0));
+        }
+      } else {
+        return args.get(0, "default", name == "int" ? Value(0) : Value(0.0));
+      }
+      if (name == "float") return x;
+      return static_cast<std::int64_t>(x);
+    }
+    if (name == "list") return iteration_items(v, line);
+    if (name == "items") {
+      if (!v.is_object()) fail(line, "items needs a dict, not a " + type_name(v));
+      Value out = Value::array();
+      for (const auto& [key, item] : v.items()) out.push_back(Value::array({key, item}));
+      return out;
+    }
+    if (name == "reverse") {
+      Value items = iteration_items(v, line);
+      std::reverse(items.begin(), items.end());
+      if (!v.is_string()) return items;
+      std::string out;
+      for (const Value& piece : items) out += piece.get<std::string>();
+      return out;
+    }
+    if (name == "replace") {
+      const Value count = args.get(2, "count", -1);
+      if (!is_int(count)) fail(line, "replace's count must be an int");
+      return capped(replace_all(python_str(v),
+                                string_argument(args.get(0, "old", nullptr), "replace's old", line),
+                                string_argument(args.get(1, "new", nullptr), "replace's new", line),
+                                count.get<std::int64_t>()),
+                    line);
+    }
+    if (name == "safe") return v;
+    if (name == "abs") {
+      if (is_int(v)) return std::abs(v.get<std::int64_t>());
+      if (is_number(v)) return std::fabs(as_double(v));
+      fail(line, "abs needs a number, not a " + type_name(v));
+    }
+    // map, select, reject, selectattr, rejectattr: over the items.
+    const Value items = iteration_items(v, line);
+    Value out = Value::array();
+    if (name == "map") {
+      const auto attribute = args.keywords.find("attribute");
+      for (const Value& element : items) {
+        if (attribute != args.keywords.end()) {
+          const Value* found = member(element, python_str(attribute->second));
+          out.push_back(found ? *found : args.keyword("default", kUndefined));
+        } else {
+          const std::string filter_name =
+              string_argument(args.get(0, "", nullptr), "map's filter", line);
+          if (!is_supported_filter(filter_name) || filter_name == "map") {
+            fail(line, "map() with the unsupported filter '" + filter_name + "'");
+          }
+          Arguments rest;
+          rest.positional.assign(args.positional.begin() + 1, args.positional.end());
+          out.push_back(apply_filter(filter_name, element, rest, line));
+        }
+      }
+      return out;
+    }
+    const bool by_attribute = name == "selectattr" || name == "rejectattr";
+    const bool keep_passing = name == "select" || name == "selectattr";
+    const std::size_t test_at = by_attribute ? 1 : 0;
+    std::optional<std::string> test_name;
+    if (args.positional.size() > test_at)
+      test_name = string_argument(args.positional[test_at], name + "'s test", line);
+    if (test_name && !is_supported_test(*test_name))
+      fail(line, name + "() with the unsupported test '" + *test_name + "'");
+    Arguments test_args;
+    if (args.positional.size() > test_at + 1) {
+      test_args.positional.assign(
+          args.positional.begin() + static_cast<std::ptrdiff_t>(test_at + 1),
+          args.positional.end());
+    }
+    for (const Value& element : items) {
+      const Value* subject = &element;
+      if (by_attribute) {
+        subject =
+            member(element, string_argument(args.get(0, "", nullptr), name + "'s attribute", line));
+        if (!subject) subject = &kUndefined;
+      }
+      const bool passes =
+          test_name ? apply_test(*test_name, *subject, test_args, line) : truthy(*subject);
+      if (passes == keep_passing) out.push_back(element);
+    }
+    return out;
+  }
+
+  Value filter(const Expr& e) {
+    Value storage;
+    const Value& v = eval_ref(*e.operands[0], storage);
+    return apply_filter(e.name, v, arguments(e, 1), e.line);
+  }
+
+  bool apply_test(const std::string& name, const Value& v, const Arguments& args, int line) {
+    if (name == "defined") return !v.is_discarded();
+    if (name == "undefined") return v.is_discarded();
+    if (name == "none") return v.is_null();
+    if (name == "string") return v.is_string();
+    if (name == "number") return is_number(v);
+    if (name == "integer") return is_int(v);
+    if (name == "float") return v.is_number_float();
+    if (name == "boolean") return v.is_boolean();
+    if (name == "true") return v.is_boolean() && v.get<bool>();
+    if (name == "false") return v.is_boolean() && !v.get<bool>();
+    if (name == "mapping") return v.is_object() && !is_namespace(v);
+    if (name == "sequence")
+      return v.is_array() || v.is_string() || (v.is_object() && !is_namespace(v));
+    if (name == "iterable")
+      return v.is_array() || v.is_string() || (v.is_object() && !is_namespace(v));
+    const Value other = args.get(0, "", kUndefined);
+    if (name == "odd" || name == "even" || name == "divisibleby") {
+      if (!is_int(v)) fail(line, "the test " + name + " needs an int, not a " + type_name(v));
+      const std::int64_t x = v.get<std::int64_t>();
+      if (name == "odd") return x % 2 != 0;
+      if (name == "even") return x % 2 == 0;
+      if (!is_int(other) || other.get<std::int64_t>() == 0)
+        fail(line, "divisibleby needs a nonzero int");
+      return x % other.get<std::int64_t>() == 0;
+    }
+    if (name == "equalto" || name == "eq" || name == "==") return equal(v, other);
+    if (name == "ne" || name == "!=") return !equal(v, other);
+    return contains(other, v, line);  // "in"
+  }
+
+  Value test(const Expr& e) {
+    Value storage;
+    const Value& v = eval_ref(*e.operands[0], storage);
+    return apply_test(e.name, v, arguments(e, 1), e.line) != e.negated;
+  }
+
+  std::vector<Value> scopes_;
+  Value character_;
+};
+
+}  // namespace
+
+bool is_supported_filter(std::string_view name) {
+  static const std::set<std::string, std::less<>> kFilters = {
+      "trim",  "length",  "count",  "tojson", "upper",      "lower",     "capitalize",
+      "title", "default", "d",      "first",  "last",       "join",      "string",
+      "int",   "float",   "list",   "items",  "reverse",    "replace",   "safe",
+      "abs",   "map",     "select", "reject", "selectattr", "rejectattr"};
+  return kFilters.count(name) != 0;
+}
+
+bool is_supported_test(std::string_view name) {
+  static const std::set<std::string, std::less<>> kTests = {
+      "defined", "undefined", "none",     "string", "number", "integer", "float", "boolean",
+      "mapping", "sequence",  "iterable", "true",   "false",  "odd",     "even",  "divisibleby",
+      "equalto", "eq",        "==",       "ne",     "!=",     "in"};
+  return kTests.count(name) != 0;
+}
+
+bool is_supported_function(std::string_view name) {
+  return name == "raise_exception" || name == "strftime_now" || name == "namespace" ||
+         name == "dict" || name == "range";
+}
+
+bool is_supported_method(std::string_view name) {
+  static const std::set<std::string, std::less<>> kMethods = {
+      "strip", "lstrip",     "rstrip",  "split", "startswith", "endswith", "upper",  "lower",
+      "title", "capitalize", "replace", "join",  "items",      "keys",     "values", "get"};
+  return kMethods.count(name) != 0;
+}
+
+std::string python_json(const Value& value, int indent, bool sort_keys) {
+  std::string out;
+  json_dump(value, indent, sort_keys, 0, out);
+  return out;
+}
+
+std::string Template::render(const Value& variables) const {
+  Renderer renderer(variables);
+  renderer.run(body_);
+  return std::move(renderer.output);
+}
+
+}  // namespace attnscope::tokenizer::jinja

@@ -1,0 +1,50 @@
+// jinja::Template: a chat template parsed once (jinja_syntax.h: the subset of Jinja2 that Hugging
+// Face chat templates are written in) and rendered over JSON values, as transformers renders it.
+//
+// The values a template sees behave as Python's do under jinja2: truthiness, == across int and
+// float, `+` on strings and lists, `//` and `%` rounding toward minus infinity, negative indexes
+// and slices (over a string's code points), printing (None, True, 1.0, ['a'] as Python prints
+// them), an undefined name or key that prints as nothing but fails when read further. Besides
+// jinja2's own, the globals transformers adds: raise_exception(message), strftime_now(format)
+// (local time), namespace(...) and dict(...), and its tojson (json.dumps: ", " and ": ",
+// non-ASCII text kept). Filters: trim, length (count), tojson, upper, lower, capitalize, title,
+// default (d), first, last, join, string, int, float, list, items, reverse, replace, safe, abs,
+// map, select, reject, selectattr, rejectattr. Tests: defined, undefined, none, string, number,
+// integer, float, boolean, mapping, sequence, iterable, true, false, odd, even, divisibleby,
+// equalto (eq, ==), ne (!=), in. Methods: strings' strip, lstrip, rstrip, split, startswith,
+// endswith, upper, lower, title, capitalize, replace, join; dicts' items, keys, values, get.
+// Case mapping is ASCII only.
+//
+// Rendering always ends: loops run over finite values, and there are no macros or recursion; the
+// output, ranges and repeated strings are capped (kMaxRenderBytes). Errors (raise_exception, a
+// type error, an undefined value read further) throw Error("chat template: line N: ...").
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "models/tokenizer/jinja_syntax.h"
+
+namespace attnscope::tokenizer::jinja {
+
+// The most bytes a render may produce (and a string or range it may build).
+inline constexpr std::size_t kMaxRenderBytes = std::size_t{16} << 20;
+
+class Template {
+ public:
+  // Parses `source`; throws Error on a syntax error or an unsupported construct.
+  explicit Template(std::string_view source) : body_(parse_template(source)) {}
+
+  // The text, with `variables` (a JSON object) as the template's global names.
+  std::string render(const Value& variables) const;
+
+ private:
+  Body body_;
+};
+
+// Python's json.dumps(value, ensure_ascii=False, indent=indent (< 0: none), sort_keys): what
+// tojson prints.
+std::string python_json(const Value& value, int indent = -1, bool sort_keys = false);
+
+}  // namespace attnscope::tokenizer::jinja

@@ -1,0 +1,93 @@
+// The syntax tree of a chat template: the subset of Jinja2 that Hugging Face chat templates are
+// written in, as transformers compiles them (jinja2 with trim_blocks, lstrip_blocks and the loop
+// controls; models/tokenizer/jinja.h renders the tree).
+//
+// Statements: text, {{ expression }}, {% if %} / {% elif %} / {% else %} / {% endif %},
+// {% for x in xs [if condition] %} (also `for a, b in`, and {% else %} for an empty loop),
+// {% set name = value %} and {% set namespace.attribute = value %}, {% break %}, {% continue %},
+// {% generation %} (transformers' marker around an assistant's text: rendered as its body) and
+// {# comments #}. Expressions: literals (strings, integers, floats, true/false/none, lists,
+// dicts), names, `a.b`, `a[i]`, `a[i:j:k]`, calls, filters `a | f(args)`, tests `a is [not] t`,
+// `not`, `and`, `or`, comparisons, `in` / `not in`, + - * / // % ~, unary minus and
+// `x if condition else y`. Everything else (macros, {% raw %}, {% include %}, ...) is refused by
+// parse_template with the line it is on, so a template is known to render, or refused, when it
+// is loaded. Whitespace as transformers' jinja2 environment treats it: `-` inside a delimiter
+// strips the whitespace on that side, a block or comment tag alone on its line takes the line's
+// indentation with it (lstrip_blocks, unless `{%+`) and the newline right after it (trim_blocks,
+// unless `+%}`).
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace attnscope::tokenizer::jinja {
+
+// Template values: JSON in the order its keys were written (Python dicts keep it, and tojson
+// shows it), with `discarded` standing for jinja2's Undefined.
+using Value = nlohmann::ordered_json;
+
+struct Expr;
+using ExprPtr = std::unique_ptr<Expr>;
+
+struct Expr {
+  enum class Kind {
+    literal,      // value
+    name,         // name
+    list,         // operands: the elements
+    dict,         // operands: key, value, key, value, ...
+    attribute,    // operands[0] . name
+    subscript,    // operands[0] [ operands[1] ]
+    slice,        // operands[0] [ operands[1] : operands[2] : operands[3] ] (null: left out)
+    call,         // name ( operands, keywords ): a global function
+    method,       // operands[0] . name ( operands[1..], keywords )
+    filter,       // operands[0] | name ( operands[1..], keywords )
+    test,         // operands[0] is [not] name ( operands[1..] )
+    unary,        // name ("not", "-") operands[0]
+    binary,       // operands[0] name operands[1] ("and", "or", "==", "in", "not in", "+", "~", ...)
+    conditional,  // operands[1] if operands[0] else operands[2] (null: undefined)
+  };
+  Kind kind;
+  int line = 0;
+  Value value;
+  std::string name;
+  std::vector<ExprPtr> operands;
+  std::vector<std::pair<std::string, ExprPtr>> keywords;
+  bool negated = false;  // `is not`
+};
+
+struct Node;
+using Body = std::vector<Node>;
+
+struct Node {
+  enum class Kind { text, output, if_, for_, set, break_, continue_ };
+  Kind kind;
+  int line = 0;
+  std::string text;  // text
+  ExprPtr expr;      // output: what to print; set: the value; for_: what to iterate
+  // if_: (condition, body) in order; a null condition is the else.
+  std::vector<std::pair<ExprPtr, Body>> branches;
+  // for_: the loop variables, the optional filter, the body and the else body (run when nothing
+  // was iterated).
+  std::vector<std::string> targets;
+  ExprPtr condition;
+  Body body, else_body;
+  // set: the variable, and the namespace attribute when `set ns.attribute = ...`.
+  std::string target, attribute;
+};
+
+// What the renderer implements (jinja.cpp): parse_template refuses any other filter, test, global
+// function or method by name.
+bool is_supported_filter(std::string_view name);
+bool is_supported_test(std::string_view name);
+bool is_supported_function(std::string_view name);
+bool is_supported_method(std::string_view name);
+
+// Parses a template; throws Error("chat template: line N: ...") on what it cannot parse or does
+// not support.
+Body parse_template(std::string_view source);
+
+}  // namespace attnscope::tokenizer::jinja

@@ -1,0 +1,152 @@
+// Chat templates (models/tokenizer/jinja.h): every case of tests/fixtures/chat_templates/cases.json
+// (real and family-style chat templates and a template of the language's constructs, rendered by
+// transformers' own jinja2 environment: tools/fixtures/make_chat_template_cases.py) renders to the
+// same text here; what the interpreter does not support is refused when the template is parsed,
+// with its line; and a render always ends within its limits.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "fixture_paths.h"
+#include "models/tokenizer/jinja.h"
+#include "runtime/error.h"
+
+namespace {
+
+using attnscope::Error;
+using attnscope::tokenizer::jinja::Template;
+using attnscope::tokenizer::jinja::Value;
+
+Value read_cases() {
+  const std::string path = attnscope::testing::test_fixtures() + "/chat_templates/cases.json";
+  std::ifstream file(path);
+  REQUIRE_MESSAGE(file, "cannot open " << path);
+  return Value::parse(file);
+}
+
+std::string render(const std::string& source, const Value& variables = Value::object()) {
+  return Template(source).render(variables);
+}
+
+std::string parse_error(const std::string& source) {
+  try {
+    Template parsed(source);
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "(parsed)";
+}
+
+std::string render_error(const std::string& source, const Value& variables = Value::object()) {
+  try {
+    render(source, variables);
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "(rendered)";
+}
+
+}  // namespace
+
+TEST_CASE("chat templates render as transformers renders them") {
+  const Value cases = read_cases();
+  REQUIRE(cases.size() >= 40);
+  int errors = 0;
+  for (const Value& c : cases) {
+    CAPTURE(c["name"].get<std::string>());
+    const Template parsed(c["template"].get<std::string>());
+    if (c.contains("error")) {
+      ++errors;
+      // The template's own message (raise_exception) reaches the caller.
+      const std::string message = render_error(c["template"].get<std::string>(), c["variables"]);
+      CHECK(message.find(c["error"].get<std::string>()) != std::string::npos);
+      continue;
+    }
+    CHECK(parsed.render(c["variables"]) == c["rendered"].get<std::string>());
+  }
+  CHECK(errors == 1);
+}
+
+TEST_CASE("chat templates: what is not supported is refused when parsed, with its line") {
+  CHECK(parse_error("a\n{% macro m() %}x{% endmacro %}") ==
+        "chat template: line 2: the statement {% macro %} is not supported");
+  CHECK(parse_error("{% raw %}x{% endraw %}") ==
+        "chat template: line 1: the statement {% raw %} is not supported");
+  CHECK(parse_error("{{ x | wordwrap }}") ==
+        "chat template: line 1: the filter 'wordwrap' is not supported");
+  CHECK(parse_error("{{ x is callable }}") ==
+        "chat template: line 1: the test 'callable' is not supported");
+  CHECK(parse_error("{{ cycler(1) }}") ==
+        "chat template: line 1: the function cycler() is not supported");
+  CHECK(parse_error("{{ 'a'.format(1) }}") ==
+        "chat template: line 1: the method format() is not supported");
+  CHECK(parse_error("{{ x.strip()(2) }}") ==
+        "chat template: line 1: only global functions can be called");
+  CHECK(parse_error("{% if x %}a") == "chat template: line 1: {% endif %} is missing");
+  CHECK(parse_error("{% for x in y %}\n{% if x %}a{% endfor %}") ==
+        "chat template: line 2: {% endfor %} where {% endif %} was expected (the block opened on "
+        "line 2)");
+  CHECK(parse_error("{% endif %}") == "chat template: line 1: {% endif %} without its opening tag");
+  CHECK(parse_error("{% break %}") == "chat template: line 1: {% break %} outside a loop");
+  CHECK(parse_error("{{ 1 < 2 < 3 }}") ==
+        "chat template: line 1: chained comparisons (a < b < c) are not supported");
+  CHECK(parse_error("{{ 'open }}") == "chat template: line 1: a string is never closed");
+  CHECK(parse_error("{{ x ") == "chat template: line 1: a tag {{ is never closed");
+  CHECK(parse_error("{# x ") == "chat template: line 1: a comment {# is never closed");
+  CHECK(parse_error("{{ x y }}") == "chat template: line 1: unexpected 'y'");
+  CHECK(parse_error("{{ ; }}") == "chat template: line 1: unexpected character ';'");
+  CHECK(parse_error("{% set x %}y{% endset %}") ==
+        "chat template: line 1: only {% set name = value %} is supported (not a block set or a "
+        "tuple)");
+  CHECK(parse_error("{{ 99999999999999999999 }}") ==
+        "chat template: line 1: the integer 99999999999999999999 is out of range");
+  CHECK(parse_error("{{ '\\u12' }}") == "chat template: line 1: a truncated \\u escape");
+  // Nesting deep enough to overflow a recursive parser is refused instead.
+  CHECK(parse_error("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}") ==
+        "chat template: line 1: expressions nest deeper than 256 levels");
+  std::string nested_blocks;
+  for (int i = 0; i < 1000; ++i) nested_blocks += "{% if x %}";
+  CHECK(parse_error(nested_blocks) == "chat template: line 1: blocks nest deeper than 256 levels");
+}
+
+TEST_CASE("chat templates: errors while rendering name the line and the reason") {
+  CHECK(render_error("\n{{ raise_exception('no ' ~ 'way') }}") ==
+        "chat template: line 2: raise_exception: no way");
+  CHECK(render_error("{{ missing.attribute }}") ==
+        "chat template: line 1: cannot read .attribute of an undefined value");
+  CHECK(render_error("{{ 'a' + 1 }}") ==
+        "chat template: line 1: unsupported operand types for +: str and int");
+  CHECK(render_error("{{ 1 // 0 }}") == "chat template: line 1: division by zero");
+  CHECK(render_error("{% set d = {} %}{% set d.x = 1 %}") ==
+        "chat template: line 1: cannot assign an attribute of d, which is not a namespace");
+  CHECK(render_error("{% for a, b in [1] %}{% endfor %}") ==
+        "chat template: line 1: cannot unpack a int into 2 loop variables");
+  CHECK(render_error("{{ x | tojson }}") == "chat template: tojson of an undefined value");
+}
+
+TEST_CASE("chat templates: a render ends within its limits") {
+  // Output, ranges and repeated values are capped, so no template can exhaust memory.
+  CHECK(render_error("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}") ==
+        "chat template: line 1: the rendered text passes 16 MiB");
+  CHECK(render_error("{{ range(1000000000) | length }}") ==
+        "chat template: line 1: a range passes the render's size limit");
+  CHECK(render_error("{{ 'x' * 100000000 }}") ==
+        "chat template: line 1: a repeated value passes the render's size limit");
+}
+
+TEST_CASE("chat templates: newlines as jinja2 reads them, and strftime_now in local time") {
+  // \r\n and \r read as \n; one final newline is dropped (keep_trailing_newline off).
+  CHECK(render("a\r\nb\rc\n") == "a\nb\nc");
+  CHECK(render("a\n\n") == "a\n");
+  CHECK(render("{% if true %}\r\nx{% endif %}") == "x");
+  std::array<char, 16> year{};
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  std::strftime(year.data(), year.size(), "%Y", &local);
+  CHECK(render("{{ strftime_now('%Y') }}") == std::string(year.data()));
+}
