@@ -12,8 +12,10 @@
 #include <string>
 
 #include "fixture_paths.h"
+#include "models/tokenizer/chat_template.h"
 #include "models/tokenizer/jinja.h"
 #include "runtime/error.h"
+#include "safetensors_writer.h"
 
 namespace {
 
@@ -149,4 +151,50 @@ TEST_CASE("chat templates: newlines as jinja2 reads them, and strftime_now in lo
   localtime_r(&now, &local);
   std::strftime(year.data(), year.size(), "%Y", &local);
   CHECK(render("{{ strftime_now('%Y') }}") == std::string(year.data()));
+}
+
+TEST_CASE("chat templates: found where transformers saves them, with the special tokens") {
+  using attnscope::tokenizer::ChatTemplate;
+  const attnscope::testing::TempDir dir;
+  const Value gpt2_defaults = {{"bos_token", "<|endoftext|>"}, {"eos_token", "<|endoftext|>"}};
+  const Value messages = Value::array({{{"role", "user"}, {"content", "hi"}}});
+  const std::string source = "{{ bos_token }}{{ messages[0].content }}{{ eos_token }}";
+  CHECK_FALSE(ChatTemplate::find_in(dir.path().string(), gpt2_defaults).has_value());
+
+  // tokenizer_config.json: a string template; tokens as strings or AddedToken objects, over the
+  // defaults.
+  attnscope::testing::write_file(
+      dir.file("tokenizer_config.json"),
+      Value{{"chat_template", source}, {"bos_token", {{"content", "<s>"}, {"lstrip", false}}}}
+          .dump());
+  const auto from_config = ChatTemplate::find_in(dir.path().string(), gpt2_defaults);
+  REQUIRE(from_config.has_value());
+  CHECK(from_config->render(messages, nullptr, true) == "<s>hi<|endoftext|>");
+
+  // A list of named templates: "default".
+  attnscope::testing::write_file(dir.file("tokenizer_config.json"),
+                                 Value{{"chat_template",
+                                        {{{"name", "tool_use"}, {"template", "tools"}},
+                                         {{"name", "default"}, {"template", source}}}},
+                                       {"eos_token", "</s>"}}
+                                     .dump());
+  CHECK(ChatTemplate::find_in(dir.path().string(), Value::object())
+            ->render(messages, nullptr, true) == "hi</s>");
+  attnscope::testing::write_file(
+      dir.file("tokenizer_config.json"),
+      Value{{"chat_template", {{{"name", "tool_use"}, {"template", "x"}}}}}.dump());
+  CHECK_THROWS_WITH_AS(
+      ChatTemplate::find_in(dir.path().string(), Value::object()),
+      doctest::Contains("chat_template is a list without a template named \"default\""), Error);
+
+  // chat_template.jinja comes first; its errors name the file.
+  attnscope::testing::write_file(dir.file("chat_template.jinja"), "[{{ messages | length }}]\n");
+  CHECK(ChatTemplate::find_in(dir.path().string(), Value::object())
+            ->render(messages, nullptr, true) == "[1]");
+  attnscope::testing::write_file(dir.file("chat_template.jinja"), "{% macro m() %}{% endmacro %}");
+  CHECK_THROWS_WITH_AS(ChatTemplate::find_in(dir.path().string(), Value::object()),
+                       (dir.file("chat_template.jinja") +
+                        ": chat template: line 1: the statement {% macro %} is not supported")
+                           .c_str(),
+                       Error);
 }

@@ -110,13 +110,14 @@ struct Streamed {
   bool done = false;
 };
 
-Streamed post_streamed(httplib::Client& c, json body, int stop_after_chunks = -1) {
+Streamed post_streamed(httplib::Client& c, json body, int stop_after_chunks = -1,
+                       const std::string& path = "/v1/completions") {
   body["stream"] = true;
   Streamed out;
   std::string buffer;
   httplib::Request req;
   req.method = "POST";
-  req.path = "/v1/completions";
+  req.path = path;
   req.headers = {{"Content-Type", "application/json"}};
   req.body = body.dump();
   req.content_receiver = [&](const char* data, std::size_t size, std::uint64_t, std::uint64_t) {
@@ -132,7 +133,9 @@ Streamed post_streamed(httplib::Client& c, json body, int stop_after_chunks = -1
       }
       const json chunk = json::parse(data_text);
       if (chunk.contains("choices") && !chunk["choices"].empty()) {
-        out.text += chunk["choices"][0]["text"].get<std::string>();
+        const json& choice = chunk["choices"][0];
+        if (choice.contains("text")) out.text += choice["text"].get<std::string>();
+        if (choice.contains("delta")) out.text += choice["delta"].value("content", "");
       }
       out.chunks.push_back(chunk);
     }
@@ -277,9 +280,129 @@ TEST_CASE("serve: endpoints, greedy text equal to generate's, streaming, usage, 
   const httplib::Result chat = c.Post("/v1/chat/completions", "{}", "application/json");
   REQUIRE(chat);
   CHECK(chat->status == 501);
-  CHECK(chat->body.find("chat template") != std::string::npos);
+  CHECK(chat->body.find("this model has no chat template") != std::string::npos);
   CHECK(drained(c));
   CHECK(server.stop(SIGTERM, 10) == 0);
+}
+
+// A case of tests/fixtures/chat_templates/cases.json (transformers' renderings), by name.
+json chat_case(const std::string& name) {
+  std::ifstream file(std::string(ATTNSCOPE_TEST_FIXTURES) + "/chat_templates/cases.json");
+  for (const json& c : json::parse(file)) {
+    if (c["name"] == name) return c;
+  }
+  FAIL("no chat template case " << name);
+  return {};
+}
+
+TEST_CASE("serve: chat completions render the conversation as transformers does") {
+  if (!has_tokenizer()) return;
+  const json rendered = chat_case("smollm2: system and turns, add_generation_prompt=True");
+  const std::string template_file = std::filesystem::temp_directory_path() /
+                                    ("attnscope-chat-" + std::to_string(getpid()) + ".jinja");
+  {
+    std::ofstream out(template_file, std::ios::binary);
+    out << rendered["template"].get<std::string>();
+  }
+  ServerProcess server(kBinary, serve_args({"--chat-template", template_file}));
+  CHECK(server.log().find("with a chat template") != std::string::npos);
+  httplib::Client c = client(server);
+  const json messages = rendered["variables"]["messages"];
+
+  // The reference: the text transformers rendered, completed greedily through /v1/completions.
+  const httplib::Result completion = post(c, {{"prompt", rendered["rendered"]},
+                                              {"max_tokens", 8},
+                                              {"temperature", 0},
+                                              {"ignore_eos", true}});
+  REQUIRE(completion);
+  REQUIRE(completion->status == 200);
+  const json expected = json::parse(completion->body);
+
+  const json chat_body = {{"model", "synthetic:tiny"},
+                          {"messages", messages},
+                          {"max_tokens", 8},
+                          {"temperature", 0},
+                          {"ignore_eos", true}};
+  const httplib::Result whole =
+      c.Post("/v1/chat/completions", chat_body.dump(), "application/json");
+  REQUIRE(whole);
+  REQUIRE(whole->status == 200);
+  const json body = json::parse(whole->body);
+  CHECK(body["object"] == "chat.completion");
+  CHECK(body["id"].get<std::string>().starts_with("chatcmpl-"));
+  CHECK(body["choices"][0]["message"] ==
+        json{{"role", "assistant"}, {"content", expected["choices"][0]["text"]}});
+  CHECK(body["choices"][0]["finish_reason"] == "length");
+  CHECK(body["usage"] == expected["usage"]);
+
+  // Streamed: the role first, then the same text in deltas, the finish reason, usage, [DONE].
+  json stream_body = chat_body;
+  stream_body["stream_options"] = {{"include_usage", true}};
+  const Streamed streamed = post_streamed(c, stream_body, -1, "/v1/chat/completions");
+  CHECK(streamed.status == 200);
+  CHECK(streamed.done);
+  CHECK(streamed.text == expected["choices"][0]["text"]);
+  REQUIRE(streamed.chunks.size() >= 3);
+  CHECK(streamed.chunks.front()["object"] == "chat.completion.chunk");
+  CHECK(streamed.chunks.front()["choices"][0]["delta"]["role"] == "assistant");
+  CHECK(streamed.chunks[streamed.chunks.size() - 2]["choices"][0]["finish_reason"] == "length");
+  CHECK(streamed.chunks.back()["usage"] == expected["usage"]);
+
+  // Text parts are joined with newlines; max_completion_tokens is max_tokens' newer name.
+  json parts = chat_body;
+  parts.erase("max_tokens");
+  parts["max_completion_tokens"] = 8;
+  parts["messages"][1]["content"] =
+      json::array({{{"type", "text"}, {"text", "What is"}}, {{"type", "text"}, {"text", "2+2?"}}});
+  const httplib::Result joined = c.Post("/v1/chat/completions", parts.dump(), "application/json");
+  REQUIRE(joined);
+  CHECK(joined->status == 200);
+  CHECK(json::parse(joined->body)["usage"]["completion_tokens"] == 8);
+
+  // What the template or the API refuses: a 400 naming it.
+  struct Bad {
+    json body;
+    std::string says;
+  };
+  const std::vector<Bad> corpus = {
+      {{{"max_tokens", 4}}, "messages is required"},
+      {{{"messages", json::array()}}, "messages must be a non-empty list"},
+      {{{"messages", {{{"content", "x"}}}}}, "messages[0] must be an object with a string role"},
+      {{{"messages", {{{"role", "user"}, {"content", 7}}}}}, "messages[0].content must be"},
+      {{{"messages",
+         {{{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", "x"}}}}}}}},
+       "only text parts"},
+      {{{"messages", messages}, {"logprobs", true}}, "logprobs are not served"},
+      {{{"messages", messages}, {"tools", "x"}}, "tools must be a list"},
+      {{{"messages", messages}, {"max_tokens", 0}}, "max_tokens must be in [1"},
+  };
+  for (const Bad& bad : corpus) {
+    CAPTURE(bad.body.dump());
+    const httplib::Result res = c.Post("/v1/chat/completions", bad.body.dump(), "application/json");
+    REQUIRE(res);
+    CHECK(res->status == 400);
+    CHECK(json::parse(res->body)["error"]["message"].get<std::string>().find(bad.says) !=
+          std::string::npos);
+  }
+  CHECK(server.stop(SIGTERM, 10) == 0);
+
+  // A template's raise_exception is the client's 400, with the template's message.
+  const json alternating = chat_case("llama2: roles must alternate");
+  {
+    std::ofstream out(template_file, std::ios::binary);
+    out << alternating["template"].get<std::string>();
+  }
+  ServerProcess llama2(kBinary, serve_args({"--chat-template", template_file}));
+  httplib::Client c2 = client(llama2);
+  const httplib::Result refused =
+      c2.Post("/v1/chat/completions",
+              json{{"messages", alternating["variables"]["messages"]}, {"max_tokens", 2}}.dump(),
+              "application/json");
+  REQUIRE(refused);
+  CHECK(refused->status == 400);
+  CHECK(refused->body.find("Conversation roles must alternate") != std::string::npos);
+  CHECK(llama2.stop(SIGTERM, 10) == 0);
+  std::filesystem::remove(template_file);
 }
 
 TEST_CASE("serve: malformed and out-of-range requests get a 4xx with an OpenAI error object") {

@@ -4,8 +4,9 @@
 //
 //   POST /v1/completions       a completion, whole or streamed as server-sent events
 //                              (serve/openai_api.h has the fields)
-//   POST /v1/chat/completions  501: chat templates are Jinja programs, and attnscope has no
-//                              template engine to render them faithfully (the error says so)
+//   POST /v1/chat/completions  a chat completion: the conversation rendered by the checkpoint's
+//                              chat template (or --chat-template's), whole or streamed; 501
+//                              saying why when the model has none or it cannot be rendered
 //   GET  /v1/models            the one model served
 //   GET  /metrics              Prometheus text: requests running and waiting, KV blocks, prefix
 //                              cache hits, preemptions, tokens, time-to-first-token and
@@ -32,6 +33,7 @@
 #include <chrono>
 #include <ctime>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -57,6 +59,7 @@ using nlohmann::json;
 struct ServeFlags {
   std::string model;
   std::string tokenizer;
+  std::string chat_template;  // a Jinja file; default: the checkpoint's own
   std::string attention = "flash";
   DeviceOptions device;
   EngineFlags engine;
@@ -91,6 +94,8 @@ struct Service {
   const ServeFlags& flags;
   const LanguageModel& model;
   const std::optional<TextTokenizer>& tokenizer;
+  const std::optional<tokenizer::ChatTemplate>& chat_template;
+  std::string no_chat;           // why /v1/chat/completions is not served, when it is not
   const engine::Engine& engine;  // refusal() only: the loop thread owns the rest
   EngineLoop& loop;
   std::string model_name;
@@ -101,10 +106,13 @@ struct Service {
   const TextTokenizer* text() const { return tokenizer ? &*tokenizer : nullptr; }
 };
 
-// A completion's common fields.
-json completion_head(Service& service, const std::string& id) {
+// A completion's common fields (a chat completion's, or one of its streamed chunks').
+json completion_head(Service& service, const std::string& id, bool chat, bool chunk = false) {
+  const char* object = !chat   ? "text_completion"
+                       : chunk ? "chat.completion.chunk"
+                               : "chat.completion";
   return {{"id", id},
-          {"object", "text_completion"},
+          {"object", object},
           {"created", static_cast<std::int64_t>(std::time(nullptr))},
           {"model", service.model_name}};
 }
@@ -115,10 +123,14 @@ json usage_json(std::int64_t prompt, std::int64_t completion) {
           {"total_tokens", prompt + completion}};
 }
 
+std::string completion_id(Service& service, bool chat) {
+  return (chat ? "chatcmpl-" : "cmpl-") + std::to_string(service.next_id++);
+}
+
 // Waits for a whole completion and answers it as one JSON object.
 void answer_whole(Service& service, const CompletionRequest& asked,
                   const std::shared_ptr<EngineLoop::Stream>& stream, httplib::Response& res) {
-  const std::string id = "cmpl-" + std::to_string(service.next_id++);
+  const std::string id = completion_id(service, asked.chat);
   CompletionText text(service.text(), asked.request.stop);
   std::vector<engine::Event> events;
   std::string body_text = asked.echo ? asked.prompt_text : std::string();
@@ -150,8 +162,12 @@ void answer_whole(Service& service, const CompletionRequest& asked,
                  {"text", body_text},
                  {"logprobs", nullptr},
                  {"finish_reason", finish_reason(event.reason)}};
+  if (asked.chat) {
+    choice.erase("text");
+    choice["message"] = {{"role", "assistant"}, {"content", body_text}};
+  }
   if (asked.request.logprobs >= 0) choice["logprobs"] = logprobs_json(events, text, offset);
-  json body = completion_head(service, id);
+  json body = completion_head(service, id, asked.chat);
   body["choices"] = json::array({choice});
   body["usage"] = usage_json(static_cast<std::int64_t>(asked.request.prompt.size()),
                              static_cast<std::int64_t>(events.size()));
@@ -159,7 +175,8 @@ void answer_whole(Service& service, const CompletionRequest& asked,
 }
 
 // Streams a completion as server-sent events: a chunk per piece of text, the last one with the
-// finish reason, the usage when asked, then `data: [DONE]`.
+// finish reason, the usage when asked, then `data: [DONE]`. A chat completion's chunks carry
+// the text as `delta.content`, the first the assistant's role.
 void answer_streamed(Service& service, const CompletionRequest& asked,
                      const std::shared_ptr<EngineLoop::Stream>& stream, httplib::Response& res) {
   struct State {
@@ -173,14 +190,20 @@ void answer_streamed(Service& service, const CompletionRequest& asked,
     std::chrono::steady_clock::time_point deadline;
   };
   auto state = std::make_shared<State>(State{
-      asked, "cmpl-" + std::to_string(service.next_id++),
-      CompletionText(service.text(), asked.request.stop), 0, 0, false, false,
+      asked, completion_id(service, asked.chat), CompletionText(service.text(), asked.request.stop),
+      0, 0, false, false,
       std::chrono::steady_clock::now() + std::chrono::seconds(service.flags.request_timeout_s)});
   const auto chunk = [&service, state](const std::string& piece, const json& logprobs,
                                        const json& reason) {
-    json body = completion_head(service, state->id);
-    body["choices"] = json::array(
-        {{{"index", 0}, {"text", piece}, {"logprobs", logprobs}, {"finish_reason", reason}}});
+    json body = completion_head(service, state->id, state->asked.chat, true);
+    json choice = {
+        {"index", 0}, {"text", piece}, {"logprobs", logprobs}, {"finish_reason", reason}};
+    if (state->asked.chat) {
+      choice.erase("text");
+      choice["delta"] = json::object();
+      if (!piece.empty()) choice["delta"]["content"] = piece;
+    }
+    body["choices"] = json::array({choice});
     return "data: " + dump(body) + "\n\n";
   };
   res.set_chunked_content_provider(
@@ -193,6 +216,14 @@ void answer_streamed(Service& service, const CompletionRequest& asked,
           state->echoed = true;
           if (state->asked.echo && !send(chunk(state->asked.prompt_text, nullptr, nullptr))) {
             return false;
+          }
+          if (state->asked.chat) {
+            json first = completion_head(service, state->id, true, true);
+            first["choices"] = json::array({{{"index", 0},
+                                             {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                             {"logprobs", nullptr},
+                                             {"finish_reason", nullptr}}});
+            if (!send("data: " + dump(first) + "\n\n")) return false;
           }
           state->offset = state->asked.echo ? state->asked.prompt_text.size() : 0;
         }
@@ -228,7 +259,7 @@ void answer_streamed(Service& service, const CompletionRequest& asked,
           return false;
         }
         if (state->asked.include_usage) {
-          json usage = completion_head(service, state->id);
+          json usage = completion_head(service, state->id, state->asked.chat, true);
           usage["choices"] = json::array();
           usage["usage"] = usage_json(static_cast<std::int64_t>(state->asked.request.prompt.size()),
                                       state->tokens);
@@ -244,15 +275,22 @@ void answer_streamed(Service& service, const CompletionRequest& asked,
       });
 }
 
-void handle_completion(Service& service, const httplib::Request& req, httplib::Response& res) {
+void handle_completion(Service& service, const httplib::Request& req, httplib::Response& res,
+                       bool chat) {
+  if (chat && !service.no_chat.empty()) {
+    return send_error(res, {501, "invalid_request_error", service.no_chat, ""});
+  }
   const std::string content_type = req.get_header_value("Content-Type");
   if (content_type.find("application/json") == std::string::npos) {
     return send_error(res, {415, "invalid_request_error",
                             "the body must be JSON, sent with Content-Type: application/json", ""});
   }
   CompletionRequest asked;
+  const ModelConfig& config = service.model.config();
   try {
-    asked = parse_completion_request(req.body, service.text(), service.model.config().vocab_size);
+    asked = chat ? parse_chat_request(req.body, *service.tokenizer, *service.chat_template,
+                                      config.vocab_size, config.context_length)
+                 : parse_completion_request(req.body, service.text(), config.vocab_size);
   } catch (const ApiError& error) {
     return send_error(res, error);
   }
@@ -317,15 +355,12 @@ void add_routes(httplib::Server& server, Service& service) {
     res.set_content(prometheus_text(service.loop.metrics()), "text/plain; version=0.0.4");
   });
   server.Post("/v1/completions", [&service](const httplib::Request& req, httplib::Response& res) {
-    handle_completion(service, req, res);
+    handle_completion(service, req, res, false);
   });
-  server.Post("/v1/chat/completions", [](const httplib::Request&, httplib::Response& res) {
-    send_error(res, {501, "invalid_request_error",
-                     "chat completions need the checkpoint's chat template, a Jinja program, and "
-                     "attnscope has no template engine to render it faithfully: render the "
-                     "conversation yourself and send it to /v1/completions",
-                     ""});
-  });
+  server.Post("/v1/chat/completions",
+              [&service](const httplib::Request& req, httplib::Response& res) {
+                handle_completion(service, req, res, true);
+              });
   server.set_exception_handler(
       [](const httplib::Request& req, httplib::Response& res, std::exception_ptr error) {
         std::string what = "unknown error";
@@ -384,9 +419,55 @@ ModelOnDevice load_on_a_passing_thread(const ServeFlags& flags) {
   return loaded;
 }
 
+// The chat template: --chat-template's file (an error stops the server), else the one saved with
+// the tokenizer or the checkpoint (one that cannot be used only turns chat off, with `no_chat`
+// saying why).
+std::optional<tokenizer::ChatTemplate> find_chat_template(const ServeFlags& flags,
+                                                          const std::optional<TextTokenizer>& text,
+                                                          std::string& no_chat) {
+  namespace fs = std::filesystem;
+  const std::string dir = !flags.tokenizer.empty()                ? flags.tokenizer
+                          : flags.model.starts_with("synthetic:") ? std::string()
+                          : fs::is_directory(flags.model)
+                              ? flags.model
+                              : fs::path(flags.model).parent_path().string();
+  // transformers' GPT2Tokenizer (vocab.json + merges.txt) has these without a config saying so.
+  tokenizer::jinja::Value defaults = tokenizer::jinja::Value::object();
+  if (text && text->is_gpt2_files()) {
+    for (const char* name : {"bos_token", "eos_token", "unk_token"})
+      defaults[name] = "<|endoftext|>";
+  }
+  if (!text) {
+    no_chat = "chat completions need a tokenizer, and this server has none (--tokenizer)";
+    if (flags.chat_template.empty()) return std::nullopt;
+  }
+  if (!flags.chat_template.empty()) {
+    return tokenizer::ChatTemplate::from_file(flags.chat_template, dir, defaults);
+  }
+  try {
+    if (!dir.empty()) {
+      if (std::optional<tokenizer::ChatTemplate> found =
+              tokenizer::ChatTemplate::find_in(dir, defaults)) {
+        return found;
+      }
+    }
+    no_chat =
+        "this model has no chat template (chat_template.jinja, or chat_template in "
+        "tokenizer_config.json): start the server with --chat-template FILE, or render the "
+        "conversation yourself and send it to /v1/completions";
+  } catch (const Error& e) {
+    no_chat = std::string("the model's chat template cannot be used: ") + e.what();
+    std::cerr << "attnscope serve: warning: " << no_chat << "\n";
+  }
+  return std::nullopt;
+}
+
 int run_serve(const ServeFlags& flags) {
   const ModelOnDevice loaded = load_on_a_passing_thread(flags);
   const std::optional<TextTokenizer> tokenizer = find_tokenizer(flags.tokenizer, flags.model);
+  std::string no_chat;
+  const std::optional<tokenizer::ChatTemplate> chat_template =
+      find_chat_template(flags, tokenizer, no_chat);
   engine::TokenText token_text;
   if (tokenizer) token_text = [&](std::int32_t id) { return tokenizer->token_bytes(id); };
   const std::uint64_t max_body = parse_bytes(flags.max_body, "--max-body-bytes");
@@ -396,7 +477,8 @@ int run_serve(const ServeFlags& flags) {
   EngineLoop loop(engine, flags.max_queue);
   Service service{
       flags,     *loaded.model,
-      tokenizer, engine,
+      tokenizer, chat_template,
+      no_chat,   engine,
       loop,      flags.served_model_name.empty() ? flags.model : flags.served_model_name};
   httplib::Server server;
   const int threads =
@@ -429,7 +511,8 @@ int run_serve(const ServeFlags& flags) {
             << run_description(*loaded.model, *loaded.ctx) << ", a KV cache of "
             << profiler::binary_bytes(engine.kv_usage().reserved_bytes) << " in "
             << dtype_name(engine.cache().geometry().dtype) << ", "
-            << (tokenizer ? "with" : "without") << " a tokenizer) listening on http://"
+            << (tokenizer ? "with" : "without") << " a tokenizer, "
+            << (no_chat.empty() ? "with" : "without") << " a chat template) listening on http://"
             << flags.host << ":" << port << std::endl;
 
   std::thread waiter([&] {
@@ -457,11 +540,17 @@ int run_serve(const ServeFlags& flags) {
 Subcommand add_serve(CLI::App& app) {
   auto flags = std::make_shared<ServeFlags>();
   CLI::App* sub = app.add_subcommand(
-      "serve", "Serve the model over HTTP with OpenAI's completions API (continuous batching)");
+      "serve",
+      "Serve the model over HTTP with OpenAI's completions and chat completions API (continuous "
+      "batching)");
   add_model_flag(*sub, flags->model);
   sub->add_option("--tokenizer", flags->tokenizer,
                   "Directory with vocab.json + merges.txt, or with a tokenizer.json; default: the "
                   "model directory's own (without one, prompts must be token ids)");
+  sub->add_option("--chat-template", flags->chat_template,
+                  "A Jinja chat template file for /v1/chat/completions; default: the checkpoint's "
+                  "own (chat_template.jinja, or tokenizer_config.json's chat_template)")
+      ->check(CLI::ExistingFile);
   add_attention_flag(*sub, flags->attention);
   add_device_flags(*sub, flags->device);
   const std::string group = "Engine";

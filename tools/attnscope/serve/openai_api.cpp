@@ -13,6 +13,7 @@ namespace attnscope::cli {
 namespace {
 
 using nlohmann::json;
+namespace jinja = tokenizer::jinja;
 
 [[noreturn]] void bad(const std::string& param, const std::string& message) {
   throw ApiError{400, "invalid_request_error", message, param};
@@ -156,8 +157,9 @@ std::string dump(const nlohmann::json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-CompletionRequest parse_completion_request(const std::string& body, const TextTokenizer* tokenizer,
-                                           std::int64_t vocab_size) {
+namespace {
+
+json parse_body(const std::string& body) {
   json parsed;
   try {
     parsed = parse_json_refusing_duplicates(body, "request", "the body");
@@ -165,10 +167,13 @@ CompletionRequest parse_completion_request(const std::string& body, const TextTo
     throw ApiError{400, "invalid_request_error", e.what(), ""};
   }
   if (!parsed.is_object()) bad("", "the body must be a JSON object");
-  CompletionRequest out;
-  read_prompt(parsed, tokenizer, vocab_size, out);
+  return parsed;
+}
+
+// The fields both endpoints read: sampling, stop strings, streaming, n, model and user.
+void read_common_fields(const json& parsed, const TextTokenizer* tokenizer, std::int64_t vocab_size,
+                        CompletionRequest& out) {
   engine::Request& request = out.request;
-  request.max_tokens = integer(parsed, "max_tokens", 16, 1, std::int64_t{1} << 30);
   request.sampling.temperature = static_cast<float>(number(parsed, "temperature", 1.0, 0.0, 100.0));
   request.sampling.top_p = static_cast<float>(number(parsed, "top_p", 1.0, 0.0, 1.0));
   if (request.sampling.top_p == 0.0f) bad("top_p", "top_p must be greater than 0");
@@ -181,16 +186,9 @@ CompletionRequest parse_completion_request(const std::string& body, const TextTo
     request.sampling.seed = std::random_device{}();
   }
   request.stop = read_stop(parsed);
-  request.logprobs = integer(parsed, "logprobs", -1, 0, 20);
   request.ignore_eos = boolean(parsed, "ignore_eos");
   out.stream = boolean(parsed, "stream");
-  out.echo = boolean(parsed, "echo");
-  if (out.echo && request.logprobs >= 0) {
-    bad("echo", "echo with logprobs is not served (the prompt's log-probabilities are not kept)");
-  }
-  if (out.echo && tokenizer == nullptr) bad("echo", "echo needs a tokenizer");
   if (integer(parsed, "n", 1, 1, 1) != 1) bad("n", "n must be 1");
-  if (integer(parsed, "best_of", 1, 1, 1) != 1) bad("best_of", "best_of must be 1");
   if (const auto options = parsed.find("stream_options");
       options != parsed.end() && !options->is_null()) {
     if (!options->is_object()) bad("stream_options", "stream_options must be an object");
@@ -202,12 +200,98 @@ CompletionRequest parse_completion_request(const std::string& body, const TextTo
       bad(text_field, std::string(text_field) + " must be a string");
     }
   }
-  if (parsed.contains("suffix") && !parsed["suffix"].is_null()) {
-    bad("suffix", "suffix (insertion) is not served");
-  }
   if (!request.stop.empty() && tokenizer == nullptr) {
     bad("stop", "stop strings need a tokenizer, and this server has none");
   }
+}
+
+// A message's content as text: a string, null (an assistant turn of tool calls only) or
+// OpenAI's list of parts, whose text parts are joined with newlines (as vLLM joins them for a
+// template that reads content as a string).
+jinja::Value message_content(const jinja::Value& content, std::size_t index) {
+  const std::string param = "messages[" + std::to_string(index) + "].content";
+  if (content.is_string() || content.is_null()) return content;
+  if (!content.is_array()) bad(param, param + " must be a string, null or a list of text parts");
+  std::string text;
+  for (const jinja::Value& part : content) {
+    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+        !part["text"].is_string()) {
+      bad(param, param + ": only text parts ({\"type\": \"text\", \"text\": ...}) are served");
+    }
+    text += (text.empty() ? "" : "\n") + part["text"].get<std::string>();
+  }
+  return text;
+}
+
+}  // namespace
+
+CompletionRequest parse_completion_request(const std::string& body, const TextTokenizer* tokenizer,
+                                           std::int64_t vocab_size) {
+  const json parsed = parse_body(body);
+  CompletionRequest out;
+  read_prompt(parsed, tokenizer, vocab_size, out);
+  read_common_fields(parsed, tokenizer, vocab_size, out);
+  engine::Request& request = out.request;
+  request.max_tokens = integer(parsed, "max_tokens", 16, 1, std::int64_t{1} << 30);
+  request.logprobs = integer(parsed, "logprobs", -1, 0, 20);
+  out.echo = boolean(parsed, "echo");
+  if (out.echo && request.logprobs >= 0) {
+    bad("echo", "echo with logprobs is not served (the prompt's log-probabilities are not kept)");
+  }
+  if (out.echo && tokenizer == nullptr) bad("echo", "echo needs a tokenizer");
+  if (integer(parsed, "best_of", 1, 1, 1) != 1) bad("best_of", "best_of must be 1");
+  if (parsed.contains("suffix") && !parsed["suffix"].is_null()) {
+    bad("suffix", "suffix (insertion) is not served");
+  }
+  return out;
+}
+
+CompletionRequest parse_chat_request(const std::string& body, const TextTokenizer& tokenizer,
+                                     const tokenizer::ChatTemplate& chat_template,
+                                     std::int64_t vocab_size, std::int64_t context_length) {
+  const json parsed = parse_body(body);
+  // Read again keeping the keys' order, which a template's tojson shows (Python dicts keep it).
+  const jinja::Value ordered = jinja::Value::parse(body);
+  CompletionRequest out;
+  out.chat = true;
+  read_common_fields(parsed, &tokenizer, vocab_size, out);
+  const auto messages = ordered.find("messages");
+  if (messages == ordered.end()) bad("messages", "messages is required");
+  if (!messages->is_array() || messages->empty()) {
+    bad("messages", "messages must be a non-empty list of {\"role\", \"content\"} objects");
+  }
+  jinja::Value conversation = jinja::Value::array();
+  for (std::size_t i = 0; i < messages->size(); ++i) {
+    jinja::Value message = (*messages)[i];
+    const std::string param = "messages[" + std::to_string(i) + "]";
+    if (!message.is_object() || !message.contains("role") || !message["role"].is_string()) {
+      bad(param, param + " must be an object with a string role");
+    }
+    message["content"] = message_content(message.value("content", jinja::Value()), i);
+    conversation.push_back(std::move(message));
+  }
+  const jinja::Value tools = ordered.value("tools", jinja::Value());
+  if (!tools.is_null() && !tools.is_array()) bad("tools", "tools must be a list");
+  if (boolean(parsed, "logprobs")) bad("logprobs", "logprobs are not served for chat completions");
+  const bool continue_final = boolean(parsed, "continue_final_message");
+  if (continue_final) bad("continue_final_message", "continue_final_message is not served");
+  bool add_generation_prompt = true;
+  if (parsed.contains("add_generation_prompt") && !parsed["add_generation_prompt"].is_null()) {
+    add_generation_prompt = boolean(parsed, "add_generation_prompt");
+  }
+  try {
+    out.prompt_text = chat_template.render(conversation, tools, add_generation_prompt);
+  } catch (const Error& e) {
+    bad("messages", e.what());
+  }
+  out.request.prompt = tokenizer.encode(out.prompt_text, false);
+  if (out.request.prompt.empty()) bad("messages", "the chat template rendered an empty prompt");
+  // Without a limit, a chat completion runs to the end of the context, as vLLM's does.
+  const std::int64_t room = std::max<std::int64_t>(
+      1, context_length - static_cast<std::int64_t>(out.request.prompt.size()));
+  const char* limit_field =
+      parsed.contains("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+  out.request.max_tokens = integer(parsed, limit_field, room, 1, std::int64_t{1} << 30);
   return out;
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/request.h"
+#include "models/tokenizer/chat_template.h"
 #include "tools/attnscope/cli/text_tokenizer.h"
 
 namespace attnscope::cli {
@@ -35,7 +36,8 @@ std::string error_body(const ApiError& error);
 
 struct CompletionRequest {
   engine::Request request;
-  std::string prompt_text;  // the prompt as text (decoded when given as ids), for echo
+  std::string prompt_text;  // the prompt as text (decoded when given as ids, rendered for chat)
+  bool chat = false;        // from /v1/chat/completions: answered as chat.completion objects
   bool stream = false;
   bool echo = false;
   bool include_usage = false;  // stream_options.include_usage
@@ -45,6 +47,16 @@ struct CompletionRequest {
 // Throws ApiError.
 CompletionRequest parse_completion_request(const std::string& body, const TextTokenizer* tokenizer,
                                            std::int64_t vocab_size);
+
+// Reads a /v1/chat/completions body: messages (required: role and content, a string, null or
+// text parts), tools (passed to the template), add_generation_prompt (true), max_tokens or
+// max_completion_tokens (default: the rest of the context), and the sampling, stop, stream and
+// stream_options fields of a completion; logprobs are not served. The conversation is rendered
+// by the checkpoint's chat template and tokenized without adding special tokens. Throws
+// ApiError (400 when the template refuses the conversation, with its message).
+CompletionRequest parse_chat_request(const std::string& body, const TextTokenizer& tokenizer,
+                                     const tokenizer::ChatTemplate& chat_template,
+                                     std::int64_t vocab_size, std::int64_t context_length);
 
 // The generated text, token by token, as a client may see it: only whole UTF-8 characters, and
 // never the stop string nor a tail that could still become one (OpenAI excludes the stop
