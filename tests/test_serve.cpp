@@ -348,6 +348,25 @@ TEST_CASE("serve: chat completions render the conversation as transformers does"
   CHECK(streamed.chunks[streamed.chunks.size() - 2]["choices"][0]["finish_reason"] == "length");
   CHECK(streamed.chunks.back()["usage"] == expected["usage"]);
 
+  // OpenAI's Python client reads the same, whole and streamed.
+  if (std::system("python3 -c 'import openai' 2>/dev/null") != 0) {
+    MESSAGE("SKIPPED: the openai package is not installed (pip install openai)");
+  } else {
+    const std::string messages_file = template_file + ".messages.json";
+    const std::string expected_file = template_file + ".expected.txt";
+    std::ofstream(messages_file, std::ios::binary) << messages.dump();
+    std::ofstream(expected_file, std::ios::binary)
+        << expected["choices"][0]["text"].get<std::string>();
+    const std::string script =
+        std::string(ATTNSCOPE_TEST_FIXTURES) + "/../serve_openai_chat_client.py";
+    const std::string command = "python3 " + script +
+                                " http://127.0.0.1:" + std::to_string(server.port()) + "/v1 " +
+                                messages_file + " " + expected_file;
+    CHECK(std::system(command.c_str()) == 0);
+    std::filesystem::remove(messages_file);
+    std::filesystem::remove(expected_file);
+  }
+
   // Text parts are joined with newlines; max_completion_tokens is max_tokens' newer name.
   json parts = chat_body;
   parts.erase("max_tokens");
