@@ -43,8 +43,4 @@ class Template {
   Body body_;
 };
 
-// Python's json.dumps(value, ensure_ascii=False, indent=indent (< 0: none), sort_keys): what
-// tojson prints.
-std::string python_json(const Value& value, int indent = -1, bool sort_keys = false);
-
 }  // namespace attnscope::tokenizer::jinja
