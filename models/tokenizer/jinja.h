@@ -13,7 +13,8 @@
 // integer, float, boolean, mapping, sequence, iterable, true, false, odd, even, divisibleby,
 // equalto (eq, ==), ne (!=), in. Methods: strings' strip, lstrip, rstrip, split, startswith,
 // endswith, upper, lower, title, capitalize, replace, join; dicts' items, keys, values, get.
-// Case mapping is ASCII only.
+// Case mapping is ASCII only, and a tuple is a list (it prints as [1, 2], not (1, 2)).
+// jinja_values.h holds the Python semantics; jinja.cpp the interpreter.
 //
 // Rendering always ends: loops run over finite values, and there are no macros or recursion; the
 // output, ranges and repeated strings are capped (kMaxRenderBytes). Errors (raise_exception, a

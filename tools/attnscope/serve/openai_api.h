@@ -1,7 +1,8 @@
-// The OpenAI completions API as `attnscope serve` speaks it: a request body read into an engine
-// request (every known field checked, with the error OpenAI's clients expect), the completion's
-// text as it streams (whole UTF-8 characters only, cut before a stop string), and the response
-// bodies: one JSON object, or server-sent events ending with `data: [DONE]`.
+// The OpenAI completions and chat completions API as `attnscope serve` speaks it: a request body
+// read into an engine request (every known field checked, with the error OpenAI's clients
+// expect; a chat's messages rendered by the model's chat template), the completion's text as it
+// streams (whole UTF-8 characters only, cut before a stop string), and the response bodies: one
+// JSON object, or server-sent events ending with `data: [DONE]`.
 //
 // POST /v1/completions fields: prompt (a string, an array of token ids, or an array of one
 // string or of one array of ids), max_tokens (16), temperature (1), top_p (1), top_k (0: off;
