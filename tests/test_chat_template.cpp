@@ -128,6 +128,20 @@ TEST_CASE("chat templates: errors while rendering name the line and the reason")
   CHECK(render_error("{% for a, b in [1] %}{% endfor %}") ==
         "chat template: line 1: cannot unpack a int into 2 loop variables");
   CHECK(render_error("{{ x | tojson }}") == "chat template: tojson of an undefined value");
+  // Python's ints are unbounded; one that leaves int64 is refused, never wrapped.
+  const std::string overflow = "chat template: line 1: an int result does not fit in 64 bits";
+  CHECK(render_error("{{ 9223372036854775807 + 1 }}") == overflow);
+  CHECK(render_error("{{ 3037000500 * 3037000500 }}") == overflow);
+  CHECK(render_error("{{ -(-9223372036854775807 - 1) }}") == overflow);
+  CHECK(render_error("{{ (-9223372036854775807 - 1) // -1 }}") == overflow);
+  CHECK(render_error("{{ (-9223372036854775807 - 1) | abs }}") == overflow);
+  CHECK(render_error("{{ 10 ** 19 }}") == "chat template: line 1: the number 1e+19 is no int64");
+  CHECK(render(
+            "{{ (-9223372036854775807 - 1) % -1 }} {{ 7 // -1 }} {{ 9223372036854775807 % -2 }}") ==
+        "0 -7 -1");
+  CHECK(render("{{ range(0, 9223372036854775807, 4611686018427387904) | list }}") ==
+        "[0, 4611686018427387904]");
+  CHECK(render("{{ [1, 2, 3][::9223372036854775807] }}") == "[1]");
 }
 
 TEST_CASE("chat templates: a render ends within its limits") {
@@ -138,6 +152,9 @@ TEST_CASE("chat templates: a render ends within its limits") {
         "chat template: line 1: a range passes the render's size limit");
   CHECK(render_error("{{ 'x' * 100000000 }}") ==
         "chat template: line 1: a repeated value passes the render's size limit");
+  CHECK(render_error("{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}"
+                     "{% endfor %}") ==
+        "chat template: line 1: the template runs more than 10000000 steps");
 }
 
 TEST_CASE("chat templates: newlines as jinja2 reads them, and strftime_now in local time") {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <ctime>
 #include <map>
 #include <optional>
@@ -23,6 +24,25 @@ namespace {
 
 [[noreturn]] void fail(int line, const std::string& what) {
   throw Error("chat template: line " + std::to_string(line) + ": " + what);
+}
+
+// An int result that fit in 64 bits (Python's ints are unbounded; a template that leaves int64
+// is refused rather than wrapped).
+std::int64_t fitted(bool overflowed, std::int64_t value, int line) {
+  if (overflowed) fail(line, "an int result does not fit in 64 bits");
+  return value;
+}
+
+// -x, when it fits (not for INT64_MIN).
+std::int64_t negated(std::int64_t x, int line) {
+  if (x == INT64_MIN) fail(line, "an int result does not fit in 64 bits");
+  return -x;
+}
+
+// A double as an int64 when it is a finite value in range.
+std::int64_t int_of(double x, int line) {
+  if (!(x > -9.2e18 && x < 9.2e18)) fail(line, "the number " + python_float(x) + " is no int64");
+  return static_cast<std::int64_t>(x);
 }
 
 class Renderer {
@@ -46,6 +66,7 @@ class Renderer {
 
  private:
   Flow run(const Node& node) {
+    count_step(node.line);
     switch (node.kind) {
       case Node::Kind::text:
         emit(node.text, node.line);
@@ -72,6 +93,12 @@ class Renderer {
         return Flow::continue_;
     }
     return Flow::normal;
+  }
+
+  void count_step(int line) {
+    if (++steps_ > kMaxRenderSteps) {
+      fail(line, "the template runs more than " + std::to_string(kMaxRenderSteps) + " steps");
+    }
   }
 
   void emit(const std::string& text, int line) {
@@ -134,6 +161,7 @@ class Renderer {
     }
     const auto length = static_cast<std::int64_t>(items.size());
     for (std::int64_t i = 0; i < length; ++i) {
+      count_step(node.line);
       Value scope = Value::object();
       const auto at = static_cast<std::size_t>(i);
       scope["loop"] = {{"index", i + 1},
@@ -277,7 +305,10 @@ class Renderer {
       case Expr::Kind::unary: {
         const Value operand = eval(*e.operands[0]);
         if (e.name == "not") return !truthy(operand);
-        if (is_int(operand)) return -operand.get<std::int64_t>();
+        if (is_int(operand)) {
+          const std::int64_t x = operand.get<std::int64_t>();
+          return negated(x, e.line);
+        }
         if (is_number(operand)) return -as_double(operand);
         fail(e.line, "cannot negate a " + type_name(operand));
       }
@@ -331,13 +362,14 @@ class Renderer {
     const std::int64_t start = clamp(bounds[0], step > 0 ? 0 : size - 1);
     const std::int64_t stop = clamp(bounds[1], step > 0 ? size : -1);
     Value out = object.is_string() ? Value("") : Value::array();
-    for (std::int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+    for (std::int64_t i = start; step > 0 ? i < stop : i > stop;) {
       const Value& piece = pieces[static_cast<std::size_t>(i)];
       if (object.is_string()) {
         out.get_ref<std::string&>() += piece.get<std::string>();
       } else {
         out.push_back(piece);
       }
+      if (__builtin_add_overflow(i, step, &i)) break;  // a step past the ends
     }
     return out;
   }
@@ -463,18 +495,24 @@ class Renderer {
       return as_double(a) / as_double(b);
     }
     if (op == "**") {
-      if (ints && as_int(b) >= 0)
-        return static_cast<std::int64_t>(std::pow(as_double(a), as_double(b)));
+      if (ints && as_int(b) >= 0) return int_of(std::pow(as_double(a), as_double(b)), line);
       return std::pow(as_double(a), as_double(b));
     }
     if ((op == "//" || op == "%") && as_double(b) == 0.0) fail(line, "division by zero");
     if (ints) {
       const std::int64_t x = as_int(a), y = as_int(b);
-      if (op == "+") return x + y;
-      if (op == "-") return x - y;
-      if (op == "*") return x * y;
+      std::int64_t r = 0;
+      bool overflowed = false;
+      if (op == "+") overflowed = __builtin_add_overflow(x, y, &r);
+      if (op == "-") overflowed = __builtin_sub_overflow(x, y, &r);
+      if (op == "*") overflowed = __builtin_mul_overflow(x, y, &r);
+      if (op == "+" || op == "-" || op == "*") return fitted(overflowed, r, line);
+      if (y == -1) return op == "//" ? negated(x, line) : 0;
       if (op == "//") return floor_div(x, y);
-      if (op == "%") return x - floor_div(x, y) * y;
+      if (op == "%") {  // the remainder takes the divisor's sign
+        const std::int64_t remainder = x % y;
+        return remainder != 0 && (remainder < 0) != (y < 0) ? remainder + y : remainder;
+      }
     }
     const double x = as_double(a), y = as_double(b);
     if (op == "+") return x + y;
@@ -565,9 +603,10 @@ class Renderer {
     }
     if (r[2] == 0) fail(e.line, "range() step must not be zero");
     Value out = Value::array();
-    for (std::int64_t i = r[0]; r[2] > 0 ? i < r[1] : i > r[1]; i += r[2]) {
+    for (std::int64_t i = r[0]; r[2] > 0 ? i < r[1] : i > r[1];) {
       if (out.size() * 8 >= kMaxRenderBytes) fail(e.line, "a range passes the render's size limit");
       out.push_back(i);
+      if (__builtin_add_overflow(i, r[2], &i)) break;  // a step past int64's ends
     }
     return out;
   }
@@ -713,7 +752,7 @@ class Renderer {
         return args.get(0, "default", name == "int" ? Value(0) : Value(0.0));
       }
       if (name == "float") return x;
-      return static_cast<std::int64_t>(x);
+      return int_of(x, line);
     }
     if (name == "list") return iteration_items(v, line);
     if (name == "items") {
@@ -741,7 +780,10 @@ class Renderer {
     }
     if (name == "safe") return v;
     if (name == "abs") {
-      if (is_int(v)) return std::abs(v.get<std::int64_t>());
+      if (is_int(v)) {
+        const std::int64_t x = v.get<std::int64_t>();
+        return x < 0 ? negated(x, line) : x;
+      }
       if (is_number(v)) return std::fabs(as_double(v));
       fail(line, "abs needs a number, not a " + type_name(v));
     }
@@ -840,6 +882,7 @@ class Renderer {
 
   std::vector<Value> scopes_;
   Value character_;
+  std::int64_t steps_ = 0;
 };
 
 }  // namespace

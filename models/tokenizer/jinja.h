@@ -16,12 +16,14 @@
 // Case mapping is ASCII only, and a tuple is a list (it prints as [1, 2], not (1, 2)).
 // jinja_values.h holds the Python semantics; jinja.cpp the interpreter.
 //
-// Rendering always ends: loops run over finite values, and there are no macros or recursion; the
-// output, ranges and repeated strings are capped (kMaxRenderBytes). Errors (raise_exception, a
+// Rendering always ends, and soon: loops run over finite values, there are no macros or
+// recursion, and the steps (kMaxRenderSteps), the output, ranges and repeated strings
+// (kMaxRenderBytes) are capped. Errors (raise_exception, a
 // type error, an undefined value read further) throw Error("chat template: line N: ...").
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -31,6 +33,9 @@ namespace attnscope::tokenizer::jinja {
 
 // The most bytes a render may produce (and a string or range it may build).
 inline constexpr std::size_t kMaxRenderBytes = std::size_t{16} << 20;
+// The most statements and loop iterations a render may run: a chat of a thousand messages takes
+// under 100,000; nested loops over long ranges that print nothing would otherwise run for hours.
+inline constexpr std::int64_t kMaxRenderSteps = 10'000'000;
 
 class Template {
  public:
