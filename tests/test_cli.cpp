@@ -347,6 +347,47 @@ TEST_CASE("inspect reports config, parameters and the stored tensors") {
   CHECK(run("inspect --model synthetic:gpt2").out.find("124439808") != std::string::npos);
 }
 
+TEST_CASE("generate --chat: the prompt is the conversation as transformers renders it") {
+  if (!attnscope::testing::shared_fixtures_present()) return;
+  // transformers' rendering of SmolLM2's template for one user message "Hello!"
+  // (tests/fixtures/chat_templates/cases.json), tokenized with the model's GPT-2 vocabulary, is
+  // the prompt --chat must build.
+  nlohmann::json rendered;
+  for (const nlohmann::json& c :
+       read_json(attnscope::testing::test_fixtures() + "/chat_templates/cases.json")) {
+    if (c["name"] == "smollm2: one turn, add_generation_prompt=True") rendered = c;
+  }
+  REQUIRE(rendered.is_object());
+  REQUIRE(rendered["variables"]["messages"] ==
+          nlohmann::json::array({{{"role", "user"}, {"content", "Hello!"}}}));
+  const attnscope::testing::TempDir dir;
+  const std::string template_file = dir.file("smollm2.jinja");
+  attnscope::testing::write_file(template_file, rendered["template"].get<std::string>());
+  const auto ids_of = [](const std::string& text) {
+    return nlohmann::json::parse(
+        require_success(
+            run("tokenize --tokenizer " + attnscope::testing::gpt2_tokenizer_dir(), text))
+            .out);
+  };
+  const nlohmann::json chat =
+      success_json(run("generate -m synthetic:tiny --chat --prompt 'Hello!' --chat-template " +
+                       template_file + " -n 3 --ignore-eos --json"));
+  CHECK(chat["prompt_ids"] == ids_of(rendered["rendered"].get<std::string>()));
+  CHECK(chat["generated_ids"].size() == 3);
+  // --system comes first, in the template's system turn (SmolLM2's default one is then left out).
+  const nlohmann::json with_system =
+      success_json(run("generate -m synthetic:tiny --chat --system 'Be brief.' --prompt 'Hello!' "
+                       "--chat-template " +
+                       template_file + " -n 1 --json"));
+  CHECK(with_system["prompt_ids"] ==
+        ids_of("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello!<|im_end|>\n"
+               "<|im_start|>assistant\n"));
+  // No template: one clear error; the flags that need --chat say so.
+  check_one_line_error(run("generate -m synthetic:tiny --chat --prompt hi"), 1,
+                       "this model has no chat template");
+  check_one_line_error(run("generate -m synthetic:tiny --prompt hi --system x"), 2, "--chat");
+}
+
 TEST_CASE("tokenize and detokenize use OpenAI's GPT-2 vocabulary") {
   if (!attnscope::testing::shared_fixtures_present()) return;
   const std::string dir = attnscope::testing::gpt2_tokenizer_dir();

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "models/llama/weights.h"
+#include "runtime/error.h"
 #include "tools/attnscope/cli/elapsed.h"
 
 namespace attnscope::cli {
@@ -81,6 +82,46 @@ std::optional<TextTokenizer> find_tokenizer(const std::string& flag_dir,
   const fs::path dir =
       fs::is_directory(model_spec) ? fs::path(model_spec) : fs::path(model_spec).parent_path();
   return tokenizer_in(dir.string());
+}
+
+std::optional<tokenizer::ChatTemplate> find_chat_template(const std::string& template_file,
+                                                          const std::string& tokenizer_dir,
+                                                          const std::string& model_spec,
+                                                          const std::optional<TextTokenizer>& text,
+                                                          std::string& why_none) {
+  namespace fs = std::filesystem;
+  const std::string dir = !tokenizer_dir.empty()                 ? tokenizer_dir
+                          : model_spec.starts_with("synthetic:") ? std::string()
+                          : fs::is_directory(model_spec)
+                              ? model_spec
+                              : fs::path(model_spec).parent_path().string();
+  // transformers' GPT2Tokenizer (vocab.json + merges.txt) has these without a config saying so.
+  tokenizer::jinja::Value defaults = tokenizer::jinja::Value::object();
+  if (text && text->is_gpt2_files()) {
+    for (const char* name : {"bos_token", "eos_token", "unk_token"})
+      defaults[name] = "<|endoftext|>";
+  }
+  if (!text) {
+    why_none = "a chat needs a tokenizer, and this model has none (--tokenizer DIR)";
+    if (template_file.empty()) return std::nullopt;
+  }
+  if (!template_file.empty()) {
+    return tokenizer::ChatTemplate::from_file(template_file, dir, defaults);
+  }
+  try {
+    if (!dir.empty()) {
+      if (std::optional<tokenizer::ChatTemplate> found =
+              tokenizer::ChatTemplate::find_in(dir, defaults)) {
+        return found;
+      }
+    }
+    why_none =
+        "this model has no chat template (chat_template.jinja, or chat_template in "
+        "tokenizer_config.json): pass one with --chat-template FILE";
+  } catch (const Error& e) {
+    why_none = std::string("the model's chat template cannot be used: ") + e.what();
+  }
+  return std::nullopt;
 }
 
 }  // namespace attnscope::cli

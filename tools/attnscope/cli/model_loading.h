@@ -1,5 +1,5 @@
-// Loading what a subcommand runs: the model (with a line of progress on stderr) and the
-// tokenizer that goes with it.
+// Loading what a subcommand runs: the model (with a line of progress on stderr), the tokenizer
+// that goes with it, and its chat template.
 #pragma once
 
 #include <memory>
@@ -8,6 +8,7 @@
 #include <string>
 
 #include "models/language_model.h"
+#include "models/tokenizer/chat_template.h"
 #include "runtime/context.h"
 #include "tools/attnscope/cli/flags.h"
 #include "tools/attnscope/cli/text_tokenizer.h"
@@ -41,5 +42,17 @@ nlohmann::json run_json(const std::string& spec, const LanguageModel& model, con
 // none is found (synthetic Llama shapes have none: their vocabularies are not GPT-2's).
 std::optional<TextTokenizer> find_tokenizer(const std::string& flag_dir,
                                             const std::string& model_spec);
+
+// The chat template that goes with the model: `template_file`'s (--chat-template; an error if it
+// cannot be read or used), else the one saved beside the tokenizer in `tokenizer_dir` or the
+// checkpoint (tokenizer::ChatTemplate::find_in), with GPT-2's special tokens when `text` is
+// GPT-2's vocab.json kind. nullopt with `why_none` saying why when there is none, there is no
+// tokenizer, or the checkpoint's template cannot be used (not an error: a server still serves
+// completions).
+std::optional<tokenizer::ChatTemplate> find_chat_template(const std::string& template_file,
+                                                          const std::string& tokenizer_dir,
+                                                          const std::string& model_spec,
+                                                          const std::optional<TextTokenizer>& text,
+                                                          std::string& why_none);
 
 }  // namespace attnscope::cli

@@ -33,6 +33,9 @@ struct GenerateFlags {
   std::string tokenizer;
   std::string prompt;
   std::vector<std::string> prompt_ids;
+  bool chat = false;          // --prompt is a user's message, rendered by the chat template
+  std::string system;         // with --chat: a system message first
+  std::string chat_template;  // with --chat: a Jinja file instead of the checkpoint's
   std::int64_t max_new_tokens = 32;
   SamplingOptions sampling;  // its seed comes from `seed`
   std::int64_t seed = 0;     // -1: a random seed, printed (as llama.cpp's -1)
@@ -45,6 +48,20 @@ struct GenerateFlags {
   std::string logits_out;          // empty: no .npy file
   AttentionMapOptions attention_map;
 };
+
+// --chat: the ids of [system?, user: --prompt] as the chat template renders them, with the
+// assistant's turn opened; tokenized without adding special tokens (the template writes them).
+std::vector<std::int32_t> chat_prompt(const GenerateFlags& flags,
+                                      const std::optional<TextTokenizer>& tokenizer) {
+  std::string why_none;
+  const std::optional<tokenizer::ChatTemplate> chat_template =
+      find_chat_template(flags.chat_template, flags.tokenizer, flags.model, tokenizer, why_none);
+  check(chat_template.has_value() && why_none.empty(), "--chat", why_none);
+  tokenizer::jinja::Value messages = tokenizer::jinja::Value::array();
+  if (!flags.system.empty()) messages.push_back({{"role", "system"}, {"content", flags.system}});
+  messages.push_back({{"role", "user"}, {"content", flags.prompt}});
+  return tokenizer->encode(chat_template->render(messages, nullptr, true), false);
+}
 
 int run_generate(const GenerateFlags& flags) {
   SamplingOptions sampling = flags.sampling;
@@ -69,7 +86,7 @@ int run_generate(const GenerateFlags& flags) {
     check(tokenizer.has_value(), "--prompt",
           "no tokenizer for this model: pass --tokenizer DIR (vocab.json + merges.txt, or "
           "tokenizer.json) or use --prompt-ids");
-    prompt = tokenizer->encode(flags.prompt);
+    prompt = flags.chat ? chat_prompt(flags, tokenizer) : tokenizer->encode(flags.prompt);
   }
   if (prompt.empty()) {
     check(config.eos_in_vocabulary(), "prompt",
@@ -188,8 +205,21 @@ Subcommand add_generate(CLI::App& app) {
                   "Directory with vocab.json + merges.txt (or encoder.json + vocab.bpe), or "
                   "with a tokenizer.json; default: the model directory's own");
   CLI::Option* prompt = sub->add_option("--prompt", flags->prompt, "Prompt text");
-  sub->add_option("--prompt-ids", flags->prompt_ids, "Prompt as token ids, e.g. 464,2068")
-      ->excludes(prompt);
+  CLI::Option* ids =
+      sub->add_option("--prompt-ids", flags->prompt_ids, "Prompt as token ids, e.g. 464,2068")
+          ->excludes(prompt);
+  CLI::Option* chat =
+      sub->add_flag("--chat", flags->chat,
+                    "--prompt is a user's message: rendered by the model's chat template "
+                    "(tokenizer_config.json's or chat_template.jinja), the assistant's turn opened")
+          ->needs(prompt)
+          ->excludes(ids);
+  sub->add_option("--system", flags->system, "With --chat: a system message before the user's")
+      ->needs(chat);
+  sub->add_option("--chat-template", flags->chat_template,
+                  "With --chat: a Jinja chat template file instead of the model's own")
+      ->needs(chat)
+      ->check(CLI::ExistingFile);
   sub->add_option("-n,--max-new-tokens", flags->max_new_tokens, "Tokens to generate")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));

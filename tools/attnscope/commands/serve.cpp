@@ -419,55 +419,13 @@ ModelOnDevice load_on_a_passing_thread(const ServeFlags& flags) {
   return loaded;
 }
 
-// The chat template: --chat-template's file (an error stops the server), else the one saved with
-// the tokenizer or the checkpoint (one that cannot be used only turns chat off, with `no_chat`
-// saying why).
-std::optional<tokenizer::ChatTemplate> find_chat_template(const ServeFlags& flags,
-                                                          const std::optional<TextTokenizer>& text,
-                                                          std::string& no_chat) {
-  namespace fs = std::filesystem;
-  const std::string dir = !flags.tokenizer.empty()                ? flags.tokenizer
-                          : flags.model.starts_with("synthetic:") ? std::string()
-                          : fs::is_directory(flags.model)
-                              ? flags.model
-                              : fs::path(flags.model).parent_path().string();
-  // transformers' GPT2Tokenizer (vocab.json + merges.txt) has these without a config saying so.
-  tokenizer::jinja::Value defaults = tokenizer::jinja::Value::object();
-  if (text && text->is_gpt2_files()) {
-    for (const char* name : {"bos_token", "eos_token", "unk_token"})
-      defaults[name] = "<|endoftext|>";
-  }
-  if (!text) {
-    no_chat = "chat completions need a tokenizer, and this server has none (--tokenizer)";
-    if (flags.chat_template.empty()) return std::nullopt;
-  }
-  if (!flags.chat_template.empty()) {
-    return tokenizer::ChatTemplate::from_file(flags.chat_template, dir, defaults);
-  }
-  try {
-    if (!dir.empty()) {
-      if (std::optional<tokenizer::ChatTemplate> found =
-              tokenizer::ChatTemplate::find_in(dir, defaults)) {
-        return found;
-      }
-    }
-    no_chat =
-        "this model has no chat template (chat_template.jinja, or chat_template in "
-        "tokenizer_config.json): start the server with --chat-template FILE, or render the "
-        "conversation yourself and send it to /v1/completions";
-  } catch (const Error& e) {
-    no_chat = std::string("the model's chat template cannot be used: ") + e.what();
-    std::cerr << "attnscope serve: warning: " << no_chat << "\n";
-  }
-  return std::nullopt;
-}
-
 int run_serve(const ServeFlags& flags) {
   const ModelOnDevice loaded = load_on_a_passing_thread(flags);
   const std::optional<TextTokenizer> tokenizer = find_tokenizer(flags.tokenizer, flags.model);
   std::string no_chat;
   const std::optional<tokenizer::ChatTemplate> chat_template =
-      find_chat_template(flags, tokenizer, no_chat);
+      find_chat_template(flags.chat_template, flags.tokenizer, flags.model, tokenizer, no_chat);
+  if (!no_chat.empty()) std::cerr << "attnscope serve: no chat completions: " << no_chat << "\n";
   engine::TokenText token_text;
   if (tokenizer) token_text = [&](std::int32_t id) { return tokenizer->token_bytes(id); };
   const std::uint64_t max_body = parse_bytes(flags.max_body, "--max-body-bytes");
