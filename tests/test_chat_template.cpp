@@ -141,6 +141,13 @@ TEST_CASE("chat templates: errors while rendering name the line and the reason")
         "0 -7 -1");
   CHECK(render("{{ range(0, 9223372036854775807, 4611686018427387904) | list }}") ==
         "[0, 4611686018427387904]");
+  // Ranges across all of int64, as Python gives them.
+  CHECK(render("{{ range(-9223372036854775807 - 1, 9223372036854775807, 4611686018427387904) | "
+               "list }} {{ range(5, -5, -3) | list }} {{ range(-9223372036854775807 - 1, "
+               "9223372036854775807, 9223372036854775807) | list }} {{ range(9223372036854775807, "
+               "-9223372036854775807 - 1, -9223372036854775807 - 1) | list }}") ==
+        "[-9223372036854775808, -4611686018427387904, 0, 4611686018427387904] [5, 2, -1, -4] "
+        "[-9223372036854775808, -1, 9223372036854775806] [9223372036854775807, -1]");
   CHECK(render("{{ [1, 2, 3][::9223372036854775807] }}") == "[1]");
 }
 
@@ -154,13 +161,16 @@ TEST_CASE("chat templates: a render ends within its limits") {
         "chat template: line 1: a repeated value passes the render's size limit");
   CHECK(render_error("{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}"
                      "{% endfor %}") ==
-        "chat template: line 1: the template runs more than 10000000 steps");
+        "chat template: line 1: the template runs more than 1000000 steps");
 }
 
 TEST_CASE("chat templates: newlines as jinja2 reads them, and strftime_now in local time") {
   // \r\n and \r read as \n; one final newline is dropped (keep_trailing_newline off).
   CHECK(render("a\r\nb\rc\n") == "a\nb\nc");
   CHECK(render("a\n\n") == "a\n");
+  // Float literals past a double's range read as Python reads them (found by fuzz_chat_template).
+  CHECK(render("{{ 1e400 }} {{ -1e400 }} {{ 1e-400 }} {{ 1e400 | tojson }}") ==
+        "inf -inf 0.0 Infinity");
   CHECK(render("{% if true %}\r\nx{% endif %}") == "x");
   std::array<char, 16> year{};
   const std::time_t now = std::time(nullptr);

@@ -159,26 +159,41 @@ class Renderer {
       run(node.else_body);
       return;
     }
+    // One scope object serves every iteration: its loop variables and targets are rewritten in
+    // place, and what the body set is erased before the next one (each iteration starts fresh).
     const auto length = static_cast<std::int64_t>(items.size());
+    scopes_.push_back(Value::object());
+    scopes_.back()["loop"] = {{"index", 0},
+                              {"index0", 0},
+                              {"revindex", 0},
+                              {"revindex0", 0},
+                              {"first", false},
+                              {"last", false},
+                              {"length", length},
+                              {"previtem", kUndefined},
+                              {"nextitem", kUndefined}};
     for (std::int64_t i = 0; i < length; ++i) {
       count_step(node.line);
-      Value scope = Value::object();
       const auto at = static_cast<std::size_t>(i);
-      scope["loop"] = {{"index", i + 1},
-                       {"index0", i},
-                       {"revindex", length - i},
-                       {"revindex0", length - i - 1},
-                       {"first", i == 0},
-                       {"last", i == length - 1},
-                       {"length", length},
-                       {"previtem", i > 0 ? items[at - 1] : kUndefined},
-                       {"nextitem", i + 1 < length ? items[at + 1] : kUndefined}};
+      Value& scope = scopes_.back();
+      if (scope.size() > 1 + node.targets.size()) {
+        Value fresh = Value::object();
+        fresh["loop"] = std::move(scope["loop"]);
+        scope = std::move(fresh);
+      }
+      Value& variables = scope["loop"];
+      variables["index"] = i + 1;
+      variables["index0"] = i;
+      variables["revindex"] = length - i;
+      variables["revindex0"] = length - i - 1;
+      variables["first"] = i == 0;
+      variables["last"] = i == length - 1;
+      variables["previtem"] = i > 0 ? items[at - 1] : kUndefined;
+      variables["nextitem"] = i + 1 < length ? items[at + 1] : kUndefined;
       bind_targets(scope, node, items[at]);
-      scopes_.push_back(std::move(scope));
-      const Flow flow = run(node.body);
-      scopes_.pop_back();
-      if (flow == Flow::break_) break;
+      if (run(node.body) == Flow::break_) break;
     }
+    scopes_.pop_back();
   }
 
   void assign(const Node& node) {
@@ -602,11 +617,19 @@ class Renderer {
         r[i] = args.positional[i].get<std::int64_t>();
     }
     if (r[2] == 0) fail(e.line, "range() step must not be zero");
+    // Its length first (the distance in unsigned 64 bits, where stop - start always fits), so a
+    // huge range is refused before it is built.
+    const std::int64_t start = r[0], stop = r[1], step = r[2];
+    const auto first = static_cast<std::uint64_t>(start), last = static_cast<std::uint64_t>(stop);
+    const std::uint64_t stride =
+        step > 0 ? static_cast<std::uint64_t>(step) : static_cast<std::uint64_t>(-(step + 1)) + 1;
+    std::uint64_t count = 0;
+    if (step > 0 && stop > start) count = (last - first - 1) / stride + 1;
+    if (step < 0 && stop < start) count = (first - last - 1) / stride + 1;
+    if (count > kMaxRenderBytes / 8) fail(e.line, "a range passes the render's size limit");
     Value out = Value::array();
-    for (std::int64_t i = r[0]; r[2] > 0 ? i < r[1] : i > r[1];) {
-      if (out.size() * 8 >= kMaxRenderBytes) fail(e.line, "a range passes the render's size limit");
-      out.push_back(i);
-      if (__builtin_add_overflow(i, r[2], &i)) break;  // a step past int64's ends
+    for (std::uint64_t k = 0; k < count; ++k) {  // start + k step, modulo 2^64 on the way
+      out.push_back(static_cast<std::int64_t>(first + k * static_cast<std::uint64_t>(step)));
     }
     return out;
   }

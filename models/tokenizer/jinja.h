@@ -35,7 +35,7 @@ namespace attnscope::tokenizer::jinja {
 inline constexpr std::size_t kMaxRenderBytes = std::size_t{16} << 20;
 // The most statements and loop iterations a render may run: a chat of a thousand messages takes
 // under 100,000; nested loops over long ranges that print nothing would otherwise run for hours.
-inline constexpr std::int64_t kMaxRenderSteps = 10'000'000;
+inline constexpr std::int64_t kMaxRenderSteps = 1'000'000;
 
 class Template {
  public:

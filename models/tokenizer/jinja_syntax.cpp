@@ -9,6 +9,7 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -328,7 +329,15 @@ class Scanner {
     const std::string digits = text_.substr(start, pos_ - start);
     Token token{floating ? Token::Kind::floating : Token::Kind::integer, digits, {}, line};
     if (floating) {
-      token.number = std::stod(digits);
+      // As Python reads a float literal: past the largest double, inf; below the smallest, 0.0.
+      double value = 0.0;
+      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+      if (ec == std::errc::result_out_of_range) {
+        value = digits.find("e-") == std::string::npos && digits.find("E-") == std::string::npos
+                    ? std::numeric_limits<double>::infinity()
+                    : 0.0;
+      }
+      token.number = value;
     } else {
       std::int64_t value = 0;
       const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
