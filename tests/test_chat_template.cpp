@@ -168,6 +168,9 @@ TEST_CASE("chat templates: newlines as jinja2 reads them, and strftime_now in lo
   // \r\n and \r read as \n; one final newline is dropped (keep_trailing_newline off).
   CHECK(render("a\r\nb\rc\n") == "a\nb\nc");
   CHECK(render("a\n\n") == "a\n");
+  // Control characters as Python's repr and json.dumps escape them.
+  CHECK(render("{{ ['a\\x1bb\\x7f'] }}|{{ 'a\\x01' | tojson }}") ==
+        "['a\\x1bb\\x7f']|\"a\\u0001\"");
   // Float literals past a double's range read as Python reads them (found by fuzz_chat_template).
   CHECK(render("{{ 1e400 }} {{ -1e400 }} {{ 1e-400 }} {{ 1e400 | tojson }}") ==
         "inf -inf 0.0 Infinity");

@@ -13,6 +13,14 @@ namespace attnscope::tokenizer::jinja {
 
 namespace {
 
+// `prefix` and the byte's two lowercase hex digits: Python's \x1b, JSON's \u001b.
+void append_escaped_byte(const char* prefix, unsigned char c, std::string& out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += prefix;
+  out += kHex[c >> 4];
+  out += kHex[c & 15];
+}
+
 std::string string_repr(const std::string& s) {
   const char quote =
       s.find('\'') != std::string::npos && s.find('"') == std::string::npos ? '"' : '\'';
@@ -28,10 +36,7 @@ std::string string_repr(const std::string& s) {
     } else if (c == '\t') {
       out += "\\t";
     } else if (c < 0x20 || c == 0x7f) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
+      append_escaped_byte("\\x", c, out);
     } else {
       out += static_cast<char>(c);
     }
@@ -66,10 +71,7 @@ void json_string(const std::string& s, std::string& out) {
         break;
       default:
         if (c < 0x20) {
-          static constexpr char kHex[] = "0123456789abcdef";
-          out += "\\u00";
-          out += kHex[c >> 4];
-          out += kHex[c & 15];
+          append_escaped_byte("\\u00", c, out);
         } else {
           out += static_cast<char>(c);
         }
