@@ -367,6 +367,47 @@ TEST_CASE("serve: chat completions render the conversation as transformers does"
     std::filesystem::remove(expected_file);
   }
 
+  // logprobs in the chat API's shape, the same numbers as the completion's for the same tokens.
+  json with_logprobs = chat_body;
+  with_logprobs["logprobs"] = true;
+  with_logprobs["top_logprobs"] = 2;
+  json completion_logprobs = {{"prompt", rendered["rendered"]},
+                              {"max_tokens", 8},
+                              {"temperature", 0},
+                              {"ignore_eos", true},
+                              {"logprobs", 2}};
+  const json chat_scored =
+      json::parse(c.Post("/v1/chat/completions", with_logprobs.dump(), "application/json")->body);
+  const json completion_scored = json::parse(post(c, completion_logprobs)->body);
+  const json& content = chat_scored["choices"][0]["logprobs"]["content"];
+  const json& reference = completion_scored["choices"][0]["logprobs"];
+  REQUIRE(content.size() == 8);
+  for (std::size_t i = 0; i < content.size(); ++i) {
+    CAPTURE(i);
+    CHECK(content[i]["token"] == reference["tokens"][i]);
+    CHECK(content[i]["logprob"] == reference["token_logprobs"][i]);
+    REQUIRE(content[i]["top_logprobs"].size() == 2);
+    for (const json& alternative : content[i]["top_logprobs"]) {
+      CHECK(reference["top_logprobs"][i][alternative["token"].get<std::string>()] ==
+            alternative["logprob"]);
+      std::string bytes;
+      for (const json& b : alternative["bytes"]) bytes += static_cast<char>(b.get<int>());
+      // The bytes are the token's own; its text has U+FFFD for a part of a character.
+      const std::string token = alternative["token"].get<std::string>();
+      CHECK((bytes == token || token.find("\xEF\xBF\xBD") != std::string::npos));
+    }
+  }
+  // Streamed, each chunk with a token carries its entry.
+  json streamed_logprobs = with_logprobs;
+  const Streamed scored_stream = post_streamed(c, streamed_logprobs, -1, "/v1/chat/completions");
+  json streamed_content = json::array();
+  for (const json& chunk : scored_stream.chunks) {
+    if (chunk["choices"].empty() || chunk["choices"][0]["logprobs"].is_null()) continue;
+    for (const json& entry : chunk["choices"][0]["logprobs"]["content"])
+      streamed_content.push_back(entry);
+  }
+  CHECK(streamed_content == content);
+
   // Text parts are joined with newlines; max_completion_tokens is max_tokens' newer name.
   json parts = chat_body;
   parts.erase("max_tokens");
@@ -391,7 +432,9 @@ TEST_CASE("serve: chat completions render the conversation as transformers does"
       {{{"messages",
          {{{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", "x"}}}}}}}},
        "only text parts"},
-      {{{"messages", messages}, {"logprobs", true}}, "logprobs are not served"},
+      {{{"messages", messages}, {"top_logprobs", 2}}, "top_logprobs needs logprobs: true"},
+      {{{"messages", messages}, {"logprobs", true}, {"top_logprobs", 21}},
+       "top_logprobs must be in"},
       {{{"messages", messages}, {"tools", "x"}}, "tools must be a list"},
       {{{"messages", messages}, {"max_tokens", 0}}, "max_tokens must be in [1"},
   };

@@ -166,7 +166,10 @@ void answer_whole(Service& service, const CompletionRequest& asked,
     choice.erase("text");
     choice["message"] = {{"role", "assistant"}, {"content", body_text}};
   }
-  if (asked.request.logprobs >= 0) choice["logprobs"] = logprobs_json(events, text, offset);
+  if (asked.request.logprobs >= 0) {
+    choice["logprobs"] =
+        asked.chat ? chat_logprobs_json(events, text) : logprobs_json(events, text, offset);
+  }
   json body = completion_head(service, id, asked.chat);
   body["choices"] = json::array({choice});
   body["usage"] = usage_json(static_cast<std::int64_t>(asked.request.prompt.size()),
@@ -245,7 +248,8 @@ void answer_streamed(Service& service, const CompletionRequest& asked,
           ++state->tokens;
           piece = state->text.append(event.token);
           if (state->asked.request.logprobs >= 0) {
-            logprobs = logprobs_json({event}, state->text, state->offset);
+            logprobs = state->asked.chat ? chat_logprobs_json({event}, state->text)
+                                         : logprobs_json({event}, state->text, state->offset);
           }
           state->offset += piece.size();
         }

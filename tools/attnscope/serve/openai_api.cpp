@@ -272,7 +272,14 @@ CompletionRequest parse_chat_request(const std::string& body, const TextTokenize
   }
   const jinja::Value tools = ordered.value("tools", jinja::Value());
   if (!tools.is_null() && !tools.is_array()) bad("tools", "tools must be a list");
-  if (boolean(parsed, "logprobs")) bad("logprobs", "logprobs are not served for chat completions");
+  // logprobs: true asks for each token's log-probability, top_logprobs (0-20) for as many
+  // alternatives.
+  const std::int64_t top = integer(parsed, "top_logprobs", -1, 0, 20);
+  if (boolean(parsed, "logprobs")) {
+    out.request.logprobs = std::max<std::int64_t>(top, 0);
+  } else if (top >= 0) {
+    bad("top_logprobs", "top_logprobs needs logprobs: true");
+  }
   const bool continue_final = boolean(parsed, "continue_final_message");
   if (continue_final) bad("continue_final_message", "continue_final_message is not served");
   bool add_generation_prompt = true;
@@ -330,6 +337,26 @@ std::string CompletionText::finish() {
 
 const char* finish_reason(engine::FinishReason reason) {
   return reason == engine::FinishReason::length ? "length" : "stop";
+}
+
+nlohmann::json chat_logprobs_json(const std::vector<engine::Event>& events,
+                                  const CompletionText& text) {
+  const auto entry = [&](std::int32_t id, double logprob) {
+    const std::string piece = text.token_text(id);
+    json bytes = json::array();
+    for (const char c : piece) bytes.push_back(static_cast<unsigned char>(c));
+    return json{{"token", piece}, {"logprob", logprob}, {"bytes", bytes}};
+  };
+  json content = json::array();
+  for (const engine::Event& e : events) {
+    if (!e.has_token) continue;
+    json token = entry(e.token, e.logprob);
+    token["top_logprobs"] = json::array();
+    for (const auto& [id, logprob] : e.top_logprobs)
+      token["top_logprobs"].push_back(entry(id, logprob));
+    content.push_back(std::move(token));
+  }
+  return {{"content", content}};
 }
 
 nlohmann::json logprobs_json(const std::vector<engine::Event>& events, const CompletionText& text,

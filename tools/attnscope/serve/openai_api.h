@@ -51,8 +51,9 @@ CompletionRequest parse_completion_request(const std::string& body, const TextTo
 
 // Reads a /v1/chat/completions body: messages (required: role and content, a string, null or
 // text parts), tools (passed to the template), add_generation_prompt (true), max_tokens or
-// max_completion_tokens (default: the rest of the context), and the sampling, stop, stream and
-// stream_options fields of a completion; logprobs are not served. The conversation is rendered
+// max_completion_tokens (default: the rest of the context), logprobs (true/false) with
+// top_logprobs (0-20), and the sampling, stop, stream and stream_options fields of a
+// completion. The conversation is rendered
 // by the checkpoint's chat template and tokenized without adding special tokens. Throws
 // ApiError (400 when the template refuses the conversation, with its message).
 CompletionRequest parse_chat_request(const std::string& body, const TextTokenizer& tokenizer,
@@ -87,6 +88,11 @@ const char* finish_reason(engine::FinishReason reason);
 // token_logprobs, top_logprobs ({text: logprob}) and text_offset (byte offsets, from `offset`).
 nlohmann::json logprobs_json(const std::vector<engine::Event>& events, const CompletionText& text,
                              std::size_t offset);
+
+// A chat choice's logprobs object: {"content": [{token, logprob, bytes, top_logprobs: [{token,
+// logprob, bytes}]}]}, one entry per token of `events`, as OpenAI's chat API gives them.
+nlohmann::json chat_logprobs_json(const std::vector<engine::Event>& events,
+                                  const CompletionText& text);
 
 // A JSON text with any invalid UTF-8 replaced (a token may hold half a character).
 std::string dump(const nlohmann::json& value);
