@@ -76,7 +76,7 @@ class Model {
  public:
   Model(const std::string& spec, const std::string& device, const std::string& dtype,
         const std::string& attention, int threads, const std::string& tokenizer_dir)
-      : spec_(spec) {
+      : spec_(spec), tokenizer_dir_(tokenizer_dir) {
     cli::DeviceOptions options{device, dtype, threads};
     py::gil_scoped_release released;
     ctx_ = cli::make_context(options);
@@ -109,8 +109,25 @@ class Model {
   }
 
   bool has_tokenizer() const { return tokenizer_.has_value(); }
-  std::vector<std::int32_t> encode(const std::string& text) const {
-    return tokenizer().encode(text);
+  std::vector<std::int32_t> encode(const std::string& text, bool add_special_tokens) const {
+    return tokenizer().encode(text, add_special_tokens);
+  }
+
+  // The text of `messages_json` (a JSON list of {"role", "content"}) as the model's chat template
+  // renders it (`template_file`'s when given), the assistant's turn opened when asked.
+  std::string apply_chat_template(const std::string& messages_json, bool add_generation_prompt,
+                                  const std::string& template_file) const {
+    std::string why_none;
+    const std::optional<tokenizer::ChatTemplate> chat_template =
+        cli::find_chat_template(template_file, tokenizer_dir_, spec_, tokenizer_, why_none);
+    check(chat_template.has_value() && why_none.empty(), "chat template", why_none);
+    tokenizer::jinja::Value messages;
+    try {
+      messages = tokenizer::jinja::Value::parse(messages_json);
+    } catch (const nlohmann::json::exception& e) {
+      throw Error("messages", std::string("not JSON: ") + e.what());
+    }
+    return chat_template->render(messages, nullptr, add_generation_prompt);
   }
   std::string decode(const std::vector<std::int32_t>& ids) const { return tokenizer().decode(ids); }
 
@@ -261,6 +278,7 @@ class Model {
   }
 
   std::string spec_;
+  std::string tokenizer_dir_;
   std::shared_ptr<Context> ctx_;  // shared with the arrays whose bytes its allocator owns
   std::unique_ptr<LanguageModel> model_;
   std::optional<cli::TextTokenizer> tokenizer_;
@@ -341,7 +359,8 @@ PYBIND11_MODULE(_attnscope, m) {
       .def_property("attn", &Model::attention, &Model::set_attention)
       .def("config", &Model::config)
       .def("has_tokenizer", &Model::has_tokenizer)
-      .def("encode", &Model::encode)
+      .def("encode", &Model::encode, py::arg("text"), py::arg("add_special_tokens") = true)
+      .def("apply_chat_template", &Model::apply_chat_template)
       .def("decode", &Model::decode)
       .def("logits", &Model::logits)
       .def("generate", &Model::generate)

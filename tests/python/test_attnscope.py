@@ -122,6 +122,28 @@ def test_tokenizer_round_trips_openais_vocabulary():
     assert out.ids == again.ids and out.text == model.tokenizer.decode(out.ids)
 
 
+def test_chat_template_renders_as_transformers_does(tmp_path):
+    model = attnscope.load("synthetic:tiny", threads=1)
+    if not model._native.has_tokenizer():
+        pytest.skip("SKIPPED: the shared GPT-2 vocabulary is not in this build's fixtures")
+    cases = json.loads((FIXTURES / "chat_templates" / "cases.json").read_text(encoding="utf-8"))
+    case = next(c for c in cases if c["name"] == "smollm2: non-ascii, add_generation_prompt=True")
+    template = tmp_path / "smollm2.jinja"
+    template.write_text(case["template"], encoding="utf-8")
+    messages = case["variables"]["messages"]
+    text = model.tokenizer.apply_chat_template(messages, tokenize=False,
+                                               chat_template=str(template))
+    assert text == case["rendered"]  # transformers' own rendering
+    ids = model.tokenizer.apply_chat_template(messages, chat_template=str(template))
+    assert ids == model.tokenizer.encode(case["rendered"])  # GPT-2's vocabulary adds no tokens
+    out = model.generate(ids, max_new_tokens=2)
+    assert len(out.ids) == 2
+    with pytest.raises(attnscope.Error, match="no chat template"):
+        model.tokenizer.apply_chat_template(messages)  # GPT-2 has none
+    with pytest.raises(TypeError, match="list of dicts"):
+        model.tokenizer.apply_chat_template("hello", chat_template=str(template))
+
+
 def test_bad_arguments_raise_the_right_exceptions(tmp_path):
     with pytest.raises(ValueError, match="attn"):
         attnscope.load("synthetic:tiny", attn="fastest")
