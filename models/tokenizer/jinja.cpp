@@ -22,26 +22,23 @@ namespace attnscope::tokenizer::jinja {
 
 namespace {
 
-[[noreturn]] void fail(int line, const std::string& what) {
-  throw Error("chat template: line " + std::to_string(line) + ": " + what);
-}
-
 // An int result that fit in 64 bits (Python's ints are unbounded; a template that leaves int64
 // is refused rather than wrapped).
 std::int64_t fitted(bool overflowed, std::int64_t value, int line) {
-  if (overflowed) fail(line, "an int result does not fit in 64 bits");
+  if (overflowed) template_error(line, "an int result does not fit in 64 bits");
   return value;
 }
 
 // -x, when it fits (not for INT64_MIN).
 std::int64_t negated(std::int64_t x, int line) {
-  if (x == INT64_MIN) fail(line, "an int result does not fit in 64 bits");
+  if (x == INT64_MIN) template_error(line, "an int result does not fit in 64 bits");
   return -x;
 }
 
 // A double as an int64 when it is a finite value in range.
 std::int64_t int_of(double x, int line) {
-  if (!(x > -9.2e18 && x < 9.2e18)) fail(line, "the number " + python_float(x) + " is no int64");
+  if (!(x > -9.2e18 && x < 9.2e18))
+    template_error(line, "the number " + python_float(x) + " is no int64");
   return static_cast<std::int64_t>(x);
 }
 
@@ -97,13 +94,15 @@ class Renderer {
 
   void count_step(int line) {
     if (++steps_ > kMaxRenderSteps) {
-      fail(line, "the template runs more than " + std::to_string(kMaxRenderSteps) + " steps");
+      template_error(line,
+                     "the template runs more than " + std::to_string(kMaxRenderSteps) + " steps");
     }
   }
 
   void emit(const std::string& text, int line) {
     if (output.size() + text.size() > kMaxRenderBytes) {
-      fail(line, "the rendered text passes " + std::to_string(kMaxRenderBytes >> 20) + " MiB");
+      template_error(line,
+                     "the rendered text passes " + std::to_string(kMaxRenderBytes >> 20) + " MiB");
     }
     output += text;
   }
@@ -125,7 +124,7 @@ class Renderer {
       }
       return items;
     }
-    fail(line, "cannot iterate over a " + type_name(v));
+    template_error(line, "cannot iterate over a " + type_name(v));
   }
 
   void bind_targets(Value& scope, const Node& node, const Value& item) {
@@ -134,8 +133,8 @@ class Renderer {
       return;
     }
     if (!item.is_array() || item.size() != node.targets.size()) {
-      fail(node.line, "cannot unpack a " + type_name(item) + " into " +
-                          std::to_string(node.targets.size()) + " loop variables");
+      template_error(node.line, "cannot unpack a " + type_name(item) + " into " +
+                                    std::to_string(node.targets.size()) + " loop variables");
     }
     for (std::size_t i = 0; i < node.targets.size(); ++i) scope[node.targets[i]] = item[i];
   }
@@ -204,8 +203,8 @@ class Renderer {
     }
     Value* target = find(node.target);
     if (!target || !is_namespace(*target)) {
-      fail(node.line,
-           "cannot assign an attribute of " + node.target + ", which is not a namespace");
+      template_error(node.line,
+                     "cannot assign an attribute of " + node.target + ", which is not a namespace");
     }
     (*target)[std::string(kNamespaceKey)][node.attribute] = std::move(value);
   }
@@ -238,7 +237,7 @@ class Renderer {
         Value object_storage;
         const Value& object = eval_ref(*e.operands[0], object_storage);
         if (object.is_discarded())
-          fail(e.line, "cannot read ." + e.name + " of an undefined value");
+          template_error(e.line, "cannot read ." + e.name + " of an undefined value");
         const Value* found = member(object, e.name);
         if (!found) return kUndefined;
         if (&object != &object_storage) return *found;
@@ -272,10 +271,11 @@ class Renderer {
   // obj[key]: a list's element (negative from the end), a dict's entry; null when missing.
   // A string's character is returned in character_ (callers copy it).
   const Value* item(const Value& object, const Value& key, int line) {
-    if (object.is_discarded()) fail(line, "cannot index an undefined value");
+    if (object.is_discarded()) template_error(line, "cannot index an undefined value");
     if (object.is_array() || object.is_string()) {
       if (!is_int(key))
-        fail(line, "a " + type_name(object) + " index must be an int, not " + type_name(key));
+        template_error(line,
+                       "a " + type_name(object) + " index must be an int, not " + type_name(key));
       std::int64_t index = key.get<std::int64_t>();
       if (object.is_array()) {
         const auto size = static_cast<std::int64_t>(object.size());
@@ -295,7 +295,7 @@ class Renderer {
       if (key.is_string()) return member(object, key.get<std::string>());
       return nullptr;
     }
-    fail(line, "cannot index a " + type_name(object));
+    template_error(line, "cannot index a " + type_name(object));
   }
 
   Value compute(const Expr& e) {
@@ -310,7 +310,7 @@ class Renderer {
         for (std::size_t i = 0; i < e.operands.size(); i += 2) {
           const Value key = eval(*e.operands[i]);
           if (!key.is_string())
-            fail(e.line, "dict keys must be strings here, not " + type_name(key));
+            template_error(e.line, "dict keys must be strings here, not " + type_name(key));
           dict[key.get<std::string>()] = eval(*e.operands[i + 1]);
         }
         return dict;
@@ -325,7 +325,7 @@ class Renderer {
           return negated(x, e.line);
         }
         if (is_number(operand)) return -as_double(operand);
-        fail(e.line, "cannot negate a " + type_name(operand));
+        template_error(e.line, "cannot negate a " + type_name(operand));
       }
       case Expr::Kind::binary:
         return binary(e);
@@ -343,7 +343,7 @@ class Renderer {
       default:
         break;
     }
-    fail(e.line, "cannot evaluate this expression");
+    template_error(e.line, "cannot evaluate this expression");
   }
 
   Value slice(const Expr& e) {
@@ -353,18 +353,19 @@ class Renderer {
       if (!e.operands[i + 1]) continue;
       const Value bound = eval(*e.operands[i + 1]);
       if (bound.is_null()) continue;
-      if (!is_int(bound)) fail(e.line, "slice bounds must be ints, not " + type_name(bound));
+      if (!is_int(bound))
+        template_error(e.line, "slice bounds must be ints, not " + type_name(bound));
       bounds[i] = bound.get<std::int64_t>();
     }
     const std::int64_t step = bounds[2].value_or(1);
-    if (step == 0) fail(e.line, "a slice step cannot be zero");
+    if (step == 0) template_error(e.line, "a slice step cannot be zero");
     std::vector<Value> pieces;  // a string's characters or a list's elements
     if (object.is_string()) {
       pieces = iteration_items(object, e.line).get<std::vector<Value>>();
     } else if (object.is_array()) {
       pieces = object.get<std::vector<Value>>();
     } else {
-      fail(e.line, "cannot slice a " + type_name(object));
+      template_error(e.line, "cannot slice a " + type_name(object));
     }
     // Python's slice.indices: clamp the bounds into the sequence.
     const auto size = static_cast<std::int64_t>(pieces.size());
@@ -419,13 +420,13 @@ class Renderer {
       }
       return a.size() < b.size();
     }
-    fail(line, "cannot order a " + type_name(a) + " and a " + type_name(b));
+    template_error(line, "cannot order a " + type_name(a) + " and a " + type_name(b));
   }
 
   static bool contains(const Value& container, const Value& needle, int line) {
     if (container.is_string()) {
       if (!needle.is_string())
-        fail(line, "'in <string>' needs a string, not a " + type_name(needle));
+        template_error(line, "'in <string>' needs a string, not a " + type_name(needle));
       return container.get_ref<const std::string&>().find(needle.get_ref<const std::string&>()) !=
              std::string::npos;
     }
@@ -436,7 +437,7 @@ class Renderer {
     if (container.is_object() && !is_namespace(container)) {
       return needle.is_string() && container.contains(needle.get<std::string>());
     }
-    fail(line, "'in' needs a string, list or dict, not a " + type_name(container));
+    template_error(line, "'in' needs a string, list or dict, not a " + type_name(container));
   }
 
   Value binary(const Expr& e) {
@@ -465,14 +466,15 @@ class Renderer {
   }
 
   static Value capped(std::string text, int line) {
-    if (text.size() > kMaxRenderBytes) fail(line, "a string passes the render's size limit");
+    if (text.size() > kMaxRenderBytes)
+      template_error(line, "a string passes the render's size limit");
     return text;
   }
 
   static Value arithmetic(const std::string& op, const Value& a, const Value& b, int line) {
     const auto refuse = [&]() -> Value {
-      fail(line,
-           "unsupported operand types for " + op + ": " + type_name(a) + " and " + type_name(b));
+      template_error(line, "unsupported operand types for " + op + ": " + type_name(a) + " and " +
+                               type_name(b));
     };
     if (op == "+") {
       if (a.is_string() && b.is_string())
@@ -491,7 +493,7 @@ class Renderer {
       const std::size_t unit = sequence.is_string() ? sequence.get_ref<const std::string&>().size()
                                                     : sequence.size() * 8;
       if (unit != 0 && static_cast<std::size_t>(n) > kMaxRenderBytes / unit) {
-        fail(line, "a repeated value passes the render's size limit");
+        template_error(line, "a repeated value passes the render's size limit");
       }
       Value out = sequence.is_string() ? Value("") : Value::array();
       for (std::int64_t i = 0; i < n; ++i) {
@@ -506,14 +508,14 @@ class Renderer {
     if (!is_number(a) || !is_number(b)) return refuse();
     const bool ints = !a.is_number_float() && !b.is_number_float();
     if (op == "/") {
-      if (as_double(b) == 0.0) fail(line, "division by zero");
+      if (as_double(b) == 0.0) template_error(line, "division by zero");
       return as_double(a) / as_double(b);
     }
     if (op == "**") {
       if (ints && as_int(b) >= 0) return int_of(std::pow(as_double(a), as_double(b)), line);
       return std::pow(as_double(a), as_double(b));
     }
-    if ((op == "//" || op == "%") && as_double(b) == 0.0) fail(line, "division by zero");
+    if ((op == "//" || op == "%") && as_double(b) == 0.0) template_error(line, "division by zero");
     if (ints) {
       const std::int64_t x = as_int(a), y = as_int(b);
       std::int64_t r = 0;
@@ -569,14 +571,14 @@ class Renderer {
   }
 
   static std::string string_argument(const Value& v, const std::string& what, int line) {
-    if (!v.is_string()) fail(line, what + " must be a string, not a " + type_name(v));
+    if (!v.is_string()) template_error(line, what + " must be a string, not a " + type_name(v));
     return v.get<std::string>();
   }
 
   Value call(const Expr& e) {
     const Arguments args = arguments(e, 0);
     if (e.name == "raise_exception") {
-      fail(e.line, "raise_exception: " + python_str(args.get(0, "message", kUndefined)));
+      template_error(e.line, "raise_exception: " + python_str(args.get(0, "message", kUndefined)));
     }
     if (e.name == "strftime_now") {
       const std::string format =
@@ -593,7 +595,7 @@ class Renderer {
       Value fields = Value::object();
       if (!args.positional.empty()) {
         if (args.positional.size() > 1 || !args.positional[0].is_object()) {
-          fail(e.line, e.name + "() takes one dict and keyword arguments");
+          template_error(e.line, e.name + "() takes one dict and keyword arguments");
         }
         fields = args.positional[0];
       }
@@ -606,9 +608,9 @@ class Renderer {
     // range(stop) or range(start, stop[, step])
     std::array<std::int64_t, 3> r = {0, 0, 1};
     if (args.positional.empty() || args.positional.size() > 3)
-      fail(e.line, "range() takes 1 to 3 ints");
+      template_error(e.line, "range() takes 1 to 3 ints");
     for (const Value& v : args.positional) {
-      if (!is_int(v)) fail(e.line, "range() takes ints, not a " + type_name(v));
+      if (!is_int(v)) template_error(e.line, "range() takes ints, not a " + type_name(v));
     }
     if (args.positional.size() == 1) {
       r[1] = args.positional[0].get<std::int64_t>();
@@ -616,7 +618,7 @@ class Renderer {
       for (std::size_t i = 0; i < args.positional.size(); ++i)
         r[i] = args.positional[i].get<std::int64_t>();
     }
-    if (r[2] == 0) fail(e.line, "range() step must not be zero");
+    if (r[2] == 0) template_error(e.line, "range() step must not be zero");
     // Its length first (the distance in unsigned 64 bits, where stop - start always fits), so a
     // huge range is refused before it is built.
     const std::int64_t start = r[0], stop = r[1], step = r[2];
@@ -626,7 +628,8 @@ class Renderer {
     std::uint64_t count = 0;
     if (step > 0 && stop > start) count = (last - first - 1) / stride + 1;
     if (step < 0 && stop < start) count = (first - last - 1) / stride + 1;
-    if (count > kMaxRenderBytes / 8) fail(e.line, "a range passes the render's size limit");
+    if (count > kMaxRenderBytes / 8)
+      template_error(e.line, "a range passes the render's size limit");
     Value out = Value::array();
     for (std::uint64_t k = 0; k < count; ++k) {  // start + k step, modulo 2^64 on the way
       out.push_back(static_cast<std::int64_t>(first + k * static_cast<std::uint64_t>(step)));
@@ -666,7 +669,7 @@ class Renderer {
       }
       if (name == "split") {
         const Value limit = args.get(1, "maxsplit", -1);
-        if (!is_int(limit)) fail(e.line, "split's maxsplit must be an int");
+        if (!is_int(limit)) template_error(e.line, "split's maxsplit must be an int");
         return split(s, args.get(0, "sep", nullptr), limit.get<std::int64_t>());
       }
       if (name == "startswith" || name == "endswith") {
@@ -681,7 +684,7 @@ class Renderer {
       if (name == "title") return ascii_case(s, Case::title);
       if (name == "replace") {
         const Value count = args.get(2, "count", -1);
-        if (!is_int(count)) fail(e.line, "replace's count must be an int");
+        if (!is_int(count)) template_error(e.line, "replace's count must be an int");
         return capped(
             replace_all(s, string_argument(first, "replace's old", e.line),
                         string_argument(args.get(1, "new", nullptr), "replace's new", e.line),
@@ -697,7 +700,7 @@ class Renderer {
         return capped(out, e.line);
       }
     }
-    fail(e.line, "a " + type_name(object) + " has no method " + name + "()");
+    template_error(e.line, "a " + type_name(object) + " has no method " + name + "()");
   }
 
   // ---- filters and tests ----
@@ -715,13 +718,14 @@ class Renderer {
         return static_cast<std::int64_t>(code_point_starts(v.get<std::string>()).size() - 1);
       if (v.is_array() || (v.is_object() && !is_namespace(v)))
         return static_cast<std::int64_t>(v.size());
-      fail(line, "a " + type_name(v) + " has no length");
+      template_error(line, "a " + type_name(v) + " has no length");
     }
     if (name == "tojson") {
       const Value indent = args.get(0, "indent", nullptr);
-      if (!indent.is_null() && !is_int(indent)) fail(line, "tojson's indent must be an int");
+      if (!indent.is_null() && !is_int(indent))
+        template_error(line, "tojson's indent must be an int");
       if (truthy(args.keyword("ensure_ascii", false)) || args.keywords.count("separators")) {
-        fail(line, "tojson's ensure_ascii and separators are not supported");
+        template_error(line, "tojson's ensure_ascii and separators are not supported");
       }
       return capped(
           python_json(v, indent.is_null() ? -1 : static_cast<int>(indent.get<std::int64_t>()),
@@ -779,7 +783,7 @@ class Renderer {
     }
     if (name == "list") return iteration_items(v, line);
     if (name == "items") {
-      if (!v.is_object()) fail(line, "items needs a dict, not a " + type_name(v));
+      if (!v.is_object()) template_error(line, "items needs a dict, not a " + type_name(v));
       Value out = Value::array();
       for (const auto& [key, item] : v.items()) out.push_back(Value::array({key, item}));
       return out;
@@ -794,7 +798,7 @@ class Renderer {
     }
     if (name == "replace") {
       const Value count = args.get(2, "count", -1);
-      if (!is_int(count)) fail(line, "replace's count must be an int");
+      if (!is_int(count)) template_error(line, "replace's count must be an int");
       return capped(replace_all(python_str(v),
                                 string_argument(args.get(0, "old", nullptr), "replace's old", line),
                                 string_argument(args.get(1, "new", nullptr), "replace's new", line),
@@ -808,7 +812,7 @@ class Renderer {
         return x < 0 ? negated(x, line) : x;
       }
       if (is_number(v)) return std::fabs(as_double(v));
-      fail(line, "abs needs a number, not a " + type_name(v));
+      template_error(line, "abs needs a number, not a " + type_name(v));
     }
     // map, select, reject, selectattr, rejectattr: over the items.
     const Value items = iteration_items(v, line);
@@ -823,7 +827,7 @@ class Renderer {
           const std::string filter_name =
               string_argument(args.get(0, "", nullptr), "map's filter", line);
           if (!is_supported_filter(filter_name) || filter_name == "map") {
-            fail(line, "map() with the unsupported filter '" + filter_name + "'");
+            template_error(line, "map() with the unsupported filter '" + filter_name + "'");
           }
           Arguments rest;
           rest.positional.assign(args.positional.begin() + 1, args.positional.end());
@@ -839,7 +843,7 @@ class Renderer {
     if (args.positional.size() > test_at)
       test_name = string_argument(args.positional[test_at], name + "'s test", line);
     if (test_name && !is_supported_test(*test_name))
-      fail(line, name + "() with the unsupported test '" + *test_name + "'");
+      template_error(line, name + "() with the unsupported test '" + *test_name + "'");
     Arguments test_args;
     if (args.positional.size() > test_at + 1) {
       test_args.positional.assign(
@@ -884,12 +888,13 @@ class Renderer {
       return v.is_array() || v.is_string() || (v.is_object() && !is_namespace(v));
     const Value other = args.get(0, "", kUndefined);
     if (name == "odd" || name == "even" || name == "divisibleby") {
-      if (!is_int(v)) fail(line, "the test " + name + " needs an int, not a " + type_name(v));
+      if (!is_int(v))
+        template_error(line, "the test " + name + " needs an int, not a " + type_name(v));
       const std::int64_t x = v.get<std::int64_t>();
       if (name == "odd") return x % 2 != 0;
       if (name == "even") return x % 2 == 0;
       if (!is_int(other) || other.get<std::int64_t>() == 0)
-        fail(line, "divisibleby needs a nonzero int");
+        template_error(line, "divisibleby needs a nonzero int");
       return x % other.get<std::int64_t>() == 0;
     }
     if (name == "equalto" || name == "eq" || name == "==") return equal(v, other);

@@ -20,10 +20,6 @@ namespace attnscope::tokenizer::jinja {
 
 namespace {
 
-[[noreturn]] void fail(int line, const std::string& what) {
-  throw Error("chat template: line " + std::to_string(line) + ": " + what);
-}
-
 // How deep expressions and blocks may nest: far beyond any chat template, far below what would
 // overflow the parser's (and the renderer's) stack.
 constexpr int kMaxNesting = 256;
@@ -33,8 +29,8 @@ class NestingGuard {
  public:
   NestingGuard(int& depth, int line, const char* what) : depth_(depth) {
     if (++depth_ > kMaxNesting) {
-      fail(line,
-           std::string(what) + " nest deeper than " + std::to_string(kMaxNesting) + " levels");
+      template_error(
+          line, std::string(what) + " nest deeper than " + std::to_string(kMaxNesting) + " levels");
     }
   }
   ~NestingGuard() { --depth_; }
@@ -77,15 +73,16 @@ std::string unescape(std::string_view body, int line) {
     }
     const char c = body[++i];
     const auto hex = [&](int digits) {
-      if (i + digits >= body.size()) fail(line, "a truncated \\" + std::string(1, c) + " escape");
+      if (i + digits >= body.size())
+        template_error(line, "a truncated \\" + std::string(1, c) + " escape");
       std::uint32_t value = 0;
       const auto [end, ec] =
           std::from_chars(body.data() + i + 1, body.data() + i + 1 + digits, value, 16);
       if (ec != std::errc() || end != body.data() + i + 1 + digits) {
-        fail(line, "a malformed \\" + std::string(1, c) + " escape");
+        template_error(line, "a malformed \\" + std::string(1, c) + " escape");
       }
       if (value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) {
-        fail(line, "an escape outside Unicode's scalar values");
+        template_error(line, "an escape outside Unicode's scalar values");
       }
       i += digits;
       out += encode_utf8(value);
@@ -192,7 +189,7 @@ class Scanner {
       pos_ = inside;
       if (kind == '#') {
         const std::size_t close = text_.find("#}", pos_);
-        if (close == std::string::npos) fail(tag_line, "a comment {# is never closed");
+        if (close == std::string::npos) template_error(tag_line, "a comment {# is never closed");
         count_lines(pos_, close);
         const char close_sign = close > pos_ && (text_[close - 1] == '-' || text_[close - 1] == '+')
                                     ? text_[close - 1]
@@ -249,7 +246,8 @@ class Scanner {
         if (text_[pos_] == '\n') ++line_;
         ++pos_;
       }
-      if (pos_ >= text_.size()) fail(tag.line, std::string("a tag {") + kind + " is never closed");
+      if (pos_ >= text_.size())
+        template_error(tag.line, std::string("a tag {") + kind + " is never closed");
       if (depth == 0) {
         for (const char sign : {'-', '+'}) {
           if (text_[pos_] == sign && at(std::string(1, sign) + close) &&
@@ -286,7 +284,7 @@ class Scanner {
         if (pos_ < text_.size() && text_[pos_] == '\n') ++line_;
         ++pos_;
       }
-      if (pos_ >= text_.size()) fail(line, "a string is never closed");
+      if (pos_ >= text_.size()) template_error(line, "a string is never closed");
       const std::string body = text_.substr(start, pos_ - start);
       ++pos_;
       return {Token::Kind::string, unescape(body, line), {}, line};
@@ -299,7 +297,7 @@ class Scanner {
       }
     }
     if (std::string_view("+-*/%~<>=()[]{},.:|").find(c) == std::string_view::npos) {
-      fail(line, std::string("unexpected character '") + c + "'");
+      template_error(line, std::string("unexpected character '") + c + "'");
     }
     if (c == '(' || c == '[' || c == '{') ++depth;
     if ((c == ')' || c == ']' || c == '}') && depth > 0) --depth;
@@ -341,7 +339,7 @@ class Scanner {
     } else {
       std::int64_t value = 0;
       const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-      if (ec != std::errc()) fail(line, "the integer " + digits + " is out of range");
+      if (ec != std::errc()) template_error(line, "the integer " + digits + " is out of range");
       token.number = value;
     }
     return token;
@@ -392,15 +390,15 @@ class ExpressionParser {
     return true;
   }
   void expect_op(std::string_view op) {
-    if (!skip_op(op)) fail(here(), "expected '" + std::string(op) + "'" + found());
+    if (!skip_op(op)) template_error(here(), "expected '" + std::string(op) + "'" + found());
   }
   std::string expect_name() {
     if (done() || tokens_[pos_].kind != Token::Kind::name)
-      fail(here(), "expected a name" + found());
+      template_error(here(), "expected a name" + found());
     return tokens_[pos_++].text;
   }
   void expect_end() {
-    if (!done()) fail(here(), "unexpected '" + tokens_[pos_].text + "'");
+    if (!done()) template_error(here(), "unexpected '" + tokens_[pos_].text + "'");
   }
   int here() const { return done() ? line_ : tokens_[pos_].line; }
 
@@ -451,7 +449,8 @@ class ExpressionParser {
     std::optional<std::string> op = comparison_op();
     if (!op) return left;
     ExprPtr node = binary(*op, std::move(left), sum());
-    if (comparison_op()) fail(here(), "chained comparisons (a < b < c) are not supported");
+    if (comparison_op())
+      template_error(here(), "chained comparisons (a < b < c) are not supported");
     return node;
   }
 
@@ -522,7 +521,7 @@ class ExpressionParser {
   }
 
   ExprPtr primary() {
-    if (done()) fail(here(), "expected an expression, found the end of the tag");
+    if (done()) template_error(here(), "expected an expression, found the end of the tag");
     const Token& token = tokens_[pos_];
     switch (token.kind) {
       case Token::Kind::name: {
@@ -588,7 +587,7 @@ class ExpressionParser {
       expect_op("}");
       return dict;
     }
-    fail(here(), "unexpected '" + token.text + "'");
+    template_error(here(), "unexpected '" + token.text + "'");
   }
 
   ExprPtr postfix(ExprPtr node) {
@@ -597,7 +596,8 @@ class ExpressionParser {
         const int line = here();
         std::string name = expect_name();
         if (is_op("(")) {
-          if (!is_supported_method(name)) fail(line, "the method " + name + "() is not supported");
+          if (!is_supported_method(name))
+            template_error(line, "the method " + name + "() is not supported");
           ExprPtr call = make(Expr::Kind::method);
           call->name = std::move(name);
           call->operands.push_back(std::move(node));
@@ -612,9 +612,10 @@ class ExpressionParser {
       } else if (skip_op("[")) {
         node = subscript(std::move(node));
       } else if (is_op("(")) {
-        if (node->kind != Expr::Kind::name) fail(here(), "only global functions can be called");
+        if (node->kind != Expr::Kind::name)
+          template_error(here(), "only global functions can be called");
         if (!is_supported_function(node->name)) {
-          fail(node->line, "the function " + node->name + "() is not supported");
+          template_error(node->line, "the function " + node->name + "() is not supported");
         }
         ExprPtr call = make(Expr::Kind::call);
         call->name = node->name;
@@ -656,7 +657,8 @@ class ExpressionParser {
         pos_ += 2;
         node.keywords.emplace_back(std::move(key), expression());
       } else {
-        if (!node.keywords.empty()) fail(here(), "a positional argument after a keyword one");
+        if (!node.keywords.empty())
+          template_error(here(), "a positional argument after a keyword one");
         node.operands.push_back(expression());
       }
       if (!skip_op(",")) break;
@@ -669,7 +671,8 @@ class ExpressionParser {
       if (skip_op("|")) {
         const int line = here();
         std::string name = expect_name();
-        if (!is_supported_filter(name)) fail(line, "the filter '" + name + "' is not supported");
+        if (!is_supported_filter(name))
+          template_error(line, "the filter '" + name + "' is not supported");
         ExprPtr filter = make(Expr::Kind::filter);
         filter->name = std::move(name);
         filter->operands.push_back(std::move(node));
@@ -681,7 +684,7 @@ class ExpressionParser {
         const int line = here();
         test->name = expect_name();
         if (!is_supported_test(test->name))
-          fail(line, "the test '" + test->name + "' is not supported");
+          template_error(line, "the test '" + test->name + "' is not supported");
         test->operands.push_back(std::move(node));
         if (is_op("(")) {
           arguments(*test);
@@ -727,7 +730,7 @@ class TemplateParser {
   std::string keyword(const Tag& tag) const {
     if (tag.kind != Tag::Kind::statement) return "";
     if (tag.tokens.empty() || tag.tokens[0].kind != Token::Kind::name) {
-      fail(tag.line, "a {% %} tag must start with a statement name");
+      template_error(tag.line, "a {% %} tag must start with a statement name");
     }
     return tag.tokens[0].text;
   }
@@ -748,10 +751,12 @@ class TemplateParser {
         return body;
       }
       if (is_block_end(word)) {
-        if (ends.size() == 0) fail(tag.line, "{% " + word + " %} without its opening tag");
-        fail(tag.line, "{% " + word + " %} where {% " + std::string(*std::prev(ends.end())) +
-                           " %} was expected (the block opened on line " +
-                           std::to_string(opened_line_) + ")");
+        if (ends.size() == 0)
+          template_error(tag.line, "{% " + word + " %} without its opening tag");
+        template_error(tag.line, "{% " + word + " %} where {% " +
+                                     std::string(*std::prev(ends.end())) +
+                                     " %} was expected (the block opened on line " +
+                                     std::to_string(opened_line_) + ")");
       }
       if (tag.kind == Tag::Kind::text) {
         Node node{Node::Kind::text, tag.line};
@@ -771,7 +776,7 @@ class TemplateParser {
       }
     }
     if (ends.size() != 0) {
-      fail(opened_line_, "{% " + std::string(*std::prev(ends.end())) + " %} is missing");
+      template_error(opened_line_, "{% " + std::string(*std::prev(ends.end())) + " %} is missing");
     }
     return body;
   }
@@ -818,10 +823,11 @@ class TemplateParser {
       do {
         node.targets.push_back(parser.expect_name());
       } while (parser.skip_op(","));
-      if (!parser.skip_name("in")) fail(parser.here(), "expected 'in' in the for loop");
+      if (!parser.skip_name("in")) template_error(parser.here(), "expected 'in' in the for loop");
       node.expr = parser.or_expr();
       if (parser.skip_name("if")) node.condition = parser.or_expr();
-      if (parser.skip_name("recursive")) fail(tag.line, "recursive loops are not supported");
+      if (parser.skip_name("recursive"))
+        template_error(tag.line, "recursive loops are not supported");
       parser.expect_end();
       ++loops_;
       node.body = parse_block({"else", "endfor"}, tag);
@@ -838,20 +844,20 @@ class TemplateParser {
       node.target = parser.expect_name();
       if (parser.skip_op(".")) node.attribute = parser.expect_name();
       if (!parser.skip_op("=")) {
-        fail(parser.here(),
-             "only {% set name = value %} is supported (not a block set or a tuple)");
+        template_error(parser.here(),
+                       "only {% set name = value %} is supported (not a block set or a tuple)");
       }
       node.expr = parser.expression();
       parser.expect_end();
       return node;
     }
     if (word == "break" || word == "continue") {
-      if (loops_ == 0) fail(tag.line, "{% " + word + " %} outside a loop");
+      if (loops_ == 0) template_error(tag.line, "{% " + word + " %} outside a loop");
       parser.expect_end();
       node.kind = word == "break" ? Node::Kind::break_ : Node::Kind::continue_;
       return node;
     }
-    fail(tag.line, "the statement {% " + word + " %} is not supported");
+    template_error(tag.line, "the statement {% " + word + " %} is not supported");
   }
 
   std::vector<Tag> tags_;
@@ -863,6 +869,10 @@ class TemplateParser {
 };
 
 }  // namespace
+
+void template_error(int line, const std::string& what) {
+  throw Error("chat template: line " + std::to_string(line) + ": " + what);
+}
 
 Body parse_template(std::string_view source) {
   return TemplateParser(Scanner(source).scan()).parse();

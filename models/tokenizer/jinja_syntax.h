@@ -86,6 +86,10 @@ bool is_supported_test(std::string_view name);
 bool is_supported_function(std::string_view name);
 bool is_supported_method(std::string_view name);
 
+// Throws Error("chat template: line N: what"): how the parser and the renderer (jinja.cpp)
+// report a template's errors.
+[[noreturn]] void template_error(int line, const std::string& what);
+
 // Parses a template; throws Error("chat template: line N: ...") on what it cannot parse or does
 // not support.
 Body parse_template(std::string_view source);

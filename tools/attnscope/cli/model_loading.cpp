@@ -38,6 +38,13 @@ std::optional<TextTokenizer> tokenizer_in(const std::string& dir) {
   return std::nullopt;
 }
 
+// The folder of a checkpoint given as a folder or as one of its files ("": a synthetic model).
+std::string checkpoint_dir(const std::string& model_spec) {
+  namespace fs = std::filesystem;
+  if (model_spec.starts_with("synthetic:")) return "";
+  return fs::is_directory(model_spec) ? model_spec : fs::path(model_spec).parent_path().string();
+}
+
 }  // namespace
 
 ModelOnDevice load_model_on_device(const std::string& spec, const DeviceOptions& device,
@@ -71,7 +78,6 @@ std::optional<TextTokenizer> find_tokenizer(const std::string& flag_dir,
     if (std::optional<TextTokenizer> found = tokenizer_in(flag_dir)) return found;
     return TextTokenizer(gpt2::Tokenizer::load(flag_dir));  // its error names what is missing
   }
-  namespace fs = std::filesystem;
   if (model_spec.starts_with("synthetic:")) {
     if (model_family(model_spec) == ModelFamily::Llama) return std::nullopt;
     // Synthetic GPT-2 models use GPT-2's vocabulary by construction.
@@ -79,9 +85,7 @@ std::optional<TextTokenizer> find_tokenizer(const std::string& flag_dir,
     if (gpt2::Tokenizer::present_in(shared)) return TextTokenizer(gpt2::Tokenizer::load(shared));
     return std::nullopt;
   }
-  const fs::path dir =
-      fs::is_directory(model_spec) ? fs::path(model_spec) : fs::path(model_spec).parent_path();
-  return tokenizer_in(dir.string());
+  return tokenizer_in(checkpoint_dir(model_spec));
 }
 
 std::optional<tokenizer::ChatTemplate> find_chat_template(const std::string& template_file,
@@ -89,12 +93,7 @@ std::optional<tokenizer::ChatTemplate> find_chat_template(const std::string& tem
                                                           const std::string& model_spec,
                                                           const std::optional<TextTokenizer>& text,
                                                           std::string& why_none) {
-  namespace fs = std::filesystem;
-  const std::string dir = !tokenizer_dir.empty()                 ? tokenizer_dir
-                          : model_spec.starts_with("synthetic:") ? std::string()
-                          : fs::is_directory(model_spec)
-                              ? model_spec
-                              : fs::path(model_spec).parent_path().string();
+  const std::string dir = !tokenizer_dir.empty() ? tokenizer_dir : checkpoint_dir(model_spec);
   // transformers' GPT2Tokenizer (vocab.json + merges.txt) has these without a config saying so.
   tokenizer::jinja::Value defaults = tokenizer::jinja::Value::object();
   if (text && text->is_gpt2_files()) {
