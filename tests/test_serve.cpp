@@ -617,6 +617,35 @@ TEST_CASE("serve: --kv-dtype f16 serves from a 16-bit cache, which the startup l
   CHECK(server.stop(SIGTERM, 10) == 0);
 }
 
+// A model's vocabulary may go past its tokenizer's (Qwen2 pads its rows; here GPT-2's 50,257
+// rows with the 1,002 tokens of the llama2 tokenizer). Ids that name no token print as nothing,
+// as transformers' decode() skips them, whole and streamed; a streamed one once ended the server.
+TEST_CASE("serve: generated ids the tokenizer has no token for print as nothing") {
+  const std::string tokenizer = attnscope::testing::test_fixtures() + "/tokenizer_json/llama2";
+  const json generated =
+      json::parse(run_tool("generate -m synthetic:tiny --threads 1 --tokenizer " + tokenizer +
+                           " --prompt-ids 1,5 -n 8 --ignore-eos --json"));
+  const auto ids = generated.at("generated_ids").get<std::vector<int>>();
+  REQUIRE(std::ranges::any_of(ids, [](int id) { return id >= 1002; }));
+  ServerProcess server(kBinary, serve_args({"--tokenizer", tokenizer}));
+  httplib::Client c = client(server);
+  const httplib::Result whole = post(c, greedy_body({1, 5}, 8));
+  REQUIRE(whole);
+  CHECK(whole->status == 200);
+  const json body = json::parse(whole->body);
+  CHECK(body["usage"]["completion_tokens"] == 8);
+  const Streamed streamed = post_streamed(c, greedy_body({1, 5}, 8));
+  CHECK(streamed.status == 200);
+  CHECK(streamed.done);
+  CHECK(streamed.text == body["choices"][0]["text"]);
+  // generate's text is transformers' decode() of the same ids, which strips the one space a
+  // SentencePiece text starts with.
+  const std::string text = body["choices"][0]["text"];
+  CHECK((text == generated["text"] || text == " " + generated["text"].get<std::string>()));
+  CHECK(c.Get("/health")->status == 200);
+  CHECK(server.stop(SIGTERM, 10) == 0);
+}
+
 // serve loads its model (the synthetic weights are made in parallel regions) on a thread that
 // ends (serve.cpp's load_on_a_passing_thread says what a second OpenMP team costs), so after the
 // engine has stepped, the process holds the main thread (listening), the signal waiter, the

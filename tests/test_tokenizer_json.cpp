@@ -1,11 +1,13 @@
-// Tests of the tokenizer.json (Hugging Face) byte-level BPE tokenizer.
+// Tests of the tokenizer.json (Hugging Face) BPE tokenizer, byte-level and SentencePiece.
 //
 // Exact ids against transformers: tests/fixtures/tokenizer_json/<style>/ holds a small tokenizer
 // of each style (GPT-2, SmolLM2, Llama 3, Qwen2 without NFC) trained and saved by the
 // `tokenizers` library and transformers, and the ids and decoded text transformers gave varied
-// texts (tools/fixtures/make_tokenizer_json_cases.py). Round trips of seeded random text and
-// bytes; the merge order, the older merges format and the refusals on files written to a
-// scratch directory.
+// texts (tools/fixtures/make_tokenizer_json_cases.py); the llama2* styles are SentencePiece
+// models converted by transformers' LlamaConverter, as Llama 2's and TinyLlama's files are
+// (tools/fixtures/make_sentencepiece_tokenizer_cases.py). Round trips of seeded random text and
+// bytes; the merge order, the older merges format, each SentencePiece option against the ids the
+// `tokenizers` library gives, and the refusals on files written to a scratch directory.
 #include <doctest/doctest.h>
 #include <stdlib.h>
 
@@ -20,6 +22,7 @@
 
 #include "fixture_paths.h"
 #include "models/tokenizer/byte_alphabet.h"
+#include "models/tokenizer/json_file.h"
 #include "models/tokenizer/tokenizer_json.h"
 #include "random_text.h"
 #include "runtime/error.h"
@@ -33,7 +36,8 @@ using Ids = std::vector<std::int32_t>;
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
-constexpr std::array<const char*, 4> kStyles{"gpt2", "smollm2", "llama3", "qwen2"};
+constexpr std::array<const char*, 7> kStyles{
+    "gpt2", "smollm2", "llama3", "qwen2", "llama2", "llama2-metaspace", "llama2-no-fallback"};
 
 std::string style_dir(const std::string& style) {
   return attnscope::testing::test_fixtures() + "/tokenizer_json/" + style;
@@ -200,7 +204,9 @@ TEST_CASE("BPE merges the best pair first, pairs just made included, as `tokeniz
 TEST_CASE("decode(encode(text)) == text for random text and random bytes") {
   std::mt19937 rng(20261130);
   std::uniform_int_distribution<std::size_t> pick_length(0, 60);
-  for (const char* style : {"gpt2", "smollm2", "qwen2"}) {
+  // llama2 (SentencePiece, byte_fallback): its decoder strips the space its normalizer adds, and
+  // "<|endoftext|>" is text to it, not a special token.
+  for (const char* style : {"gpt2", "smollm2", "qwen2", "llama2"}) {
     CAPTURE(style);
     const TokenizerJson tokenizer = TokenizerJson::load(style_dir(style));
     for (int i = 0; i < 500; ++i) {
@@ -208,7 +214,7 @@ TEST_CASE("decode(encode(text)) == text for random text and random bytes") {
       CAPTURE(text);
       CHECK(tokenizer.decode(tokenizer.encode(text, false)) == text);
     }
-    // Bytes that are not valid UTF-8 become their own byte tokens.
+    // Bytes that are not valid UTF-8 become their own byte tokens (byte fallback tokens).
     for (int i = 0; i < 500; ++i) {
       std::string bytes;
       for (std::size_t n = pick_length(rng); n > 0; --n) bytes += static_cast<char>(rng() % 256);
@@ -248,6 +254,11 @@ TEST_CASE("load refuses what it does not support, in one line naming it") {
     CHECK(contains(load_error(tokenizer),
                    "normalizer \"NFC\" is not supported: attnscope "
                    "implements no Unicode normalization"));
+    tokenizer["normalizer"] = {
+        {"type", "Replace"}, {"pattern", {{"Regex", " +"}}}, {"content", "_"}};
+    CHECK(contains(load_error(tokenizer), "normalizer Replace: only a {\"String\": ...} pattern"));
+    tokenizer["normalizer"] = {{"type", "Prepend"}, {"prepend", ""}};
+    CHECK(contains(load_error(tokenizer), "Prepend: expected a non-empty string \"prepend\""));
   }
   SUBCASE("the model") {
     Json model = tokenizer;
@@ -259,9 +270,6 @@ TEST_CASE("load refuses what it does not support, in one line naming it") {
     CHECK(contains(load_error(model), "no \"model\" (the vocabulary and merges"));
     model.erase("model");
     CHECK(contains(load_error(model), "no \"model\" (the vocabulary and merges"));
-    model = tokenizer;
-    model["model"]["byte_fallback"] = true;
-    CHECK(contains(load_error(model), "byte_fallback true is not supported"));
     model = tokenizer;
     model["model"]["dropout"] = 0.1;
     CHECK(contains(load_error(model), "dropout is not supported"));
@@ -287,9 +295,9 @@ TEST_CASE("load refuses what it does not support, in one line naming it") {
   SUBCASE("the pre-tokenizer") {
     Json pre = tokenizer;
     pre["pre_tokenizer"] = nullptr;
-    CHECK(contains(load_error(pre), "pre_tokenizer is null"));
+    CHECK(contains(load_error(pre), "the decoder is ByteLevel but the pre-tokenizer is not"));
     pre["pre_tokenizer"] = {{"type", "Whitespace"}};
-    CHECK(contains(load_error(pre), "the last pre-tokenizer is Whitespace, not ByteLevel"));
+    CHECK(contains(load_error(pre), "pre_tokenizer Whitespace is not supported"));
     pre["pre_tokenizer"] = {
         {"type", "Sequence"},
         {"pretokenizers", Json::array({{{"type", "Whitespace"}}, tokenizer["pre_tokenizer"]})}};
@@ -318,7 +326,9 @@ TEST_CASE("load refuses what it does not support, in one line naming it") {
     other["decoder"] = {{"type", "WordPiece"}};
     CHECK(contains(load_error(other), "decoder \"WordPiece\" is not supported"));
     other["decoder"] = nullptr;
-    CHECK(contains(load_error(other), "decoder \"\" is not supported"));
+    CHECK(contains(load_error(other), "decoder: expected an object with a \"type\""));
+    other["decoder"] = {{"type", "Sequence"}, {"decoders", Json::array({{{"type", "Fuse"}}})}};
+    CHECK(contains(load_error(other), "the pre-tokenizer is ByteLevel but the decoder is not"));
   }
 }
 
@@ -361,6 +371,209 @@ TEST_CASE("ignore_merges: a piece in the vocabulary is one token; add_prefix_spa
   CHECK(loaded.encode("ab", false) == Ids{258});
   CHECK(loaded.encode(" ab", false) == Ids{258});
   CHECK(loaded.encode("ab cd", false) == Ids{258, ' ', 'c', 'd'});
+}
+
+namespace {
+
+// A minimal SentencePiece-style tokenizer.json (as transformers' LlamaConverter writes them):
+// <unk> 0, <s> 1, "<0x00>".."<0xFF>" 2..257, then "▁" 258, "a" 259, "b" 260, "a▁" 261, "▁b" 262;
+// the merges "a ▁" then "▁ b"; Llama 2's normalizer and decoder, byte_fallback and fuse_unk.
+Json small_sentencepiece_tokenizer() {
+  Json vocab = {{"<unk>", 0}, {"<s>", 1}};
+  for (int byte = 0; byte < 256; ++byte) {
+    vocab[std::string("<").append(attnscope::tokenizer::hex_byte(byte)).append(">")] = 2 + byte;
+  }
+  const std::array<const char*, 5> pieces{"\u2581", "a", "b", "a\u2581", "\u2581b"};
+  for (std::size_t i = 0; i < pieces.size(); ++i) vocab[pieces[i]] = 258 + i;
+  const auto special = [](int id, const char* content) {
+    return Json{{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
+                {"rstrip", false}, {"normalized", false}, {"special", true}};
+  };
+  const Json normalizer = {
+      {"type", "Sequence"},
+      {"normalizers",
+       Json::array(
+           {{{"type", "Prepend"}, {"prepend", "\u2581"}},
+            {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}}})}};
+  const Json decoder = {
+      {"type", "Sequence"},
+      {"decoders",
+       Json::array({{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},
+                    {{"type", "ByteFallback"}},
+                    {{"type", "Fuse"}},
+                    {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}})}};
+  return {
+      {"version", "1.0"},
+      {"truncation", nullptr},
+      {"padding", nullptr},
+      {"added_tokens", Json::array({special(0, "<unk>"), special(1, "<s>")})},
+      {"normalizer", normalizer},
+      {"pre_tokenizer", nullptr},
+      {"post_processor", nullptr},
+      {"decoder", decoder},
+      {"model",
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", "<unk>"},
+        {"continuing_subword_prefix", nullptr},
+        {"end_of_word_suffix", nullptr},
+        {"fuse_unk", true},
+        {"byte_fallback", true},
+        {"ignore_merges", false},
+        {"vocab", vocab},
+        {"merges", Json::array({Json::array({"a", "\u2581"}), Json::array({"\u2581", "b"})})}}}};
+}
+
+// The ids of each text, add_special_tokens off.
+std::vector<Ids> encode_all(const Json& tokenizer, const std::vector<std::string>& texts) {
+  const TempDir dir;
+  write_tokenizer_json(dir, tokenizer);
+  const TokenizerJson loaded = TokenizerJson::load(dir.path());
+  std::vector<Ids> ids;
+  for (const std::string& text : texts) ids.push_back(loaded.encode(text, false));
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("SentencePiece options give the ids of the tokenizers library") {
+  // Every expected id list is what tokenizers 0.23.3 gives the same file and text.
+  const std::vector<std::string> texts{"a b", "ab", " a", "a  b", "c", "a\u00e9\u20acb", "<s>a b"};
+  Json tokenizer = small_sentencepiece_tokenizer();
+  SUBCASE("the legacy normalizer, byte fallback") {
+    CHECK(encode_all(tokenizer, texts) == std::vector<Ids>{{258, 261, 260},
+                                                           {258, 259, 260},
+                                                           {258, 258, 259},
+                                                           {258, 261, 262},
+                                                           {258, 101},
+                                                           {258, 259, 197, 171, 228, 132, 174, 260},
+                                                           {1, 258, 261, 260}});
+  }
+  SUBCASE("Metaspace: prepend_scheme and split") {
+    tokenizer["normalizer"] = nullptr;
+    tokenizer["pre_tokenizer"] = {{"type", "Metaspace"},
+                                  {"replacement", "\u2581"},
+                                  {"prepend_scheme", "always"},
+                                  {"split", true}};
+    CHECK(encode_all(tokenizer, texts) == std::vector<Ids>{{258, 259, 262},
+                                                           {258, 259, 260},
+                                                           {258, 259},
+                                                           {258, 259, 258, 262},
+                                                           {258, 101},
+                                                           {258, 259, 197, 171, 228, 132, 174, 260},
+                                                           {1, 258, 259, 262}});
+    tokenizer["pre_tokenizer"]["prepend_scheme"] = "first";  // not after <s>
+    tokenizer["pre_tokenizer"]["split"] = false;
+    CHECK(encode_all(tokenizer, texts) == std::vector<Ids>{{258, 261, 260},
+                                                           {258, 259, 260},
+                                                           {258, 259},
+                                                           {258, 261, 262},
+                                                           {258, 101},
+                                                           {258, 259, 197, 171, 228, 132, 174, 260},
+                                                           {1, 261, 260}});
+    tokenizer["pre_tokenizer"]["prepend_scheme"] = "never";
+    tokenizer["pre_tokenizer"]["split"] = true;
+    CHECK(encode_all(tokenizer, texts) == std::vector<Ids>{{259, 262},
+                                                           {259, 260},
+                                                           {258, 259},
+                                                           {259, 258, 262},
+                                                           {101},
+                                                           {259, 197, 171, 228, 132, 174, 260},
+                                                           {1, 259, 262}});
+  }
+  SUBCASE("without byte fallback: unk_token, fused or not, or nothing") {
+    tokenizer["model"]["byte_fallback"] = false;
+    const std::vector<Ids> known{
+        {258, 261, 260}, {258, 259, 260}, {258, 258, 259}, {258, 261, 262}};
+    std::vector<Ids> expected = known;
+    expected.insert(expected.end(), {{258, 0}, {258, 259, 0, 260}, {1, 258, 261, 260}});
+    CHECK(encode_all(tokenizer, texts) == expected);
+    tokenizer["model"]["fuse_unk"] = false;
+    expected[5] = {258, 259, 0, 0, 260};
+    CHECK(encode_all(tokenizer, texts) == expected);
+    tokenizer["model"]["unk_token"] = nullptr;
+    expected[4] = {258};
+    expected[5] = {258, 259, 260};
+    CHECK(encode_all(tokenizer, texts) == expected);
+  }
+}
+
+TEST_CASE("the SentencePiece decoder: spaces, byte fallback, Strip once at the start") {
+  Json tokenizer = small_sentencepiece_tokenizer();
+  {
+    const TempDir dir;
+    write_tokenizer_json(dir, tokenizer);
+    const TokenizerJson loaded = TokenizerJson::load(dir.path());
+    CHECK(loaded.decode(Ids{258, 259, 258, 260}) == "a b");
+    CHECK(loaded.decode(Ids{2 + 0x41, 2 + 0xE2, 2 + 0x82, 2 + 0xAC}) == "A\u20ac");
+    // A token's bytes continue a text: the space stays; decode() strips one at the start.
+    CHECK(loaded.token_bytes(262) == " b");
+    CHECK(loaded.decode(Ids{262}) == "b");
+    CHECK(loaded.decode(Ids{258, 258, 262}) == "  b");
+  }
+  // As tokenizers 0.23.3 decodes: Strip's start and stop; "<0x0a>" is a byte too.
+  tokenizer["decoder"]["decoders"][3] = {
+      {"type", "Strip"}, {"content", "b"}, {"start", 2}, {"stop", 1}};
+  tokenizer["model"]["vocab"]["<0x0a>"] = tokenizer["model"]["vocab"]["<0x0A>"];
+  tokenizer["model"]["vocab"].erase("<0x0A>");
+  tokenizer["model"]["byte_fallback"] = false;
+  const TempDir dir;
+  write_tokenizer_json(dir, tokenizer);
+  const TokenizerJson loaded = TokenizerJson::load(dir.path());
+  CHECK(loaded.decode(Ids{260, 260, 260, 259, 260, 260}) == "bab");
+  CHECK(loaded.decode(Ids{2 + 0x0A}) == "\n");
+}
+
+TEST_CASE(
+    "the GGUF converter's decoder order (ByteFallback, Fuse, Replace, Strip) reads the same") {
+  Json tokenizer = small_sentencepiece_tokenizer();
+  const Json steps = tokenizer["decoder"]["decoders"];
+  tokenizer["decoder"]["decoders"] = Json::array({steps[1], steps[2], steps[0], steps[3]});
+  const TempDir dir;
+  write_tokenizer_json(dir, tokenizer);
+  const TokenizerJson loaded = TokenizerJson::load(dir.path());
+  CHECK(loaded.decode(Ids{258, 259, 258, 260}) == "a b");
+  CHECK(loaded.decode(Ids{2 + 0x41, 262}) == "A b");
+  CHECK(loaded.token_bytes(262) == " b");
+}
+
+TEST_CASE("SentencePiece files: what is refused, in one line naming it") {
+  const Json tokenizer = small_sentencepiece_tokenizer();
+  CHECK(load_error(tokenizer) == "no error");
+  Json other = tokenizer;
+  other["model"]["vocab"].erase("<0x7F>");
+  CHECK(contains(load_error(other), "byte_fallback is set but the vocabulary has no \"<0x7F>\""));
+  other = tokenizer;
+  other["model"]["unk_token"] = "<missing>";
+  CHECK(contains(load_error(other), "unk_token \"<missing>\" is not in the vocabulary"));
+  other = tokenizer;
+  other["pre_tokenizer"] = {
+      {"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "sometimes"}};
+  CHECK(contains(load_error(other), "prepend_scheme \"sometimes\" is not"));
+  other["pre_tokenizer"] = {
+      {"type", "Sequence"},
+      {"pretokenizers", Json::array({{{"type", "Metaspace"}, {"replacement", "\u2581"}},
+                                     small_tokenizer()["pre_tokenizer"]})}};
+  CHECK(contains(load_error(other), "Metaspace and ByteLevel together are not supported"));
+  other = tokenizer;
+  other["decoder"] = {{"type", "ByteLevel"}};
+  CHECK(contains(load_error(other), "the decoder is ByteLevel but the pre-tokenizer is not"));
+  const auto decoder_with = [&](const Json& steps) {
+    Json changed = tokenizer;
+    changed["decoder"]["decoders"] = steps;
+    return load_error(changed);
+  };
+  const Json& steps = tokenizer["decoder"]["decoders"];
+  CHECK(contains(decoder_with(Json::array({steps[0], steps[3]})),
+                 "Strip before Fuse would strip every token"));
+  CHECK(contains(decoder_with(Json::array({steps[2], steps[3], steps[0]})), "Replace after Strip"));
+
+  CHECK(contains(decoder_with(Json::array({{{"type", "Metaspace"}}})),
+                 "decoder Metaspace is not supported in a decoder Sequence"));
+  Json strip = steps[3];
+  strip["content"] = "ab";
+  CHECK(
+      contains(decoder_with(Json::array({steps[2], strip})), "\"content\" must be one character"));
 }
 
 TEST_CASE("a folder's tokenizer.json follows the model folder's link policy") {

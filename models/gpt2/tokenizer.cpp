@@ -183,7 +183,8 @@ tokenizer::BytePairEncoder make_byte_pair_encoder(const Vocabulary& vocabulary,
                                                   const fs::path& merges_path) {
   const std::array<std::int32_t, 256> byte_token = byte_tokens(vocabulary);
   end_of_text_id(vocabulary, where);
-  return tokenizer::BytePairEncoder(byte_token, read_merges(merges_path, vocabulary),
+  return tokenizer::BytePairEncoder(tokenizer::SymbolAlphabet::bytes(byte_token),
+                                    read_merges(merges_path, vocabulary),
                                     tokenizer::MergeOrder::rounds);
 }
 

@@ -6,30 +6,31 @@
 
 namespace attnscope::tokenizer {
 
-BytePairEncoder::BytePairEncoder(const std::array<std::int32_t, 256>& byte_token, MergeTable merges,
-                                 MergeOrder order)
-    : byte_token_(byte_token), merges_(std::move(merges)), order_(order) {}
+BytePairEncoder::BytePairEncoder(SymbolAlphabet alphabet, MergeTable merges, MergeOrder order)
+    : alphabet_(std::move(alphabet)), merges_(std::move(merges)), order_(order) {}
 
 void BytePairEncoder::encode(std::string_view piece, std::vector<std::int32_t>& ids) const {
   if (cache_.append_cached(piece, ids)) return;
-  std::vector<std::int32_t> piece_ids = merge_bytes(piece);
+  std::vector<std::int32_t> piece_ids = merge_symbols(piece);
   ids.insert(ids.end(), piece_ids.begin(), piece_ids.end());
   cache_.store(piece, std::move(piece_ids));
 }
 
-std::vector<std::int32_t> BytePairEncoder::merge_bytes(std::string_view piece) const {
-  // The piece as a doubly linked list of symbols, one per byte at first. A merge keeps the left
-  // symbol, which becomes the merged token, and unlinks the right one.
+std::vector<std::int32_t> BytePairEncoder::merge_symbols(std::string_view piece) const {
+  std::vector<std::int32_t> first;
+  alphabet_.split(piece, first);
+  if (first.empty()) return first;
+  // The piece as a doubly linked list of symbols. A merge keeps the left symbol, which becomes
+  // the merged token, and unlinks the right one.
   constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
   struct Symbol {
     std::int32_t id;  // -1 once merged away
     std::size_t prev;
     std::size_t next;
   };
-  std::vector<Symbol> symbols(piece.size());
-  for (std::size_t i = 0; i < piece.size(); ++i) {
-    symbols[i] = {byte_token_[static_cast<unsigned char>(piece[i])], i == 0 ? kNone : i - 1,
-                  i + 1 < piece.size() ? i + 1 : kNone};
+  std::vector<Symbol> symbols(first.size());
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    symbols[i] = {first[i], i == 0 ? kNone : i - 1, i + 1 < first.size() ? i + 1 : kNone};
   }
 
   // A mergeable pair as it was when found; it may be stale by the time it is popped.
@@ -72,7 +73,7 @@ std::vector<std::int32_t> BytePairEncoder::merge_bytes(std::string_view piece) c
     const auto merge = merges_.find(pair_key(left.id, right_id));
     return merge != merges_.end() && merge->second.merged_id == candidate.merged_id;
   };
-  for (std::size_t i = 0; i + 1 < piece.size(); ++i) find_pair_at(i);
+  for (std::size_t i = 0; i + 1 < symbols.size(); ++i) find_pair_at(i);
 
   std::int32_t round_rank = -1;
   while (true) {

@@ -1,8 +1,8 @@
-// Byte-pair encoding of one piece of bytes: start with one token per byte and apply ranked merges
-// of adjacent tokens until none applies. Serves GPT-2's vocab.json + merges.txt and Hugging
-// Face's tokenizer.json alike.
+// Byte-pair encoding of one piece of text: start from its first symbols (one token per byte or
+// per character, symbol_alphabet.h) and apply ranked merges of adjacent tokens until none
+// applies. Serves GPT-2's vocab.json + merges.txt and Hugging Face's tokenizer.json alike.
 //
-// A heap of candidate pairs over a linked list of symbols makes a piece of m bytes cost
+// A heap of candidate pairs over a linked list of symbols makes a piece of m symbols cost
 // O(m log m); pieces seen before come from a PieceCache.
 //
 // The two reference implementations order the merges slightly differently (MergeOrder). They
@@ -10,13 +10,13 @@
 // guarantees; they differ only for hand-written merge lists.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "models/tokenizer/piece_cache.h"
+#include "models/tokenizer/symbol_alphabet.h"
 
 namespace attnscope::tokenizer {
 
@@ -46,17 +46,15 @@ enum class MergeOrder {
 
 class BytePairEncoder {
  public:
-  // byte_token[b]: the id of the one-byte token of byte b.
-  BytePairEncoder(const std::array<std::int32_t, 256>& byte_token, MergeTable merges,
-                  MergeOrder order);
+  BytePairEncoder(SymbolAlphabet alphabet, MergeTable merges, MergeOrder order);
 
-  // Appends the tokens of `piece` (any bytes, at least one) to `ids`. Thread-safe.
+  // Appends the tokens of `piece` (any bytes) to `ids`. Thread-safe.
   void encode(std::string_view piece, std::vector<std::int32_t>& ids) const;
 
  private:
-  std::vector<std::int32_t> merge_bytes(std::string_view piece) const;
+  std::vector<std::int32_t> merge_symbols(std::string_view piece) const;
 
-  std::array<std::int32_t, 256> byte_token_;
+  SymbolAlphabet alphabet_;
   MergeTable merges_;
   MergeOrder order_;
   PieceCache cache_;

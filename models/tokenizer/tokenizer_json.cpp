@@ -10,8 +10,11 @@
 #include "models/tokenizer/added_tokens.h"
 #include "models/tokenizer/byte_alphabet.h"
 #include "models/tokenizer/byte_pair_encoder.h"
+#include "models/tokenizer/decoder.h"
 #include "models/tokenizer/json_file.h"
+#include "models/tokenizer/normalizer.h"
 #include "models/tokenizer/pre_tokenizer.h"
+#include "models/tokenizer/symbol_alphabet.h"
 #include "models/tokenizer/utf8.h"
 #include "runtime/error.h"
 #include "runtime/input_file.h"
@@ -52,13 +55,10 @@ std::int32_t token_id_of(const Json& value, const std::string& where, const std:
 // The checks of the BPE model that do not concern its vocabulary.
 void check_bpe_options(const Json& model, const std::string& where) {
   const std::string type = type_of(model, "model", where);
-  check(!type.empty(), where, "no \"model\" (the vocabulary and merges of a byte-level BPE)");
-  check(type == "BPE", where,
-        "model " + json_literal(type) + " is not supported (only byte-level BPE)");
+  check(!type.empty(), where, "no \"model\" (the vocabulary and merges of a BPE)");
+  check(type == "BPE", where, "model " + json_literal(type) + " is not supported (only BPE)");
   check(!model.contains("dropout") || model["dropout"].is_null(), where,
         "model BPE: dropout is not supported (encoding would be random)");
-  check(!flag(model, "byte_fallback", false, where, "model BPE"), where,
-        "model BPE: byte_fallback true is not supported (only byte-level BPE)");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     const bool none = !model.contains(key) || model[key].is_null() ||
                       (model[key].is_string() && model[key].get<std::string>().empty());
@@ -92,20 +92,22 @@ std::pair<std::string, std::string> merge_pair(const Json& entry, std::size_t in
 struct TokenizerJson::Impl {
   explicit Impl(const fs::path& file);
 
-  void encode_text(std::string_view text, std::vector<std::int32_t>& ids) const;
+  void encode_text(std::string_view text, bool starts_input, std::vector<std::int32_t>& ids) const;
+  SymbolAlphabet read_alphabet(const Json& model) const;
   void read_post_processor(const Json& spec);
 
   std::string where;
   std::vector<std::string> token_bytes;                         // id -> bytes
   std::vector<bool> has_token;                                  // id -> whether some token has it
   std::unordered_map<std::string, std::int32_t> id_of_content;  // as the file writes tokens
-  std::unordered_map<std::string, std::int32_t> id_of_piece;    // ignore_merges: bytes -> id
+  std::unordered_map<std::string, std::int32_t> id_of_piece;    // ignore_merges: piece -> id
   bool ignore_merges = false;
-  std::array<std::int32_t, 256> byte_token{};
   std::unique_ptr<BytePairEncoder> byte_pair_encoder;
   std::unique_ptr<AddedTokenMatcher> unnormalized_tokens;  // matched first, in the raw text
-  std::unique_ptr<AddedTokenMatcher> normalized_tokens;    // then in the text between
+  std::unique_ptr<Normalizer> normalizer;                  // then the text between normalized
+  std::unique_ptr<AddedTokenMatcher> normalized_tokens;    // and these matched in it
   std::unique_ptr<PreTokenizer> pre_tokenizer;
+  std::unique_ptr<Decoder> decoder;
   std::vector<std::int32_t> prefix;  // the post-processor's tokens before the text's
   std::vector<std::int32_t> suffix;  // and after
 };
@@ -113,13 +115,15 @@ struct TokenizerJson::Impl {
 TokenizerJson::Impl::Impl(const fs::path& file) : where(file.string()) {
   const Json json = read_json_file(file);
   check(json.is_object(), where, "expected a JSON object");
-
-  const std::string normalizer = type_of(json.value("normalizer", Json()), "normalizer", where);
-  check(normalizer.empty(), where,
-        "normalizer " + json_literal(normalizer) +
-            " is not supported: attnscope implements no Unicode normalization (only null)");
   check(json.value("truncation", Json()).is_null(), where,
         "truncation is not supported (only null)");
+  normalizer = std::make_unique<Normalizer>(json.value("normalizer", Json()), where);
+  pre_tokenizer = std::make_unique<PreTokenizer>(json.value("pre_tokenizer", Json()), where);
+  decoder = std::make_unique<Decoder>(json.value("decoder", Json()), where);
+  check(decoder->byte_level() == pre_tokenizer->byte_level(), where,
+        pre_tokenizer->byte_level()
+            ? "the pre-tokenizer is ByteLevel but the decoder is not: not supported"
+            : "the decoder is ByteLevel but the pre-tokenizer is not: not supported");
 
   // The vocabulary, then the added tokens, which may reuse a vocabulary id or add new ones.
   const Json& model = json.value("model", Json());
@@ -163,34 +167,34 @@ TokenizerJson::Impl::Impl(const fs::path& file) : where(file.string()) {
     has_token[id] = true;
     content_of_id[id] = content;
     id_of_content.emplace(content, id);
-    if (std::optional<std::string> bytes = ByteAlphabet::bytes_of_token(content)) {
+    if (!pre_tokenizer->byte_level()) {
+      id_of_piece.emplace(content, id);
+    } else if (std::optional<std::string> bytes = ByteAlphabet::bytes_of_token(content)) {
       id_of_piece.emplace(*bytes, id);
     }
   }
-  // An added token overrides the vocabulary's entry of its id, as the library's decoding does.
+  const SymbolAlphabet alphabet = read_alphabet(model);
+  // An added token overrides the vocabulary's entry of its id, as the library's decoding does. A
+  // normalized one is looked for in the normalized text as the normalizer writes its content.
   std::vector<AddedToken> unnormalized;
   std::vector<AddedToken> normalized;
   for (Added& entry : added) {
     has_token[entry.token.id] = true;
     content_of_id[entry.token.id] = entry.token.content;
     id_of_content[entry.token.content] = entry.token.id;
-    (entry.normalized ? normalized : unnormalized).push_back(std::move(entry.token));
+    if (entry.normalized) {
+      entry.token.content = normalizer->normalize(entry.token.content);
+      normalized.push_back(std::move(entry.token));
+    } else {
+      unnormalized.push_back(std::move(entry.token));
+    }
   }
   unnormalized_tokens = std::make_unique<AddedTokenMatcher>(std::move(unnormalized));
   normalized_tokens = std::make_unique<AddedTokenMatcher>(std::move(normalized));
   for (std::size_t id = 0; id < size; ++id) {
-    std::optional<std::string> bytes = ByteAlphabet::bytes_of_token(content_of_id[id]);
-    token_bytes[id] = bytes ? std::move(*bytes) : content_of_id[id];
+    token_bytes[id] = decoder->token_bytes(content_of_id[id]);
   }
 
-  for (int byte = 0; byte < 256; ++byte) {
-    const std::string& token = ByteAlphabet::character_of_byte(static_cast<unsigned char>(byte));
-    const auto found = id_of_content.find(token);
-    check(found != id_of_content.end(), where,
-          "model BPE: no token for byte " + hex_byte(byte) + " (" + json_literal(token) +
-              "): not a byte-level vocabulary");
-    byte_token[byte] = found->second;
-  }
   MergeTable merges;
   const Json& merge_list = model["merges"];
   for (std::size_t rank = 0; rank < merge_list.size(); ++rank) {
@@ -209,13 +213,58 @@ TokenizerJson::Impl::Impl(const fs::path& file) : where(file.string()) {
           what + "duplicate merge " + json_literal(left + " " + right));
   }
   byte_pair_encoder =
-      std::make_unique<BytePairEncoder>(byte_token, std::move(merges), MergeOrder::best_pair_first);
-
-  pre_tokenizer = std::make_unique<PreTokenizer>(json.value("pre_tokenizer", Json()), where);
+      std::make_unique<BytePairEncoder>(alphabet, std::move(merges), MergeOrder::best_pair_first);
   read_post_processor(json.value("post_processor", Json()));
-  const std::string decoder = type_of(json.value("decoder", Json()), "decoder", where);
-  check(decoder == "ByteLevel", where,
-        "decoder " + json_literal(decoder) + " is not supported (only ByteLevel)");
+}
+
+// BPE's first symbols: a byte-level vocabulary's token of each byte, or the vocabulary's
+// characters with the model's byte_fallback, unk_token and fuse_unk.
+SymbolAlphabet TokenizerJson::Impl::read_alphabet(const Json& model) const {
+  const auto id_in_vocabulary = [&](const std::string& content) -> std::optional<std::int32_t> {
+    const auto found = model["vocab"].find(content);
+    if (found == model["vocab"].end()) return std::nullopt;
+    return found->get<std::int32_t>();
+  };
+  if (pre_tokenizer->byte_level()) {
+    std::array<std::int32_t, 256> byte_token{};
+    for (int byte = 0; byte < 256; ++byte) {
+      const std::string& token = ByteAlphabet::character_of_byte(static_cast<unsigned char>(byte));
+      const std::optional<std::int32_t> id = id_in_vocabulary(token);
+      check(id.has_value(), where,
+            "model BPE: no token for byte " + hex_byte(byte) + " (" + json_literal(token) +
+                "): not a byte-level vocabulary");
+      byte_token[byte] = *id;
+    }
+    return SymbolAlphabet::bytes(byte_token);
+  }
+  SymbolAlphabet::Characters characters;
+  for (const auto& entry : model["vocab"].items()) {
+    const std::string& content = entry.key();
+    if (!content.empty() && decode_utf8(content, 0).length == content.size()) {
+      characters.token_of_character.emplace(content, entry.value().get<std::int32_t>());
+    }
+  }
+  if (flag(model, "byte_fallback", false, where, "model BPE")) {
+    std::array<std::int32_t, 256> fallback{};
+    for (int byte = 0; byte < 256; ++byte) {
+      const std::string token = std::string("<").append(hex_byte(byte)).append(">");
+      const std::optional<std::int32_t> id = id_in_vocabulary(token);
+      check(id.has_value(), where,
+            "model BPE: byte_fallback is set but the vocabulary has no " + json_literal(token));
+      fallback[byte] = *id;
+    }
+    characters.fallback_token = fallback;
+  }
+  const Json& unknown = model.value("unk_token", Json());
+  if (!unknown.is_null()) {
+    check(unknown.is_string(), where, "model BPE: unk_token is not a string");
+    characters.unknown_token = id_in_vocabulary(unknown.get<std::string>());
+    check(characters.unknown_token.has_value(), where,
+          "model BPE: unk_token " + json_literal(unknown.get<std::string>()) +
+              " is not in the vocabulary");
+  }
+  characters.fuse_unknown = flag(model, "fuse_unk", false, where, "model BPE");
+  return SymbolAlphabet::characters(std::move(characters));
 }
 
 void TokenizerJson::Impl::read_post_processor(const Json& spec) {
@@ -258,13 +307,15 @@ void TokenizerJson::Impl::read_post_processor(const Json& spec) {
   check(text_seen, where, what + "the single template has no Sequence (the text)");
 }
 
-void TokenizerJson::Impl::encode_text(std::string_view text, std::vector<std::int32_t>& ids) const {
+void TokenizerJson::Impl::encode_text(std::string_view text, bool starts_input,
+                                      std::vector<std::int32_t>& ids) const {
   for (const Utf8Run& run : utf8_runs(text)) {
     if (!run.valid) {
-      ids.push_back(byte_token[static_cast<unsigned char>(run.text[0])]);
+      byte_pair_encoder->encode(run.text, ids);
       continue;
     }
-    for (const std::string& piece : pre_tokenizer->split(run.text)) {
+    const bool at_start = starts_input && run.text.data() == text.data();
+    for (const std::string& piece : pre_tokenizer->split(run.text, at_start)) {
       if (ignore_merges) {
         if (const auto whole = id_of_piece.find(piece); whole != id_of_piece.end()) {
           ids.push_back(whole->second);
@@ -308,13 +359,16 @@ std::vector<std::int32_t> TokenizerJson::encode(std::string_view text,
       ids.push_back(segment.token_id);
       continue;
     }
+    const std::string normalized = impl_->normalizer->normalize(segment.text);
     inner.clear();
-    impl_->normalized_tokens->split(segment.text, inner);
+    impl_->normalized_tokens->split(normalized, inner);
     for (const Segment& part : inner) {
       if (part.token_id >= 0) {
         ids.push_back(part.token_id);
       } else {
-        impl_->encode_text(part.text, ids);
+        const bool starts_input =
+            segment.text.data() == text.data() && part.text.data() == normalized.data();
+        impl_->encode_text(part.text, starts_input, ids);
       }
     }
   }
@@ -325,12 +379,17 @@ std::vector<std::int32_t> TokenizerJson::encode(std::string_view text,
 std::string TokenizerJson::decode(std::span<const std::int32_t> ids) const {
   std::string text;
   for (const std::int32_t id : ids) text += token_bytes(id);
+  impl_->decoder->finish(text);
   return text;
+}
+
+bool TokenizerJson::has_token(std::int32_t id) const {
+  return id >= 0 && static_cast<std::size_t>(id) < impl_->has_token.size() && impl_->has_token[id];
 }
 
 const std::string& TokenizerJson::token_bytes(std::int32_t id) const {
   const std::size_t size = impl_->token_bytes.size();
-  if (id < 0 || static_cast<std::size_t>(id) >= size || !impl_->has_token[id]) {
+  if (!has_token(id)) {
     throw Error(impl_->where, "token id " + std::to_string(id) +
                                   " names no token (ids are in [0, " + std::to_string(size) + "))");
   }

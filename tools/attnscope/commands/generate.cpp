@@ -132,7 +132,7 @@ int run_generate(const GenerateFlags& flags) {
       }
     }
     if (stream_text) {
-      std::cout << stream.push(tokenizer->token_bytes(id)) << std::flush;
+      std::cout << stream.push(tokenizer->output_bytes(id)) << std::flush;
     } else if (!flags.json) {
       std::cout << (emitted > 0 ? " " : "") << id << std::flush;
     }
@@ -187,7 +187,7 @@ int run_generate(const GenerateFlags& flags) {
     });
     if (tokenizer) {
       // Invalid UTF-8 (a token cut mid-character) becomes U+FFFD rather than failing the dump.
-      out["text"] = tokenizer->decode(generated);
+      out["text"] = tokenizer->decode_output(generated);
     }
     if (flags.top_logprobs >= 0) out["logprobs"] = {{"content", log_probs}};
     std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";

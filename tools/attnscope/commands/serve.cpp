@@ -215,64 +215,73 @@ void answer_streamed(Service& service, const CompletionRequest& asked,
         const auto send = [&](const std::string& data) {
           return sink.write(data.data(), data.size());
         };
-        if (!state->echoed) {
-          state->echoed = true;
-          if (state->asked.echo && !send(chunk(state->asked.prompt_text, nullptr, nullptr))) {
+        // An exception must not leave this callback (it would end the server): the stream ends
+        // with the error, and the request is cancelled.
+        try {
+          if (!state->echoed) {
+            state->echoed = true;
+            if (state->asked.echo && !send(chunk(state->asked.prompt_text, nullptr, nullptr))) {
+              return false;
+            }
+            if (state->asked.chat) {
+              json first = completion_head(service, state->id, true, true);
+              first["choices"] = json::array({{{"index", 0},
+                                               {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                               {"logprobs", nullptr},
+                                               {"finish_reason", nullptr}}});
+              if (!send("data: " + dump(first) + "\n\n")) return false;
+            }
+            state->offset = state->asked.echo ? state->asked.prompt_text.size() : 0;
+          }
+          engine::Event event;
+          if (!stream->next(event, std::chrono::milliseconds(100))) {
+            // No event yet: still connected and in time? (A false return cancels the request.)
+            return sink.is_writable() && std::chrono::steady_clock::now() < state->deadline;
+          }
+          if (event.reason == engine::FinishReason::refused && event.finished) {
+            send("data: " + error_body({400, "invalid_request_error", event.error, "prompt"}) +
+                 "\n\n");
+            sink.done();
+            state->finished = true;
+            return true;
+          }
+          std::string piece;
+          json logprobs = nullptr;
+          if (event.has_token) {
+            ++state->tokens;
+            piece = state->text.append(event.token);
+            if (state->asked.request.logprobs >= 0) {
+              logprobs = state->asked.chat ? chat_logprobs_json({event}, state->text)
+                                           : logprobs_json({event}, state->text, state->offset);
+            }
+            state->offset += piece.size();
+          }
+          if (!event.finished) {
+            return piece.empty() && logprobs.is_null() ? true
+                                                       : send(chunk(piece, logprobs, nullptr));
+          }
+          piece += state->text.finish();
+          const bool cancelled = event.reason == engine::FinishReason::cancelled;
+          if (!send(chunk(piece, logprobs,
+                          cancelled ? json(nullptr) : json(finish_reason(event.reason))))) {
             return false;
           }
-          if (state->asked.chat) {
-            json first = completion_head(service, state->id, true, true);
-            first["choices"] = json::array({{{"index", 0},
-                                             {"delta", {{"role", "assistant"}, {"content", ""}}},
-                                             {"logprobs", nullptr},
-                                             {"finish_reason", nullptr}}});
-            if (!send("data: " + dump(first) + "\n\n")) return false;
+          if (state->asked.include_usage) {
+            json usage = completion_head(service, state->id, state->asked.chat, true);
+            usage["choices"] = json::array();
+            usage["usage"] = usage_json(
+                static_cast<std::int64_t>(state->asked.request.prompt.size()), state->tokens);
+            send("data: " + dump(usage) + "\n\n");
           }
-          state->offset = state->asked.echo ? state->asked.prompt_text.size() : 0;
-        }
-        engine::Event event;
-        if (!stream->next(event, std::chrono::milliseconds(100))) {
-          // No event yet: still connected and in time? (A false return cancels the request.)
-          return sink.is_writable() && std::chrono::steady_clock::now() < state->deadline;
-        }
-        if (event.reason == engine::FinishReason::refused && event.finished) {
-          send("data: " + error_body({400, "invalid_request_error", event.error, "prompt"}) +
-               "\n\n");
-          sink.done();
+          send("data: [DONE]\n\n");
           state->finished = true;
+          sink.done();
           return true;
-        }
-        std::string piece;
-        json logprobs = nullptr;
-        if (event.has_token) {
-          ++state->tokens;
-          piece = state->text.append(event.token);
-          if (state->asked.request.logprobs >= 0) {
-            logprobs = state->asked.chat ? chat_logprobs_json({event}, state->text)
-                                         : logprobs_json({event}, state->text, state->offset);
-          }
-          state->offset += piece.size();
-        }
-        if (!event.finished) {
-          return piece.empty() && logprobs.is_null() ? true : send(chunk(piece, logprobs, nullptr));
-        }
-        piece += state->text.finish();
-        const bool cancelled = event.reason == engine::FinishReason::cancelled;
-        if (!send(chunk(piece, logprobs,
-                        cancelled ? json(nullptr) : json(finish_reason(event.reason))))) {
+        } catch (const std::exception& error) {
+          std::cerr << "attnscope serve: streamed " << state->id << ": " << error.what() << "\n";
+          send("data: " + error_body({500, "server_error", error.what(), ""}) + "\n\n");
           return false;
         }
-        if (state->asked.include_usage) {
-          json usage = completion_head(service, state->id, state->asked.chat, true);
-          usage["choices"] = json::array();
-          usage["usage"] = usage_json(static_cast<std::int64_t>(state->asked.request.prompt.size()),
-                                      state->tokens);
-          send("data: " + dump(usage) + "\n\n");
-        }
-        send("data: [DONE]\n\n");
-        state->finished = true;
-        sink.done();
-        return true;
       },
       [&service, state, stream](bool /*success*/) {
         if (!state->finished) service.loop.cancel(stream);  // the client went away
@@ -431,7 +440,7 @@ int run_serve(const ServeFlags& flags) {
       find_chat_template(flags.chat_template, flags.tokenizer, flags.model, tokenizer, no_chat);
   if (!no_chat.empty()) std::cerr << "attnscope serve: no chat completions: " << no_chat << "\n";
   engine::TokenText token_text;
-  if (tokenizer) token_text = [&](std::int32_t id) { return tokenizer->token_bytes(id); };
+  if (tokenizer) token_text = [&](std::int32_t id) { return tokenizer->output_bytes(id); };
   const std::uint64_t max_body = parse_bytes(flags.max_body, "--max-body-bytes");
   engine::Engine engine(*loaded.model, *loaded.ctx, engine_options(flags.engine), token_text);
 

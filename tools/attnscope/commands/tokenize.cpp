@@ -1,6 +1,6 @@
-// `attnscope tokenize` and `attnscope detokenize`: byte-level BPE from the command line, with
-// GPT-2's vocab.json + merges.txt (or OpenAI's encoder.json + vocab.bpe) or a Hugging Face
-// tokenizer.json (SmolLM2, Qwen2, Llama 3 style).
+// `attnscope tokenize` and `attnscope detokenize`: BPE from the command line, with GPT-2's
+// vocab.json + merges.txt (or OpenAI's encoder.json + vocab.bpe) or a Hugging Face
+// tokenizer.json (byte-level: SmolLM2, Qwen2, Llama 3; SentencePiece: Llama 2, TinyLlama).
 #include <iostream>
 #include <iterator>
 #include <nlohmann/json.hpp>

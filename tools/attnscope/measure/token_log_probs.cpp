@@ -9,7 +9,7 @@ namespace {
 
 nlohmann::json token_entry(std::int32_t id, double log_prob, const TextTokenizer* tokenizer) {
   nlohmann::json entry = {{"id", id}};
-  if (tokenizer && static_cast<std::size_t>(id) < tokenizer->vocab_size()) {
+  if (tokenizer && tokenizer->has_token(id)) {
     const std::string& bytes = tokenizer->token_bytes(id);
     entry["token"] = bytes;
     nlohmann::json values = nlohmann::json::array();

@@ -92,7 +92,7 @@ void read_prompt(const json& body, const TextTokenizer* tokenizer, std::int64_t 
                return !x.is_array() && !x.is_string();
              })) {
     out.request.prompt = token_ids(prompt, vocab_size);
-    if (tokenizer != nullptr) out.prompt_text = tokenizer->decode(out.request.prompt);
+    if (tokenizer != nullptr) out.prompt_text = tokenizer->decode_output(out.request.prompt);
   } else {
     bad("prompt", "prompt must be a string or an array of token ids (one prompt per request)");
   }
@@ -306,13 +306,13 @@ CompletionText::CompletionText(const TextTokenizer* tokenizer, std::vector<std::
     : tokenizer_(tokenizer), stop_(std::move(stop)) {}
 
 std::string CompletionText::token_text(std::int32_t token) const {
-  return tokenizer_ == nullptr ? std::string() : tokenizer_->token_bytes(token);
+  return tokenizer_ == nullptr ? std::string() : tokenizer_->output_bytes(token);
 }
 
 std::string CompletionText::append(std::int32_t token) {
   if (stopped_ || tokenizer_ == nullptr) return "";
   const std::size_t searched_from = text_.size();
-  text_ += tokenizer_->token_bytes(token);
+  text_ += tokenizer_->output_bytes(token);
   for (const std::string& s : stop_) {
     const std::size_t from = searched_from >= s.size() ? searched_from - s.size() + 1 : 0;
     const std::size_t at = text_.find(s, from);
