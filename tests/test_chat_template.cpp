@@ -2,18 +2,23 @@
 // (real and family-style chat templates and a template of the language's constructs, rendered by
 // transformers' own jinja2 environment: tools/fixtures/make_chat_template_cases.py) renders to the
 // same text here; what the interpreter does not support is refused when the template is parsed,
-// with its line; and a render always ends within its limits.
+// with its line; a render always ends within its limits; and a SentencePiece checkpoint's
+// rendered conversation tokenizes to transformers' ids.
 #include <doctest/doctest.h>
 
 #include <array>
+#include <cstdint>
 #include <ctime>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "fixture_paths.h"
 #include "models/tokenizer/chat_template.h"
 #include "models/tokenizer/jinja.h"
+#include "models/tokenizer/tokenizer_json.h"
 #include "runtime/error.h"
 #include "safetensors_writer.h"
 
@@ -227,4 +232,29 @@ TEST_CASE("chat templates: found where transformers saves them, with the special
                         ": chat template: line 1: the statement {% macro %} is not supported")
                            .c_str(),
                        Error);
+}
+
+// TinyLlama-Chat's template saved beside a SentencePiece tokenizer (chat_template.jinja, with
+// <s> and </s> from tokenizer_config.json): transformers' apply_chat_template text and ids
+// (tools/fixtures/make_sentencepiece_tokenizer_cases.py), rendered here and then tokenized
+// without adding special tokens, as serve and generate --chat do.
+TEST_CASE("chat templates: a SentencePiece checkpoint's conversation, rendered and tokenized") {
+  using attnscope::tokenizer::ChatTemplate;
+  using attnscope::tokenizer::TokenizerJson;
+  const std::string dir = attnscope::testing::test_fixtures() + "/tokenizer_json/llama2";
+  const std::optional<ChatTemplate> chat = ChatTemplate::find_in(dir, Value::object());
+  REQUIRE(chat.has_value());
+  const TokenizerJson tokenizer = TokenizerJson::load(dir);
+  std::ifstream file(dir + "/chat.json");
+  REQUIRE(file);
+  const Value cases = Value::parse(file);
+  REQUIRE(cases.size() == 4);
+  for (const Value& c : cases) {
+    const std::string text =
+        chat->render(c["messages"], nullptr, c["add_generation_prompt"].get<bool>());
+    CHECK(text == c["text"].get<std::string>());
+    std::vector<std::int32_t> expected;
+    for (const Value& id : c["ids"]) expected.push_back(id.get<std::int32_t>());
+    CHECK(tokenizer.encode(text, false) == expected);
+  }
 }

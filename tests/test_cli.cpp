@@ -440,6 +440,15 @@ TEST_CASE("tokenize, detokenize and generate read a SentencePiece tokenizer.json
   CHECK(out["prompt_ids"].get<std::vector<int>>() ==
         std::vector<int>{1, 573, 345, 299, 926, 283, 289, 918, 917, 36});
   CHECK(out["generated_ids"].size() == 4);
+  // --chat with the template saved beside the tokenizer (TinyLlama-Chat's): transformers'
+  // apply_chat_template ids for one user message "Hello!" (chat.json's first case).
+  const nlohmann::json chat_case = read_json(dir + "/chat.json")[0];
+  REQUIRE(chat_case["messages"] ==
+          nlohmann::json::array({{{"role", "user"}, {"content", "Hello!"}}}));
+  const nlohmann::json chat =
+      success_json(run("generate --model synthetic:tiny --tokenizer " + dir +
+                       " --chat --prompt 'Hello!' -n 1 --json --threads 1"));
+  CHECK(chat["prompt_ids"] == chat_case["ids"]);
 }
 
 // The backends `bench-attention --attn all` must cover: the names its usage error lists as valid
