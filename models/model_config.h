@@ -13,7 +13,7 @@
 namespace attnscope {
 
 struct ModelConfig {
-  std::string model_type;  // "gpt2", "llama"
+  std::string model_type;  // "gpt2", "llama", "mistral"
   std::int64_t vocab_size = 0;
   std::int64_t context_length = 0;  // the most positions a sequence may hold
   std::int64_t d_model = 0;         // the width of the residual stream

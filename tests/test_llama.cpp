@@ -18,6 +18,7 @@
 #include "ops/cpu/output_blocks.h"
 #include "runtime/cpu_features.h"
 #include "runtime/error.h"
+#include "safetensors_writer.h"
 
 using namespace attnscope;
 namespace fs = std::filesystem;
@@ -176,9 +177,11 @@ TEST_CASE("model families: the spec or config.json names one, or one clear error
   CHECK(config_says(R"({"model_type": "gpt2", "n_layer": 1})") == ModelFamily::Gpt2);
   CHECK(config_says(R"({"n_layer": 1})") == ModelFamily::Gpt2);  // old GPT-2 configs
   CHECK(config_says(R"({"model_type": "llama"})") == ModelFamily::Llama);
+  CHECK(config_says(R"({"model_type": "mistral"})") == ModelFamily::Llama);
   CHECK_THROWS_WITH_AS(
-      config_says(R"({"model_type": "mistral"})"),
-      (config + ": unsupported model_type 'mistral' (supported: gpt2, llama)").c_str(), Error);
+      config_says(R"({"model_type": "qwen2"})"),
+      (config + ": unsupported model_type 'qwen2' (supported: gpt2, llama, mistral)").c_str(),
+      Error);
   CHECK_THROWS_WITH_AS(config_says(R"({"model_type": ["llama"]})"),
                        (config + ": model_type must be a string, found [\"llama\"]").c_str(),
                        Error);
@@ -265,4 +268,36 @@ TEST_CASE("llama: the loader refuses missing tensors, q8_0 rows of part blocks, 
   const std::vector<std::int32_t> outside = {128};
   CHECK_THROWS_WITH_AS(model.forward(ctx, outside, 1, cache), doctest::Contains("vocabulary"),
                        Error);
+}
+
+// Mistral (MistralForCausalLM) is Llama's blocks with a sliding window: transformers' modeling
+// code for it is Llama's but for the window's mask, so within the window its logits are the
+// Llama fixture's. mha-untied's config as Mistral's with a window as long as its context runs
+// as transformers' reference; a window shorter than the context becomes the context.
+TEST_CASE("mistral: a sliding window as long as the sequence is Llama's causal attention") {
+  const testing::TempDir dir;
+  const auto write_mistral = [&](std::int64_t window) {
+    fs::copy_file(fixture_dir("mha-untied") + "/model.safetensors",
+                  dir.path() / "model.safetensors", fs::copy_options::overwrite_existing);
+    nlohmann::json config;
+    std::ifstream(fixture_dir("mha-untied") + "/config.json") >> config;
+    config["model_type"] = "mistral";
+    config["architectures"] = {"MistralForCausalLM"};
+    config["sliding_window"] = window;
+    testing::write_file(dir.file("config.json"), config.dump());
+  };
+  const nlohmann::json reference = read_reference("mha-untied");
+  Context ctx(2);
+  write_mistral(64);
+  const llama::Model model = llama::Model::open(dir.path().string(), ctx);
+  CHECK(model.config().model_type == "mistral");
+  CHECK(model.config().context_length == 64);
+  CHECK(prefill_relative_error(ctx, model, reference) <=
+        logit_bound(model.llama_config(), reference_prefill(reference).length));
+  check_greedy_equals_reference(ctx, model, reference);
+
+  write_mistral(8);
+  const llama::Model windowed = llama::Model::open(dir.path().string(), ctx);
+  CHECK(windowed.config().context_length == 8);
+  CHECK_THROWS_AS(windowed.new_cache(ctx, 1, 9), Error);
 }

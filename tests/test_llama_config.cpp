@@ -171,10 +171,29 @@ TEST_CASE("llama config: defaults, eos lists, the older 'type' key and rope_type
                   .rope_scaling.has_value());
   CHECK(llama::parse_llama_config(ConfigText().set("rope_scaling", kLlama3Scaling).json(), kLabel)
             .rope_scaling.has_value());
-  // A sliding window that is switched off is no sliding window.
-  CHECK_NOTHROW(llama::parse_llama_config(
-      ConfigText().set("sliding_window", "4096").set("use_sliding_window", "false").json(),
-      kLabel));
+  // A sliding window that is switched off is no sliding window; one in use shortens the context
+  // to it (Mistral 7B v0.1: 4096 keys of 32768 positions), never lengthens it.
+  const llama::LlamaConfig off = llama::parse_llama_config(
+      ConfigText().set("sliding_window", "4096").set("use_sliding_window", "false").json(), kLabel);
+  CHECK_FALSE(off.sliding_window.has_value());
+  CHECK(off.context_length() == off.max_position_embeddings);
+  const llama::LlamaConfig mistral =
+      llama::parse_llama_config(ConfigText()
+                                    .set("model_type", "\"mistral\"")
+                                    .set("max_position_embeddings", "32768")
+                                    .set("sliding_window", "4096")
+                                    .json(),
+                                kLabel);
+  CHECK(mistral.model_type == "mistral");
+  CHECK(mistral.context_length() == 4096);
+  CHECK(
+      llama::parse_llama_config(
+          ConfigText().set("sliding_window", "1000000").set("max_position_embeddings", "64").json(),
+          kLabel)
+          .context_length() == 64);
+  CHECK(llama::parse_llama_config(ConfigText().set("sliding_window", "null").json(), kLabel)
+            .context_length() ==
+        llama::parse_llama_config(ConfigText().json(), kLabel).max_position_embeddings);
 }
 
 TEST_CASE("llama config: transformers 5's rope_parameters (theta and scaling in one object)") {
@@ -207,10 +226,12 @@ TEST_CASE("llama config: unsupported features are refused with one clear line") 
         "config.json: attention_bias = true is not supported (Llama's projections have no bias)");
   CHECK(failure(ConfigText().set("mlp_bias", "true")) ==
         "config.json: mlp_bias = true is not supported (Llama's projections have no bias)");
-  CHECK(failure(ConfigText().set("sliding_window", "4096")).find("sliding_window") !=
+  CHECK(failure(ConfigText().set("sliding_window", "0")).find("sliding_window") !=
+        std::string::npos);
+  CHECK(failure(ConfigText().set("sliding_window", "4096.5")).find("sliding_window") !=
         std::string::npos);
   CHECK(failure(ConfigText().set("model_type", "\"qwen2\"")) ==
-        "config.json: model_type 'qwen2' is not supported here (only 'llama')");
+        "config.json: model_type 'qwen2' is not supported here (only 'llama' and 'mistral')");
   CHECK(failure(ConfigText().set("hidden_act", "\"gelu\"")).find("hidden_act 'gelu'") !=
         std::string::npos);
 }

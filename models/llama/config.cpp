@@ -153,6 +153,9 @@ void validate(const LlamaConfig& config, const std::string& label) {
   check(std::isfinite(config.rope_theta) && config.rope_theta > 1, label,
         "rope_theta = " + format_double(config.rope_theta) + " must be finite and > 1");
   check_range(config.max_position_embeddings, 1, kMaxPositions, "max_position_embeddings", label);
+  if (config.sliding_window) {
+    check_range(*config.sliding_window, 1, kMaxPositions, "sliding_window", label);
+  }
   for (std::int64_t id : config.eos_token_ids) {
     check_range(id, 0, config.vocab_size - 1, "eos_token_id", label);
   }
@@ -166,9 +169,11 @@ LlamaConfig parse_llama_config(std::string_view json_text, const std::string& la
   const json root = parse_json_refusing_duplicates(json_text, label, "config.json");
   check(root.is_object(), label, "not a JSON object");
 
-  if (const std::optional<std::string> type = optional_string(root, "model_type", label)) {
-    check(*type == "llama", label,
-          "model_type " + single_quoted(*type) + " is not supported here (only 'llama')");
+  const std::optional<std::string> type = optional_string(root, "model_type", label);
+  if (type) {
+    check(*type == "llama" || *type == "mistral", label,
+          "model_type " + single_quoted(*type) +
+              " is not supported here (only 'llama' and 'mistral')");
   }
   if (const std::optional<std::string> act = optional_string(root, "hidden_act", label)) {
     check(
@@ -179,13 +184,12 @@ LlamaConfig parse_llama_config(std::string_view json_text, const std::string& la
     check(!optional_bool(root, key, label).value_or(false), label,
           std::string(key) + " = true is not supported (Llama's projections have no bias)");
   }
-  if (present(root, "sliding_window") != nullptr) {
-    check(optional_bool(root, "use_sliding_window", label) == false, label,
-          "sliding_window attention is not supported (set use_sliding_window false or "
-          "sliding_window null)");
-  }
 
   LlamaConfig config;
+  config.model_type = type.value_or("llama");
+  if (optional_bool(root, "use_sliding_window", label) != false) {
+    config.sliding_window = optional_integer(root, "sliding_window", label);
+  }
   config.vocab_size = required_integer(root, "vocab_size", label);
   config.hidden_size = required_integer(root, "hidden_size", label);
   config.intermediate_size = required_integer(root, "intermediate_size", label);

@@ -32,9 +32,9 @@ std::string rope_scaling_text(const std::optional<ops::Llama3RopeScaling>& scali
 
 ModelConfig summary_config(const LlamaConfig& llama) {
   ModelConfig config;
-  config.model_type = "llama";
+  config.model_type = llama.model_type;
   config.vocab_size = llama.vocab_size;
-  config.context_length = llama.max_position_embeddings;
+  config.context_length = llama.context_length();
   config.d_model = llama.hidden_size;
   config.n_layers = llama.num_hidden_layers;
   config.n_heads = llama.num_attention_heads;

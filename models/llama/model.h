@@ -46,8 +46,8 @@ class Model : public LanguageModel {
                     DType dtype = DType::F32);
 
   const LlamaConfig& llama_config() const { return config_; }
-  // The summary the tools size things from: model_type "llama", context_length =
-  // max_position_embeddings, d_ff = intermediate_size, eos_token_ids every eos id.
+  // The summary the tools size things from: model_type "llama" or "mistral", context_length =
+  // LlamaConfig::context_length(), d_ff = intermediate_size, eos_token_ids every eos id.
   const ModelConfig& config() const override { return summary_; }
   const Weights& weights() const { return weights_; }
   std::int64_t parameter_count() const override { return count_parameters(config_); }
