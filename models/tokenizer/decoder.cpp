@@ -66,8 +66,7 @@ void Decoder::add_step(const nlohmann::json& spec, const std::string& where) {
   const std::string name = "decoder " + type;
   const auto check_order = [&](bool in_order, const std::string& rule) {
     check(in_order, where,
-          name + ": attnscope supports the order Replace, ByteFallback, Fuse, " + "Strip only (" +
-              rule + ")");
+          name + ": attnscope supports Replace, ByteFallback and Fuse, then Strip (" + rule + ")");
   };
   if (type == "Replace") {
     check_order(strips_.empty(), "Replace after Strip");
@@ -103,8 +102,9 @@ std::string Decoder::token_bytes(std::string_view content) const {
     return bytes ? std::move(*bytes) : std::string(content);
   }
   std::string token(content);
-  for (const Replace& replace : replaces_)
+  for (const Replace& replace : replaces_) {
     token = replace_all(token, replace.pattern, replace.content);
+  }
   if (byte_fallback_) {
     if (const std::optional<char> byte = fallback_byte(token)) return std::string(1, *byte);
   }
@@ -114,14 +114,14 @@ std::string Decoder::token_bytes(std::string_view content) const {
 void Decoder::finish(std::string& text) const {
   for (const Strip& strip : strips_) {
     std::size_t start = 0;
-    for (std::size_t i = 0; i < strip.start && text.substr(start).starts_with(strip.character);
+    const std::string_view whole = text;
+    for (std::size_t i = 0; i < strip.start && whole.substr(start).starts_with(strip.character);
          ++i) {
       start += strip.character.size();
     }
     std::size_t stop = text.size();
-    for (std::size_t i = 0;
-         i < strip.stop && stop >= start + strip.character.size() &&
-         text.compare(stop - strip.character.size(), strip.character.size(), strip.character) == 0;
+    for (std::size_t i = 0; i < strip.stop && stop >= start + strip.character.size() &&
+                            whole.substr(0, stop).ends_with(strip.character);
          ++i) {
       stop -= strip.character.size();
     }

@@ -20,8 +20,9 @@ SymbolAlphabet SymbolAlphabet::characters(Characters characters) {
 
 void SymbolAlphabet::split(std::string_view piece, std::vector<std::int32_t>& symbols) const {
   if (byte_token_) {
-    for (const char byte : piece)
+    for (const char byte : piece) {
       symbols.push_back((*byte_token_)[static_cast<unsigned char>(byte)]);
+    }
     return;
   }
   bool after_unknown = false;  // the last symbol is an unknown token that may absorb the next
