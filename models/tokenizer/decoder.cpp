@@ -1,5 +1,6 @@
 #include "models/tokenizer/decoder.h"
 
+#include <charconv>
 #include <optional>
 
 #include "models/tokenizer/byte_alphabet.h"
@@ -15,15 +16,9 @@ namespace {
 // reads them), or nullopt.
 std::optional<char> fallback_byte(std::string_view token) {
   if (token.size() != 6 || !token.starts_with("<0x") || token.back() != '>') return std::nullopt;
-  int value = 0;
-  for (const char digit : token.substr(3, 2)) {
-    int nibble = -1;
-    if (digit >= '0' && digit <= '9') nibble = digit - '0';
-    if (digit >= 'a' && digit <= 'f') nibble = digit - 'a' + 10;
-    if (digit >= 'A' && digit <= 'F') nibble = digit - 'A' + 10;
-    if (nibble < 0) return std::nullopt;
-    value = value * 16 + nibble;
-  }
+  unsigned value = 0;
+  const auto [end, error] = std::from_chars(token.data() + 3, token.data() + 5, value, 16);
+  if (error != std::errc() || end != token.data() + 5) return std::nullopt;
   return static_cast<char>(value);
 }
 
@@ -45,9 +40,7 @@ std::size_t count_field(const nlohmann::json& spec, const char* key, const std::
 }  // namespace
 
 Decoder::Decoder(const nlohmann::json& spec, const std::string& where) {
-  check(spec.is_object() && spec.contains("type") && spec["type"].is_string(), where,
-        "decoder: expected an object with a \"type\"");
-  const std::string type = spec["type"].get<std::string>();
+  const std::string type = component_type(spec, "decoder", where);
   if (type == "ByteLevel") {
     byte_level_ = true;
     return;
@@ -60,9 +53,7 @@ Decoder::Decoder(const nlohmann::json& spec, const std::string& where) {
 }
 
 void Decoder::add_step(const nlohmann::json& spec, const std::string& where) {
-  check(spec.is_object() && spec.contains("type") && spec["type"].is_string(), where,
-        "decoder Sequence: expected objects with a \"type\"");
-  const std::string type = spec["type"].get<std::string>();
+  const std::string type = component_type(spec, "decoder Sequence", where);
   const std::string name = "decoder " + type;
   const auto check_order = [&](bool in_order, const std::string& rule) {
     check(in_order, where,

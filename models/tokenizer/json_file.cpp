@@ -14,6 +14,13 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
   return parse_json_refusing_duplicates(text, path.string(), "");
 }
 
+std::string component_type(const nlohmann::json& spec, std::string_view part,
+                           const std::string& where) {
+  check(spec.is_object() && spec.contains("type") && spec["type"].is_string(), where,
+        std::string(part) + ": expected an object with a \"type\"");
+  return spec["type"].get<std::string>();
+}
+
 std::string json_literal(std::string_view text) {
   constexpr std::size_t kShown = 60;
   std::string shown(text.substr(0, kShown));

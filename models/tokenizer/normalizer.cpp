@@ -32,9 +32,7 @@ Normalizer::Normalizer(const nlohmann::json& spec, const std::string& where) {
 }
 
 void Normalizer::add_steps(const nlohmann::json& spec, const std::string& where) {
-  check(spec.is_object() && spec.contains("type") && spec["type"].is_string(), where,
-        "normalizer: expected an object with a \"type\"");
-  const std::string type = spec["type"].get<std::string>();
+  const std::string type = component_type(spec, "normalizer", where);
   const std::string name = "normalizer " + type;
   if (type == "Sequence") {
     const nlohmann::json& parts = spec.value("normalizers", nlohmann::json());

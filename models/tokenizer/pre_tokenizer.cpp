@@ -42,9 +42,7 @@ PreTokenizer::PreTokenizer(const nlohmann::json& spec, const std::string& where)
 }
 
 void PreTokenizer::add_steps(const nlohmann::json& spec, const std::string& where, bool last) {
-  check(spec.is_object() && spec.contains("type") && spec["type"].is_string(), where,
-        "pre_tokenizer: expected an object with a \"type\"");
-  const std::string type = spec["type"].get<std::string>();
+  const std::string type = component_type(spec, "pre_tokenizer", where);
   const std::string name = "pre_tokenizer " + type;
   if (type == "Sequence") {
     const nlohmann::json& parts = spec.value("pretokenizers", nlohmann::json());

@@ -38,10 +38,7 @@ bool flag(const Json& spec, const char* key, bool absent, const std::string& whe
 
 // The type of a component ("model", "decoder", ...), or "" when it is null.
 std::string type_of(const Json& spec, std::string_view part, const std::string& where) {
-  if (spec.is_null()) return "";
-  check(spec.is_object() && spec.contains("type") && spec["type"].is_string(), where,
-        std::string(part) + ": expected an object with a \"type\"");
-  return spec["type"].get<std::string>();
+  return spec.is_null() ? "" : component_type(spec, part, where);
 }
 
 std::int32_t token_id_of(const Json& value, const std::string& where, const std::string& what) {
