@@ -23,6 +23,8 @@ std::string_view finish_reason_name(FinishReason reason) {
       return "cancelled";
     case FinishReason::refused:
       return "refused";
+    case FinishReason::failed:
+      return "failed";
   }
   return "unknown";
 }
@@ -243,7 +245,27 @@ StepReport Engine::step() {
   }
   report.prefill_tokens = plan.prefill_tokens();
   report.decode_tokens = plan.decode_tokens();
-  const Tensor logits = to_host(ctx_, model_.forward_paged(ctx_, steps, cache_));
+  // A forward pass that throws (its temporaries out of memory, a device error) fails the
+  // requests it ran, each with the error, and returns their blocks; the waiting requests go on.
+  // Nothing else needs undoing: positions count as computed, and blocks are committed to the
+  // prefix cache, only after the pass, and the pass writes no block another sequence shares.
+  Tensor logits;
+  try {
+    logits = to_host(ctx_, model_.forward_paged(ctx_, steps, cache_));
+  } catch (const std::exception& error) {
+    for (const StepPlan::Item& item : plan.items) {
+      report.events.push_back({item.sequence->id,
+                               false,
+                               0,
+                               true,
+                               FinishReason::failed,
+                               std::string("the model step failed: ") + error.what(),
+                               0,
+                               {}});
+      finish(*item.sequence);
+    }
+    return report;
+  }
   const std::int64_t vocab = logits.dim(1);
 
   for (std::size_t i = 0; i < plan.items.size(); ++i) {

@@ -88,7 +88,8 @@ class Engine {
   // reports it finished, FinishReason::cancelled. False when no such request is in flight.
   bool cancel(RequestId id);
   // One iteration (above). Safe to call with nothing to do (it then only reports refusals and
-  // cancellations).
+  // cancellations). When the forward pass throws (out of memory, a device error), the requests
+  // it ran finish with FinishReason::failed and the error; the others go on.
   StepReport step();
 
   // Requests waiting or running.

@@ -31,9 +31,10 @@ enum class FinishReason {
   stop,       // the generated text contains one of the stop strings
   cancelled,  // Engine::cancel
   refused,    // the request can never run (Event::error says why)
+  failed,     // the step that ran it failed, e.g. out of memory (Event::error says why)
 };
 
-// "length", "eos", "stop", "cancelled", "refused".
+// "length", "eos", "stop", "cancelled", "refused", "failed".
 std::string_view finish_reason_name(FinishReason reason);
 
 // One thing that happened to a request during a step (or at once, for a refusal): a token it
@@ -45,7 +46,7 @@ struct Event {
   std::int32_t token = 0;
   bool finished = false;
   FinishReason reason = FinishReason::length;
-  std::string error;  // for FinishReason::refused
+  std::string error;  // for FinishReason::refused and FinishReason::failed
   // With Request::logprobs >= 0: log p of the token, and the K most probable (id, log p).
   double logprob = 0;
   std::vector<std::pair<std::int32_t, double>> top_logprobs;

@@ -22,6 +22,7 @@
 #include "models/gpt2/model.h"
 #include "models/llama/model.h"
 #include "ops/attention/registry.h"
+#include "runtime/attention_tap.h"
 #include "runtime/error.h"
 
 using namespace attnscope;
@@ -407,4 +408,74 @@ TEST_CASE("engine: requests that can never run are refused one by one; the other
   engine::EngineOptions tiny = options;
   tiny.kv_memory_bytes = 10;
   CHECK_THROWS_WITH_AS(Engine(model, ctx, tiny), doctest::Contains("holds no block"), Error);
+}
+
+namespace {
+
+// Throws from inside the model's forward pass, after its first layer, while armed: a step that
+// fails as a failed allocation or a device error would, with the cache half written.
+struct FailingLayer : AttentionTap {
+  bool armed = false;
+  void layer_output(Context& /*ctx*/, std::int64_t layer, const Tensor& /*hidden*/) override {
+    if (armed && layer == 0) throw Error("allocator", "out of memory (injected by the test)");
+  }
+};
+
+}  // namespace
+
+TEST_CASE("engine: a step that fails fails the requests it ran; the waiting ones go on") {
+  Context ctx(2);
+  gpt2::Model model = gpt2::Model::open(testing::hf_fixture_dir("tiny-a"), ctx);
+  engine::EngineOptions options;
+  options.block_tokens = 4;
+  options.scheduler = {/*max_batch_tokens=*/64, /*max_running=*/2};  // the third one waits
+  Engine engine(model, ctx, options);
+  const std::size_t idle_bytes = engine.allocated_bytes();
+  auto request = [](std::vector<std::int32_t> prompt) {
+    Request r;
+    r.prompt = std::move(prompt);
+    r.max_tokens = 5;
+    r.ignore_eos = true;
+    return r;
+  };
+  const std::vector<std::int32_t> shared_prompt = iota_ids(9);  // two full blocks, cached
+  const RequestId first = engine.submit(request(shared_prompt));
+  const RequestId second = engine.submit(request(iota_ids(6, 40)));
+  const RequestId waiting = engine.submit(request(iota_ids(7, 80)));
+  CHECK(engine.step().scheduled == std::vector<RequestId>{first, second});
+
+  FailingLayer tap;
+  ctx.set_attention_tap(&tap);
+  tap.armed = true;
+  const engine::StepReport failed = engine.step();
+  tap.armed = false;
+  CHECK(failed.scheduled == std::vector<RequestId>{first, second});
+  std::vector<RequestId> failed_ids;
+  for (const engine::Event& e : failed.events) {
+    CHECK(e.finished);
+    CHECK_FALSE(e.has_token);
+    CHECK(e.reason == FinishReason::failed);
+    CHECK(e.error == "the model step failed: allocator: out of memory (injected by the test)");
+    failed_ids.push_back(e.id);
+  }
+  CHECK(failed_ids == std::vector<RequestId>{first, second});
+  CHECK(engine.in_flight() == 1);  // the waiting request, untouched
+
+  // The failed step wrote into the cache: a new request reusing the first one's cached prompt
+  // blocks, and the waiting one, still give the tokens they give alone.
+  const RequestId again = engine.submit(request(shared_prompt));
+  std::map<RequestId, std::vector<std::int32_t>> tokens;
+  for (int step = 0; step < 100 && !engine.idle(); ++step) {
+    for (const engine::Event& e : engine.step().events) {
+      CHECK(e.reason != FinishReason::failed);
+      if (e.has_token) tokens[e.id].push_back(e.token);
+    }
+  }
+  CHECK(engine.idle());
+  CHECK(tokens[waiting] == testing::greedy(ctx, model, iota_ids(7, 80), 5));
+  CHECK(tokens[again] == testing::greedy(ctx, model, shared_prompt, 5));
+  CHECK(engine.kv_usage().blocks.prefix_hits > 0);
+  CHECK(engine.kv_usage().blocks.in_use == 0);
+  CHECK(engine.allocated_bytes() == idle_bytes);  // the failed step's temporaries freed
+  ctx.set_attention_tap(nullptr);
 }

@@ -22,8 +22,10 @@
 // Limits: --host 127.0.0.1 unless told otherwise; --api-key makes every endpoint but /health
 // need "Authorization: Bearer KEY" (compared in constant time); request bodies up to
 // --max-body-bytes (413 beyond), a read timeout for slow clients, --request-timeout for a whole
-// request (504), nothing on disk is ever served. SIGINT or SIGTERM: stop accepting (503), let
-// the requests in flight finish for up to --shutdown-grace seconds, cancel the rest, exit 0.
+// request (504), nothing on disk is ever served. An engine step that fails (out of memory, a
+// device error) answers 500 to the requests it ran; the others and the server go on. SIGINT or
+// SIGTERM: stop accepting (503), let the requests in flight finish for up to --shutdown-grace
+// seconds, cancel the rest, exit 0.
 #include <httplib.h>
 #include <pthread.h>
 #include <signal.h>
@@ -89,6 +91,20 @@ void send_error(httplib::Response& res, const ApiError& error) {
   res.set_content(error_body(error), "application/json");
 }
 
+// The error a request answers with when its last event ends it without a completion: refused
+// (400), or failed because the engine's step that ran it failed (500). None otherwise (a
+// cancellation is answered by whoever cancelled).
+std::optional<ApiError> finish_error(const engine::Event& event) {
+  if (!event.finished) return std::nullopt;
+  if (event.reason == engine::FinishReason::refused) {
+    return ApiError{400, "invalid_request_error", event.error, "prompt"};
+  }
+  if (event.reason == engine::FinishReason::failed) {
+    return ApiError{500, "server_error", event.error, ""};
+  }
+  return std::nullopt;
+}
+
 // Everything a handler needs, alive for the whole server.
 struct Service {
   const ServeFlags& flags;
@@ -151,9 +167,7 @@ void answer_whole(Service& service, const CompletionRequest& asked,
     }
     if (event.finished) break;
   }
-  if (event.reason == engine::FinishReason::refused) {
-    return send_error(res, {400, "invalid_request_error", event.error, "prompt"});
-  }
+  if (const std::optional<ApiError> error = finish_error(event)) return send_error(res, *error);
   if (event.reason == engine::FinishReason::cancelled) {
     return send_error(res, {503, "server_error", "the server is shutting down", ""});
   }
@@ -238,9 +252,8 @@ void answer_streamed(Service& service, const CompletionRequest& asked,
             // No event yet: still connected and in time? (A false return cancels the request.)
             return sink.is_writable() && std::chrono::steady_clock::now() < state->deadline;
           }
-          if (event.reason == engine::FinishReason::refused && event.finished) {
-            send("data: " + error_body({400, "invalid_request_error", event.error, "prompt"}) +
-                 "\n\n");
+          if (const std::optional<ApiError> error = finish_error(event)) {
+            send("data: " + error_body(*error) + "\n\n");
             sink.done();
             state->finished = true;
             return true;

@@ -130,8 +130,11 @@ ServingResult run_serving(const LanguageModel& model, Context& ctx,
         std::max(result.peak_used_bytes, static_cast<std::int64_t>(usage.used_bytes));
     for (const engine::Event& e : report.events) {
       Timing& t = open.at(e.id);
-      check(!(e.finished && e.reason == engine::FinishReason::refused), "bench --op serving",
-            [&] { return "a request was refused: " + e.error; });
+      check(!(e.finished && (e.reason == engine::FinishReason::refused ||
+                             e.reason == engine::FinishReason::failed)),
+            "bench --op serving", [&] {
+              return "a request " + std::string(finish_reason_name(e.reason)) + ": " + e.error;
+            });
       if (e.has_token) {
         if (t.tokens == 0) {
           t.first_ms = ms_between(t.submitted, now);
