@@ -19,10 +19,10 @@ namespace attnscope::testing {
 // -f16 variants hold its weights rounded to those dtypes (stored narrow), with transformers'
 // f32 logits of the rounded weights. tied-config-own-head's config.json ties the LM head to the
 // embedding, yet its checkpoint stores a different lm_head.weight: transformers keeps the stored
-// head, and so must attnscope.
+// head, and so must attnscope. qwen2-biased is a Qwen2ForCausalLM: biases on q, k and v.
 inline const char* const kLlamaFixtures[] = {
     "gqa-tied-llama3", "mha-untied",      "tied-config-own-head", "gqa1-untied-sharded",
-    "wide-heads",      "wide-heads-bf16", "wide-heads-f16"};
+    "wide-heads",      "wide-heads-bf16", "wide-heads-f16",       "qwen2-biased"};
 
 inline std::string fixture_dir(const std::string& name) {
   return testing::test_fixtures() + "/hf-llama/" + name;

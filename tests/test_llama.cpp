@@ -161,7 +161,7 @@ TEST_CASE("model families: the spec or config.json names one, or one clear error
   CHECK_THROWS_WITH_AS(
       model_family("synthetic:llama-huge"),
       "--model: unknown synthetic model 'llama-huge' (valid: gpt2, gpt2-medium, gpt2-large, "
-      "gpt2-xl, tiny, llama-tiny, smollm2-135m, llama-3.2-1b)",
+      "gpt2-xl, tiny, llama-tiny, smollm2-135m, llama-3.2-1b, qwen2.5-0.5b)",
       Error);
   CHECK_THROWS_WITH_AS(model_family("gpt2"),
                        doctest::Contains("gpt2: no such file or directory (--model takes a Hugging "
@@ -178,9 +178,11 @@ TEST_CASE("model families: the spec or config.json names one, or one clear error
   CHECK(config_says(R"({"n_layer": 1})") == ModelFamily::Gpt2);  // old GPT-2 configs
   CHECK(config_says(R"({"model_type": "llama"})") == ModelFamily::Llama);
   CHECK(config_says(R"({"model_type": "mistral"})") == ModelFamily::Llama);
+  CHECK(config_says(R"({"model_type": "qwen2"})") == ModelFamily::Llama);
   CHECK_THROWS_WITH_AS(
-      config_says(R"({"model_type": "qwen2"})"),
-      (config + ": unsupported model_type 'qwen2' (supported: gpt2, llama, mistral)").c_str(),
+      config_says(R"({"model_type": "qwen3"})"),
+      (config + ": unsupported model_type 'qwen3' (supported: gpt2, llama, mistral, qwen2)")
+          .c_str(),
       Error);
   CHECK_THROWS_WITH_AS(config_says(R"({"model_type": ["llama"]})"),
                        (config + ": model_type must be a string, found [\"llama\"]").c_str(),
@@ -204,6 +206,7 @@ TEST_CASE("llama: synthetic shapes, parameter counts and seeded weights") {
   // Hugging Face's counts for the real models (tied heads counted once).
   CHECK(llama::count_parameters(llama::synthetic_config("smollm2-135m")) == 134515008);
   CHECK(llama::count_parameters(llama::synthetic_config("llama-3.2-1b")) == 1235814400);
+  CHECK(llama::count_parameters(llama::synthetic_config("qwen2.5-0.5b")) == 494032768);
   CHECK_THROWS_WITH_AS(llama::synthetic_config("llama-huge"),
                        doctest::Contains("unknown synthetic Llama model"), Error);
   CHECK(model_family("synthetic:llama-tiny") == ModelFamily::Llama);

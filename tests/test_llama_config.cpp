@@ -9,6 +9,7 @@
 
 #include "json_object_text.h"
 #include "models/llama/config.h"
+#include "models/llama/weights.h"
 #include "runtime/error.h"
 
 namespace attnscope {
@@ -79,6 +80,33 @@ const char* const kLlama32Json = R"({
   "vocab_size": 128256
 })";
 
+// Qwen2.5-0.5B-Instruct's config.json, as published.
+const char* const kQwen25Json = R"({
+  "architectures": ["Qwen2ForCausalLM"],
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "eos_token_id": 151645,
+  "hidden_act": "silu",
+  "hidden_size": 896,
+  "initializer_range": 0.02,
+  "intermediate_size": 4864,
+  "max_position_embeddings": 32768,
+  "max_window_layers": 21,
+  "model_type": "qwen2",
+  "num_attention_heads": 14,
+  "num_hidden_layers": 24,
+  "num_key_value_heads": 2,
+  "rms_norm_eps": 1e-06,
+  "rope_theta": 1000000.0,
+  "sliding_window": 32768,
+  "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.43.1",
+  "use_cache": true,
+  "use_sliding_window": false,
+  "vocab_size": 151936
+})";
+
 // A small valid config, to build variants of (tests/json_object_text.h).
 struct ConfigText : testing::JsonObjectText {
   ConfigText()
@@ -124,6 +152,29 @@ TEST_CASE("llama config: SmolLM2-135M's config.json") {
   CHECK(config.tie_word_embeddings);
   CHECK(config.bos_token_id == 0);
   CHECK(config.eos_token_ids == std::vector<std::int64_t>{0});
+}
+
+TEST_CASE("llama config: Qwen2.5-0.5B-Instruct's config.json, and Qwen2's defaults") {
+  const llama::LlamaConfig config = llama::parse_llama_config(kQwen25Json, kLabel);
+  CHECK(config.model_type == "qwen2");
+  CHECK(config.qkv_bias);
+  CHECK(config.num_attention_heads == 14);
+  CHECK(config.group_size() == 7);
+  CHECK(config.head_dim == 64);
+  CHECK(config.rope_theta == 1e6);
+  CHECK_FALSE(config.sliding_window.has_value());  // use_sliding_window false
+  CHECK(config.context_length() == 32768);
+  CHECK(config.tie_word_embeddings);
+  CHECK(config.bos_token_id == 151643);
+  CHECK(config.eos_token_ids == std::vector<std::int64_t>{151645});
+  CHECK(llama::count_parameters(config) == 494032768);  // Hugging Face's count
+  // Qwen2Config's defaults where they differ from LlamaConfig's; Llama has no biases.
+  const llama::LlamaConfig bare =
+      llama::parse_llama_config(ConfigText().set("model_type", "\"qwen2\"").json(), kLabel);
+  CHECK(bare.max_position_embeddings == 32768);
+  CHECK_FALSE(bare.bos_token_id.has_value());
+  CHECK(bare.eos_token_ids.empty());
+  CHECK_FALSE(llama::parse_llama_config(ConfigText().json(), kLabel).qkv_bias);
 }
 
 TEST_CASE("llama config: Llama 3.2 1B's config.json with llama3 rope scaling") {
@@ -230,8 +281,9 @@ TEST_CASE("llama config: unsupported features are refused with one clear line") 
         std::string::npos);
   CHECK(failure(ConfigText().set("sliding_window", "4096.5")).find("sliding_window") !=
         std::string::npos);
-  CHECK(failure(ConfigText().set("model_type", "\"qwen2\"")) ==
-        "config.json: model_type 'qwen2' is not supported here (only 'llama' and 'mistral')");
+  CHECK(failure(ConfigText().set("model_type", "\"qwen3\"")) ==
+        "config.json: model_type 'qwen3' is not supported here (only 'llama', 'mistral' and "
+        "'qwen2')");
   CHECK(failure(ConfigText().set("hidden_act", "\"gelu\"")).find("hidden_act 'gelu'") !=
         std::string::npos);
 }

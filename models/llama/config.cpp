@@ -171,9 +171,9 @@ LlamaConfig parse_llama_config(std::string_view json_text, const std::string& la
 
   const std::optional<std::string> type = optional_string(root, "model_type", label);
   if (type) {
-    check(*type == "llama" || *type == "mistral", label,
+    check(*type == "llama" || *type == "mistral" || *type == "qwen2", label,
           "model_type " + single_quoted(*type) +
-              " is not supported here (only 'llama' and 'mistral')");
+              " is not supported here (only 'llama', 'mistral' and 'qwen2')");
   }
   if (const std::optional<std::string> act = optional_string(root, "hidden_act", label)) {
     check(
@@ -187,6 +187,12 @@ LlamaConfig parse_llama_config(std::string_view json_text, const std::string& la
 
   LlamaConfig config;
   config.model_type = type.value_or("llama");
+  if (config.model_type == "qwen2") {  // its biases, and Qwen2Config's defaults where they differ
+    config.qkv_bias = true;
+    config.max_position_embeddings = 32768;
+    config.bos_token_id = std::nullopt;
+    config.eos_token_ids = {};
+  }
   if (optional_bool(root, "use_sliding_window", label) != false) {
     config.sliding_window = optional_integer(root, "sliding_window", label);
   }

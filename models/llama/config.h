@@ -1,6 +1,7 @@
 // Llama-family model configuration, read from a Hugging Face `config.json` of a
-// LlamaForCausalLM checkpoint (Llama 2 / 3.x, SmolLM2, TinyLlama) or a MistralForCausalLM one
-// (Mistral 7B: Llama's blocks, with a sliding window).
+// LlamaForCausalLM checkpoint (Llama 2 / 3.x, SmolLM2, TinyLlama), a MistralForCausalLM one
+// (Mistral 7B: Llama's blocks, with a sliding window) or a Qwen2ForCausalLM one (Qwen2, Qwen2.5:
+// Llama's blocks with a bias on the query, key and value projections; model_type "qwen2").
 //
 // Read: vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads
 // (required); num_key_value_heads (default: num_attention_heads), head_dim (default:
@@ -9,13 +10,15 @@
 // writes both as one rope_parameters object, which is read instead when present),
 // max_position_embeddings (2048), sliding_window (null; ignored when use_sliding_window is
 // false), tie_word_embeddings (false), bos_token_id (1) and eos_token_id (2; an integer or a
-// list of integers, as Llama 3.1 Instruct has). The defaults are transformers' LlamaConfig's.
+// list of integers, as Llama 3.1 Instruct has). The defaults are transformers' LlamaConfig's;
+// for qwen2 Qwen2Config's where they differ (max_position_embeddings 32768, no bos or eos).
 // A sliding window of W keys is the plain causal attention of every sequence up to W tokens
 // long, so attnscope runs such a model with a context of W (context_length()).
-// Refused with one line each: a model_type other than "llama" and "mistral", hidden_act other
-// than "silu", any other rope_scaling type (linear, dynamic, yarn, longrope, ...), attention_bias
-// or mlp_bias true. Every integer must be a JSON integer, every number a number, and each value
-// within sane bounds before anything is sized from it; keys attnscope does not use are ignored.
+// Refused with one line each: a model_type other than "llama", "mistral" and "qwen2", hidden_act
+// other than "silu", any other rope_scaling type (linear, dynamic, yarn, longrope, ...),
+// attention_bias or mlp_bias true (Llama's biases on every projection). Every integer must be a
+// JSON integer, every number a number, and each value within sane bounds before anything is
+// sized from it; keys attnscope does not use are ignored.
 #pragma once
 
 #include <algorithm>
@@ -30,7 +33,8 @@
 namespace attnscope::llama {
 
 struct LlamaConfig {
-  std::string model_type = "llama";  // or "mistral"
+  std::string model_type = "llama";  // or "mistral", "qwen2"
+  bool qkv_bias = false;             // q_proj, k_proj and v_proj have a bias (qwen2)
   std::int64_t vocab_size = 0;
   std::int64_t hidden_size = 0;
   std::int64_t intermediate_size = 0;

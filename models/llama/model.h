@@ -1,10 +1,12 @@
-// Llama (Touvron et al. 2023; Llama 3, SmolLM2, TinyLlama): Hugging Face's LlamaForCausalLM.
+// Llama (Touvron et al. 2023; Llama 3, SmolLM2, TinyLlama): Hugging Face's LlamaForCausalLM,
+// and the families that are Llama's blocks: Mistral (models/llama/config.h: its window) and
+// Qwen2 (biases on q, k and v).
 //
 // For tokens x_1..x_T at positions p_1..p_T (after the cache's length):
 //   h = embed[x]                                    no learned positions
 //   for each of L layers (pre-norm blocks):
 //     a = rms_1(h)                                  RMSNorm (ops/rms_norm.h), gain, no bias
-//     q, k, v = W_qkv · a                           Hq query heads, Hkv <= Hq key/value heads of
+//     q, k, v = W_qkv · a (+ b_qkv in Qwen2)        Hq query heads, Hkv <= Hq key/value heads of
 //                                                   width D (grouped-query attention: query head
 //                                                   h reads key/value head h / (Hq / Hkv))
 //     q, k = rope(q, p), rope(k, p)                 rotary embedding (ops/rotary_embedding.h),
@@ -12,7 +14,7 @@
 //     h = h + W_o · attention(q, K, V)              causal, scores scaled by 1 / sqrt(D)
 //     h = h + W_down · (silu(W_gate · rms_2(h)) * (W_up · rms_2(h)))        SwiGLU, F units
 //   logits = rms_f(h) · W_head^T                    W_head = embed when tied
-// No projection has a bias.
+// No other projection has a bias.
 //
 // Cost per token: about 2 L (C (Hq + 2 Hkv) D + Hq D C + 3 C F) + 2 V C FLOPs in the
 // projections (0.27 GFLOP for SmolLM2-135M, 2.5 for Llama 3.2 1B), plus attention, 4 L Hq D Tk
@@ -46,8 +48,9 @@ class Model : public LanguageModel {
                     DType dtype = DType::F32);
 
   const LlamaConfig& llama_config() const { return config_; }
-  // The summary the tools size things from: model_type "llama" or "mistral", context_length =
-  // LlamaConfig::context_length(), d_ff = intermediate_size, eos_token_ids every eos id.
+  // The summary the tools size things from: model_type "llama", "mistral" or "qwen2",
+  // context_length = LlamaConfig::context_length(), d_ff = intermediate_size, eos_token_ids every
+  // eos id.
   const ModelConfig& config() const override { return summary_; }
   const Weights& weights() const { return weights_; }
   std::int64_t parameter_count() const override { return count_parameters(config_); }

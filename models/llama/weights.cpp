@@ -63,6 +63,12 @@ std::vector<TensorSlot> tensor_slots(const LlamaConfig& config, Weights& weights
     slots.push_back({p + "self_attn.q_proj.weight", {q_rows, c}, &l.qkv, 0, true});
     slots.push_back({p + "self_attn.k_proj.weight", {kv_rows, c}, &l.qkv, q_rows, true});
     slots.push_back({p + "self_attn.v_proj.weight", {kv_rows, c}, &l.qkv, q_rows + kv_rows, true});
+    if (config.qkv_bias) {
+      make(l.qkv_bias, {q_rows + 2 * kv_rows});
+      slots.push_back({p + "self_attn.q_proj.bias", {q_rows}, &l.qkv_bias, 0});
+      slots.push_back({p + "self_attn.k_proj.bias", {kv_rows}, &l.qkv_bias, q_rows});
+      slots.push_back({p + "self_attn.v_proj.bias", {kv_rows}, &l.qkv_bias, q_rows + kv_rows});
+    }
     slots.push_back(
         {p + "self_attn.o_proj.weight", {c, q_rows}, &l.out, 0, true, Init::ScaledRandom});
     slots.push_back(
@@ -76,9 +82,8 @@ std::vector<TensorSlot> tensor_slots(const LlamaConfig& config, Weights& weights
   return slots;
 }
 
-// The rows of `slot` inside its destination.
+// The rows (of a vector: the elements) of `slot` inside its destination.
 Tensor slot_rows(const TensorSlot& slot) {
-  if (slot.shape.size() == 1) return *slot.destination;
   return slot.destination->slice_rows(slot.row_offset, slot.row_offset + slot.shape[0]);
 }
 
@@ -176,6 +181,7 @@ std::vector<Placement> placements(Weights& weights) {
                              {&l.post_attention_norm, false},
                              {&l.gate_up, true},
                              {&l.down, true}});
+    if (l.qkv_bias.defined()) list.push_back({&l.qkv_bias, false});
   }
   list.push_back({&weights.final_norm, false});
   return list;
