@@ -1,7 +1,7 @@
 // Tests of the tokenizer.json (Hugging Face) BPE tokenizer, byte-level and SentencePiece.
 //
 // Exact ids against transformers: tests/fixtures/tokenizer_json/<style>/ holds a small tokenizer
-// of each style (GPT-2, SmolLM2, Llama 3, Qwen2 without NFC) trained and saved by the
+// of each style (GPT-2, SmolLM2, Llama 3, Qwen2 with its NFC normalizer) trained and saved by the
 // `tokenizers` library and transformers, and the ids and decoded text transformers gave varied
 // texts (tools/fixtures/make_tokenizer_json_cases.py); the llama2* styles are SentencePiece
 // models converted by transformers' LlamaConverter, as Llama 2's and TinyLlama's files are
@@ -18,11 +18,15 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "fixture_paths.h"
 #include "models/tokenizer/byte_alphabet.h"
 #include "models/tokenizer/json_file.h"
+#include "models/tokenizer/normalizer.h"
 #include "models/tokenizer/tokenizer_json.h"
 #include "random_text.h"
 #include "runtime/error.h"
@@ -201,25 +205,85 @@ TEST_CASE("BPE merges the best pair first, pairs just made included, as `tokeniz
   CHECK(tokenizer.encode("aaaaa", false) == Ids{257, 256});
 }
 
+namespace {
+
+// `text` as an NFC normalizer leaves it: each stretch between the special tokens in NFC (a
+// normalizer never sees the added tokens, so a mark after one does not compose with its last
+// character).
+std::string nfc_between(std::string_view text, const std::vector<std::string>& specials) {
+  std::string normalized;
+  while (!text.empty()) {
+    std::size_t next = text.size(), length = 0;
+    for (const std::string& special : specials) {
+      const std::size_t found = text.find(special);
+      if (found < next) std::tie(next, length) = std::pair(found, special.size());
+    }
+    normalized += attnscope::tokenizer::unicode_normalize(text.substr(0, next),
+                                                          attnscope::tokenizer::UnicodeForm::NFC);
+    normalized += text.substr(next, length);
+    text.remove_prefix(std::min(text.size(), next + length));
+  }
+  return normalized;
+}
+
+}  // namespace
+
+TEST_CASE("unicode_normalize: NFC, NFD, NFKC and NFKD equal Python's unicodedata") {
+  using attnscope::tokenizer::unicode_normalize;
+  using attnscope::tokenizer::UnicodeForm;
+  // Every code point of Unicode 14 that a form changes, and random runs of marks and jamo
+  // (tools/fixtures/make_unicode_normalization_cases.py).
+  const std::string path = attnscope::testing::test_fixtures() + "/unicode/normalization.jsonl";
+  std::ifstream file(path);
+  REQUIRE_MESSAGE(file.is_open(), "cannot open " << path);
+  int rows = 0, mismatches = 0;
+  for (std::string line; std::getline(file, line); ++rows) {
+    const Json row = Json::parse(line);
+    const std::string text = row.at(0).get<std::string>();
+    const UnicodeForm forms[] = {UnicodeForm::NFC, UnicodeForm::NFD, UnicodeForm::NFKC,
+                                 UnicodeForm::NFKD};
+    for (std::size_t i = 0; i < 4; ++i) {
+      if (unicode_normalize(text, forms[i]) == row.at(i + 1).get<std::string>()) continue;
+      if (++mismatches <= 10) MESSAGE("form " << i << " of " << Json(text).dump());
+    }
+  }
+  CHECK(rows > 6000);
+  CHECK(mismatches == 0);
+  // Bytes that are not UTF-8 stay; the valid runs around them are normalized each on its own.
+  CHECK(unicode_normalize("e\xcc\x81\xff"
+                          "A\xcc\x8a\xc0",
+                          UnicodeForm::NFC) == "\xc3\xa9\xff\xc3\x85\xc0");
+  CHECK(unicode_normalize("", UnicodeForm::NFKC).empty());
+  CHECK(unicode_normalize(std::string("a\0b", 3), UnicodeForm::NFC) == std::string("a\0b", 3));
+}
+
 TEST_CASE("decode(encode(text)) == text for random text and random bytes") {
   std::mt19937 rng(20261130);
   std::uniform_int_distribution<std::size_t> pick_length(0, 60);
+  const std::vector<std::string> specials = {"<|endoftext|>", "<|im_end|>"};
   // llama2 (SentencePiece, byte_fallback): its decoder strips the space its normalizer adds, and
-  // "<|endoftext|>" is text to it, not a special token.
-  for (const char* style : {"gpt2", "smollm2", "qwen2", "llama2"}) {
+  // "<|endoftext|>" is text to it, not a special token. qwen2's NFC normalizer rewrites the text
+  // (NFC itself is checked against Python's below): decoding gives the text in NFC.
+  for (const std::string style : {"gpt2", "smollm2", "qwen2", "llama2"}) {
     CAPTURE(style);
     const TokenizerJson tokenizer = TokenizerJson::load(style_dir(style));
+    const auto expected = [&](const std::string& text) {
+      return style == "qwen2" ? nfc_between(text, specials) : text;
+    };
+    int normalized = 0;
     for (int i = 0; i < 500; ++i) {
-      const std::string text = random_text(rng, pick_length(rng), {"<|endoftext|>", "<|im_end|>"});
+      const std::string text = random_text(rng, pick_length(rng), specials);
       CAPTURE(text);
-      CHECK(tokenizer.decode(tokenizer.encode(text, false)) == text);
+      CHECK(tokenizer.decode(tokenizer.encode(text, false)) == expected(text));
+      normalized += expected(text) != text;
     }
+    if (style == "qwen2") CHECK(normalized > 10);  // the random texts do exercise NFC
     // Bytes that are not valid UTF-8 become their own byte tokens (byte fallback tokens).
     for (int i = 0; i < 500; ++i) {
       std::string bytes;
       for (std::size_t n = pick_length(rng); n > 0; --n) bytes += static_cast<char>(rng() % 256);
       CAPTURE(bytes);
-      CHECK(tokenizer.decode(tokenizer.encode(bytes, false)) == bytes);
+      CHECK(tokenizer.decode(tokenizer.encode(bytes, false)) == expected(bytes));
     }
   }
 }
@@ -250,10 +314,10 @@ TEST_CASE("load refuses what it does not support, in one line naming it") {
                          doctest::Contains("tokenizer.json: not valid JSON"), Error);
   }
   SUBCASE("the normalizer") {
-    tokenizer["normalizer"] = {{"type", "NFC"}};
+    tokenizer["normalizer"] = {{"type", "Lowercase"}};
     CHECK(contains(load_error(tokenizer),
-                   "normalizer \"NFC\" is not supported: attnscope "
-                   "implements no Unicode normalization"));
+                   "normalizer \"Lowercase\" is not supported (only Prepend, Replace, NFC, NFD, "
+                   "NFKC, NFKD and Sequence)"));
     tokenizer["normalizer"] = {
         {"type", "Replace"}, {"pattern", {{"Regex", " +"}}}, {"content", "_"}};
     CHECK(contains(load_error(tokenizer), "normalizer Replace: only a {\"String\": ...} pattern"));

@@ -9,7 +9,7 @@
 set -euo pipefail
 
 packages=(g++ cmake ninja-build pkg-config libeigen3-dev doctest-dev libcli11-dev
-          nlohmann-json3-dev libpcre2-dev libcpp-httplib-dev pybind11-dev)
+          nlohmann-json3-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev pybind11-dev)
 if [[ "${1:-}" == "--fuzz" ]]; then
   packages+=(clang libclang-rt-14-dev libomp-14-dev)
 fi

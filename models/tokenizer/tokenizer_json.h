@@ -12,7 +12,7 @@
 //                   byte_fallback, unk_token, fuse_unk (symbol_alphabet.h); no dropout, no
 //                   subword prefix or suffix.
 //   added_tokens    id, content, special, single_word, lstrip, rstrip, normalized.
-//   normalizer      null, Prepend, Replace, Sequence (normalizer.h; no Unicode normalization).
+//   normalizer      null, Prepend, Replace, NFC, NFD, NFKC, NFKD, Sequence (normalizer.h).
 //   pre_tokenizer   null, ByteLevel last after Split / Digits, Metaspace (pre_tokenizer.h).
 //   post_processor  null, ByteLevel, TemplateProcessing (its single template), Sequence of these.
 //   decoder         ByteLevel, or a Sequence of Replace, ByteFallback, Fuse, Strip (decoder.h).

@@ -7,8 +7,9 @@
 #   .deps/include/CLI/            CLI11
 #   .deps/include/nlohmann/       nlohmann-json
 #   .deps/include/pcre2.h         PCRE2's header
-#   .deps/lib/libpcre2-8.so.0     PCRE2's 8-bit shared library, a real file (the device tool
-#                                 may not carry symbolic links), named by its soname
+#   .deps/include/utf8proc.h      utf8proc's header
+#   .deps/lib/libpcre2-8.so.0     PCRE2's 8-bit shared library and utf8proc's, real files (the
+#   .deps/lib/libutf8proc.so.2    device tool may not carry symbolic links), named by soname
 #
 # CMake reads the folder when configured with -DATTNSCOPE_DEPS_DIR=$PWD/.deps
 # (cmake/dependencies.cmake). The device tool carries it with carry [".deps"]; see
@@ -19,7 +20,8 @@ cd "$(dirname "$0")/../.."
 include=/usr/include
 libdir=/usr/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 for path in "$include/eigen3/Eigen/Core" "$include/doctest/doctest.h" "$include/CLI/CLI.hpp" \
-            "$include/nlohmann/json.hpp" "$include/pcre2.h" "$libdir/libpcre2-8.so.0"; do
+            "$include/nlohmann/json.hpp" "$include/pcre2.h" "$libdir/libpcre2-8.so.0" \
+            "$include/utf8proc.h" "$libdir/libutf8proc.so.2"; do
   if [[ ! -e "$path" ]]; then
     echo "pack_deps: $path is missing; run tools/setup.sh first" >&2
     exit 1
@@ -31,8 +33,9 @@ mkdir -p .deps/include/eigen3 .deps/lib
 # -L copies what links point to, so .deps holds real files only.
 cp -rL "$include/eigen3/Eigen" .deps/include/eigen3/
 cp -rL "$include/doctest" "$include/CLI" "$include/nlohmann" .deps/include/
-cp -L "$include/pcre2.h" .deps/include/
+cp -L "$include/pcre2.h" "$include/utf8proc.h" .deps/include/
 cp -L "$libdir/libpcre2-8.so.0" .deps/lib/libpcre2-8.so.0
+cp -L "$libdir/libutf8proc.so.2" .deps/lib/libutf8proc.so.2
 
 links=$(find .deps -type l | wc -l)
 if [[ $links -ne 0 ]]; then
