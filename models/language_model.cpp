@@ -352,15 +352,20 @@ Tensor LanguageModel::lm_head_logits(Context& ctx, const Tensor& normed,
   return logits;
 }
 
+std::string synthetic_model_names() {
+  std::string valid;
+  for (const auto& names : {gpt2::synthetic_names(), llama::synthetic_names()}) {
+    for (const std::string& n : names) valid += (valid.empty() ? "" : ", ") + n;
+  }
+  return valid;
+}
+
 ModelFamily model_family(const std::string& spec) {
   if (const std::optional<std::string> name = synthetic_name(spec)) {
     if (contains(gpt2::synthetic_names(), *name)) return ModelFamily::Gpt2;
     if (contains(llama::synthetic_names(), *name)) return ModelFamily::Llama;
-    std::string valid;
-    for (const auto& names : {gpt2::synthetic_names(), llama::synthetic_names()}) {
-      for (const std::string& n : names) valid += (valid.empty() ? "" : ", ") + n;
-    }
-    throw Error("--model", "unknown synthetic model '" + *name + "' (valid: " + valid + ")");
+    throw Error("--model",
+                "unknown synthetic model '" + *name + "' (valid: " + synthetic_model_names() + ")");
   }
   namespace fs = std::filesystem;
   std::error_code error;

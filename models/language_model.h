@@ -235,6 +235,8 @@ class LanguageModel {
 // 'qwen3' (supported: gpt2, llama, mistral, qwen2)").
 enum class ModelFamily { Gpt2, Llama };
 ModelFamily model_family(const std::string& spec);
+// Every synthetic shape's name, both families, comma-separated ("gpt2, gpt2-medium, ...").
+std::string synthetic_model_names();
 
 // Opens `spec` as a model of model_family(spec). Throws Error on any problem.
 std::unique_ptr<LanguageModel> open_model(const std::string& spec, Context& ctx,

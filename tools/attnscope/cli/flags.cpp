@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "models/language_model.h"
 #include "ops/attention/registry.h"
 #include "runtime/error.h"
 
@@ -17,9 +18,9 @@ namespace attnscope::cli {
 
 void add_model_flag(CLI::App& app, std::string& spec) {
   app.add_option("-m,--model", spec,
-                 "A directory with config.json + model.safetensors (Hugging Face layout: GPT-2 "
-                 "or Llama), or synthetic:NAME with NAME in gpt2, gpt2-medium, gpt2-large, "
-                 "gpt2-xl, tiny, smollm2-135m, llama-3.2-1b, llama-tiny")
+                 "A directory with config.json + model.safetensors (Hugging Face layout: GPT-2, "
+                 "or the Llama family: Llama, Mistral, Qwen2), or synthetic:NAME with NAME in " +
+                     synthetic_model_names())
       ->required();
 }
 
