@@ -388,9 +388,11 @@ ModelFamily model_family(const std::string& spec) {
         [&] { return "model_type must be a string, found " + json_excerpt(*model_type); });
   const std::string& type = model_type->get_ref<const std::string&>();
   if (type == "gpt2") return ModelFamily::Gpt2;
-  if (type == "llama" || type == "mistral" || type == "qwen2") return ModelFamily::Llama;
+  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3") {
+    return ModelFamily::Llama;
+  }
   throw Error(label, "unsupported model_type " + single_quoted(type) +
-                         " (supported: gpt2, llama, mistral, qwen2)");
+                         " (supported: gpt2, llama, mistral, qwen2, qwen3)");
 }
 
 std::unique_ptr<LanguageModel> open_model(const std::string& spec, Context& ctx,

@@ -227,12 +227,12 @@ class LanguageModel {
 
 // The families attnscope runs, and the one a `--model` spec names: a synthetic shape of either
 // family ("synthetic:gpt2", "synthetic:smollm2-135m"), or a checkpoint whose config.json says
-// "model_type": "gpt2" (or says none, as old GPT-2 configs do), "llama", "mistral" or "qwen2"
-// (the Llama family's blocks). Reads config.json through the one opener (runtime/input_file.h)
-// before any weight is touched. Throws Error naming what is wrong: a spec that names no file
-// (with how to get a checkpoint or use a synthetic model), an unknown synthetic name (with every
-// valid one), a model_type that is not a string, or an unsupported one ("unsupported model_type
-// 'qwen3' (supported: gpt2, llama, mistral, qwen2)").
+// "model_type": "gpt2" (or says none, as old GPT-2 configs do), "llama", "mistral", "qwen2" or
+// "qwen3" (the Llama family's blocks). Reads config.json through the one opener
+// (runtime/input_file.h) before any weight is touched. Throws Error naming what is wrong: a spec
+// that names no file (with how to get a checkpoint or use a synthetic model), an unknown synthetic
+// name (with every valid one), a model_type that is not a string, or an unsupported one
+// ("unsupported model_type 'gemma' (supported: gpt2, llama, mistral, qwen2, qwen3)").
 enum class ModelFamily { Gpt2, Llama };
 ModelFamily model_family(const std::string& spec);
 // Every synthetic shape's name, both families, comma-separated ("gpt2, gpt2-medium, ...").

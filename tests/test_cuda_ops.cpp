@@ -19,6 +19,7 @@
 #include "ops/activation.h"
 #include "ops/cast.h"
 #include "ops/embedding.h"
+#include "ops/head_rms_norm.h"
 #include "ops/heads.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
@@ -876,6 +877,41 @@ TEST_CASE("cuda rms_norm matches the cpu op on ordinary, huge and tiny rows, als
         const auto reference = testing::to_double(expected);
         CHECK(worst_error(download(gpu, out), reference, floor) <= two_roundings(dtype));
         CHECK(worst_error(download(gpu, in_place), reference, floor) <= two_roundings(dtype));
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda head_rms_norm_ matches the cpu op, the value heads untouched") {
+  if (gpu_missing()) return;
+  Context gpu(Device::CUDA, 1);
+  Context cpu(2);
+  std::mt19937 rng(32);
+  for (DType dtype : kFloatTypes) {
+    for (std::int64_t head_dim : {64, 128}) {
+      const std::int64_t rows = 3, q_heads = 14, kv_heads = 2;
+      const std::int64_t width = (q_heads + 2 * kv_heads) * head_dim;
+      const Tensor x =
+          rounded(cpu, random_tensor({rows, width}, rng, cpu.allocator(), 3.0f), dtype);
+      const Tensor q_weight = rounded(cpu, random_tensor({head_dim}, rng, cpu.allocator()), dtype);
+      const Tensor k_weight = rounded(cpu, random_tensor({head_dim}, rng, cpu.allocator()), dtype);
+      Tensor expected = Tensor::empty(x.shape(), DType::F32, cpu.allocator());
+      std::copy_n(x.data<float>(), x.numel(), expected.data<float>());
+      ops::head_rms_norm_(cpu, expected, q_weight, k_weight, q_heads, kv_heads, 1e-6f);
+
+      Tensor out = upload(gpu, x, dtype);
+      ops::head_rms_norm_(gpu, out, upload(gpu, q_weight, dtype), upload(gpu, k_weight, dtype),
+                          q_heads, kv_heads, 1e-6f);
+      CAPTURE(dtype_name(dtype));
+      CAPTURE(head_dim);
+      // As rms_norm's (above); the value heads, copied through untouched, are equal exactly.
+      const Tensor got = download(gpu, out);
+      CHECK(worst_error(got, testing::to_double(expected), 1e-30) <= two_roundings(dtype));
+      const std::int64_t values_from = (q_heads + kv_heads) * head_dim;
+      for (std::int64_t n = 0; n < rows; ++n) {
+        CHECK(std::equal(got.data<float>() + n * width + values_from,
+                         got.data<float>() + (n + 1) * width,
+                         x.data<float>() + n * width + values_from));
       }
     }
   }

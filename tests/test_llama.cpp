@@ -161,7 +161,7 @@ TEST_CASE("model families: the spec or config.json names one, or one clear error
   CHECK_THROWS_WITH_AS(
       model_family("synthetic:llama-huge"),
       "--model: unknown synthetic model 'llama-huge' (valid: gpt2, gpt2-medium, gpt2-large, "
-      "gpt2-xl, tiny, llama-tiny, smollm2-135m, llama-3.2-1b, qwen2.5-0.5b)",
+      "gpt2-xl, tiny, llama-tiny, smollm2-135m, llama-3.2-1b, qwen2.5-0.5b, qwen3-0.6b)",
       Error);
   CHECK_THROWS_WITH_AS(model_family("gpt2"),
                        doctest::Contains("gpt2: no such file or directory (--model takes a Hugging "
@@ -179,9 +179,10 @@ TEST_CASE("model families: the spec or config.json names one, or one clear error
   CHECK(config_says(R"({"model_type": "llama"})") == ModelFamily::Llama);
   CHECK(config_says(R"({"model_type": "mistral"})") == ModelFamily::Llama);
   CHECK(config_says(R"({"model_type": "qwen2"})") == ModelFamily::Llama);
+  CHECK(config_says(R"({"model_type": "qwen3"})") == ModelFamily::Llama);
   CHECK_THROWS_WITH_AS(
-      config_says(R"({"model_type": "qwen3"})"),
-      (config + ": unsupported model_type 'qwen3' (supported: gpt2, llama, mistral, qwen2)")
+      config_says(R"({"model_type": "gemma"})"),
+      (config + ": unsupported model_type 'gemma' (supported: gpt2, llama, mistral, qwen2, qwen3)")
           .c_str(),
       Error);
   CHECK_THROWS_WITH_AS(config_says(R"({"model_type": ["llama"]})"),
@@ -207,6 +208,7 @@ TEST_CASE("llama: synthetic shapes, parameter counts and seeded weights") {
   CHECK(llama::count_parameters(llama::synthetic_config("smollm2-135m")) == 134515008);
   CHECK(llama::count_parameters(llama::synthetic_config("llama-3.2-1b")) == 1235814400);
   CHECK(llama::count_parameters(llama::synthetic_config("qwen2.5-0.5b")) == 494032768);
+  CHECK(llama::count_parameters(llama::synthetic_config("qwen3-0.6b")) == 596049920);
   CHECK_THROWS_WITH_AS(llama::synthetic_config("llama-huge"),
                        doctest::Contains("unknown synthetic Llama model"), Error);
   CHECK(model_family("synthetic:llama-tiny") == ModelFamily::Llama);

@@ -107,6 +107,36 @@ const char* const kQwen25Json = R"({
   "vocab_size": 151936
 })";
 
+// Qwen3-0.6B's config.json, as published.
+const char* const kQwen3Json = R"({
+  "architectures": ["Qwen3ForCausalLM"],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "eos_token_id": 151645,
+  "head_dim": 128,
+  "hidden_act": "silu",
+  "hidden_size": 1024,
+  "initializer_range": 0.02,
+  "intermediate_size": 3072,
+  "max_position_embeddings": 40960,
+  "max_window_layers": 28,
+  "model_type": "qwen3",
+  "num_attention_heads": 16,
+  "num_hidden_layers": 28,
+  "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-06,
+  "rope_scaling": null,
+  "rope_theta": 1000000,
+  "sliding_window": null,
+  "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.51.0",
+  "use_cache": true,
+  "use_sliding_window": false,
+  "vocab_size": 151936
+})";
+
 // A small valid config, to build variants of (tests/json_object_text.h).
 struct ConfigText : testing::JsonObjectText {
   ConfigText()
@@ -175,6 +205,29 @@ TEST_CASE("llama config: Qwen2.5-0.5B-Instruct's config.json, and Qwen2's defaul
   CHECK_FALSE(bare.bos_token_id.has_value());
   CHECK(bare.eos_token_ids.empty());
   CHECK_FALSE(llama::parse_llama_config(ConfigText().json(), kLabel).qkv_bias);
+}
+
+TEST_CASE("llama config: Qwen3-0.6B's config.json, and Qwen3's defaults") {
+  const llama::LlamaConfig config = llama::parse_llama_config(kQwen3Json, kLabel);
+  CHECK(config.model_type == "qwen3");
+  CHECK(config.qk_norm);
+  CHECK_FALSE(config.qkv_bias);
+  CHECK(config.head_dim == 128);  // set, and not hidden_size / heads = 64
+  CHECK(config.group_size() == 2);
+  CHECK(config.rope_theta == 1e6);
+  CHECK(config.context_length() == 40960);
+  CHECK(config.eos_token_ids == std::vector<std::int64_t>{151645});
+  CHECK(llama::count_parameters(config) == 596049920);  // 0.44B without the embedding
+  // Qwen3Config's defaults: head_dim 128 whatever the width, no bos or eos; attention_bias
+  // (biases on all four projections) is refused as for Llama.
+  const llama::LlamaConfig bare =
+      llama::parse_llama_config(ConfigText().set("model_type", "\"qwen3\"").json(), kLabel);
+  CHECK(bare.head_dim == 128);
+  CHECK(bare.max_position_embeddings == 32768);
+  CHECK_FALSE(bare.bos_token_id.has_value());
+  CHECK(failure(ConfigText().set("model_type", "\"qwen3\"").set("attention_bias", "true")) ==
+        "config.json: attention_bias = true is not supported (biases on every projection)");
+  CHECK_FALSE(llama::parse_llama_config(ConfigText().json(), kLabel).qk_norm);
 }
 
 TEST_CASE("llama config: Llama 3.2 1B's config.json with llama3 rope scaling") {
@@ -274,16 +327,16 @@ TEST_CASE("llama config: unsupported features are refused with one clear line") 
   CHECK(failure(ConfigText().set("rope_scaling", R"({"type": "linear", "factor": 2.0})")) ==
         "config.json: rope_scaling type 'linear' is not supported (only 'llama3', or none)");
   CHECK(failure(ConfigText().set("attention_bias", "true")) ==
-        "config.json: attention_bias = true is not supported (Llama's projections have no bias)");
+        "config.json: attention_bias = true is not supported (biases on every projection)");
   CHECK(failure(ConfigText().set("mlp_bias", "true")) ==
-        "config.json: mlp_bias = true is not supported (Llama's projections have no bias)");
+        "config.json: mlp_bias = true is not supported (biases on every projection)");
   CHECK(failure(ConfigText().set("sliding_window", "0")).find("sliding_window") !=
         std::string::npos);
   CHECK(failure(ConfigText().set("sliding_window", "4096.5")).find("sliding_window") !=
         std::string::npos);
-  CHECK(failure(ConfigText().set("model_type", "\"qwen3\"")) ==
-        "config.json: model_type 'qwen3' is not supported here (only 'llama', 'mistral' and "
-        "'qwen2')");
+  CHECK(failure(ConfigText().set("model_type", "\"gemma\"")) ==
+        "config.json: model_type 'gemma' is not supported here (only 'llama', 'mistral', 'qwen2' "
+        "and 'qwen3')");
   CHECK(failure(ConfigText().set("hidden_act", "\"gelu\"")).find("hidden_act 'gelu'") !=
         std::string::npos);
 }

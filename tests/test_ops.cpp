@@ -10,6 +10,7 @@
 #include "ops/attention/registry.h"
 #include "ops/cast.h"
 #include "ops/embedding.h"
+#include "ops/head_rms_norm.h"
 #include "ops/heads.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
@@ -326,6 +327,48 @@ TEST_CASE("rms_norm matches the float64 definition on normal, huge and tiny rows
   CHECK(max_relative_error(out, expected, 1e-30) <= bound);
   ops::rms_norm(ctx, x, weight, eps, x);
   CHECK(max_relative_error(x, expected, 1e-30) <= bound);
+}
+
+TEST_CASE("head_rms_norm_ normalises each query and key head with its gain, in place") {
+  Context ctx(2);
+  std::mt19937 rng(23);
+  const std::int64_t rows = 5, q_heads = 4, kv_heads = 2, head_dim = 16;
+  const std::int64_t width = (q_heads + 2 * kv_heads) * head_dim;
+  const float eps = 1e-6f;
+  Tensor qkv = random_tensor({rows, width}, rng, ctx.allocator(), 3.0f);
+  const Tensor q_weight = random_tensor({head_dim}, rng, ctx.allocator());
+  const Tensor k_weight = random_tensor({head_dim}, rng, ctx.allocator());
+  // The float64 definition: query heads with q_weight, key heads with k_weight, values as they
+  // were.
+  std::vector<double> expected;
+  const float* x = qkv.data<float>();
+  for (std::int64_t n = 0; n < rows; ++n) {
+    for (std::int64_t h = 0; h < q_heads + 2 * kv_heads; ++h) {
+      const float* head = x + n * width + h * head_dim;
+      double squares = 0;
+      for (std::int64_t d = 0; d < head_dim; ++d) squares += double(head[d]) * head[d];
+      const double rms = std::sqrt(squares / head_dim + double(eps));
+      for (std::int64_t d = 0; d < head_dim; ++d) {
+        if (h >= q_heads + kv_heads) {
+          expected.push_back(head[d]);
+        } else {
+          const float* gain = (h < q_heads ? q_weight : k_weight).data<float>();
+          expected.push_back(head[d] / rms * gain[d]);
+        }
+      }
+    }
+  }
+  // rms_norm's bound (its test above): 3u + 3u^2, plus the double sums of 16 squares.
+  const double bound = 3 * kUnitRoundoff * (1 + kUnitRoundoff) + 1e-13;
+  ops::head_rms_norm_(ctx, qkv, q_weight, k_weight, q_heads, kv_heads, eps);
+  CHECK(max_relative_error(qkv, expected, 1e-30) <= bound);
+  // Shapes that do not fit are refused.
+  CHECK_THROWS_WITH_AS(ops::head_rms_norm_(ctx, qkv, q_weight, k_weight, q_heads, 3, eps),
+                       doctest::Contains("not (4 + 2 x 3) heads of 16"), Error);
+  const Tensor short_weight = random_tensor({8}, rng, ctx.allocator());
+  CHECK_THROWS_WITH_AS(
+      ops::head_rms_norm_(ctx, qkv, q_weight, short_weight, q_heads, kv_heads, eps),
+      doctest::Contains("k_weight"), Error);
 }
 
 TEST_CASE("swiglu is silu(gate) * up on stacked halves, large negative gates giving -0") {

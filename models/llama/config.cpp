@@ -171,9 +171,9 @@ LlamaConfig parse_llama_config(std::string_view json_text, const std::string& la
 
   const std::optional<std::string> type = optional_string(root, "model_type", label);
   if (type) {
-    check(*type == "llama" || *type == "mistral" || *type == "qwen2", label,
+    check(*type == "llama" || *type == "mistral" || *type == "qwen2" || *type == "qwen3", label,
           "model_type " + single_quoted(*type) +
-              " is not supported here (only 'llama', 'mistral' and 'qwen2')");
+              " is not supported here (only 'llama', 'mistral', 'qwen2' and 'qwen3')");
   }
   if (const std::optional<std::string> act = optional_string(root, "hidden_act", label)) {
     check(
@@ -182,16 +182,20 @@ LlamaConfig parse_llama_config(std::string_view json_text, const std::string& la
   }
   for (const char* key : {"attention_bias", "mlp_bias"}) {
     check(!optional_bool(root, key, label).value_or(false), label,
-          std::string(key) + " = true is not supported (Llama's projections have no bias)");
+          std::string(key) + " = true is not supported (biases on every projection)");
   }
 
   LlamaConfig config;
   config.model_type = type.value_or("llama");
-  if (config.model_type == "qwen2") {  // its biases, and Qwen2Config's defaults where they differ
-    config.qkv_bias = true;
+  // Qwen2's biases and Qwen3's head norms, and their configs' defaults where they differ.
+  std::int64_t default_head_dim = 0;  // 0: hidden_size / num_attention_heads
+  if (config.model_type == "qwen2" || config.model_type == "qwen3") {
+    config.qkv_bias = config.model_type == "qwen2";
+    config.qk_norm = config.model_type == "qwen3";
     config.max_position_embeddings = 32768;
     config.bos_token_id = std::nullopt;
     config.eos_token_ids = {};
+    if (config.qk_norm) default_head_dim = 128;
   }
   if (optional_bool(root, "use_sliding_window", label) != false) {
     config.sliding_window = optional_integer(root, "sliding_window", label);
@@ -204,8 +208,10 @@ LlamaConfig parse_llama_config(std::string_view json_text, const std::string& la
   check_range(config.num_attention_heads, 1, kMaxHeads, "num_attention_heads", label);
   config.num_key_value_heads =
       optional_integer(root, "num_key_value_heads", label).value_or(config.num_attention_heads);
-  config.head_dim = optional_integer(root, "head_dim", label)
-                        .value_or(config.hidden_size / config.num_attention_heads);
+  config.head_dim =
+      optional_integer(root, "head_dim", label)
+          .value_or(default_head_dim != 0 ? default_head_dim
+                                          : config.hidden_size / config.num_attention_heads);
   config.rms_norm_eps = optional_number(root, "rms_norm_eps", label).value_or(config.rms_norm_eps);
   // transformers >= 5 writes rope_parameters: rope_theta and the scaling in one object.
   const json* rope_parameters = present(root, "rope_parameters");

@@ -1,7 +1,9 @@
 // Llama-family model configuration, read from a Hugging Face `config.json` of a
 // LlamaForCausalLM checkpoint (Llama 2 / 3.x, SmolLM2, TinyLlama), a MistralForCausalLM one
-// (Mistral 7B: Llama's blocks, with a sliding window) or a Qwen2ForCausalLM one (Qwen2, Qwen2.5:
-// Llama's blocks with a bias on the query, key and value projections; model_type "qwen2").
+// (Mistral 7B: Llama's blocks, with a sliding window), a Qwen2ForCausalLM one (Qwen2, Qwen2.5:
+// Llama's blocks with a bias on the query, key and value projections; model_type "qwen2") or a
+// Qwen3ForCausalLM one (Qwen3: an RMSNorm on each query and key head before RoPE, no biases;
+// model_type "qwen3").
 //
 // Read: vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads
 // (required); num_key_value_heads (default: num_attention_heads), head_dim (default:
@@ -11,12 +13,13 @@
 // max_position_embeddings (2048), sliding_window (null; ignored when use_sliding_window is
 // false), tie_word_embeddings (false), bos_token_id (1) and eos_token_id (2; an integer or a
 // list of integers, as Llama 3.1 Instruct has). The defaults are transformers' LlamaConfig's;
-// for qwen2 Qwen2Config's where they differ (max_position_embeddings 32768, no bos or eos).
+// for qwen2 and qwen3 their configs' where they differ (max_position_embeddings 32768, no bos or
+// eos; qwen3's head_dim 128).
 // A sliding window of W keys is the plain causal attention of every sequence up to W tokens
 // long, so attnscope runs such a model with a context of W (context_length()).
-// Refused with one line each: a model_type other than "llama", "mistral" and "qwen2", hidden_act
-// other than "silu", any other rope_scaling type (linear, dynamic, yarn, longrope, ...),
-// attention_bias or mlp_bias true (Llama's biases on every projection). Every integer must be a
+// Refused with one line each: a model_type other than "llama", "mistral", "qwen2" and "qwen3",
+// hidden_act other than "silu", any other rope_scaling type (linear, dynamic, yarn, longrope, ...),
+// attention_bias or mlp_bias true (biases on every projection). Every integer must be a
 // JSON integer, every number a number, and each value within sane bounds before anything is
 // sized from it; keys attnscope does not use are ignored.
 #pragma once
@@ -33,8 +36,9 @@
 namespace attnscope::llama {
 
 struct LlamaConfig {
-  std::string model_type = "llama";  // or "mistral", "qwen2"
+  std::string model_type = "llama";  // or "mistral", "qwen2", "qwen3"
   bool qkv_bias = false;             // q_proj, k_proj and v_proj have a bias (qwen2)
+  bool qk_norm = false;              // an RMSNorm on each q and k head before RoPE (qwen3)
   std::int64_t vocab_size = 0;
   std::int64_t hidden_size = 0;
   std::int64_t intermediate_size = 0;

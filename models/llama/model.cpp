@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "ops/head_rms_norm.h"
 #include "ops/heads.h"
 #include "ops/linear.h"
 #include "ops/rms_norm.h"
@@ -79,8 +80,8 @@ Model Model::open(const std::string& spec, Context& ctx, std::uint64_t synthetic
 std::uint64_t Model::bytes_without_lm_head() const {
   std::uint64_t bytes = weights_.token_embedding.nbytes() + weights_.final_norm.nbytes();
   for (const LayerWeights& l : weights_.layers) {
-    for (const Tensor* t : {&l.input_norm, &l.qkv, &l.qkv_bias, &l.out, &l.post_attention_norm,
-                            &l.gate_up, &l.down}) {
+    for (const Tensor* t : {&l.input_norm, &l.qkv, &l.qkv_bias, &l.q_norm, &l.k_norm, &l.out,
+                            &l.post_attention_norm, &l.gate_up, &l.down}) {
       bytes += t->nbytes();
     }
   }
@@ -103,6 +104,10 @@ void Model::attention_block(Context& ctx, std::int64_t layer_index, Tensor& hidd
   Tensor qkv =
       Tensor::empty({hidden.dim(0), layer.qkv.dim(0)}, dtypes_.activations, ctx.allocator());
   ops::linear(ctx, normed, layer.qkv, layer.qkv_bias, qkv);
+  if (config_.qk_norm) {
+    ops::head_rms_norm_(ctx, qkv, layer.q_norm, layer.k_norm, config_.num_attention_heads,
+                        config_.num_key_value_heads, static_cast<float>(config_.rms_norm_eps));
+  }
   const AttentionHeads heads{config_.num_attention_heads, config_.num_key_value_heads,
                              config_.head_dim,
                              1.0f / std::sqrt(static_cast<float>(config_.head_dim)), &rotary_};

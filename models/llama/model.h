@@ -1,6 +1,6 @@
 // Llama (Touvron et al. 2023; Llama 3, SmolLM2, TinyLlama): Hugging Face's LlamaForCausalLM,
-// and the families that are Llama's blocks: Mistral (models/llama/config.h: its window) and
-// Qwen2 (biases on q, k and v).
+// and the families that are Llama's blocks: Mistral (models/llama/config.h: its window), Qwen2
+// (biases on q, k and v) and Qwen3 (an RMSNorm on each q and k head).
 //
 // For tokens x_1..x_T at positions p_1..p_T (after the cache's length):
 //   h = embed[x]                                    no learned positions
@@ -9,6 +9,8 @@
 //     q, k, v = W_qkv · a (+ b_qkv in Qwen2)        Hq query heads, Hkv <= Hq key/value heads of
 //                                                   width D (grouped-query attention: query head
 //                                                   h reads key/value head h / (Hq / Hkv))
+//     q, k = rms_q(q), rms_k(k)  (Qwen3)           each head an RMSNorm over its D values
+//                                                   (ops/head_rms_norm.h)
 //     q, k = rope(q, p), rope(k, p)                 rotary embedding (ops/rotary_embedding.h),
 //                                                   k rotated once as it enters the cache
 //     h = h + W_o · attention(q, K, V)              causal, scores scaled by 1 / sqrt(D)
@@ -48,7 +50,7 @@ class Model : public LanguageModel {
                     DType dtype = DType::F32);
 
   const LlamaConfig& llama_config() const { return config_; }
-  // The summary the tools size things from: model_type "llama", "mistral" or "qwen2",
+  // The summary the tools size things from: model_type "llama", "mistral", "qwen2" or "qwen3",
   // context_length = LlamaConfig::context_length(), d_ff = intermediate_size, eos_token_ids every
   // eos id.
   const ModelConfig& config() const override { return summary_; }

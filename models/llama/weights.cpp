@@ -69,6 +69,12 @@ std::vector<TensorSlot> tensor_slots(const LlamaConfig& config, Weights& weights
       slots.push_back({p + "self_attn.k_proj.bias", {kv_rows}, &l.qkv_bias, q_rows});
       slots.push_back({p + "self_attn.v_proj.bias", {kv_rows}, &l.qkv_bias, q_rows + kv_rows});
     }
+    if (config.qk_norm) {
+      make(l.q_norm, {d});
+      make(l.k_norm, {d});
+      slots.push_back({p + "self_attn.q_norm.weight", {d}, &l.q_norm, 0, false, Init::Ones});
+      slots.push_back({p + "self_attn.k_norm.weight", {d}, &l.k_norm, 0, false, Init::Ones});
+    }
     slots.push_back(
         {p + "self_attn.o_proj.weight", {c, q_rows}, &l.out, 0, true, Init::ScaledRandom});
     slots.push_back(
@@ -181,7 +187,9 @@ std::vector<Placement> placements(Weights& weights) {
                              {&l.post_attention_norm, false},
                              {&l.gate_up, true},
                              {&l.down, true}});
-    if (l.qkv_bias.defined()) list.push_back({&l.qkv_bias, false});
+    for (Tensor* optional : {&l.qkv_bias, &l.q_norm, &l.k_norm}) {
+      if (optional->defined()) list.push_back({optional, false});
+    }
   }
   list.push_back({&weights.final_norm, false});
   return list;

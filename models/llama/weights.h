@@ -27,6 +27,8 @@ struct LayerWeights {
   Tensor input_norm;           // [C]                  input_layernorm
   Tensor qkv;                  // [(Hq + 2 Hkv) D, C]  self_attn.{q,k,v}_proj stacked
   Tensor qkv_bias;             // [(Hq + 2 Hkv) D]     their biases stacked (Qwen2), else none
+  Tensor q_norm;               // [D]                  self_attn.q_norm (Qwen3), else none
+  Tensor k_norm;               // [D]                  self_attn.k_norm (Qwen3), else none
   Tensor out;                  // [C, Hq D]            self_attn.o_proj
   Tensor post_attention_norm;  // [C]                  post_attention_layernorm
   Tensor gate_up;              // [2 F, C]             mlp.{gate,up}_proj stacked
@@ -51,8 +53,8 @@ Checkpoint load_checkpoint(const std::string& spec, Context& ctx, std::uint64_t 
                            DType dtype);
 
 // The synthetic shapes: "llama-tiny" (2 layers of width 64, 4 query and 2 key/value heads, a
-// 512-token vocabulary: for tests), "smollm2-135m", "llama-3.2-1b" and "qwen2.5-0.5b" (the real
-// shapes).
+// 512-token vocabulary: for tests), "smollm2-135m", "llama-3.2-1b", "qwen2.5-0.5b" and
+// "qwen3-0.6b" (the real shapes).
 LlamaConfig synthetic_config(const std::string& name);
 std::vector<std::string> synthetic_names();
 

@@ -1,19 +1,11 @@
-// ops::rms_norm on a GPU, one block per row:
-//
-//   rms = sqrt(sum(x^2) / C + eps)
-//   out = round_to_dtype(x / rms) * weight
-//
-// Each block (256 threads) makes a strided f32 sum of squares over its row and one block
-// reduction (warp shuffles, then across warps), then a second strided pass reads the row again
-// (now from L1/L2) and writes the normalised, weighted row. The normalised value is rounded to
-// the storage dtype before the weight multiplies it, as transformers' LlamaRMSNorm does. Each
-// thread rewrites only elements it read itself after the reduction's barrier, so out may alias
-// x. No limit on C (nothing is staged in shared memory).
+// ops::rms_norm on a GPU, one block (256 threads) per row, each normalising its row with
+// rms_norm_row (ops/cuda/rms_norm_row.cuh: the math, its rounding, why out may alias x). No limit
+// on C (nothing is staged in shared memory).
 // Cost: N blocks, one launch; reads 2 N C elements (the second time from cache) + C (the
 // weight, from L2 after the first rows), writes N C; ~4 FLOPs per element. (In the model an
 // RMSNorm follows each residual add: fusing the add in would save one launch and one round
 // trip of the residual stream.)
-#include "ops/cuda/device_math.cuh"
+#include "ops/cuda/rms_norm_row.cuh"
 #include "ops/rms_norm.h"
 #include "runtime/cuda/cuda_context.h"
 
@@ -28,19 +20,7 @@ __global__ void rms_norm_kernel(const T* x, const T* weight, float eps, T* out,
                                 std::int64_t width) {
   __shared__ float scratch[32];
   const std::int64_t offset = static_cast<std::int64_t>(blockIdx.x) * width;
-
-  float squares = 0.0f;
-  for (std::int64_t c = threadIdx.x; c < width; c += blockDim.x) {
-    const float value = load_f32(x, offset + c);
-    squares += value * value;
-  }
-  const float mean_square = block_sum(squares, scratch) / static_cast<float>(width);
-  const float inv_rms = 1.0f / sqrtf(mean_square + eps);
-
-  for (std::int64_t c = threadIdx.x; c < width; c += blockDim.x) {
-    const T normalised = from_f32<T>(load_f32(x, offset + c) * inv_rms);
-    out[offset + c] = from_f32<T>(load_f32(&normalised, 0) * load_f32(weight, c));
-  }
+  rms_norm_row(x + offset, weight, eps, out + offset, width, scratch);
 }
 
 }  // namespace

@@ -17,10 +17,11 @@
 namespace attnscope::cli {
 
 void add_model_flag(CLI::App& app, std::string& spec) {
-  app.add_option("-m,--model", spec,
-                 "A directory with config.json + model.safetensors (Hugging Face layout: GPT-2, "
-                 "or the Llama family: Llama, Mistral, Qwen2), or synthetic:NAME with NAME in " +
-                     synthetic_model_names())
+  app.add_option(
+         "-m,--model", spec,
+         "A directory with config.json + model.safetensors (Hugging Face layout: GPT-2, "
+         "or the Llama family: Llama, Mistral, Qwen2, Qwen3), or synthetic:NAME with NAME in " +
+             synthetic_model_names())
       ->required();
 }
 
