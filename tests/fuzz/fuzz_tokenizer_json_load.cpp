@@ -4,7 +4,8 @@
 // then encoding and decoding a fixed text neither throws nor crashes, or throws attnscope::Error
 // (one clear line); any other exception (a JSON library's type error, say), crash or sanitizer
 // report is a bug. Cost: linear in the input size per run, plus one file write.
-// Seeds: tests/fuzz/corpus/tokenizer_json_load/ (small byte-level and SentencePiece files).
+// Seeds: tests/fuzz/corpus/tokenizer_json_load/ (small byte-level and SentencePiece files, one with
+// Unicode normalizers).
 
 #include <unistd.h>
 
