@@ -254,14 +254,11 @@ StepReport Engine::step() {
     logits = to_host(ctx_, model_.forward_paged(ctx_, steps, cache_));
   } catch (const std::exception& error) {
     for (const StepPlan::Item& item : plan.items) {
-      report.events.push_back({item.sequence->id,
-                               false,
-                               0,
-                               true,
-                               FinishReason::failed,
-                               std::string("the model step failed: ") + error.what(),
-                               0,
-                               {}});
+      report.events.push_back({.id = item.sequence->id,
+                               .finished = true,
+                               .reason = FinishReason::failed,
+                               .error = std::string("the model step failed: ") + error.what(),
+                               .top_logprobs = {}});
       finish(*item.sequence);
     }
     return report;
