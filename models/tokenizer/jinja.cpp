@@ -230,8 +230,10 @@ class Renderer {
       case Expr::Kind::literal:
         return e.value;
       case Expr::Kind::name: {
-        const Value* found = find(e.name);
-        return found ? *found : kUndefined;
+        if (const Value* found = find(e.name)) return *found;
+        // The global functions are defined names, as in jinja2 and transformers: templates ask
+        // `strftime_now is defined` (Llama 3.2's date) before they call it.
+        return is_supported_function(e.name) ? kGlobalFunction : kUndefined;
       }
       case Expr::Kind::attribute: {
         Value object_storage;

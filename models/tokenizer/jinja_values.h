@@ -15,6 +15,9 @@ namespace attnscope::tokenizer::jinja {
 
 // jinja2's Undefined: what a missing name, key or index gives.
 inline const Value kUndefined(Value::value_t::discarded);  // not braces: a list
+// What a global function's name (strftime_now, ...) is as a value: defined and truthy, as a
+// function is in jinja2; only calling it does anything.
+inline const Value kGlobalFunction = "<built-in function>";
 // A namespace(...) is an object holding its attributes under this key, so that `set ns.a = 1`
 // can tell it from a dict (jinja2 refuses to assign to a dict's attributes).
 inline constexpr std::string_view kNamespaceKey = "\x01namespace";

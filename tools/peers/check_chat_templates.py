@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""attnscope's chat templates on real models' templates, beside transformers.
+
+The llama-cpp-python sdist on PyPI carries llama.cpp's collection of real chat templates
+(models/templates/*.jinja: Qwen2.5, Qwen3, Llama 3.x, Mistral, Gemma, DeepSeek, Phi, ...). For
+each, this script renders one conversation (a system message and a user message, the
+assistant's turn opened) two ways and compares the token ids:
+  - transformers' apply_chat_template (its jinja2 sandbox) with the template as chat_template;
+  - `attnscope generate --chat --chat-template FILE --system S --prompt U --max-new-tokens 1
+    --json`, whose prompt_ids are the rendered conversation encoded.
+Both use one tokenizer (--tokenizer, e.g. the Qwen2 one tools/peers/check_real_vocab.py writes),
+so its special tokens (bos_token, eos_token) are what each template sees. A template attnscope
+refuses prints attnscope's one-line reason; one transformers cannot render either is skipped.
+Prints one line per template and the counts; exits 0 (a survey, not a gate).
+
+Run from the repository root, after building attnscope, with transformers 5 (/tmp/hf):
+    /tmp/hf/bin/python tools/peers/check_chat_templates.py --tokenizer /tmp/lcpp/qwen2 \\
+        --sdist /tmp/lcpp/llama_cpp_python-*.tar.gz --out /tmp/lcpp/templates
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import tarfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SYSTEM = "You are a terse assistant."
+USER = "What is 2 + 2? R\u00e9ponds en fran\u00e7ais."
+
+
+def extract_templates(sdist, out):
+    out.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(sdist) as archive:
+        for member in archive.getmembers():
+            if "/models/templates/" in member.name and member.name.endswith(".jinja"):
+                member.name = Path(member.name).name
+                archive.extract(member, out)
+    return sorted(out.glob("*.jinja"))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokenizer", type=Path, required=True)
+    parser.add_argument("--sdist", type=Path, required=True, help="llama-cpp-python's sdist")
+    parser.add_argument("--out", type=Path, required=True, help="a scratch folder")
+    parser.add_argument("--model", default="synthetic:qwen2.5-0.5b",
+                        help="any model whose vocabulary holds the tokenizer's ids")
+    parser.add_argument("--attnscope", default=str(REPO / "build" / "tools" / "attnscope"))
+    args = parser.parse_args()
+    os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_VERBOSITY="error")
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": USER}]
+    counts = {"equal": 0, "differ": 0, "refused by attnscope": 0, "transformers failed": 0}
+    for path in extract_templates(args.sdist, args.out):
+        template = path.read_text(encoding="utf-8")
+        try:
+            expected = tokenizer.apply_chat_template(messages, chat_template=template,
+                                                     add_generation_prompt=True, tokenize=True,
+                                                     return_dict=False)
+        except Exception as error:  # noqa: BLE001 (a survey: any failure is reported)
+            counts["transformers failed"] += 1
+            print(f"{path.name}: transformers failed ({type(error).__name__}), skipped")
+            continue
+        result = subprocess.run(
+            [args.attnscope, "generate", "--model", args.model, "--tokenizer", str(args.tokenizer),
+             "--chat", "--chat-template", str(path), "--system", SYSTEM, "--prompt", USER,
+             "--max-new-tokens", "1", "--json"], capture_output=True, text=True)
+        if result.returncode != 0:
+            counts["refused by attnscope"] += 1
+            reason = (result.stderr.strip().splitlines() or ["(no message)"])[-1]
+            print(f"{path.name}: refused by attnscope: {reason}")
+            continue
+        ours = json.loads(result.stdout)["prompt_ids"]
+        same = ours == expected
+        counts["equal" if same else "differ"] += 1
+        print(f"{path.name}: {len(expected)} ids {'equal' if same else 'DIFFER'}")
+        if not same:
+            print(f"    transformers: {tokenizer.decode(expected)!r}")
+            print(f"    attnscope:    {tokenizer.decode(ours)!r}")
+    print(", ".join(f"{what}: {count}" for what, count in counts.items()))
+
+
+if __name__ == "__main__":
+    main()
