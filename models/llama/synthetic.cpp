@@ -1,7 +1,7 @@
 // The synthetic Llama shapes (models/llama/weights.h): the real configs of SmolLM2-135M,
 // Llama 3.2 1B, Qwen2.5-0.5B and Qwen3-0.6B (from their config.json files), and a tiny one for
-// tests. Weights
-// are seeded random (models/llama/weights.cpp), so benchmarks and profiles run without a download.
+// tests. Weights are seeded random (models/llama/weights.cpp), so benchmarks and profiles run
+// without a download.
 #include "models/llama/weights.h"
 #include "models/synthetic_shapes.h"
 #include "runtime/error.h"
