@@ -77,19 +77,19 @@ TEST_CASE("GPU llama: bf16 logits stay close to transformers' f32, every backend
   // weight (the RMSNorm gains too); each RMSNorm's normalised row and its product with the gain;
   // the qkv and gate_up projections (Qwen2's biases added before the rounding); Qwen3's q and k
   // head norms; q and k after RoPE (k as the cache holds it, v as projected); the residual
-  // stream after o_proj and down_proj (a GEMM with the add in it, rounded once); silu(gate) and its product with up; and in attention what each backend
-  // stores: naive and inplace the scores, the scaled scores and P, fused the scores and P, math
-  // and flash (its SIMT kernel at these head dims of 8 and 16) the output only. The logits are
-  // f32. Against the fixtures' f32 references it gives, in the worst logit row (always one of
-  // gqa1-untied-sharded), an rms error of 3.6% of the row's rms (math/flash 3.65%, naive/inplace
-  // 3.59%, fused 3.51%) and a largest error of 10.1% of it (naive/inplace 10.14%, fused 10.12%,
-  // math/flash 9.05%); rounding nothing, it reproduces the references within 3.0e-6 of a row's
-  // rms. What it does not mirror is the GPU's f32 order of operations (cuBLAS's summation order,
-  // exp, FMAs), which moves values by f32 ulps and so flips a rare bf16 rounding: accumulating
-  // the model's products in f64 instead left its worst numbers unchanged in 4 digits. The bounds
-  // are about twice the modeled worst: 7.5% and 20% of the row's rms.
-  // wide-heads-bf16 loads unchanged (its weights are bf16 already); wide-heads-f16's f16 weights
-  // are rounded to bf16 at load, which the model does too: neither needs anything else.
+  // stream after o_proj and down_proj (a GEMM with the add in it, rounded once); silu(gate) and its
+  // product with up; and in attention what each backend stores: naive and inplace the scores, the
+  // scaled scores and P, fused the scores and P, math and flash (its SIMT kernel at these head dims
+  // of 8 and 16) the output only. The logits are f32. Against the fixtures' f32 references it
+  // gives, in the worst logit row (always one of gqa1-untied-sharded), an rms error of 3.6% of the
+  // row's rms (math/flash 3.65%, naive/inplace 3.59%, fused 3.51%) and a largest error of 10.1% of
+  // it (naive/inplace 10.14%, fused 10.12%, math/flash 9.05%); rounding nothing, it reproduces the
+  // references within 3.0e-6 of a row's rms. What it does not mirror is the GPU's f32 order of
+  // operations (cuBLAS's summation order, exp, FMAs), which moves values by f32 ulps and so flips a
+  // rare bf16 rounding: accumulating the model's products in f64 instead left its worst numbers
+  // unchanged in 4 digits. The bounds are about twice the modeled worst: 7.5% and 20% of the row's
+  // rms. wide-heads-bf16 loads unchanged (its weights are bf16 already); wide-heads-f16's f16
+  // weights are rounded to bf16 at load, which the model does too: neither needs anything else.
   if (gpu_missing()) return;
   for (const char* name : kLlamaFixtures) {
     const nlohmann::json reference = read_reference(name);
