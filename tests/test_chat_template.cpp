@@ -79,8 +79,17 @@ TEST_CASE("chat templates render as transformers renders them") {
 }
 
 TEST_CASE("chat templates: what is not supported is refused when parsed, with its line") {
-  CHECK(parse_error("a\n{% macro m() %}x{% endmacro %}") ==
-        "chat template: line 2: the statement {% macro %} is not supported");
+  CHECK(parse_error("a\n{% call m() %}x{% endcall %}") ==
+        "chat template: line 2: the statement {% call %} is not supported");
+  // A macro is known after its definition: not in its own body (no recursion), not before.
+  CHECK(parse_error("{% macro m(n) %}{{ m(n - 1) }}{% endmacro %}") ==
+        "chat template: line 1: the function m() is not supported (nor a macro defined before)");
+  CHECK(parse_error("{{ m() }}{% macro m() %}{% endmacro %}") ==
+        "chat template: line 1: the function m() is not supported (nor a macro defined before)");
+  CHECK(parse_error("{% macro m(a b) %}{% endmacro %}") ==
+        "chat template: line 1: expected , or ) in the macro's parameters");
+  CHECK(parse_error("{% for x in y %}{% macro m() %}{% break %}{% endmacro %}{% endfor %}") ==
+        "chat template: line 1: {% break %} outside a loop");
   CHECK(parse_error("{% raw %}x{% endraw %}") ==
         "chat template: line 1: the statement {% raw %} is not supported");
   CHECK(parse_error("{{ x | wordwrap }}") ==
@@ -88,7 +97,8 @@ TEST_CASE("chat templates: what is not supported is refused when parsed, with it
   CHECK(parse_error("{{ x is callable }}") ==
         "chat template: line 1: the test 'callable' is not supported");
   CHECK(parse_error("{{ cycler(1) }}") ==
-        "chat template: line 1: the function cycler() is not supported");
+        "chat template: line 1: the function cycler() is not supported (nor a macro defined "
+        "before)");
   CHECK(parse_error("{{ 'a'.format(1) }}") ==
         "chat template: line 1: the method format() is not supported");
   CHECK(parse_error("{{ x.strip()(2) }}") ==
@@ -133,6 +143,21 @@ TEST_CASE("chat templates: errors while rendering name the line and the reason")
   CHECK(render_error("{% for a, b in [1] %}{% endfor %}") ==
         "chat template: line 1: cannot unpack a int into 2 loop variables");
   CHECK(render_error("{{ x | tojson }}") == "chat template: tojson of an undefined value");
+  CHECK(render_error("{% if false %}{% macro m() %}{% endmacro %}{% endif %}{{ m() }}") ==
+        "chat template: line 1: m is undefined: its {% macro %} did not run");
+  CHECK(render_error("{% macro m(a) %}{% endmacro %}{{ m(1, 2) }}") ==
+        "chat template: line 1: m() takes 1 arguments, not 2");
+  CHECK(render_error("{% macro m(a) %}{% endmacro %}{{ m(b=1) }}") ==
+        "chat template: line 1: m() has no parameter b");
+  // A chain of 100 macros, each calling the one before: refused at 64 levels, not a crash.
+  std::string chain = "{% macro m0() %}x{% endmacro %}";
+  for (int i = 1; i < 100; ++i) {
+    chain += "{% macro m" + std::to_string(i) + "() %}{{ m" + std::to_string(i - 1) +
+             "() }}{% endmacro %}";
+  }
+  CHECK(render(chain + "{{ m63() }}") == "x");
+  CHECK(render_error(chain + "{{ m99() }}") ==
+        "chat template: line 1: macros call macros deeper than 64 levels");
   // Python's ints are unbounded; one that leaves int64 is refused, never wrapped.
   const std::string overflow = "chat template: line 1: an int result does not fit in 64 bits";
   CHECK(render_error("{{ 9223372036854775807 + 1 }}") == overflow);
@@ -226,10 +251,10 @@ TEST_CASE("chat templates: found where transformers saves them, with the special
   attnscope::testing::write_file(dir.file("chat_template.jinja"), "[{{ messages | length }}]\n");
   CHECK(ChatTemplate::find_in(dir.path().string(), Value::object())
             ->render(messages, nullptr, true) == "[1]");
-  attnscope::testing::write_file(dir.file("chat_template.jinja"), "{% macro m() %}{% endmacro %}");
+  attnscope::testing::write_file(dir.file("chat_template.jinja"), "{% call m() %}{% endcall %}");
   CHECK_THROWS_WITH_AS(ChatTemplate::find_in(dir.path().string(), Value::object()),
                        (dir.file("chat_template.jinja") +
-                        ": chat template: line 1: the statement {% macro %} is not supported")
+                        ": chat template: line 1: the statement {% call %} is not supported")
                            .c_str(),
                        Error);
 }

@@ -84,6 +84,9 @@ class Renderer {
       case Node::Kind::set:
         assign(node);
         return Flow::normal;
+      case Node::Kind::macro:
+        macros_[node.target] = &node;
+        return Flow::normal;
       case Node::Kind::break_:
         return Flow::break_;
       case Node::Kind::continue_:
@@ -209,12 +212,61 @@ class Renderer {
     (*target)[std::string(kNamespaceKey)][node.attribute] = std::move(value);
   }
 
+  // The innermost variable called `name`. While a macro runs it sees its own scopes (from
+  // macro_floor_ up) and the template's globals (scopes_[0]), not its caller's loop variables.
   Value* find(const std::string& name) {
-    for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
-      const auto found = scope->find(name);
-      if (found != scope->end()) return &*found;
+    for (std::size_t i = scopes_.size(); i-- > macro_floor_;) {
+      const auto found = scopes_[i].find(name);
+      if (found != scopes_[i].end()) return &*found;
     }
-    return nullptr;
+    if (macro_floor_ == 0) return nullptr;
+    const auto found = scopes_[0].find(name);
+    return found != scopes_[0].end() ? &*found : nullptr;
+  }
+
+  // A macro's text: its body rendered with its parameters bound, as jinja2 calls it (positional
+  // arguments, then keywords, then the defaults, evaluated as the parameters before them are
+  // bound; one left out and without a default is undefined).
+  Value call_macro(const Node& macro, const Expr& e) {
+    const Arguments args = arguments(e, 0);
+    if (args.positional.size() > macro.parameters.size()) {
+      template_error(e.line, macro.target + "() takes " + std::to_string(macro.parameters.size()) +
+                                 " arguments, not " + std::to_string(args.positional.size()));
+    }
+    for (const auto& [name, value] : args.keywords) {
+      const bool known =
+          std::any_of(macro.parameters.begin(), macro.parameters.end(),
+                      [&](const auto& parameter) { return parameter.first == name; });
+      if (!known) template_error(e.line, macro.target + "() has no parameter " + name);
+    }
+    // Each call nests a few C++ frames: a chain of macros each calling the one before must end
+    // before the stack does.
+    if (++macro_depth_ > kMaxMacroDepth) {
+      template_error(
+          e.line, "macros call macros deeper than " + std::to_string(kMaxMacroDepth) + " levels");
+    }
+    const std::size_t caller_floor = macro_floor_;
+    scopes_.push_back(Value::object());
+    macro_floor_ = scopes_.size() - 1;
+    for (std::size_t i = 0; i < macro.parameters.size(); ++i) {
+      const auto& [name, fallback] = macro.parameters[i];
+      const auto keyword = args.keywords.find(name);
+      if (i < args.positional.size()) {
+        scopes_.back()[name] = args.positional[i];
+      } else if (keyword != args.keywords.end()) {
+        scopes_.back()[name] = keyword->second;
+      } else {
+        scopes_.back()[name] = fallback ? eval(*fallback) : kUndefined;
+      }
+    }
+    const std::size_t start = output.size();
+    run(macro.body);
+    std::string text = output.substr(start);
+    output.resize(start);
+    scopes_.pop_back();
+    macro_floor_ = caller_floor;
+    --macro_depth_;
+    return text;
   }
 
   Value eval(const Expr& e) {
@@ -578,6 +630,9 @@ class Renderer {
   }
 
   Value call(const Expr& e) {
+    if (const auto macro = macros_.find(e.name); macro != macros_.end()) {
+      return call_macro(*macro->second, e);
+    }
     const Arguments args = arguments(e, 0);
     if (e.name == "raise_exception") {
       template_error(e.line, "raise_exception: " + python_str(args.get(0, "message", kUndefined)));
@@ -606,6 +661,9 @@ class Renderer {
       Value ns = Value::object();
       ns[std::string(kNamespaceKey)] = std::move(fields);
       return ns;
+    }
+    if (e.name != "range") {  // a macro whose definition did not run (an untaken branch)
+      template_error(e.line, e.name + " is undefined: its {% macro %} did not run");
     }
     // range(stop) or range(start, stop[, step])
     std::array<std::int64_t, 3> r = {0, 0, 1};
@@ -911,6 +969,9 @@ class Renderer {
   }
 
   std::vector<Value> scopes_;
+  std::size_t macro_floor_ = 0;
+  int macro_depth_ = 0;  // macro calls in progress                             // see find()
+  std::map<std::string, const Node*, std::less<>> macros_;  // the macros defined so far
   Value character_;
   std::int64_t steps_ = 0;
 };

@@ -16,9 +16,9 @@
 // Case mapping is ASCII only, and a tuple is a list (it prints as [1, 2], not (1, 2)).
 // jinja_values.h holds the Python semantics; jinja.cpp the interpreter.
 //
-// Rendering always ends, and soon: loops run over finite values, there are no macros or
-// recursion, and the steps (kMaxRenderSteps), the output, ranges and repeated strings
-// (kMaxRenderBytes) are capped. Errors (raise_exception, a
+// Rendering always ends, and soon: loops run over finite values, a macro can call only the
+// macros defined before it (no recursion), and the steps (kMaxRenderSteps), the output, ranges
+// and repeated strings (kMaxRenderBytes) are capped. Errors (raise_exception, a
 // type error, an undefined value read further) throw Error("chat template: line N: ...").
 #pragma once
 
@@ -33,6 +33,8 @@ namespace attnscope::tokenizer::jinja {
 
 // The most bytes a render may produce (and a string or range it may build).
 inline constexpr std::size_t kMaxRenderBytes = std::size_t{16} << 20;
+// The most macro calls in progress at once (a chain of macros each calling the one before).
+inline constexpr int kMaxMacroDepth = 64;
 // The most statements and loop iterations a render may run: a chat of a thousand messages takes
 // under 100,000; nested loops over long ranges that print nothing would otherwise run for hours.
 inline constexpr std::int64_t kMaxRenderSteps = 1'000'000;

@@ -12,6 +12,8 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
+#include <utility>
 
 #include "models/tokenizer/utf8.h"
 #include "runtime/error.h"
@@ -354,8 +356,10 @@ class Scanner {
 
 class ExpressionParser {
  public:
-  ExpressionParser(const std::vector<Token>& tokens, std::size_t start, int line)
-      : tokens_(tokens), pos_(start), line_(line) {}
+  // `macros`: the macros defined so far, which calls may name besides the global functions.
+  ExpressionParser(const std::vector<Token>& tokens, std::size_t start, int line,
+                   const std::set<std::string, std::less<>>& macros)
+      : tokens_(tokens), pos_(start), line_(line), macros_(macros) {}
 
   ExprPtr expression() {
     const NestingGuard guard(depth_, here(), "expressions");
@@ -614,8 +618,9 @@ class ExpressionParser {
       } else if (is_op("(")) {
         if (node->kind != Expr::Kind::name)
           template_error(here(), "only global functions can be called");
-        if (!is_supported_function(node->name)) {
-          template_error(node->line, "the function " + node->name + "() is not supported");
+        if (!is_supported_function(node->name) && macros_.count(node->name) == 0) {
+          template_error(node->line, "the function " + node->name +
+                                         "() is not supported (nor a macro defined before)");
         }
         ExprPtr call = make(Expr::Kind::call);
         call->name = node->name;
@@ -711,6 +716,7 @@ class ExpressionParser {
   const std::vector<Token>& tokens_;
   std::size_t pos_;
   int line_;
+  const std::set<std::string, std::less<>>& macros_;
   int depth_ = 0;
 };
 
@@ -737,7 +743,7 @@ class TemplateParser {
 
   static bool is_block_end(std::string_view word) {
     return word == "elif" || word == "else" || word == "endif" || word == "endfor" ||
-           word == "endgeneration";
+           word == "endgeneration" || word == "endmacro";
   }
 
   // Nodes up to one of `ends` (consumed; its tag is at ended_) or the template's end.
@@ -763,13 +769,13 @@ class TemplateParser {
         node.text = tag.text;
         body.push_back(std::move(node));
       } else if (tag.kind == Tag::Kind::output) {
-        ExpressionParser parser(tag.tokens, 0, tag.line);
+        ExpressionParser parser(tag.tokens, 0, tag.line, macros_);
         Node node{Node::Kind::output, tag.line};
         node.expr = parser.expression();
         parser.expect_end();
         body.push_back(std::move(node));
       } else if (word == "generation") {
-        ExpressionParser(tag.tokens, 1, tag.line).expect_end();
+        ExpressionParser(tag.tokens, 1, tag.line, macros_).expect_end();
         for (Node& node : parse_block({"endgeneration"}, tag)) body.push_back(std::move(node));
       } else {
         body.push_back(statement(tag, word));
@@ -792,7 +798,7 @@ class TemplateParser {
   }
 
   Node statement(const Tag& tag, const std::string& word) {
-    ExpressionParser parser(tag.tokens, 1, tag.line);
+    ExpressionParser parser(tag.tokens, 1, tag.line, macros_);
     Node node{Node::Kind::text, tag.line};
     if (word == "if") {
       node.kind = Node::Kind::if_;
@@ -803,7 +809,7 @@ class TemplateParser {
         node.branches.emplace_back(std::move(condition), std::move(body));
         const Tag& end = *ended_;
         const std::string end_word = keyword(end);
-        ExpressionParser end_parser(end.tokens, 1, end.line);
+        ExpressionParser end_parser(end.tokens, 1, end.line, macros_);
         if (end_word == "elif") {
           condition = end_parser.expression();
           end_parser.expect_end();
@@ -812,7 +818,7 @@ class TemplateParser {
         end_parser.expect_end();
         if (end_word == "else") {
           Body otherwise = parse_block({"endif"}, tag);
-          ExpressionParser(ended_->tokens, 1, ended_->line).expect_end();
+          ExpressionParser(ended_->tokens, 1, ended_->line, macros_).expect_end();
           node.branches.emplace_back(nullptr, std::move(otherwise));
         }
         return node;
@@ -833,10 +839,10 @@ class TemplateParser {
       node.body = parse_block({"else", "endfor"}, tag);
       --loops_;
       if (keyword(*ended_) == "else") {
-        ExpressionParser(ended_->tokens, 1, ended_->line).expect_end();
+        ExpressionParser(ended_->tokens, 1, ended_->line, macros_).expect_end();
         node.else_body = parse_block({"endfor"}, tag);
       }
-      ExpressionParser(ended_->tokens, 1, ended_->line).expect_end();
+      ExpressionParser(ended_->tokens, 1, ended_->line, macros_).expect_end();
       return node;
     }
     if (word == "set") {
@@ -849,6 +855,28 @@ class TemplateParser {
       }
       node.expr = parser.expression();
       parser.expect_end();
+      return node;
+    }
+    if (word == "macro") {
+      // {% macro name(a, b = default, ...) %} body {% endmacro %}. The name is known only after
+      // the body, so a macro cannot call itself: rendering still always ends.
+      node.kind = Node::Kind::macro;
+      node.target = parser.expect_name();
+      if (!parser.skip_op("(")) template_error(parser.here(), "expected ( after the macro's name");
+      while (!parser.skip_op(")")) {
+        if (!node.parameters.empty() && !parser.skip_op(",")) {
+          template_error(parser.here(), "expected , or ) in the macro's parameters");
+        }
+        std::string parameter = parser.expect_name();
+        node.parameters.emplace_back(std::move(parameter),
+                                     parser.skip_op("=") ? parser.expression() : nullptr);
+      }
+      parser.expect_end();
+      const int outer_loops = std::exchange(loops_, 0);  // a loop around it is not the macro's
+      node.body = parse_block({"endmacro"}, tag);
+      loops_ = outer_loops;
+      ExpressionParser(ended_->tokens, 1, ended_->line, macros_).expect_end();
+      macros_.insert(node.target);
       return node;
     }
     if (word == "break" || word == "continue") {
@@ -866,6 +894,7 @@ class TemplateParser {
   int opened_line_ = 0;
   int loops_ = 0;
   int depth_ = 0;
+  std::set<std::string, std::less<>> macros_;  // the macros defined so far
 };
 
 }  // namespace

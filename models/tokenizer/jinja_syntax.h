@@ -5,16 +5,17 @@
 // Statements: text, {{ expression }}, {% if %} / {% elif %} / {% else %} / {% endif %},
 // {% for x in xs [if condition] %} (also `for a, b in`, and {% else %} for an empty loop),
 // {% set name = value %} and {% set namespace.attribute = value %}, {% break %}, {% continue %},
-// {% generation %} (transformers' marker around an assistant's text: rendered as its body) and
-// {# comments #}. Expressions: literals (strings, integers, floats, true/false/none, lists,
-// dicts), names, `a.b`, `a[i]`, `a[i:j:k]`, calls, filters `a | f(args)`, tests `a is [not] t`,
-// `not`, `and`, `or`, comparisons, `in` / `not in`, + - * / // % ~, unary minus and
-// `x if condition else y`. Everything else (macros, {% raw %}, {% include %}, ...) is refused by
-// parse_template with the line it is on, so a template is known to render, or refused, when it
-// is loaded. Whitespace as transformers' jinja2 environment treats it: `-` inside a delimiter
-// strips the whitespace on that side, a block or comment tag alone on its line takes the line's
-// indentation with it (lstrip_blocks, unless `{%+`) and the newline right after it (trim_blocks,
-// unless `+%}`).
+// {% macro name(a, b = default) %} ... {% endmacro %} (called as a function once defined; not
+// from its own body), {% generation %} (transformers' marker around an assistant's text: rendered
+// as its body) and {# comments #}. Expressions: literals (strings, integers, floats,
+// true/false/none, lists, dicts), names, `a.b`, `a[i]`, `a[i:j:k]`, calls, filters `a | f(args)`,
+// tests `a is [not] t`, `not`, `and`, `or`, comparisons, `in` / `not in`, + - * / // % ~, unary
+// minus and `x if condition else y`. Everything else ({% call %}, {% raw %}, {% include %}, ...) is
+// refused by parse_template with the line it is on, so a template is known to render, or refused,
+// when it is loaded. Whitespace as transformers' jinja2 environment treats it: `-` inside a
+// delimiter strips the whitespace on that side, a block or comment tag alone on its line takes the
+// line's indentation with it (lstrip_blocks, unless `{%+`) and the newline right after it
+// (trim_blocks, unless `+%}`).
 #pragma once
 
 #include <memory>
@@ -63,7 +64,7 @@ struct Node;
 using Body = std::vector<Node>;
 
 struct Node {
-  enum class Kind { text, output, if_, for_, set, break_, continue_ };
+  enum class Kind { text, output, if_, for_, set, macro, break_, continue_ };
   Kind kind;
   int line = 0;
   std::string text;  // text
@@ -75,8 +76,10 @@ struct Node {
   std::vector<std::string> targets;
   ExprPtr condition;
   Body body, else_body;
-  // set: the variable, and the namespace attribute when `set ns.attribute = ...`.
+  // set: the variable, and the namespace attribute when `set ns.attribute = ...`; macro: its
+  // name (target), its parameters with their defaults (null: none) and its body.
   std::string target, attribute;
+  std::vector<std::pair<std::string, ExprPtr>> parameters;
 };
 
 // What the renderer implements (jinja.cpp): parse_template refuses any other filter, test, global
