@@ -116,9 +116,11 @@ TEST_CASE("chat templates: what is not supported is refused when parsed, with it
   CHECK(parse_error("{# x ") == "chat template: line 1: a comment {# is never closed");
   CHECK(parse_error("{{ x y }}") == "chat template: line 1: unexpected 'y'");
   CHECK(parse_error("{{ ; }}") == "chat template: line 1: unexpected character ';'");
-  CHECK(parse_error("{% set x %}y{% endset %}") ==
-        "chat template: line 1: only {% set name = value %} is supported (not a block set or a "
-        "tuple)");
+  CHECK(parse_error("{% set a, b = 1, 2 %}") ==
+        "chat template: line 1: only {% set name = value %} and {% set name %} ... {% endset %} "
+        "are supported (not a tuple or a filtered block)");
+  CHECK(parse_error("{% for x in y %}{% set t %}{% break %}{% endset %}{% endfor %}") ==
+        "chat template: line 1: {% break %} outside a loop");
   CHECK(parse_error("{{ 99999999999999999999 }}") ==
         "chat template: line 1: the integer 99999999999999999999 is out of range");
   CHECK(parse_error("{{ '\\u12' }}") == "chat template: line 1: a truncated \\u escape");

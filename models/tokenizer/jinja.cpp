@@ -199,7 +199,7 @@ class Renderer {
   }
 
   void assign(const Node& node) {
-    Value value = eval(*node.expr);
+    Value value = node.expr ? eval(*node.expr) : Value(render_to_string(node.body));
     if (node.attribute.empty()) {
       scopes_.back()[node.target] = std::move(value);
       return;
@@ -210,6 +210,16 @@ class Renderer {
                      "cannot assign an attribute of " + node.target + ", which is not a namespace");
     }
     (*target)[std::string(kNamespaceKey)][node.attribute] = std::move(value);
+  }
+
+  // What `body` prints, taken out of the output (a macro's text, a block set's value). A break
+  // or continue in it cannot reach a loop outside: the parser allows none there.
+  std::string render_to_string(const Body& body) {
+    const std::size_t start = output.size();
+    run(body);
+    std::string text = output.substr(start);
+    output.resize(start);
+    return text;
   }
 
   // The innermost variable called `name`. While a macro runs it sees its own scopes (from
@@ -259,10 +269,7 @@ class Renderer {
         scopes_.back()[name] = fallback ? eval(*fallback) : kUndefined;
       }
     }
-    const std::size_t start = output.size();
-    run(macro.body);
-    std::string text = output.substr(start);
-    output.resize(start);
+    std::string text = render_to_string(macro.body);
     scopes_.pop_back();
     macro_floor_ = caller_floor;
     --macro_depth_;
@@ -848,6 +855,9 @@ class Renderer {
       for (const auto& [key, item] : v.items()) out.push_back(Value::array({key, item}));
       return out;
     }
+    if (name == "dictsort" || name == "sort") {
+      return sorted(name, v, args, line);
+    }
     if (name == "reverse") {
       Value items = iteration_items(v, line);
       std::reverse(items.begin(), items.end());
@@ -930,6 +940,46 @@ class Renderer {
     return apply_filter(e.name, v, arguments(e, 1), e.line);
   }
 
+  // jinja2's dictsort(case_sensitive=false, by='key', reverse=false): a dict's [key, value]
+  // pairs; and sort(reverse=false, case_sensitive=false, attribute=none): any iterable's items.
+  // Both stable (as Python's sorted), strings compared lowercased unless case_sensitive.
+  Value sorted(const std::string& name, const Value& v, const Arguments& args, int line) {
+    const bool dictsort = name == "dictsort";
+    if (dictsort && !v.is_object())
+      template_error(line, "dictsort needs a dict, not a " + type_name(v));
+    Value items = Value::array();
+    if (dictsort) {
+      for (const auto& [key, item] : v.items()) items.push_back(Value::array({key, item}));
+    } else {
+      items = iteration_items(v, line);
+    }
+    const bool case_sensitive = truthy(args.get(dictsort ? 0 : 1, "case_sensitive", false));
+    const bool reverse = truthy(args.get(dictsort ? 2 : 0, "reverse", false));
+    const Value by = dictsort ? args.get(1, "by", "key") : Value();
+    if (dictsort && by != "key" && by != "value") {
+      template_error(line, "dictsort's by must be 'key' or 'value'");
+    }
+    const Value attribute = dictsort ? Value() : args.get(2, "attribute", nullptr);
+    const auto sort_key = [&](const Value& item) {
+      Value key = dictsort ? item[by == "key" ? 0 : 1] : item;
+      if (attribute.is_string()) {
+        const Value* found = member(key, attribute.get<std::string>());
+        key = found ? *found : kUndefined;
+      }
+      if (!case_sensitive && key.is_string())
+        return Value(ascii_case(key.get<std::string>(), Case::lower));
+      return key;
+    };
+    std::vector<std::pair<Value, Value>> keyed;
+    for (Value& item : items) keyed.emplace_back(sort_key(item), std::move(item));
+    std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
+      return reverse ? less(b.first, a.first, line) : less(a.first, b.first, line);
+    });
+    Value out = Value::array();
+    for (auto& [key, item] : keyed) out.push_back(std::move(item));
+    return out;
+  }
+
   bool apply_test(const std::string& name, const Value& v, const Arguments& args, int line) {
     if (name == "defined") return !v.is_discarded();
     if (name == "undefined") return v.is_discarded();
@@ -980,10 +1030,10 @@ class Renderer {
 
 bool is_supported_filter(std::string_view name) {
   static const std::set<std::string, std::less<>> kFilters = {
-      "trim",  "length",  "count",  "tojson", "upper",      "lower",     "capitalize",
-      "title", "default", "d",      "first",  "last",       "join",      "string",
-      "int",   "float",   "list",   "items",  "reverse",    "replace",   "safe",
-      "abs",   "map",     "select", "reject", "selectattr", "rejectattr"};
+      "trim",    "length",     "count",      "tojson",   "upper", "lower",  "capitalize", "title",
+      "default", "d",          "first",      "last",     "join",  "string", "int",        "float",
+      "list",    "items",      "reverse",    "replace",  "safe",  "abs",    "map",        "select",
+      "reject",  "selectattr", "rejectattr", "dictsort", "sort"};
   return kFilters.count(name) != 0;
 }
 

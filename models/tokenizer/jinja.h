@@ -9,7 +9,8 @@
 // (local time), namespace(...) and dict(...), and its tojson (json.dumps: ", " and ": ",
 // non-ASCII text kept). Filters: trim, length (count), tojson, upper, lower, capitalize, title,
 // default (d), first, last, join, string, int, float, list, items, reverse, replace, safe, abs,
-// map, select, reject, selectattr, rejectattr. Tests: defined, undefined, none, string, number,
+// map, select, reject, selectattr, rejectattr, dictsort, sort (stable; strings compared
+// lowercased unless case_sensitive). Tests: defined, undefined, none, string, number,
 // integer, float, boolean, mapping, sequence, iterable, true, false, odd, even, divisibleby,
 // equalto (eq, ==), ne (!=), in. Methods: strings' strip, lstrip, rstrip, split, startswith,
 // endswith, upper, lower, title, capitalize, replace, join; dicts' items, keys, values, get.

@@ -743,7 +743,7 @@ class TemplateParser {
 
   static bool is_block_end(std::string_view word) {
     return word == "elif" || word == "else" || word == "endif" || word == "endfor" ||
-           word == "endgeneration" || word == "endmacro";
+           word == "endgeneration" || word == "endmacro" || word == "endset";
   }
 
   // Nodes up to one of `ends` (consumed; its tag is at ended_) or the template's end.
@@ -849,9 +849,17 @@ class TemplateParser {
       node.kind = Node::Kind::set;
       node.target = parser.expect_name();
       if (parser.skip_op(".")) node.attribute = parser.expect_name();
+      if (node.attribute.empty() && parser.done()) {       // {% set name %} text {% endset %}
+        const int outer_loops = std::exchange(loops_, 0);  // no break out of the text
+        node.body = parse_block({"endset"}, tag);
+        loops_ = outer_loops;
+        ExpressionParser(ended_->tokens, 1, ended_->line, macros_).expect_end();
+        return node;
+      }
       if (!parser.skip_op("=")) {
         template_error(parser.here(),
-                       "only {% set name = value %} is supported (not a block set or a tuple)");
+                       "only {% set name = value %} and {% set name %} ... {% endset %} are "
+                       "supported (not a tuple or a filtered block)");
       }
       node.expr = parser.expression();
       parser.expect_end();

@@ -4,7 +4,8 @@
 //
 // Statements: text, {{ expression }}, {% if %} / {% elif %} / {% else %} / {% endif %},
 // {% for x in xs [if condition] %} (also `for a, b in`, and {% else %} for an empty loop),
-// {% set name = value %} and {% set namespace.attribute = value %}, {% break %}, {% continue %},
+// {% set name = value %}, {% set namespace.attribute = value %} and {% set name %} text
+// {% endset %} (the block's text), {% break %}, {% continue %},
 // {% macro name(a, b = default) %} ... {% endmacro %} (called as a function once defined; not
 // from its own body), {% generation %} (transformers' marker around an assistant's text: rendered
 // as its body) and {# comments #}. Expressions: literals (strings, integers, floats,
@@ -76,7 +77,8 @@ struct Node {
   std::vector<std::string> targets;
   ExprPtr condition;
   Body body, else_body;
-  // set: the variable, and the namespace attribute when `set ns.attribute = ...`; macro: its
+  // set: the variable, the namespace attribute when `set ns.attribute = ...`, and for a block
+  // set no expr but a body; macro: its
   // name (target), its parameters with their defaults (null: none) and its body.
   std::string target, attribute;
   std::vector<std::pair<std::string, ExprPtr>> parameters;
