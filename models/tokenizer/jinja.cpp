@@ -243,7 +243,8 @@ class Renderer {
       template_error(e.line, macro.target + "() takes " + std::to_string(macro.parameters.size()) +
                                  " arguments, not " + std::to_string(args.positional.size()));
     }
-    for (const auto& [name, value] : args.keywords) {
+    for (const auto& keyword : args.keywords) {
+      const std::string& name = keyword.first;
       const bool known =
           std::any_of(macro.parameters.begin(), macro.parameters.end(),
                       [&](const auto& parameter) { return parameter.first == name; });
