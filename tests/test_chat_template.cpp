@@ -151,15 +151,19 @@ TEST_CASE("chat templates: errors while rendering name the line and the reason")
         "chat template: line 1: m() takes 1 arguments, not 2");
   CHECK(render_error("{% macro m(a) %}{% endmacro %}{{ m(b=1) }}") ==
         "chat template: line 1: m() has no parameter b");
-  // A chain of 100 macros, each calling the one before: refused at 64 levels, not a crash.
+  // Macros each calling the one before, each body 100 blocks deep: 10 of them render, 20
+  // nest past kMaxRenderDepth and are refused, not a stack overflow.
   std::string chain = "{% macro m0() %}x{% endmacro %}";
-  for (int i = 1; i < 100; ++i) {
-    chain += "{% macro m" + std::to_string(i) + "() %}{{ m" + std::to_string(i - 1) +
-             "() }}{% endmacro %}";
+  for (int i = 1; i < 20; ++i) {
+    std::string body;
+    for (int level = 0; level < 100; ++level) body += "{% if true %}";
+    body += "{{ m" + std::to_string(i - 1) + "() }}";
+    for (int level = 0; level < 100; ++level) body += "{% endif %}";
+    chain += "{% macro m" + std::to_string(i) + "() %}" + body + "{% endmacro %}";
   }
-  CHECK(render(chain + "{{ m63() }}") == "x");
-  CHECK(render_error(chain + "{{ m99() }}") ==
-        "chat template: line 1: macros call macros deeper than 64 levels");
+  CHECK(render(chain + "{{ m9() }}") == "x");
+  CHECK(render_error(chain + "{{ m19() }}") ==
+        "chat template: line 1: the template nests deeper than 1024 levels while rendering");
   // Python's ints are unbounded; one that leaves int64 is refused, never wrapped.
   const std::string overflow = "chat template: line 1: an int result does not fit in 64 bits";
   CHECK(render_error("{{ 9223372036854775807 + 1 }}") == overflow);

@@ -62,7 +62,27 @@ class Renderer {
   std::string output;
 
  private:
+  // Rendering recurses once per nested statement and expression. The parser bounds a template's
+  // own nesting (256 levels of each), but macros calling macros stack their bodies' nesting, so
+  // the whole depth is bounded too, before the C++ stack runs out.
+  class Nesting {
+   public:
+    Nesting(Renderer& renderer, int line) : depth_(renderer.depth_) {
+      if (++depth_ > kMaxRenderDepth) {
+        template_error(line, "the template nests deeper than " + std::to_string(kMaxRenderDepth) +
+                                 " levels while rendering");
+      }
+    }
+    ~Nesting() { --depth_; }
+    Nesting(const Nesting&) = delete;
+    Nesting& operator=(const Nesting&) = delete;
+
+   private:
+    int& depth_;
+  };
+
   Flow run(const Node& node) {
+    const Nesting nesting(*this, node.line);
     count_step(node.line);
     switch (node.kind) {
       case Node::Kind::text:
@@ -250,12 +270,6 @@ class Renderer {
                       [&](const auto& parameter) { return parameter.first == name; });
       if (!known) template_error(e.line, macro.target + "() has no parameter " + name);
     }
-    // Each call nests a few C++ frames: a chain of macros each calling the one before must end
-    // before the stack does.
-    if (++macro_depth_ > kMaxMacroDepth) {
-      template_error(
-          e.line, "macros call macros deeper than " + std::to_string(kMaxMacroDepth) + " levels");
-    }
     const std::size_t caller_floor = macro_floor_;
     scopes_.push_back(Value::object());
     macro_floor_ = scopes_.size() - 1;
@@ -273,7 +287,6 @@ class Renderer {
     std::string text = render_to_string(macro.body);
     scopes_.pop_back();
     macro_floor_ = caller_floor;
-    --macro_depth_;
     return text;
   }
 
@@ -286,6 +299,7 @@ class Renderer {
   // The value of `e`: a reference into the scopes where it names or reads one in place,
   // otherwise `storage`, computed.
   const Value& eval_ref(const Expr& e, Value& storage) {
+    const Nesting nesting(*this, e.line);
     switch (e.kind) {
       case Expr::Kind::literal:
         return e.value;
@@ -1020,9 +1034,9 @@ class Renderer {
   }
 
   std::vector<Value> scopes_;
-  std::size_t macro_floor_ = 0;
-  int macro_depth_ = 0;  // macro calls in progress                             // see find()
+  std::size_t macro_floor_ = 0;                             // see find()
   std::map<std::string, const Node*, std::less<>> macros_;  // the macros defined so far
+  int depth_ = 0;                                           // see Nesting
   Value character_;
   std::int64_t steps_ = 0;
 };

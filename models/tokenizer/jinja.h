@@ -18,9 +18,10 @@
 // jinja_values.h holds the Python semantics; jinja.cpp the interpreter.
 //
 // Rendering always ends, and soon: loops run over finite values, a macro can call only the
-// macros defined before it (no recursion), and the steps (kMaxRenderSteps), the output, ranges
-// and repeated strings (kMaxRenderBytes) are capped. Errors (raise_exception, a
-// type error, an undefined value read further) throw Error("chat template: line N: ...").
+// macros defined before it (no recursion), and the steps (kMaxRenderSteps), the nesting
+// (kMaxRenderDepth), the output, ranges and repeated strings (kMaxRenderBytes) are capped. Errors
+// (raise_exception, a type error, an undefined value read further) throw Error("chat template: line
+// N: ...").
 #pragma once
 
 #include <cstddef>
@@ -34,8 +35,9 @@ namespace attnscope::tokenizer::jinja {
 
 // The most bytes a render may produce (and a string or range it may build).
 inline constexpr std::size_t kMaxRenderBytes = std::size_t{16} << 20;
-// The most macro calls in progress at once (a chain of macros each calling the one before).
-inline constexpr int kMaxMacroDepth = 64;
+// The most statements and expressions a render may be inside at once (the parser allows 256
+// levels of each in a template; macros calling macros add theirs up).
+inline constexpr int kMaxRenderDepth = 1024;
 // The most statements and loop iterations a render may run: a chat of a thousand messages takes
 // under 100,000; nested loops over long ranges that print nothing would otherwise run for hours.
 inline constexpr std::int64_t kMaxRenderSteps = 1'000'000;
