@@ -866,9 +866,7 @@ class Renderer {
     if (name == "list") return iteration_items(v, line);
     if (name == "items") {
       if (!v.is_object()) template_error(line, "items needs a dict, not a " + type_name(v));
-      Value out = Value::array();
-      for (const auto& [key, item] : v.items()) out.push_back(Value::array({key, item}));
-      return out;
+      return dict_items(v);
     }
     if (name == "dictsort" || name == "sort") {
       return sorted(name, v, args, line);
@@ -955,6 +953,13 @@ class Renderer {
     return apply_filter(e.name, v, arguments(e, 1), e.line);
   }
 
+  // A dict's [key, value] pairs, in its order (the items filter; dictsort sorts them).
+  static Value dict_items(const Value& dict) {
+    Value pairs = Value::array();
+    for (const auto& [key, item] : dict.items()) pairs.push_back(Value::array({key, item}));
+    return pairs;
+  }
+
   // jinja2's dictsort(case_sensitive=false, by='key', reverse=false): a dict's [key, value]
   // pairs; and sort(reverse=false, case_sensitive=false, attribute=none): any iterable's items.
   // Both stable (as Python's sorted), strings compared lowercased unless case_sensitive.
@@ -962,12 +967,7 @@ class Renderer {
     const bool dictsort = name == "dictsort";
     if (dictsort && !v.is_object())
       template_error(line, "dictsort needs a dict, not a " + type_name(v));
-    Value items = Value::array();
-    if (dictsort) {
-      for (const auto& [key, item] : v.items()) items.push_back(Value::array({key, item}));
-    } else {
-      items = iteration_items(v, line);
-    }
+    Value items = dictsort ? dict_items(v) : iteration_items(v, line);
     const bool case_sensitive = truthy(args.get(dictsort ? 0 : 1, "case_sensitive", false));
     const bool reverse = truthy(args.get(dictsort ? 2 : 0, "reverse", false));
     const Value by = dictsort ? args.get(1, "by", "key") : Value();

@@ -22,8 +22,9 @@ import argparse
 import json
 import os
 import subprocess
-import tarfile
 from pathlib import Path
+
+from check_real_vocab import extract
 
 REPO = Path(__file__).resolve().parents[2]
 SYSTEM = "You are a terse assistant."
@@ -31,12 +32,7 @@ USER = "What is 2 + 2? R\u00e9ponds en fran\u00e7ais."
 
 
 def extract_templates(sdist, out):
-    out.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(sdist) as archive:
-        for member in archive.getmembers():
-            if "/models/templates/" in member.name and member.name.endswith(".jinja"):
-                member.name = Path(member.name).name
-                archive.extract(member, out)
+    extract(sdist, out, lambda name: "/models/templates/" in name and name.endswith(".jinja"))
     return sorted(out.glob("*.jinja"))
 
 

@@ -46,12 +46,12 @@ VOCABS = {
 }
 
 
-def extract(sdist, vocab, out):
-    """The vocabulary and its test files out of the sdist, into `out`."""
+def extract(sdist, out, wanted):
+    """The sdist's files whose path `wanted` accepts, into `out` (flat, by file name)."""
+    out.mkdir(parents=True, exist_ok=True)
     with tarfile.open(sdist) as archive:
         for member in archive.getmembers():
-            if member.name.endswith((f"models/{vocab}", f"models/{vocab}.inp",
-                                     f"models/{vocab}.out")):
+            if wanted(member.name):
                 member.name = Path(member.name).name
                 archive.extract(member, out)
 
@@ -88,9 +88,9 @@ def main():
     os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_VERBOSITY="error", TQDM_DISABLE="1")
     import tokenizers
 
-    args.out.mkdir(parents=True, exist_ok=True)
     vocab = f"ggml-vocab-{args.vocab}.gguf"
-    extract(args.sdist, vocab, args.out)
+    extract(args.sdist, args.out, lambda name: name.endswith(
+        (f"models/{vocab}", f"models/{vocab}.inp", f"models/{vocab}.out")))
     loaded = convert(args.vocab, vocab, args.out)
     folder = str(args.out)
     texts = (args.out / f"{vocab}.inp").read_text(encoding="utf-8").split("\n__ggml_vocab_test__\n")
