@@ -1,7 +1,8 @@
 // Chat templates (models/tokenizer/jinja.h): every case of tests/fixtures/chat_templates/cases.json
 // (real and family-style chat templates and a template of the language's constructs, rendered by
 // transformers' own jinja2 environment: tools/fixtures/make_chat_template_cases.py) renders to the
-// same text here; what the interpreter does not support is refused when the template is parsed,
+// same text here; a statement the interpreter does not support is refused when the template is
+// parsed, a filter, test, method or function it does not implement when a render reaches it, each
 // with its line; a render always ends within its limits; and a SentencePiece checkpoint's
 // rendered conversation tokenizes to transformers' ids.
 #include <doctest/doctest.h>
@@ -81,26 +82,12 @@ TEST_CASE("chat templates render as transformers renders them") {
 TEST_CASE("chat templates: what is not supported is refused when parsed, with its line") {
   CHECK(parse_error("a\n{% call m() %}x{% endcall %}") ==
         "chat template: line 2: the statement {% call %} is not supported");
-  // A macro is known after its definition: not in its own body (no recursion), not before.
-  CHECK(parse_error("{% macro m(n) %}{{ m(n - 1) }}{% endmacro %}") ==
-        "chat template: line 1: the function m() is not supported (nor a macro defined before)");
-  CHECK(parse_error("{{ m() }}{% macro m() %}{% endmacro %}") ==
-        "chat template: line 1: the function m() is not supported (nor a macro defined before)");
   CHECK(parse_error("{% macro m(a b) %}{% endmacro %}") ==
         "chat template: line 1: expected , or ) in the macro's parameters");
   CHECK(parse_error("{% for x in y %}{% macro m() %}{% break %}{% endmacro %}{% endfor %}") ==
         "chat template: line 1: {% break %} outside a loop");
   CHECK(parse_error("{% raw %}x{% endraw %}") ==
         "chat template: line 1: the statement {% raw %} is not supported");
-  CHECK(parse_error("{{ x | wordwrap }}") ==
-        "chat template: line 1: the filter 'wordwrap' is not supported");
-  CHECK(parse_error("{{ x is callable }}") ==
-        "chat template: line 1: the test 'callable' is not supported");
-  CHECK(parse_error("{{ cycler(1) }}") ==
-        "chat template: line 1: the function cycler() is not supported (nor a macro defined "
-        "before)");
-  CHECK(parse_error("{{ 'a'.format(1) }}") ==
-        "chat template: line 1: the method format() is not supported");
   CHECK(parse_error("{{ x.strip()(2) }}") ==
         "chat template: line 1: only global functions can be called");
   CHECK(parse_error("{% if x %}a") == "chat template: line 1: {% endif %} is missing");
@@ -145,8 +132,59 @@ TEST_CASE("chat templates: errors while rendering name the line and the reason")
   CHECK(render_error("{% for a, b in [1] %}{% endfor %}") ==
         "chat template: line 1: cannot unpack a int into 2 loop variables");
   CHECK(render_error("{{ x | tojson }}") == "chat template: tojson of an undefined value");
+  // Names are looked up when they run: what the interpreter does not implement, or a macro whose
+  // definition has not run (yet, or in an untaken branch), is refused by the render reaching it.
+  const std::string no_macro =
+      "chat template: line 1: the function m() is not supported, nor a macro whose definition "
+      "has run";
   CHECK(render_error("{% if false %}{% macro m() %}{% endmacro %}{% endif %}{{ m() }}") ==
-        "chat template: line 1: m is undefined: its {% macro %} did not run");
+        no_macro);
+  CHECK(render_error("{{ m() }}{% macro m() %}{% endmacro %}") == no_macro);
+  CHECK(render_error("\n{{ cycler(1) }}") ==
+        "chat template: line 2: the function cycler() is not supported, nor a macro whose "
+        "definition has run");
+  CHECK(render_error("{{ x | wordwrap }}") ==
+        "chat template: line 1: the filter 'wordwrap' is not supported");
+  CHECK(render_error("{{ x is callable }}") ==
+        "chat template: line 1: the test 'callable' is not supported");
+  CHECK(render_error("{{ 'a'.center(3) }}") ==
+        "chat template: line 1: the method center() is not supported");
+  // transformers' sandbox keeps lists immutable: append() is refused there too.
+  CHECK(render_error("{{ [].append(1) }}") ==
+        "chat template: line 1: the method append() is not supported");
+  CHECK(render_error("{{ {}.strip() }}") == "chat template: line 1: a dict has no method strip()");
+  CHECK(render("{% if false %}{{ x | wordwrap }}{{ cycler() }}{{ [].append(1) }}{% endif %}ok") ==
+        "ok");
+  // A macro may call itself; runaway recursion ends at the nesting bound, a wide one at the
+  // step bound.
+  CHECK(render(
+            "{% macro m(n) %}{{ n }}{% if n %}{{ m(n - 1) }}{% endif %}{% endmacro %}{{ m(3) }}") ==
+        "3210");
+  CHECK(render_error("{% macro m(n) %}{{ m(n + 1) }}{% endmacro %}{{ m(0) }}") ==
+        "chat template: line 1: the template nests deeper than 1024 levels while rendering");
+  CHECK(render_error("{% macro m(n) %}{% if n %}{{ m(n - 1) }}{{ m(n - 1) }}{% endif %}"
+                     "{% endmacro %}{{ m(40) }}") ==
+        "chat template: line 1: the template runs more than 1000000 steps");
+  // str.format's subset: {}, {0}, {name}.
+  CHECK(render_error("{{ 'a{'.format() }}") ==
+        "chat template: line 1: format: a '{' is never closed");
+  CHECK(render_error("{{ 'a}b'.format() }}") ==
+        "chat template: line 1: format: a single '}' in the string");
+  CHECK(render_error("{{ '{:>3}'.format(1) }}") ==
+        "chat template: line 1: format: the field {:>3} is not supported (only {}, {0} and "
+        "{name})");
+  CHECK(render_error("{{ '{} {0}'.format(1) }}") ==
+        "chat template: line 1: format: cannot mix {} and numbered fields");
+  CHECK(render_error("{{ '{1}'.format(0) }}") ==
+        "chat template: line 1: format: no positional argument 1");
+  CHECK(render_error("{{ '{99999999999}'.format(0) }}") ==
+        "chat template: line 1: format: no positional argument 1");
+  CHECK(render_error("{{ '{x}'.format(y=1) }}") ==
+        "chat template: line 1: format: no argument named x");
+  CHECK(render_error("{{ 1 | indent }}") ==
+        "chat template: line 1: indent's value must be a string, not a int");
+  CHECK(render_error("{{ 'ab' | indent(none) }}") ==
+        "chat template: line 1: indent's width must be an int or a string, not a none");
   CHECK(render_error("{% macro m(a) %}{% endmacro %}{{ m(1, 2) }}") ==
         "chat template: line 1: m() takes 1 arguments, not 2");
   CHECK(render_error("{% macro m(a) %}{% endmacro %}{{ m(b=1) }}") ==

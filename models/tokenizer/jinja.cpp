@@ -42,6 +42,38 @@ std::int64_t int_of(double x, int line) {
   return static_cast<std::int64_t>(x);
 }
 
+// What the renderer implements: a template may name anything else, and is refused when a render
+// reaches it (as jinja2 raises at render time for a name it does not know).
+bool is_supported_filter(std::string_view name) {
+  static const std::set<std::string, std::less<>> kFilters = {
+      "trim",    "length",     "count",      "tojson",   "upper", "lower",  "capitalize", "title",
+      "default", "d",          "first",      "last",     "join",  "string", "int",        "float",
+      "list",    "items",      "reverse",    "replace",  "safe",  "abs",    "map",        "select",
+      "reject",  "selectattr", "rejectattr", "dictsort", "sort",  "min",    "max",        "indent"};
+  return kFilters.count(name) != 0;
+}
+
+bool is_supported_test(std::string_view name) {
+  static const std::set<std::string, std::less<>> kTests = {
+      "defined", "undefined", "none",     "string", "number", "integer", "float", "boolean",
+      "mapping", "sequence",  "iterable", "true",   "false",  "odd",     "even",  "divisibleby",
+      "equalto", "eq",        "==",       "ne",     "!=",     "in"};
+  return kTests.count(name) != 0;
+}
+
+bool is_supported_function(std::string_view name) {
+  return name == "raise_exception" || name == "strftime_now" || name == "namespace" ||
+         name == "dict" || name == "range";
+}
+
+bool is_supported_method(std::string_view name) {
+  static const std::set<std::string, std::less<>> kMethods = {
+      "strip", "lstrip", "rstrip", "split",      "startswith", "endswith",
+      "upper", "lower",  "title",  "capitalize", "replace",    "join",
+      "items", "keys",   "values", "get",        "format"};
+  return kMethods.count(name) != 0;
+}
+
 class Renderer {
  public:
   explicit Renderer(const Value& globals) {
@@ -541,9 +573,13 @@ class Renderer {
     return arithmetic(op, a, b, e.line);
   }
 
-  static Value capped(std::string text, int line) {
+  static void check_size(const std::string& text, int line) {
     if (text.size() > kMaxRenderBytes)
       template_error(line, "a string passes the render's size limit");
+  }
+
+  static Value capped(std::string text, int line) {
+    check_size(text, line);
     return text;
   }
 
@@ -684,8 +720,9 @@ class Renderer {
       ns[std::string(kNamespaceKey)] = std::move(fields);
       return ns;
     }
-    if (e.name != "range") {  // a macro whose definition did not run (an untaken branch)
-      template_error(e.line, e.name + " is undefined: its {% macro %} did not run");
+    if (e.name != "range") {
+      template_error(e.line, "the function " + e.name +
+                                 "() is not supported, nor a macro whose definition has run");
     }
     // range(stop) or range(start, stop[, step])
     std::array<std::int64_t, 3> r = {0, 0, 1};
@@ -773,6 +810,7 @@ class Renderer {
                         count.get<std::int64_t>()),
             e.line);
       }
+      if (name == "format") return format(s, args, e.line);
       if (name == "join") {
         const Value items = iteration_items(first, e.line);
         std::string out;
@@ -782,7 +820,59 @@ class Renderer {
         return capped(out, e.line);
       }
     }
+    if (!is_supported_method(name))
+      template_error(e.line, "the method " + name + "() is not supported");
     template_error(e.line, "a " + type_name(object) + " has no method " + name + "()");
+  }
+
+  // Python's str.format, as jinja2's sandbox runs it: {} (the next positional argument), {0},
+  // {name}, and {{ and }} for braces. Format specs ({:>8}), conversions ({!r}) and fields that
+  // reach into a value ({0.name}, {0[1]}) are refused.
+  Value format(const std::string& s, const Arguments& args, int line) {
+    std::string out;
+    std::size_t next_automatic = 0;
+    bool automatic = false, numbered = false;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      const bool doubled = i + 1 < s.size() && s[i + 1] == s[i];
+      if (s[i] == '}' && !doubled) template_error(line, "format: a single '}' in the string");
+      if ((s[i] == '{' || s[i] == '}') && doubled) {
+        out += s[i++];
+        continue;
+      }
+      if (s[i] != '{') {
+        out += s[i];
+        continue;
+      }
+      const std::size_t close = s.find('}', i + 1);
+      if (close == std::string::npos) template_error(line, "format: a '{' is never closed");
+      const std::string field = s.substr(i + 1, close - i - 1);
+      i = close;
+      if (field.find_first_of(":!.[{") != std::string::npos) {
+        template_error(
+            line, "format: the field {" + field + "} is not supported (only {}, {0} and {name})");
+      }
+      const bool is_index = !field.empty() && std::all_of(field.begin(), field.end(), [](char c) {
+        return c >= '0' && c <= '9';
+      });
+      (field.empty() ? automatic : numbered) |= field.empty() || is_index;
+      if (automatic && numbered) template_error(line, "format: cannot mix {} and numbered fields");
+      if (!field.empty() && !is_index) {
+        const auto found = args.keywords.find(field);
+        if (found == args.keywords.end())
+          template_error(line, "format: no argument named " + field);
+        out += python_str(found->second);
+        check_size(out, line);
+        continue;
+      }
+      const std::size_t index = field.empty()      ? next_automatic++
+                                : field.size() > 9 ? args.positional.size()
+                                                   : std::stoul(field);
+      if (index >= args.positional.size())
+        template_error(line, "format: no positional argument " + std::to_string(index));
+      out += python_str(args.positional[index]);
+      check_size(out, line);
+    }
+    return out;
   }
 
   // ---- filters and tests ----
@@ -868,9 +958,9 @@ class Renderer {
       if (!v.is_object()) template_error(line, "items needs a dict, not a " + type_name(v));
       return dict_items(v);
     }
-    if (name == "dictsort" || name == "sort") {
-      return sorted(name, v, args, line);
-    }
+    if (name == "dictsort" || name == "sort") return sorted(name, v, args, line);
+    if (name == "min" || name == "max") return extreme(name, v, args, line);
+    if (name == "indent") return indent(v, args, line);
     if (name == "reverse") {
       Value items = iteration_items(v, line);
       std::reverse(items.begin(), items.end());
@@ -948,9 +1038,73 @@ class Renderer {
   }
 
   Value filter(const Expr& e) {
+    if (!is_supported_filter(e.name))
+      template_error(e.line, "the filter '" + e.name + "' is not supported");
     Value storage;
     const Value& v = eval_ref(*e.operands[0], storage);
     return apply_filter(e.name, v, arguments(e, 1), e.line);
+  }
+
+  // jinja2's indent(width=4, first=false, blank=false): each line after the first (and the first
+  // too when `first`) begins with `width` spaces, or with `width` when it is a string; empty lines
+  // stay empty unless `blank`. Lines end where Python's str.splitlines ends them.
+  Value indent(const Value& v, const Arguments& args, int line) {
+    const std::string text = string_argument(v, "indent's value", line);
+    const Value width = args.get(0, "width", 4);
+    std::string indentation;
+    if (width.is_string()) {
+      indentation = width.get<std::string>();
+    } else if (is_int(width)) {
+      const std::int64_t spaces = width.get<std::int64_t>();
+      if (spaces > static_cast<std::int64_t>(kMaxRenderBytes))
+        template_error(line, "indent's width passes the render's size limit");
+      indentation.assign(static_cast<std::size_t>(std::max<std::int64_t>(spaces, 0)), ' ');
+    } else {
+      template_error(line, "indent's width must be an int or a string, not a " + type_name(width));
+    }
+    const bool first = truthy(args.get(1, "first", false));
+    const bool blank = truthy(args.get(2, "blank", false));
+    const std::vector<std::string> lines = split_lines(text + "\n");
+    std::string out;
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      if (i > 0) out += '\n';
+      if (i == 0 ? first : blank || !lines[i].empty()) out += indentation;
+      out += lines[i];
+      check_size(out, line);
+    }
+    return out;
+  }
+
+  // What sort, dictsort, min and max compare an item by: its `attribute` (a string) or itself,
+  // lowercased unless case_sensitive.
+  static Value ordering_key(const Value& item, const Value& attribute, bool case_sensitive) {
+    Value key = item;
+    if (attribute.is_string()) {
+      const Value* found = member(item, attribute.get<std::string>());
+      key = found ? *found : kUndefined;
+    }
+    if (!case_sensitive && key.is_string()) return ascii_case(key.get<std::string>(), Case::lower);
+    return key;
+  }
+
+  // jinja2's min and max(case_sensitive=false, attribute=none): the first smallest (largest)
+  // item, as Python's min and max pick it; undefined when there is none.
+  Value extreme(const std::string& name, const Value& v, const Arguments& args, int line) {
+    const bool case_sensitive = truthy(args.get(0, "case_sensitive", false));
+    const Value attribute = args.get(1, "attribute", nullptr);
+    const Value items = iteration_items(v, line);
+    const Value* best = nullptr;
+    Value best_key;
+    for (const Value& item : items) {
+      Value key = ordering_key(item, attribute, case_sensitive);
+      const bool better = best == nullptr ||
+                          (name == "min" ? less(key, best_key, line) : less(best_key, key, line));
+      if (better) {
+        best = &item;
+        best_key = std::move(key);
+      }
+    }
+    return best ? *best : kUndefined;
   }
 
   // A dict's [key, value] pairs, in its order (the items filter; dictsort sorts them).
@@ -975,18 +1129,12 @@ class Renderer {
       template_error(line, "dictsort's by must be 'key' or 'value'");
     }
     const Value attribute = dictsort ? Value() : args.get(2, "attribute", nullptr);
-    const auto sort_key = [&](const Value& item) {
-      Value key = dictsort ? item[by == "key" ? 0 : 1] : item;
-      if (attribute.is_string()) {
-        const Value* found = member(key, attribute.get<std::string>());
-        key = found ? *found : kUndefined;
-      }
-      if (!case_sensitive && key.is_string())
-        return Value(ascii_case(key.get<std::string>(), Case::lower));
-      return key;
-    };
     std::vector<std::pair<Value, Value>> keyed;
-    for (Value& item : items) keyed.emplace_back(sort_key(item), std::move(item));
+    for (Value& item : items) {
+      keyed.emplace_back(
+          ordering_key(dictsort ? item[by == "key" ? 0 : 1] : item, attribute, case_sensitive),
+          std::move(item));
+    }
     std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
       return reverse ? less(b.first, a.first, line) : less(a.first, b.first, line);
     });
@@ -1028,6 +1176,8 @@ class Renderer {
   }
 
   Value test(const Expr& e) {
+    if (!is_supported_test(e.name))
+      template_error(e.line, "the test '" + e.name + "' is not supported");
     Value storage;
     const Value& v = eval_ref(*e.operands[0], storage);
     return apply_test(e.name, v, arguments(e, 1), e.line) != e.negated;
@@ -1042,35 +1192,6 @@ class Renderer {
 };
 
 }  // namespace
-
-bool is_supported_filter(std::string_view name) {
-  static const std::set<std::string, std::less<>> kFilters = {
-      "trim",    "length",     "count",      "tojson",   "upper", "lower",  "capitalize", "title",
-      "default", "d",          "first",      "last",     "join",  "string", "int",        "float",
-      "list",    "items",      "reverse",    "replace",  "safe",  "abs",    "map",        "select",
-      "reject",  "selectattr", "rejectattr", "dictsort", "sort"};
-  return kFilters.count(name) != 0;
-}
-
-bool is_supported_test(std::string_view name) {
-  static const std::set<std::string, std::less<>> kTests = {
-      "defined", "undefined", "none",     "string", "number", "integer", "float", "boolean",
-      "mapping", "sequence",  "iterable", "true",   "false",  "odd",     "even",  "divisibleby",
-      "equalto", "eq",        "==",       "ne",     "!=",     "in"};
-  return kTests.count(name) != 0;
-}
-
-bool is_supported_function(std::string_view name) {
-  return name == "raise_exception" || name == "strftime_now" || name == "namespace" ||
-         name == "dict" || name == "range";
-}
-
-bool is_supported_method(std::string_view name) {
-  static const std::set<std::string, std::less<>> kMethods = {
-      "strip", "lstrip",     "rstrip",  "split", "startswith", "endswith", "upper",  "lower",
-      "title", "capitalize", "replace", "join",  "items",      "keys",     "values", "get"};
-  return kMethods.count(name) != 0;
-}
 
 std::string Template::render(const Value& variables) const {
   Renderer renderer(variables);

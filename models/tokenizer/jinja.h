@@ -10,16 +10,17 @@
 // non-ASCII text kept). Filters: trim, length (count), tojson, upper, lower, capitalize, title,
 // default (d), first, last, join, string, int, float, list, items, reverse, replace, safe, abs,
 // map, select, reject, selectattr, rejectattr, dictsort, sort (stable; strings compared
-// lowercased unless case_sensitive). Tests: defined, undefined, none, string, number,
-// integer, float, boolean, mapping, sequence, iterable, true, false, odd, even, divisibleby,
-// equalto (eq, ==), ne (!=), in. Methods: strings' strip, lstrip, rstrip, split, startswith,
-// endswith, upper, lower, title, capitalize, replace, join; dicts' items, keys, values, get.
-// Case mapping is ASCII only, and a tuple is a list (it prints as [1, 2], not (1, 2)).
-// jinja_values.h holds the Python semantics; jinja.cpp the interpreter.
+// lowercased unless case_sensitive), min, max, indent. Tests: defined, undefined, none, string,
+// number, integer, float, boolean, mapping, sequence, iterable, true, false, odd, even,
+// divisibleby, equalto (eq, ==), ne (!=), in. Methods: strings' strip, lstrip, rstrip, split,
+// startswith, endswith, upper, lower, title, capitalize, replace, join, format ({}, {0}, {name});
+// dicts' items, keys, values, get. Any other name is refused by the render that reaches it. Case
+// mapping is ASCII only, and a tuple is a list (it prints as [1, 2], not (1, 2)). jinja_values.h
+// holds the Python semantics; jinja.cpp the interpreter.
 //
-// Rendering always ends, and soon: loops run over finite values, a macro can call only the
-// macros defined before it (no recursion), and the steps (kMaxRenderSteps), the nesting
-// (kMaxRenderDepth), the output, ranges and repeated strings (kMaxRenderBytes) are capped. Errors
+// Rendering always ends, and soon: loops run over finite values, and the steps
+// (kMaxRenderSteps), the nesting (kMaxRenderDepth: a macro calling itself forever stops there),
+// the output, ranges and repeated strings (kMaxRenderBytes) are capped. Errors
 // (raise_exception, a type error, an undefined value read further) throw Error("chat template: line
 // N: ...").
 #pragma once
@@ -44,7 +45,7 @@ inline constexpr std::int64_t kMaxRenderSteps = 1'000'000;
 
 class Template {
  public:
-  // Parses `source`; throws Error on a syntax error or an unsupported construct.
+  // Parses `source`; throws Error on a syntax error or an unsupported statement.
   explicit Template(std::string_view source) : body_(parse_template(source)) {}
 
   // The text, with `variables` (a JSON object) as the template's global names.

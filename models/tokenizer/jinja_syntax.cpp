@@ -12,7 +12,6 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <set>
 #include <utility>
 
 #include "models/tokenizer/utf8.h"
@@ -356,10 +355,8 @@ class Scanner {
 
 class ExpressionParser {
  public:
-  // `macros`: the macros defined so far, which calls may name besides the global functions.
-  ExpressionParser(const std::vector<Token>& tokens, std::size_t start, int line,
-                   const std::set<std::string, std::less<>>& macros)
-      : tokens_(tokens), pos_(start), line_(line), macros_(macros) {}
+  ExpressionParser(const std::vector<Token>& tokens, std::size_t start, int line)
+      : tokens_(tokens), pos_(start), line_(line) {}
 
   ExprPtr expression() {
     const NestingGuard guard(depth_, here(), "expressions");
@@ -597,11 +594,8 @@ class ExpressionParser {
   ExprPtr postfix(ExprPtr node) {
     while (true) {
       if (skip_op(".")) {
-        const int line = here();
         std::string name = expect_name();
         if (is_op("(")) {
-          if (!is_supported_method(name))
-            template_error(line, "the method " + name + "() is not supported");
           ExprPtr call = make(Expr::Kind::method);
           call->name = std::move(name);
           call->operands.push_back(std::move(node));
@@ -618,10 +612,6 @@ class ExpressionParser {
       } else if (is_op("(")) {
         if (node->kind != Expr::Kind::name)
           template_error(here(), "only global functions can be called");
-        if (!is_supported_function(node->name) && macros_.count(node->name) == 0) {
-          template_error(node->line, "the function " + node->name +
-                                         "() is not supported (nor a macro defined before)");
-        }
         ExprPtr call = make(Expr::Kind::call);
         call->name = node->name;
         call->line = node->line;
@@ -674,10 +664,7 @@ class ExpressionParser {
   ExprPtr filters_and_tests(ExprPtr node) {
     while (true) {
       if (skip_op("|")) {
-        const int line = here();
         std::string name = expect_name();
-        if (!is_supported_filter(name))
-          template_error(line, "the filter '" + name + "' is not supported");
         ExprPtr filter = make(Expr::Kind::filter);
         filter->name = std::move(name);
         filter->operands.push_back(std::move(node));
@@ -686,10 +673,7 @@ class ExpressionParser {
       } else if (skip_name("is")) {
         ExprPtr test = make(Expr::Kind::test);
         test->negated = skip_name("not");
-        const int line = here();
         test->name = expect_name();
-        if (!is_supported_test(test->name))
-          template_error(line, "the test '" + test->name + "' is not supported");
         test->operands.push_back(std::move(node));
         if (is_op("(")) {
           arguments(*test);
@@ -716,7 +700,6 @@ class ExpressionParser {
   const std::vector<Token>& tokens_;
   std::size_t pos_;
   int line_;
-  const std::set<std::string, std::less<>>& macros_;
   int depth_ = 0;
 };
 
@@ -769,13 +752,13 @@ class TemplateParser {
         node.text = tag.text;
         body.push_back(std::move(node));
       } else if (tag.kind == Tag::Kind::output) {
-        ExpressionParser parser(tag.tokens, 0, tag.line, macros_);
+        ExpressionParser parser(tag.tokens, 0, tag.line);
         Node node{Node::Kind::output, tag.line};
         node.expr = parser.expression();
         parser.expect_end();
         body.push_back(std::move(node));
       } else if (word == "generation") {
-        ExpressionParser(tag.tokens, 1, tag.line, macros_).expect_end();
+        ExpressionParser(tag.tokens, 1, tag.line).expect_end();
         for (Node& node : parse_block({"endgeneration"}, tag)) body.push_back(std::move(node));
       } else {
         body.push_back(statement(tag, word));
@@ -798,7 +781,7 @@ class TemplateParser {
   }
 
   Node statement(const Tag& tag, const std::string& word) {
-    ExpressionParser parser(tag.tokens, 1, tag.line, macros_);
+    ExpressionParser parser(tag.tokens, 1, tag.line);
     Node node{Node::Kind::text, tag.line};
     if (word == "if") {
       node.kind = Node::Kind::if_;
@@ -809,7 +792,7 @@ class TemplateParser {
         node.branches.emplace_back(std::move(condition), std::move(body));
         const Tag& end = *ended_;
         const std::string end_word = keyword(end);
-        ExpressionParser end_parser(end.tokens, 1, end.line, macros_);
+        ExpressionParser end_parser(end.tokens, 1, end.line);
         if (end_word == "elif") {
           condition = end_parser.expression();
           end_parser.expect_end();
@@ -818,7 +801,7 @@ class TemplateParser {
         end_parser.expect_end();
         if (end_word == "else") {
           Body otherwise = parse_block({"endif"}, tag);
-          ExpressionParser(ended_->tokens, 1, ended_->line, macros_).expect_end();
+          ExpressionParser(ended_->tokens, 1, ended_->line).expect_end();
           node.branches.emplace_back(nullptr, std::move(otherwise));
         }
         return node;
@@ -839,10 +822,10 @@ class TemplateParser {
       node.body = parse_block({"else", "endfor"}, tag);
       --loops_;
       if (keyword(*ended_) == "else") {
-        ExpressionParser(ended_->tokens, 1, ended_->line, macros_).expect_end();
+        ExpressionParser(ended_->tokens, 1, ended_->line).expect_end();
         node.else_body = parse_block({"endfor"}, tag);
       }
-      ExpressionParser(ended_->tokens, 1, ended_->line, macros_).expect_end();
+      ExpressionParser(ended_->tokens, 1, ended_->line).expect_end();
       return node;
     }
     if (word == "set") {
@@ -853,7 +836,7 @@ class TemplateParser {
         const int outer_loops = std::exchange(loops_, 0);  // no break out of the text
         node.body = parse_block({"endset"}, tag);
         loops_ = outer_loops;
-        ExpressionParser(ended_->tokens, 1, ended_->line, macros_).expect_end();
+        ExpressionParser(ended_->tokens, 1, ended_->line).expect_end();
         return node;
       }
       if (!parser.skip_op("=")) {
@@ -866,8 +849,8 @@ class TemplateParser {
       return node;
     }
     if (word == "macro") {
-      // {% macro name(a, b = default, ...) %} body {% endmacro %}. The name is known only after
-      // the body, so a macro cannot call itself: rendering still always ends.
+      // {% macro name(a, b = default, ...) %} body {% endmacro %}. Calls find their macro when
+      // they run, as in jinja2: a macro may call itself, or one defined after it.
       node.kind = Node::Kind::macro;
       node.target = parser.expect_name();
       if (!parser.skip_op("(")) template_error(parser.here(), "expected ( after the macro's name");
@@ -883,8 +866,7 @@ class TemplateParser {
       const int outer_loops = std::exchange(loops_, 0);  // a loop around it is not the macro's
       node.body = parse_block({"endmacro"}, tag);
       loops_ = outer_loops;
-      ExpressionParser(ended_->tokens, 1, ended_->line, macros_).expect_end();
-      macros_.insert(node.target);
+      ExpressionParser(ended_->tokens, 1, ended_->line).expect_end();
       return node;
     }
     if (word == "break" || word == "continue") {
@@ -902,7 +884,6 @@ class TemplateParser {
   int opened_line_ = 0;
   int loops_ = 0;
   int depth_ = 0;
-  std::set<std::string, std::less<>> macros_;  // the macros defined so far
 };
 
 }  // namespace

@@ -6,14 +6,17 @@
 // {% for x in xs [if condition] %} (also `for a, b in`, and {% else %} for an empty loop),
 // {% set name = value %}, {% set namespace.attribute = value %} and {% set name %} text
 // {% endset %} (the block's text), {% break %}, {% continue %},
-// {% macro name(a, b = default) %} ... {% endmacro %} (called as a function once defined; not
-// from its own body), {% generation %} (transformers' marker around an assistant's text: rendered
-// as its body) and {# comments #}. Expressions: literals (strings, integers, floats,
-// true/false/none, lists, dicts), names, `a.b`, `a[i]`, `a[i:j:k]`, calls, filters `a | f(args)`,
-// tests `a is [not] t`, `not`, `and`, `or`, comparisons, `in` / `not in`, + - * / // % ~, unary
-// minus and `x if condition else y`. Everything else ({% call %}, {% raw %}, {% include %}, ...) is
-// refused by parse_template with the line it is on, so a template is known to render, or refused,
-// when it is loaded. Whitespace as transformers' jinja2 environment treats it: `-` inside a
+// {% macro name(a, b = default) %} ... {% endmacro %} (called as a function once its definition
+// has run, from anywhere, itself included), {% generation %} (transformers' marker around an
+// assistant's text: rendered as its body) and {# comments #}. Expressions: literals (strings,
+// integers, floats, true/false/none, lists, dicts), names, `a.b`, `a[i]`, `a[i:j:k]`, calls,
+// filters `a | f(args)`, tests `a is [not] t`, `not`, `and`, `or`, comparisons, `in` / `not in`, +
+// - * / // % ~, unary minus and `x if condition else y`. Any other statement ({% call %}, {% raw
+// %}, {% include %},
+// ...) is refused by parse_template with the line it is on. Names are looked up as jinja2 looks
+// them up, when they are rendered: a filter, test, method or function jinja.h does not implement is
+// refused by the render that reaches it (a template's tool-calling branch may use one that a plain
+// conversation never runs). Whitespace as transformers' jinja2 environment treats it: `-` inside a
 // delimiter strips the whitespace on that side, a block or comment tag alone on its line takes the
 // line's indentation with it (lstrip_blocks, unless `{%+`) and the newline right after it
 // (trim_blocks, unless `+%}`).
@@ -83,13 +86,6 @@ struct Node {
   std::string target, attribute;
   std::vector<std::pair<std::string, ExprPtr>> parameters;
 };
-
-// What the renderer implements (jinja.cpp): parse_template refuses any other filter, test, global
-// function or method by name.
-bool is_supported_filter(std::string_view name);
-bool is_supported_test(std::string_view name);
-bool is_supported_function(std::string_view name);
-bool is_supported_method(std::string_view name);
 
 // Throws Error("chat template: line N: what"): how the parser and the renderer (jinja.cpp)
 // report a template's errors.

@@ -156,6 +156,28 @@ bool is_python_space(char32_t c) {
          c == 0x205F || c == 0x3000;
 }
 
+// The length of the line end that starts at s[i], or 0.
+std::size_t line_end_at(const std::string& s, std::size_t i) {
+  const auto next = [&](std::size_t k) { return i + k < s.size() ? s[i + k] : '\0'; };
+  switch (s[i]) {
+    case '\r':
+      return next(1) == '\n' ? 2 : 1;
+    case '\n':
+    case '\v':
+    case '\f':
+    case '\x1c':
+    case '\x1d':
+    case '\x1e':
+      return 1;
+    case '\xc2':  // U+0085
+      return next(1) == '\x85' ? 2 : 0;
+    case '\xe2':  // U+2028, U+2029
+      return next(1) == '\x80' && (next(2) == '\xa8' || next(2) == '\xa9') ? 3 : 0;
+    default:
+      return 0;
+  }
+}
+
 }  // namespace
 
 bool is_namespace(const Value& v) {
@@ -384,6 +406,23 @@ Value split(const std::string& s, const Value& separator, std::int64_t max_split
 }
 
 // Python's floor division and modulo (the quotient rounds toward minus infinity).
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t end = line_end_at(s, i);
+    if (end == 0) {
+      ++i;
+      continue;
+    }
+    lines.push_back(s.substr(start, i - start));
+    i += end;
+    start = i;
+  }
+  if (start < s.size()) lines.push_back(s.substr(start));
+  return lines;
+}
+
 std::int64_t floor_div(std::int64_t a, std::int64_t b) {
   std::int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;

@@ -57,6 +57,9 @@ std::string replace_all(const std::string& s, const std::string& from, const std
                         std::int64_t count);
 // str.split(separator, max_splits): null separator splits on runs of whitespace.
 Value split(const std::string& s, const Value& separator, std::int64_t max_splits);
+// str.splitlines(): the lines, without their ends (\n, \r\n, \r, \v, \f, \x1c-\x1e, U+0085,
+// U+2028, U+2029); a last line end starts no empty line.
+std::vector<std::string> split_lines(const std::string& s);
 // Python's a // b for ints: the quotient rounded toward minus infinity (b != 0).
 std::int64_t floor_div(std::int64_t a, std::int64_t b);
 
