@@ -113,21 +113,22 @@ class Model {
     return tokenizer().encode(text, add_special_tokens);
   }
 
-  // The text of `messages_json` (a JSON list of {"role", "content"}) as the model's chat template
-  // renders it (`template_file`'s when given), the assistant's turn opened when asked.
-  std::string apply_chat_template(const std::string& messages_json, bool add_generation_prompt,
+  // The text of `conversation_json` ({"messages": [...], "tools": [...]}, as a chat completions
+  // request writes it) as the model's chat template renders it (`template_file`'s when given),
+  // the assistant's turn opened when asked.
+  std::string apply_chat_template(const std::string& conversation_json, bool add_generation_prompt,
                                   const std::string& template_file) const {
     std::string why_none;
     const std::optional<tokenizer::ChatTemplate> chat_template =
         cli::find_chat_template(template_file, tokenizer_dir_, spec_, tokenizer_, why_none);
     check(chat_template.has_value() && why_none.empty(), "chat template", why_none);
-    tokenizer::jinja::Value messages;
+    tokenizer::jinja::Value request;
     try {
-      messages = tokenizer::jinja::Value::parse(messages_json);
+      request = tokenizer::jinja::Value::parse(conversation_json);
     } catch (const nlohmann::json::exception& e) {
       throw Error("messages", std::string("not JSON: ") + e.what());
     }
-    return chat_template->render(messages, nullptr, add_generation_prompt);
+    return chat_template->render(tokenizer::read_conversation(request), add_generation_prompt);
   }
   std::string decode(const std::vector<std::int32_t>& ids) const { return tokenizer().decode(ids); }
 

@@ -26,6 +26,9 @@
 namespace {
 
 using attnscope::Error;
+using attnscope::tokenizer::Conversation;
+using attnscope::tokenizer::ConversationError;
+using attnscope::tokenizer::read_conversation;
 using attnscope::tokenizer::jinja::Template;
 using attnscope::tokenizer::jinja::Value;
 
@@ -261,7 +264,7 @@ TEST_CASE("chat templates: found where transformers saves them, with the special
   using attnscope::tokenizer::ChatTemplate;
   const attnscope::testing::TempDir dir;
   const Value gpt2_defaults = {{"bos_token", "<|endoftext|>"}, {"eos_token", "<|endoftext|>"}};
-  const Value messages = Value::array({{{"role", "user"}, {"content", "hi"}}});
+  const Conversation hi{Value::array({{{"role", "user"}, {"content", "hi"}}}), nullptr};
   const std::string source = "{{ bos_token }}{{ messages[0].content }}{{ eos_token }}";
   CHECK_FALSE(ChatTemplate::find_in(dir.path().string(), gpt2_defaults).has_value());
 
@@ -273,7 +276,7 @@ TEST_CASE("chat templates: found where transformers saves them, with the special
           .dump());
   const auto from_config = ChatTemplate::find_in(dir.path().string(), gpt2_defaults);
   REQUIRE(from_config.has_value());
-  CHECK(from_config->render(messages, nullptr, true) == "<s>hi<|endoftext|>");
+  CHECK(from_config->render(hi, true) == "<s>hi<|endoftext|>");
 
   // A list of named templates: "default".
   attnscope::testing::write_file(dir.file("tokenizer_config.json"),
@@ -282,8 +285,7 @@ TEST_CASE("chat templates: found where transformers saves them, with the special
                                          {{"name", "default"}, {"template", source}}}},
                                        {"eos_token", "</s>"}}
                                      .dump());
-  CHECK(ChatTemplate::find_in(dir.path().string(), Value::object())
-            ->render(messages, nullptr, true) == "hi</s>");
+  CHECK(ChatTemplate::find_in(dir.path().string(), Value::object())->render(hi, true) == "hi</s>");
   attnscope::testing::write_file(
       dir.file("tokenizer_config.json"),
       Value{{"chat_template", {{{"name", "tool_use"}, {"template", "x"}}}}}.dump());
@@ -293,8 +295,7 @@ TEST_CASE("chat templates: found where transformers saves them, with the special
 
   // chat_template.jinja comes first; its errors name the file.
   attnscope::testing::write_file(dir.file("chat_template.jinja"), "[{{ messages | length }}]\n");
-  CHECK(ChatTemplate::find_in(dir.path().string(), Value::object())
-            ->render(messages, nullptr, true) == "[1]");
+  CHECK(ChatTemplate::find_in(dir.path().string(), Value::object())->render(hi, true) == "[1]");
   attnscope::testing::write_file(dir.file("chat_template.jinja"), "{% call m() %}{% endcall %}");
   CHECK_THROWS_WITH_AS(ChatTemplate::find_in(dir.path().string(), Value::object()),
                        (dir.file("chat_template.jinja") +
@@ -307,6 +308,42 @@ TEST_CASE("chat templates: found where transformers saves them, with the special
 // <s> and </s> from tokenizer_config.json): transformers' apply_chat_template text and ids
 // (tools/fixtures/make_sentencepiece_tokenizer_cases.py), rendered here and then tokenized
 // without adding special tokens, as serve and generate --chat do.
+TEST_CASE("chat templates: a conversation as a chat completions request sends it") {
+  const Conversation read = read_conversation(Value::parse(R"({
+    "model": "m",
+    "messages": [
+      {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+      {"role": "assistant", "content": null, "tool_calls": [{"z": 1, "a": 2}]}
+    ],
+    "tools": [{"type": "function", "function": {"name": "f"}}]
+  })"));
+  CHECK(read.messages[0]["content"] == "a\nb");  // text parts, joined
+  CHECK(read.messages[1]["content"].is_null());
+  CHECK(read.messages[1]["tool_calls"].dump() == R"([{"z":1,"a":2}])");  // keys in their order
+  CHECK(read.tools[0]["function"]["name"] == "f");
+  CHECK(read_conversation(Value::parse(R"({"messages": [{"role": "user"}]})")).tools.is_null());
+  const auto error = [](const char* request) {
+    try {
+      read_conversation(Value::parse(request));
+    } catch (const ConversationError& e) {
+      return e.field + " | " + e.what();
+    }
+    return std::string("(read)");
+  };
+  CHECK(error("{}") == "messages | messages is required");
+  CHECK(error(R"({"messages": []})") ==
+        R"(messages | messages must be a non-empty list of {"role", "content"} objects)");
+  CHECK(error(R"({"messages": [{"role": "user"}, {"content": "x"}]})") ==
+        "messages[1] | messages[1] must be an object with a string role");
+  CHECK(error(R"({"messages": [{"role": "user", "content": 5}]})") ==
+        "messages[0].content | messages[0].content must be a string, null or a list of text parts");
+  CHECK(
+      error(R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})") ==
+      R"(messages[0].content | messages[0].content: only text parts ({"type": "text", "text": ...}) are served)");
+  CHECK(error(R"({"messages": [{"role": "user"}], "tools": {}})") ==
+        "tools | tools must be a list");
+}
+
 TEST_CASE("chat templates: a SentencePiece checkpoint's conversation, rendered and tokenized") {
   using attnscope::tokenizer::ChatTemplate;
   using attnscope::tokenizer::TokenizerJson;
@@ -320,7 +357,7 @@ TEST_CASE("chat templates: a SentencePiece checkpoint's conversation, rendered a
   REQUIRE(cases.size() == 4);
   for (const Value& c : cases) {
     const std::string text =
-        chat->render(c["messages"], nullptr, c["add_generation_prompt"].get<bool>());
+        chat->render({c["messages"], nullptr}, c["add_generation_prompt"].get<bool>());
     CHECK(text == c["text"].get<std::string>());
     std::vector<std::int32_t> expected;
     for (const Value& id : c["ids"]) expected.push_back(id.get<std::int32_t>());

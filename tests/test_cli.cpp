@@ -382,10 +382,43 @@ TEST_CASE("generate --chat: the prompt is the conversation as transformers rende
   CHECK(with_system["prompt_ids"] ==
         ids_of("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello!<|im_end|>\n"
                "<|im_start|>assistant\n"));
-  // No template: one clear error; the flags that need --chat say so.
+  // --messages: a whole conversation (a tool call and its result) and its tools, as a chat
+  // completions request writes them; transformers' rendering of Qwen2.5's template again.
+  // (Read keeping the keys' order, which the template's tojson shows.)
+  nlohmann::ordered_json with_tools;
+  std::ifstream cases_file(attnscope::testing::test_fixtures() + "/chat_templates/cases.json");
+  for (const nlohmann::ordered_json& c : nlohmann::ordered_json::parse(cases_file)) {
+    if (c["name"] == "qwen2.5: tools, tools_in_user_message=True") with_tools = c;
+  }
+  REQUIRE(with_tools.is_object());
+  const std::string qwen_template = dir.file("qwen2.5.jinja");
+  attnscope::testing::write_file(qwen_template, with_tools["template"].get<std::string>());
+  const std::string conversation = dir.file("conversation.json");
+  attnscope::testing::write_file(
+      conversation, nlohmann::ordered_json{{"model", "m"},
+                                           {"messages", with_tools["variables"]["messages"]},
+                                           {"tools", with_tools["variables"]["tools"]}}
+                        .dump());
+  const nlohmann::json from_file =
+      success_json(run("generate -m synthetic:gpt2 --chat --messages " + conversation +
+                       " --chat-template " + qwen_template + " -n 1 --json"));
+  CHECK(from_file["prompt_ids"] == ids_of(with_tools["rendered"].get<std::string>()));
+  attnscope::testing::write_file(conversation, R"({"messages": [{"role": "user", "content": 1}]})");
+  check_one_line_error(
+      run("generate -m synthetic:tiny --chat --messages " + conversation + " --chat-template " +
+          qwen_template),
+      1, conversation + ": messages[0].content must be a string, null or a list of text parts");
+  attnscope::testing::write_file(conversation, R"({"messages": [], "messages": []})");
+  check_one_line_error(run("generate -m synthetic:tiny --chat --messages " + conversation +
+                           " --chat-template " + qwen_template),
+                       1, "duplicate key 'messages'");
+  // No template: one clear error; the flags that need --chat say so, and --chat needs a message.
   check_one_line_error(run("generate -m synthetic:tiny --chat --prompt hi"), 1,
                        "this model has no chat template");
   check_one_line_error(run("generate -m synthetic:tiny --prompt hi --system x"), 2, "--chat");
+  check_one_line_error(run("generate -m synthetic:tiny --messages " + conversation), 2, "--chat");
+  check_one_line_error(run("generate -m synthetic:tiny --chat"), 1,
+                       "--chat: needs --prompt (the user's message) or --messages FILE");
 }
 
 TEST_CASE("tokenize and detokenize use OpenAI's GPT-2 vocabulary") {

@@ -41,6 +41,28 @@ ChatTemplate parse(const std::string& source, jinja::Value tokens, const std::st
   }
 }
 
+// A message's content as text: a string, null (an assistant turn of tool calls only) or
+// OpenAI's list of parts, whose text parts are joined with newlines (as vLLM joins them for a
+// template that reads content as a string).
+jinja::Value message_content(const jinja::Value& content, const std::string& message_field) {
+  const std::string field = message_field + ".content";
+  if (content.is_string() || content.is_null()) return content;
+  if (!content.is_array()) {
+    throw ConversationError(field, field + " must be a string, null or a list of text parts");
+  }
+  std::string text;
+  for (const jinja::Value& part : content) {
+    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+        !part["text"].is_string()) {
+      throw ConversationError(
+          field, field + ": only text parts ({\"type\": \"text\", \"text\": ...}) are served");
+    }
+    if (!text.empty()) text += '\n';
+    text += part["text"].get_ref<const std::string&>();
+  }
+  return text;
+}
+
 std::optional<nlohmann::json> tokenizer_config(const fs::path& dir) {
   const fs::path path = dir / "tokenizer_config.json";
   if (!fs::is_regular_file(path)) return std::nullopt;
@@ -83,11 +105,34 @@ ChatTemplate ChatTemplate::from_file(const std::string& path, const std::string&
                special_tokens(config, default_tokens), path);
 }
 
-std::string ChatTemplate::render(const jinja::Value& messages, const jinja::Value& tools,
+Conversation read_conversation(const jinja::Value& request) {
+  const auto messages = request.find("messages");
+  if (messages == request.end()) throw ConversationError("messages", "messages is required");
+  if (!messages->is_array() || messages->empty()) {
+    throw ConversationError("messages",
+                            "messages must be a non-empty list of {\"role\", \"content\"} objects");
+  }
+  Conversation conversation{jinja::Value::array(), request.value("tools", jinja::Value())};
+  for (std::size_t i = 0; i < messages->size(); ++i) {
+    jinja::Value message = (*messages)[i];
+    const std::string field = "messages[" + std::to_string(i) + "]";
+    if (!message.is_object() || !message.contains("role") || !message["role"].is_string()) {
+      throw ConversationError(field, field + " must be an object with a string role");
+    }
+    message["content"] = message_content(message.value("content", jinja::Value()), field);
+    conversation.messages.push_back(std::move(message));
+  }
+  if (!conversation.tools.is_null() && !conversation.tools.is_array()) {
+    throw ConversationError("tools", "tools must be a list");
+  }
+  return conversation;
+}
+
+std::string ChatTemplate::render(const Conversation& conversation,
                                  bool add_generation_prompt) const {
   jinja::Value variables = special_tokens_;
-  variables["messages"] = messages;
-  variables["tools"] = tools;
+  variables["messages"] = conversation.messages;
+  variables["tools"] = conversation.tools;
   variables["documents"] = nullptr;
   variables["add_generation_prompt"] = add_generation_prompt;
   return template_.render(variables);

@@ -11,8 +11,30 @@
 #include <utility>
 
 #include "models/tokenizer/jinja.h"
+#include "runtime/error.h"
 
 namespace attnscope::tokenizer {
+
+// A conversation as OpenAI's chat completions API sends it: `messages`, each an object with a
+// string role and a content (a string, null, or a list of text parts, read as their texts joined
+// with newlines), and `tools` (null or a list), handed to the template as they came, keys in
+// their order (a template's tojson shows it).
+struct Conversation {
+  jinja::Value messages;
+  jinja::Value tools;
+};
+
+// What is wrong with a conversation, and where: `field` names the part ("messages[2].content").
+class ConversationError : public Error {
+ public:
+  ConversationError(std::string part, const std::string& what)
+      : Error(what), field(std::move(part)) {}
+  std::string field;
+};
+
+// The conversation of a chat completions request (`request`: its body, an object; other fields
+// are ignored). Throws ConversationError.
+Conversation read_conversation(const jinja::Value& request);
 
 class ChatTemplate {
  public:
@@ -24,8 +46,8 @@ class ChatTemplate {
   // which "default"); nullopt when the folder has none. The special tokens are
   // tokenizer_config.json's, over `default_tokens` (a JSON object: GPT-2's vocab.json tokenizer
   // has bos, eos and unk "<|endoftext|>" without saying so). Throws Error when a file is
-  // malformed or the template uses what the interpreter does not support (jinja_syntax.h),
-  // naming the file.
+  // malformed or the template uses a statement the interpreter does not support
+  // (jinja_syntax.h), naming the file.
   static std::optional<ChatTemplate> find_in(const std::string& dir,
                                              const jinja::Value& default_tokens);
   // A template file (attnscope serve --chat-template), with the special tokens as find_in reads
@@ -33,11 +55,9 @@ class ChatTemplate {
   static ChatTemplate from_file(const std::string& path, const std::string& config_dir,
                                 const jinja::Value& default_tokens);
 
-  // The prompt text of `messages` (OpenAI's [{"role": ..., "content": ...}, ...]); `tools` is
-  // null or the request's list. Throws Error when the template raises (raise_exception: roles
-  // out of order, ...) or fails on the conversation.
-  std::string render(const jinja::Value& messages, const jinja::Value& tools,
-                     bool add_generation_prompt) const;
+  // The prompt text of `conversation`. Throws Error when the template raises (raise_exception:
+  // roles out of order, ...) or fails on the conversation.
+  std::string render(const Conversation& conversation, bool add_generation_prompt) const;
 
  private:
   jinja::Template template_;

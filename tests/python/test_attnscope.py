@@ -138,6 +138,19 @@ def test_chat_template_renders_as_transformers_does(tmp_path):
     assert ids == model.tokenizer.encode(case["rendered"])  # GPT-2's vocabulary adds no tokens
     out = model.generate(ids, max_new_tokens=2)
     assert len(out.ids) == 2
+    # A tool call, its result and the tools' schemas, as transformers renders Qwen2.5's template.
+    case = next(c for c in cases if c["name"] == "qwen2.5: tools, tools_in_user_message=True")
+    template = tmp_path / "qwen2.5.jinja"
+    template.write_text(case["template"], encoding="utf-8")
+    text = model.tokenizer.apply_chat_template(case["variables"]["messages"],
+                                               tools=case["variables"]["tools"], tokenize=False,
+                                               chat_template=str(template))
+    assert text == case["rendered"]
+    with pytest.raises(TypeError, match="tools must be a list"):
+        model.tokenizer.apply_chat_template(messages, tools="get_weather",
+                                            chat_template=str(template))
+    with pytest.raises(attnscope.Error, match=r"messages\[0\] must be an object"):
+        model.tokenizer.apply_chat_template([{"content": "no role"}], chat_template=str(template))
     with pytest.raises(attnscope.Error, match="no chat template"):
         model.tokenizer.apply_chat_template(messages)  # GPT-2 has none
     with pytest.raises(TypeError, match="list of dicts"):

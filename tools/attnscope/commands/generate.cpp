@@ -11,9 +11,12 @@
 #include <optional>
 #include <span>
 
+#include "models/tokenizer/chat_template.h"
 #include "runtime/error.h"
+#include "runtime/input_file.h"
 #include "runtime/npy.h"
 #include "runtime/sampler.h"
+#include "runtime/strict_json.h"
 #include "runtime/transfer.h"
 #include "tools/attnscope/cli/flags.h"
 #include "tools/attnscope/cli/generation.h"
@@ -28,6 +31,9 @@ namespace attnscope::cli {
 
 namespace {
 
+// A conversation file is a request body's size (serve takes 1 MiB by default); far more is not one.
+constexpr std::uint64_t kMaxConversationBytes = std::uint64_t{64} << 20;
+
 struct GenerateFlags {
   std::string model;
   std::string tokenizer;
@@ -35,6 +41,7 @@ struct GenerateFlags {
   std::vector<std::string> prompt_ids;
   bool chat = false;          // --prompt is a user's message, rendered by the chat template
   std::string system;         // with --chat: a system message first
+  std::string messages;       // with --chat: a JSON file's conversation instead of --prompt's
   std::string chat_template;  // with --chat: a Jinja file instead of the checkpoint's
   std::int64_t max_new_tokens = 32;
   SamplingOptions sampling;  // its seed comes from `seed`
@@ -49,21 +56,46 @@ struct GenerateFlags {
   AttentionMapOptions attention_map;
 };
 
-// --chat: the ids of [system?, user: --prompt] as the chat template renders them, with the
-// assistant's turn opened; tokenized without adding special tokens (the template writes them).
+// --chat's conversation: --messages' file (a chat completions request's JSON), or
+// [system: --system, if given; user: --prompt].
+tokenizer::Conversation chat_conversation(const GenerateFlags& flags) {
+  if (!flags.messages.empty()) {
+    const std::string text = read_input_file(flags.messages, kMaxConversationBytes, "--messages");
+    // Validated strictly first (no duplicate keys, nesting capped), then read keeping the keys'
+    // order, which a template's tojson shows.
+    const nlohmann::json checked =
+        parse_json_refusing_duplicates(text, flags.messages, "the conversation");
+    check(checked.is_object(), flags.messages,
+          "must be a JSON object with \"messages\" (and \"tools\"), as a chat completions "
+          "request writes it");
+    try {
+      return tokenizer::read_conversation(tokenizer::jinja::Value::parse(text));
+    } catch (const tokenizer::ConversationError& e) {
+      throw Error(flags.messages, e.what());
+    }
+  }
+  tokenizer::Conversation conversation{tokenizer::jinja::Value::array(), nullptr};
+  if (!flags.system.empty()) {
+    conversation.messages.push_back({{"role", "system"}, {"content", flags.system}});
+  }
+  conversation.messages.push_back({{"role", "user"}, {"content", flags.prompt}});
+  return conversation;
+}
+
+// --chat: the ids of its conversation as the chat template renders it, the assistant's turn
+// opened; tokenized without adding special tokens (the template writes them).
 std::vector<std::int32_t> chat_prompt(const GenerateFlags& flags,
                                       const std::optional<TextTokenizer>& tokenizer) {
   std::string why_none;
   const std::optional<tokenizer::ChatTemplate> chat_template =
       find_chat_template(flags.chat_template, flags.tokenizer, flags.model, tokenizer, why_none);
   check(chat_template.has_value() && why_none.empty(), "--chat", why_none);
-  tokenizer::jinja::Value messages = tokenizer::jinja::Value::array();
-  if (!flags.system.empty()) messages.push_back({{"role", "system"}, {"content", flags.system}});
-  messages.push_back({{"role", "user"}, {"content", flags.prompt}});
-  return tokenizer->encode(chat_template->render(messages, nullptr, true), false);
+  return tokenizer->encode(chat_template->render(chat_conversation(flags), true), false);
 }
 
 int run_generate(const GenerateFlags& flags) {
+  check(!flags.chat || !flags.prompt.empty() || !flags.messages.empty(), "--chat",
+        "needs --prompt (the user's message) or --messages FILE (a conversation)");
   SamplingOptions sampling = flags.sampling;
   sampling.seed = flags.seed >= 0 ? static_cast<std::uint64_t>(flags.seed) : random_seed();
   if (flags.seed < 0) std::cerr << "attnscope: seed " << sampling.seed << "\n";
@@ -82,8 +114,8 @@ int run_generate(const GenerateFlags& flags) {
     check(!prompt.empty(), "--prompt-ids",
           "no token ids given (e.g. --prompt-ids 464,2068; leave the flag out to start from "
           "eos_token_id)");
-  } else if (!flags.prompt.empty()) {
-    check(tokenizer.has_value(), "--prompt",
+  } else if (!flags.prompt.empty() || flags.chat) {
+    check(tokenizer.has_value(), flags.chat ? "--chat" : "--prompt",
           "no tokenizer for this model: pass --tokenizer DIR (vocab.json + merges.txt, or "
           "tokenizer.json) or use --prompt-ids");
     prompt = flags.chat ? chat_prompt(flags, tokenizer) : tokenizer->encode(flags.prompt);
@@ -212,10 +244,18 @@ Subcommand add_generate(CLI::App& app) {
       sub->add_flag("--chat", flags->chat,
                     "--prompt is a user's message: rendered by the model's chat template "
                     "(tokenizer_config.json's or chat_template.jinja), the assistant's turn opened")
-          ->needs(prompt)
           ->excludes(ids);
-  sub->add_option("--system", flags->system, "With --chat: a system message before the user's")
-      ->needs(chat);
+  CLI::Option* system =
+      sub->add_option("--system", flags->system, "With --chat: a system message before the user's")
+          ->needs(chat);
+  sub->add_option("--messages", flags->messages,
+                  "With --chat: the conversation of a JSON file, as a chat completions request "
+                  "writes it ({\"messages\": [{\"role\", \"content\"}, ...], \"tools\": "
+                  "[...]}), instead of --system and --prompt")
+      ->needs(chat)
+      ->excludes(prompt)
+      ->excludes(system)
+      ->check(CLI::ExistingFile);
   sub->add_option("--chat-template", flags->chat_template,
                   "With --chat: a Jinja chat template file instead of the model's own")
       ->needs(chat)

@@ -204,25 +204,6 @@ void read_common_fields(const json& parsed, const TextTokenizer* tokenizer, std:
     bad("stop", "stop strings need a tokenizer, and this server has none");
   }
 }
-
-// A message's content as text: a string, null (an assistant turn of tool calls only) or
-// OpenAI's list of parts, whose text parts are joined with newlines (as vLLM joins them for a
-// template that reads content as a string).
-jinja::Value message_content(const jinja::Value& content, std::size_t index) {
-  const std::string param = "messages[" + std::to_string(index) + "].content";
-  if (content.is_string() || content.is_null()) return content;
-  if (!content.is_array()) bad(param, param + " must be a string, null or a list of text parts");
-  std::string text;
-  for (const jinja::Value& part : content) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-        !part["text"].is_string()) {
-      bad(param, param + ": only text parts ({\"type\": \"text\", \"text\": ...}) are served");
-    }
-    text += (text.empty() ? "" : "\n") + part["text"].get<std::string>();
-  }
-  return text;
-}
-
 }  // namespace
 
 CompletionRequest parse_completion_request(const std::string& body, const TextTokenizer* tokenizer,
@@ -255,23 +236,12 @@ CompletionRequest parse_chat_request(const std::string& body, const TextTokenize
   CompletionRequest out;
   out.chat = true;
   read_common_fields(parsed, &tokenizer, vocab_size, out);
-  const auto messages = ordered.find("messages");
-  if (messages == ordered.end()) bad("messages", "messages is required");
-  if (!messages->is_array() || messages->empty()) {
-    bad("messages", "messages must be a non-empty list of {\"role\", \"content\"} objects");
+  tokenizer::Conversation conversation;
+  try {
+    conversation = tokenizer::read_conversation(ordered);
+  } catch (const tokenizer::ConversationError& e) {
+    bad(e.field, e.what());
   }
-  jinja::Value conversation = jinja::Value::array();
-  for (std::size_t i = 0; i < messages->size(); ++i) {
-    jinja::Value message = (*messages)[i];
-    const std::string param = "messages[" + std::to_string(i) + "]";
-    if (!message.is_object() || !message.contains("role") || !message["role"].is_string()) {
-      bad(param, param + " must be an object with a string role");
-    }
-    message["content"] = message_content(message.value("content", jinja::Value()), i);
-    conversation.push_back(std::move(message));
-  }
-  const jinja::Value tools = ordered.value("tools", jinja::Value());
-  if (!tools.is_null() && !tools.is_array()) bad("tools", "tools must be a list");
   // logprobs: true asks for each token's log-probability, top_logprobs (0-20) for as many
   // alternatives.
   const std::int64_t top = integer(parsed, "top_logprobs", -1, 0, 20);
@@ -287,7 +257,7 @@ CompletionRequest parse_chat_request(const std::string& body, const TextTokenize
     add_generation_prompt = boolean(parsed, "add_generation_prompt");
   }
   try {
-    out.prompt_text = chat_template.render(conversation, tools, add_generation_prompt);
+    out.prompt_text = chat_template.render(conversation, add_generation_prompt);
   } catch (const Error& e) {
     bad("messages", e.what());
   }
