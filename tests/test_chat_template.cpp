@@ -184,6 +184,13 @@ TEST_CASE("chat templates: errors while rendering name the line and the reason")
         "chat template: line 1: format: no positional argument 1");
   CHECK(render_error("{{ '{x}'.format(y=1) }}") ==
         "chat template: line 1: format: no argument named x");
+  CHECK(render_error("{{ [1] | tojson(separators=',') }}") ==
+        "chat template: line 1: tojson's separators must be two strings (between items, after a "
+        "key)");
+  CHECK(render_error("{{ [1] | tojson(indent=1.5) }}") ==
+        "chat template: line 1: tojson's indent must be an int or a string, not a float");
+  CHECK(render_error("{{ [[1, 2], [3]] | tojson(indent=16777216) }}") ==
+        "chat template: tojson's text passes its limit");
   CHECK(render_error("{{ 1 | indent }}") ==
         "chat template: line 1: indent's value must be a string, not a int");
   CHECK(render_error("{{ 'ab' | indent(none) }}") ==

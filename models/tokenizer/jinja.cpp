@@ -532,6 +532,7 @@ class Renderer {
   }
 
   static bool contains(const Value& container, const Value& needle, int line) {
+    if (container.is_discarded()) return false;  // jinja2's Undefined holds nothing
     if (container.is_string()) {
       if (!needle.is_string())
         template_error(line, "'in <string>' needs a string, not a " + type_name(needle));
@@ -892,18 +893,7 @@ class Renderer {
         return static_cast<std::int64_t>(v.size());
       template_error(line, "a " + type_name(v) + " has no length");
     }
-    if (name == "tojson") {
-      const Value indent = args.get(0, "indent", nullptr);
-      if (!indent.is_null() && !is_int(indent))
-        template_error(line, "tojson's indent must be an int");
-      if (truthy(args.keyword("ensure_ascii", false)) || args.keywords.count("separators")) {
-        template_error(line, "tojson's ensure_ascii and separators are not supported");
-      }
-      return capped(
-          python_json(v, indent.is_null() ? -1 : static_cast<int>(indent.get<std::int64_t>()),
-                      truthy(args.keyword("sort_keys", false))),
-          line);
-    }
+    if (name == "tojson") return tojson(v, args, line);
     if (name == "upper" || name == "lower" || name == "capitalize" || name == "title") {
       const Case mode = name == "lower"        ? Case::lower
                         : name == "upper"      ? Case::upper
@@ -1073,6 +1063,36 @@ class Renderer {
       check_size(out, line);
     }
     return out;
+  }
+
+  // transformers' tojson(ensure_ascii=false, indent=none, separators=none, sort_keys=false):
+  // Python's json.dumps with those arguments (an int indent is that many spaces, a string itself).
+  Value tojson(const Value& v, const Arguments& args, int line) {
+    JsonStyle style;
+    style.max_bytes = kMaxRenderBytes;
+    style.ensure_ascii = truthy(args.get(0, "ensure_ascii", false));
+    const Value indent = args.get(1, "indent", nullptr);
+    if (indent.is_string()) {
+      style.indent = indent.get<std::string>();
+    } else if (is_int(indent)) {
+      const std::int64_t spaces = std::clamp<std::int64_t>(
+          indent.get<std::int64_t>(), 0, static_cast<std::int64_t>(kMaxRenderBytes) + 1);
+      style.indent = std::string(static_cast<std::size_t>(spaces), ' ');
+    } else if (!indent.is_null()) {
+      template_error(line,
+                     "tojson's indent must be an int or a string, not a " + type_name(indent));
+    }
+    const Value separators = args.get(2, "separators", nullptr);
+    if (!separators.is_null()) {
+      if (!separators.is_array() || separators.size() != 2 || !separators[0].is_string() ||
+          !separators[1].is_string()) {
+        template_error(line,
+                       "tojson's separators must be two strings (between items, after a key)");
+      }
+      style.separators.emplace(separators[0].get<std::string>(), separators[1].get<std::string>());
+    }
+    style.sort_keys = truthy(args.get(3, "sort_keys", false));
+    return python_json(v, style);
   }
 
   // What sort, dictsort, min and max compare an item by: its `attribute` (a string) or itself,

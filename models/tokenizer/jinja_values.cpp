@@ -44,9 +44,30 @@ std::string string_repr(const std::string& s) {
   return out + quote;
 }
 
-void json_string(const std::string& s, std::string& out) {
+// "\u00e9": a UTF-16 code unit as Python's json escapes it.
+void append_json_escape(char32_t unit, std::string& out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += "\\u";
+  for (int shift = 12; shift >= 0; shift -= 4) out += kHex[(unit >> shift) & 15];
+}
+
+void json_string(const std::string& s, bool ensure_ascii, std::string& out) {
   out += '"';
-  for (unsigned char c : s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (ensure_ascii && c >= 0x7f) {
+      // Python's ensure_ascii: everything past '~' as \uXXXX, a surrogate pair past U+FFFF.
+      const CodePoint cp = decode_utf8(s, i);
+      const char32_t value = cp.length == 0 ? char32_t{0xFFFD} : cp.value;
+      i += std::max<std::size_t>(cp.length, 1) - 1;
+      if (value < 0x10000) {
+        append_json_escape(value, out);
+      } else {
+        append_json_escape(0xD800 + ((value - 0x10000) >> 10), out);
+        append_json_escape(0xDC00 + ((value - 0x10000) & 0x3FF), out);
+      }
+      continue;
+    }
     switch (c) {
       case '"':
         out += "\\\"";
@@ -80,11 +101,17 @@ void json_string(const std::string& s, std::string& out) {
   out += '"';
 }
 
-void json_dump(const Value& v, int indent, bool sort_keys, int depth, std::string& out) {
+void json_dump(const Value& v, const JsonStyle& style, int depth, std::string& out) {
+  if (out.size() > style.max_bytes) throw Error("chat template: tojson's text passes its limit");
   const auto newline = [&](int level) {
-    if (indent >= 0) out += "\n" + std::string(static_cast<std::size_t>(indent * level), ' ');
+    if (!style.indent) return;
+    out += '\n';
+    for (int i = 0; i < level && out.size() <= style.max_bytes; ++i) out += *style.indent;
   };
-  const std::string item_separator = indent >= 0 ? "," : ", ";
+  const std::string& item_separator = style.separators ? style.separators->first
+                                      : style.indent   ? ","
+                                                       : ", ";
+  const std::string& key_separator = style.separators ? style.separators->second : ": ";
   switch (v.type()) {
     case Value::value_t::discarded:
       throw Error("chat template: tojson of an undefined value");
@@ -106,7 +133,7 @@ void json_dump(const Value& v, int indent, bool sort_keys, int depth, std::strin
       out += std::to_string(v.get<std::int64_t>());
       return;
     case Value::value_t::string:
-      json_string(v.get<std::string>(), out);
+      json_string(v.get<std::string>(), style.ensure_ascii, out);
       return;
     case Value::value_t::array: {
       if (v.empty()) {
@@ -117,7 +144,7 @@ void json_dump(const Value& v, int indent, bool sort_keys, int depth, std::strin
       for (std::size_t i = 0; i < v.size(); ++i) {
         if (i) out += item_separator;
         newline(depth + 1);
-        json_dump(v[i], indent, sort_keys, depth + 1, out);
+        json_dump(v[i], style, depth + 1, out);
       }
       newline(depth);
       out += "]";
@@ -131,7 +158,7 @@ void json_dump(const Value& v, int indent, bool sort_keys, int depth, std::strin
       }
       std::vector<std::pair<std::string, const Value*>> items;
       for (const auto& [key, item] : v.items()) items.emplace_back(key, &item);
-      if (sort_keys) {
+      if (style.sort_keys) {
         std::stable_sort(items.begin(), items.end(),
                          [](const auto& a, const auto& b) { return a.first < b.first; });
       }
@@ -139,9 +166,9 @@ void json_dump(const Value& v, int indent, bool sort_keys, int depth, std::strin
       for (std::size_t i = 0; i < items.size(); ++i) {
         if (i) out += item_separator;
         newline(depth + 1);
-        json_string(items[i].first, out);
-        out += ": ";
-        json_dump(*items[i].second, indent, sort_keys, depth + 1, out);
+        json_string(items[i].first, style.ensure_ascii, out);
+        out += key_separator;
+        json_dump(*items[i].second, style, depth + 1, out);
       }
       newline(depth);
       out += "}";
@@ -429,9 +456,10 @@ std::int64_t floor_div(std::int64_t a, std::int64_t b) {
   return q;
 }
 
-std::string python_json(const Value& value, int indent, bool sort_keys) {
+std::string python_json(const Value& value, const JsonStyle& style) {
   std::string out;
-  json_dump(value, indent, sort_keys, 0, out);
+  json_dump(value, style, 0, out);
+  if (out.size() > style.max_bytes) throw Error("chat template: tojson's text passes its limit");
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "models/tokenizer/jinja_syntax.h"
@@ -39,9 +40,19 @@ std::string python_float(double x);
 std::string python_str(const Value& v);
 // Python's repr(): a string quoted as Python quotes it.
 std::string python_repr(const Value& v);
-// Python's json.dumps(value, ensure_ascii=False, indent=indent (< 0: none), sort_keys): what
-// tojson prints (", " and ": " between items without an indent, "," and ": " with one).
-std::string python_json(const Value& value, int indent = -1, bool sort_keys = false);
+// json.dumps' options, as transformers' tojson passes them.
+struct JsonStyle {
+  std::optional<std::string> indent;  // what each level indents by (none: all on one line)
+  // (between items, between a key and its value); by default ", " and ": ", or "," and ": "
+  // with an indent.
+  std::optional<std::pair<std::string, std::string>> separators;
+  bool sort_keys = false;
+  bool ensure_ascii = false;                // past '~' as \uXXXX (a surrogate pair past U+FFFF)
+  std::size_t max_bytes = std::size_t(-1);  // longer text is refused while it is written
+};
+// Python's json.dumps(value, ...): what tojson prints. Throws Error("chat template: tojson ...")
+// for an undefined value, a namespace, or text past style.max_bytes.
+std::string python_json(const Value& value, const JsonStyle& style = {});
 
 // A string's code points (Python indexes strings by them), as the byte offsets where each
 // starts, plus the end.
