@@ -69,8 +69,9 @@ using Body = std::vector<Node>;
 
 struct Node {
   enum class Kind { text, output, if_, for_, set, macro, break_, continue_ };
+  Node(Kind node_kind, int node_line) : kind(node_kind), line(node_line) {}
   Kind kind;
-  int line = 0;
+  int line;
   std::string text;  // text
   ExprPtr expr;      // output: what to print; set: the value; for_: what to iterate
   // if_: (condition, body) in order; a null condition is the else.

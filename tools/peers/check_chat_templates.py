@@ -7,7 +7,8 @@ each, this script renders two conversations, the assistant's turn opened, two wa
 the token ids:
   - "plain": a system message and a user message;
   - "tools": the tools' schemas, a user message, the assistant's tool call (arguments as a dict,
-    as transformers' documentation writes them), the tool's result and a follow-up question;
+    as transformers' documentation writes them), the tool's result, the assistant's answer and a
+    follow-up question;
 each by transformers' apply_chat_template (its jinja2 sandbox) with the template as
 chat_template, and by `attnscope generate --chat --chat-template FILE --messages CONVERSATION
 --max-new-tokens 1 --json`, whose prompt_ids are the rendered conversation encoded (the
@@ -50,6 +51,7 @@ CONVERSATIONS = {
              "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
         {"role": "tool", "tool_call_id": "call12345", "name": "get_weather",
          "content": "18 C, sunny"},
+        {"role": "assistant", "content": "Sunny, 18 \u00b0C."},
         {"role": "user", "content": "And in \u00c9vry?"}], "tools": TOOLS},
 }
 

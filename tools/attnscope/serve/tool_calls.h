@@ -1,0 +1,46 @@
+// Tool calls in a chat model's reply, found as vLLM's tool parsers find them
+// (`attnscope serve --tool-call-parser NAME`), so a chat completion answers them as OpenAI's
+// `tool_calls` instead of text. Each format is the one the family's chat template writes an
+// assistant's tool call in (tests/test_tool_calls.cpp reads the calls back out of transformers'
+// renderings of the real templates):
+//   hermes       Qwen2.5, Qwen3, Hermes 2/3: any text, then one or more
+//                <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call> (the last one may
+//                be cut off before its closing tag);
+//   llama3_json  Llama 3.1 / 3.2: the whole reply is {"name": ..., "parameters": {...}}
+//                ("arguments" also read), after an optional <|python_tag|>, several joined by ";".
+// A reply whose calls do not parse (not JSON, no string name, arguments not an object) is text,
+// as vLLM returns it. Cost: linear in the reply.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attnscope::cli {
+
+enum class ToolCallParser { hermes, llama3_json };
+
+// The parser named `name` ("hermes", "llama3_json"), or nullopt.
+std::optional<ToolCallParser> tool_call_parser_named(std::string_view name);
+
+struct ToolCall {
+  std::string name;
+  std::string arguments;  // a JSON object's text, as OpenAI sends it (Python's json.dumps)
+};
+
+struct Reply {
+  std::string content;  // the text before the first call; the whole reply when it has none
+  std::vector<ToolCall> tool_calls;
+};
+
+// Splits a whole reply into its text and its tool calls.
+Reply parse_reply(std::string_view text, ToolCallParser parser);
+
+// While a reply streams: how many leading bytes of `text` (the reply so far) are content for
+// certain, never part of a tool call that has started or might be starting. Once a reply has
+// been parsed whole, its content starts with exactly these bytes.
+std::size_t settled_content(std::string_view text, ToolCallParser parser);
+
+}  // namespace attnscope::cli
