@@ -15,12 +15,14 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "fixture_paths.h"
+#include "safetensors_writer.h"
 #include "server_process.h"
 
 using attnscope::testing::ServerProcess;
@@ -465,6 +467,202 @@ TEST_CASE("serve: chat completions render the conversation as transformers does"
   CHECK(refused->body.find("Conversation roles must alternate") != std::string::npos);
   CHECK(llama2.stop(SIGTERM, 10) == 0);
   std::filesystem::remove(template_file);
+}
+
+TEST_CASE("serve: tools and tool_choice, with and without --tool-call-parser") {
+  if (!has_tokenizer()) return;
+  // Qwen2.5's template, which writes tools and tool calls (tests/test_tool_calls.cpp reads
+  // calls back out of its renderings); the conversation ends with a tool's result.
+  const json qwen = chat_case("qwen2.5: tools, tools_in_user_message=True");
+  const std::string template_file = std::filesystem::temp_directory_path() /
+                                    ("attnscope-tools-" + std::to_string(getpid()) + ".jinja");
+  std::ofstream(template_file, std::ios::binary) << qwen["template"].get<std::string>();
+  const json asked = {{"messages", qwen["variables"]["messages"]},
+                      {"tools", qwen["variables"]["tools"]},
+                      {"max_tokens", 12},
+                      {"temperature", 0},
+                      {"ignore_eos", true}};
+  const auto chat = [](httplib::Client& c, const json& body) {
+    const httplib::Result res = c.Post("/v1/chat/completions", body.dump(), "application/json");
+    REQUIRE(res);
+    return std::pair(res->status, json::parse(res->body));
+  };
+
+  // (GPT-2's shape: the conversation and the tools take ~230 tokens, past synthetic:tiny's 128.)
+  const std::vector<std::string> args = {
+      "--model",     "synthetic:gpt2", "--threads",       "1",
+      "--kv-memory", "64MiB",          "--chat-template", template_file};
+  // Without a parser, tools need "tool_choice": "none" (vLLM refuses "auto" so too): the reply
+  // is then text.
+  ServerProcess plain(kBinary, args);
+  httplib::Client c = client(plain);
+  const auto [refused_status, refused] = chat(c, asked);
+  CHECK(refused_status == 400);
+  CHECK(refused["error"]["param"] == "tool_choice");
+  CHECK(refused["error"]["message"].get<std::string>().find("--tool-call-parser") !=
+        std::string::npos);
+  json no_calls = asked;
+  no_calls["tool_choice"] = "none";
+  const auto [text_status, text_reply] = chat(c, no_calls);
+  REQUIRE(text_status == 200);
+  const json text_message = text_reply["choices"][0]["message"];
+  CHECK(text_message["content"].is_string());
+  CHECK_FALSE(text_message.contains("tool_calls"));
+  CHECK(plain.stop(SIGTERM, 10) == 0);
+
+  // With the hermes parser: a reply with no call in it (a random model's) is the same text,
+  // whole and streamed; the calls themselves are tests/test_tool_calls.cpp's.
+  std::vector<std::string> parsing_args = args;
+  parsing_args.insert(parsing_args.end(), {"--tool-call-parser", "hermes"});
+  ServerProcess parsing(kBinary, parsing_args);
+  CHECK(parsing.log().find("tool calls read as hermes") != std::string::npos);
+  httplib::Client c2 = client(parsing);
+  const auto [auto_status, auto_reply] = chat(c2, asked);
+  REQUIRE(auto_status == 200);
+  CHECK(auto_reply["choices"][0]["message"] == text_message);
+  CHECK(auto_reply["choices"][0]["finish_reason"] == "length");
+  const Streamed streamed = post_streamed(c2, asked, -1, "/v1/chat/completions");
+  CHECK(streamed.done);
+  CHECK(streamed.text == text_message["content"]);
+  // Refused: what would need decoding constrained to a call, and what is no tool_choice.
+  for (const auto& [choice, says] : std::vector<std::pair<json, std::string>>{
+           {"required", "tool_choice \"required\" is not served"},
+           {{{"type", "function"}, {"function", {{"name", "get_weather"}}}},
+            "tool_choice naming a function is not served"},
+           {"sometimes", "tool_choice must be \"none\", \"auto\" or \"required\""},
+           {7, "tool_choice must be a string or an object"}}) {
+    json bad = asked;
+    bad["tool_choice"] = choice;
+    const auto [status, body] = chat(c2, bad);
+    CAPTURE(choice.dump());
+    CHECK(status == 400);
+    CHECK(body["error"]["message"].get<std::string>().find(says) != std::string::npos);
+  }
+  CHECK(parsing.stop(SIGTERM, 10) == 0);
+  std::filesystem::remove(template_file);
+}
+
+// A GPT-2 checkpoint (GPT-2's vocabulary, 128 dimensions, one layer) that answers `script`
+// whatever it is asked: its block adds nothing (zero output projections), so the logits at
+// position t are LN(wte[x] + wpe[t]) . wte, and wpe[t] = 16 wte[script[t]] makes script[t] the
+// greedy token there (random embeddings in 128 dimensions are nearly orthogonal: a token's
+// own dot product, ~128, beats the largest of 50,000 others, ~50). After a one-token prompt,
+// greedy decoding replies `script`.
+void write_scripted_gpt2(const std::string& dir, const std::vector<int>& script) {
+  constexpr std::int64_t kVocab = 50257, kDim = 128, kPositions = 128;
+  REQUIRE(static_cast<std::int64_t>(script.size()) <= kPositions);
+  std::mt19937 generator(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> wte(static_cast<std::size_t>(kVocab * kDim));
+  for (float& x : wte) x = normal(generator);
+  std::vector<float> wpe(static_cast<std::size_t>(kPositions * kDim), 0.0f);
+  for (std::size_t t = 0; t < script.size(); ++t) {
+    for (std::int64_t i = 0; i < kDim; ++i) {
+      wpe[t * kDim + i] = 16.0f * wte[static_cast<std::size_t>(script[t] * kDim + i)];
+    }
+  }
+  const auto filled = [](std::int64_t n, float value) {
+    return std::vector<float>(static_cast<std::size_t>(n), value);
+  };
+  attnscope::testing::SafetensorsWriter writer;
+  writer.add_f32("wte.weight", {kVocab, kDim}, wte);
+  writer.add_f32("wpe.weight", {kPositions, kDim}, wpe);
+  for (const char* norm : {"h.0.ln_1", "h.0.ln_2", "ln_f"}) {
+    writer.add_f32(std::string(norm) + ".weight", {kDim}, filled(kDim, 1.0f));
+    writer.add_f32(std::string(norm) + ".bias", {kDim}, filled(kDim, 0.0f));
+  }
+  const std::vector<std::pair<std::string, std::vector<std::int64_t>>> zero = {
+      {"h.0.attn.c_attn", {kDim, 3 * kDim}},
+      {"h.0.attn.c_proj", {kDim, kDim}},
+      {"h.0.mlp.c_fc", {kDim, 4 * kDim}},
+      {"h.0.mlp.c_proj", {4 * kDim, kDim}}};
+  for (const auto& [name, shape] : zero) {
+    writer.add_f32(name + ".weight", {shape[0], shape[1]}, filled(shape[0] * shape[1], 0.0f));
+    writer.add_f32(name + ".bias", {shape[1]}, filled(shape[1], 0.0f));
+  }
+  attnscope::testing::write_file(dir + "/model.safetensors", writer.serialize());
+  attnscope::testing::write_file(dir + "/config.json", json{{"model_type", "gpt2"},
+                                                            {"vocab_size", kVocab},
+                                                            {"n_positions", kPositions},
+                                                            {"n_embd", kDim},
+                                                            {"n_layer", 1},
+                                                            {"n_head", 2},
+                                                            {"eos_token_id", 50256},
+                                                            {"bos_token_id", 50256},
+                                                            {"activation_function", "gelu_new"}}
+                                                           .dump());
+}
+
+TEST_CASE("serve: a reply's tool call, answered as OpenAI's tool_calls, whole and streamed") {
+  if (!has_tokenizer()) return;
+  const attnscope::testing::TempDir dir;
+  const std::string reply =
+      "I'll check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Paris\", \"days\": [1, 2]}}\n</tool_call>";
+  attnscope::testing::write_file(dir.file("reply.txt"), reply);
+  const std::vector<int> script =
+      json::parse(run_tool("tokenize --tokenizer " + attnscope::testing::shared_fixtures() +
+                           "/gpt2-tokenizer < " + dir.file("reply.txt")))
+          .get<std::vector<int>>();
+  write_scripted_gpt2(dir.path().string(), script);
+  // The template writes the last message alone: "Go", one token.
+  attnscope::testing::write_file(dir.file("chat.jinja"), "{{ messages[-1].content }}");
+  ServerProcess server(kBinary, {"--model", dir.path().string(), "--tokenizer",
+                                 attnscope::testing::shared_fixtures() + "/gpt2-tokenizer",
+                                 "--threads", "1", "--kv-memory", "16MiB", "--chat-template",
+                                 dir.file("chat.jinja"), "--tool-call-parser", "hermes"});
+  httplib::Client c = client(server);
+  const json tools = json::array(
+      {{{"type", "function"},
+        {"function", {{"name", "get_weather"}, {"parameters", {{"type", "object"}}}}}}});
+  const json asked = {{"messages", {{{"role", "user"}, {"content", "Go"}}}},
+                      {"tools", tools},
+                      {"max_tokens", script.size()},
+                      {"temperature", 0},
+                      {"ignore_eos", true}};
+  // The reference: the same request's text when the reply is not read for calls.
+  json as_text = asked;
+  as_text["tool_choice"] = "none";
+  const json text_body =
+      json::parse(c.Post("/v1/chat/completions", as_text.dump(), "application/json")->body);
+  REQUIRE(text_body["usage"]["prompt_tokens"] == 1);
+  REQUIRE(text_body["choices"][0]["message"]["content"] == reply);
+
+  const httplib::Result whole = c.Post("/v1/chat/completions", asked.dump(), "application/json");
+  REQUIRE(whole);
+  REQUIRE(whole->status == 200);
+  const json choice = json::parse(whole->body)["choices"][0];
+  CHECK(choice["finish_reason"] == "tool_calls");
+  CHECK(choice["message"]["content"] == "I'll check.\n");
+  REQUIRE(choice["message"]["tool_calls"].size() == 1);
+  const json& call = choice["message"]["tool_calls"][0];
+  CHECK(call["type"] == "function");
+  CHECK(call["id"].get<std::string>().starts_with("call_chatcmpl-"));
+  CHECK(call["function"] ==
+        json{{"name", "get_weather"}, {"arguments", R"({"city": "Paris", "days": [1, 2]})"}});
+
+  // Streamed: the content before the call, never a byte of the call, then the call whole.
+  const Streamed streamed = post_streamed(c, asked, -1, "/v1/chat/completions");
+  CHECK(streamed.done);
+  CHECK(streamed.text == "I'll check.\n");
+  const json& last = streamed.chunks.back()["choices"][0];
+  CHECK(last["finish_reason"] == "tool_calls");
+  REQUIRE(last["delta"]["tool_calls"].size() == 1);
+  CHECK(last["delta"]["tool_calls"][0]["index"] == 0);
+  CHECK(last["delta"]["tool_calls"][0]["function"] == call["function"]);
+
+  // OpenAI's Python client reads the call, whole and streamed.
+  if (std::system("python3 -c 'import openai' 2>/dev/null") != 0) {
+    MESSAGE("SKIPPED: the openai package is not installed (pip install openai)");
+  } else {
+    const std::string script_path =
+        std::string(ATTNSCOPE_TEST_FIXTURES) + "/../serve_openai_tools_client.py";
+    const std::string command = "python3 " + script_path +
+                                " http://127.0.0.1:" + std::to_string(server.port()) + "/v1 " +
+                                std::to_string(script.size());
+    CHECK(std::system(command.c_str()) == 0);
+  }
+  CHECK(server.stop(SIGTERM, 10) == 0);
 }
 
 TEST_CASE("serve: malformed and out-of-range requests get a 4xx with an OpenAI error object") {

@@ -6,7 +6,8 @@
 //                              (serve/openai_api.h has the fields)
 //   POST /v1/chat/completions  a chat completion: the conversation rendered by the checkpoint's
 //                              chat template (or --chat-template's), whole or streamed; 501
-//                              saying why when the model has none or it cannot be rendered
+//                              saying why when the model has none or it cannot be rendered;
+//                              with --tool-call-parser, a reply's tool calls as `tool_calls`
 //   GET  /v1/models            the one model served
 //   GET  /metrics              Prometheus text: requests running and waiting, KV blocks, prefix
 //                              cache hits, preemptions, tokens, time-to-first-token and
@@ -61,7 +62,8 @@ using nlohmann::json;
 struct ServeFlags {
   std::string model;
   std::string tokenizer;
-  std::string chat_template;  // a Jinja file; default: the checkpoint's own
+  std::string chat_template;              // a Jinja file; default: the checkpoint's own
+  std::string tool_call_parser = "none";  // serve/tool_calls.h's parsers by name, or none
   std::string attention = "flash";
   DeviceOptions device;
   EngineFlags engine;
@@ -115,6 +117,7 @@ struct Service {
   const engine::Engine& engine;  // refusal() only: the loop thread owns the rest
   EngineLoop& loop;
   std::string model_name;
+  std::optional<ToolCallParser> tool_call_parser;
   std::time_t started = std::time(nullptr);
   std::atomic<std::int64_t> next_id{1};
   std::atomic<bool> shutting_down{false};
@@ -179,6 +182,12 @@ void answer_whole(Service& service, const CompletionRequest& asked,
   if (asked.chat) {
     choice.erase("text");
     choice["message"] = {{"role", "assistant"}, {"content", body_text}};
+    const Reply reply = asked.tool_calls ? parse_reply(body_text, *asked.tool_calls) : Reply{};
+    if (!reply.tool_calls.empty()) {
+      choice["message"]["content"] = reply.content.empty() ? json(nullptr) : json(reply.content);
+      choice["message"]["tool_calls"] = tool_calls_json(reply.tool_calls, id, false);
+      choice["finish_reason"] = "tool_calls";
+    }
   }
   if (asked.request.logprobs >= 0) {
     choice["logprobs"] =
@@ -193,7 +202,9 @@ void answer_whole(Service& service, const CompletionRequest& asked,
 
 // Streams a completion as server-sent events: a chunk per piece of text, the last one with the
 // finish reason, the usage when asked, then `data: [DONE]`. A chat completion's chunks carry
-// the text as `delta.content`, the first the assistant's role.
+// the text as `delta.content`, the first the assistant's role. A reply read for tool calls
+// holds back what may be a call (tool_calls.h's settled_content); the last chunk carries the
+// calls, whole, as `delta.tool_calls`.
 void answer_streamed(Service& service, const CompletionRequest& asked,
                      const std::shared_ptr<EngineLoop::Stream>& stream, httplib::Response& res) {
   struct State {
@@ -205,13 +216,26 @@ void answer_streamed(Service& service, const CompletionRequest& asked,
     bool echoed = false;
     bool finished = false;
     std::chrono::steady_clock::time_point deadline;
+    std::string reply;         // with a tool-call parser: the reply so far,
+    std::size_t released = 0;  // of which these leading bytes were sent as content
+
+    // What of `piece` (the reply's next text) can be sent as content now.
+    std::string release(const std::string& piece) {
+      if (!asked.tool_calls) return piece;
+      reply += piece;
+      const std::size_t settled = settled_content(reply, *asked.tool_calls);
+      std::string out = reply.substr(released, settled - released);
+      released = settled;
+      return out;
+    }
   };
   auto state = std::make_shared<State>(State{
       asked, completion_id(service, asked.chat), CompletionText(service.text(), asked.request.stop),
       0, 0, false, false,
-      std::chrono::steady_clock::now() + std::chrono::seconds(service.flags.request_timeout_s)});
+      std::chrono::steady_clock::now() + std::chrono::seconds(service.flags.request_timeout_s), "",
+      0});
   const auto chunk = [&service, state](const std::string& piece, const json& logprobs,
-                                       const json& reason) {
+                                       const json& reason, const json& tool_calls = nullptr) {
     json body = completion_head(service, state->id, state->asked.chat, true);
     json choice = {
         {"index", 0}, {"text", piece}, {"logprobs", logprobs}, {"finish_reason", reason}};
@@ -219,6 +243,7 @@ void answer_streamed(Service& service, const CompletionRequest& asked,
       choice.erase("text");
       choice["delta"] = json::object();
       if (!piece.empty()) choice["delta"]["content"] = piece;
+      if (!tool_calls.is_null()) choice["delta"]["tool_calls"] = tool_calls;
     }
     body["choices"] = json::array({choice});
     return "data: " + dump(body) + "\n\n";
@@ -270,15 +295,24 @@ void answer_streamed(Service& service, const CompletionRequest& asked,
             state->offset += piece.size();
           }
           if (!event.finished) {
+            piece = state->release(piece);
             return piece.empty() && logprobs.is_null() ? true
                                                        : send(chunk(piece, logprobs, nullptr));
           }
-          piece += state->text.finish();
           const bool cancelled = event.reason == engine::FinishReason::cancelled;
-          if (!send(chunk(piece, logprobs,
-                          cancelled ? json(nullptr) : json(finish_reason(event.reason))))) {
-            return false;
+          json reason = cancelled ? json(nullptr) : json(finish_reason(event.reason));
+          json tool_calls = nullptr;
+          piece = state->release(piece + state->text.finish());
+          if (state->asked.tool_calls) {  // the rest of the reply: its calls, or content after all
+            const Reply reply = parse_reply(state->reply, *state->asked.tool_calls);
+            const std::string& content = reply.tool_calls.empty() ? state->reply : reply.content;
+            piece += content.substr(std::min(state->released, content.size()));
+            if (!reply.tool_calls.empty()) {
+              tool_calls = tool_calls_json(reply.tool_calls, state->id, true);
+              if (!cancelled) reason = "tool_calls";
+            }
           }
+          if (!send(chunk(piece, logprobs, reason, tool_calls))) return false;
           if (state->asked.include_usage) {
             json usage = completion_head(service, state->id, state->asked.chat, true);
             usage["choices"] = json::array();
@@ -315,7 +349,8 @@ void handle_completion(Service& service, const httplib::Request& req, httplib::R
   const ModelConfig& config = service.model.config();
   try {
     asked = chat ? parse_chat_request(req.body, *service.tokenizer, *service.chat_template,
-                                      config.vocab_size, config.context_length)
+                                      service.tool_call_parser, config.vocab_size,
+                                      config.context_length)
                  : parse_completion_request(req.body, service.text(), config.vocab_size);
   } catch (const ApiError& error) {
     return send_error(res, error);
@@ -459,11 +494,15 @@ int run_serve(const ServeFlags& flags) {
 
   const sigset_t signals = block_stop_signals();
   EngineLoop loop(engine, flags.max_queue);
-  Service service{
-      flags,     *loaded.model,
-      tokenizer, chat_template,
-      no_chat,   engine,
-      loop,      flags.served_model_name.empty() ? flags.model : flags.served_model_name};
+  Service service{flags,
+                  *loaded.model,
+                  tokenizer,
+                  chat_template,
+                  no_chat,
+                  engine,
+                  loop,
+                  flags.served_model_name.empty() ? flags.model : flags.served_model_name,
+                  tool_call_parser_named(flags.tool_call_parser)};
   httplib::Server server;
   const int threads =
       flags.http_threads > 0 ? flags.http_threads : static_cast<int>(flags.max_queue) + 8;
@@ -496,8 +535,9 @@ int run_serve(const ServeFlags& flags) {
             << profiler::binary_bytes(engine.kv_usage().reserved_bytes) << " in "
             << dtype_name(engine.cache().geometry().dtype) << ", "
             << (tokenizer ? "with" : "without") << " a tokenizer, "
-            << (no_chat.empty() ? "with" : "without") << " a chat template) listening on http://"
-            << flags.host << ":" << port << std::endl;
+            << (no_chat.empty() ? "with" : "without") << " a chat template"
+            << (service.tool_call_parser ? ", tool calls read as " + flags.tool_call_parser : "")
+            << ") listening on http://" << flags.host << ":" << port << std::endl;
 
   std::thread waiter([&] {
     int signal = 0;
@@ -535,6 +575,12 @@ Subcommand add_serve(CLI::App& app) {
                   "A Jinja chat template file for /v1/chat/completions; default: the checkpoint's "
                   "own (chat_template.jinja, or tokenizer_config.json's chat_template)")
       ->check(CLI::ExistingFile);
+  sub->add_option("--tool-call-parser", flags->tool_call_parser,
+                  "How a chat reply is read for tool calls when the request gives tools: hermes "
+                  "(Qwen2.5, Qwen3: <tool_call> tags), llama3_json (Llama 3.1, 3.2: a JSON "
+                  "reply), or none (a request with tools must then say \"tool_choice\": \"none\")")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "hermes", "llama3_json"}));
   add_attention_flag(*sub, flags->attention);
   add_device_flags(*sub, flags->device);
   const std::string group = "Engine";

@@ -204,6 +204,41 @@ void read_common_fields(const json& parsed, const TextTokenizer* tokenizer, std:
     bad("stop", "stop strings need a tokenizer, and this server has none");
   }
 }
+// tool_choice: "auto" (the default when tools are given) reads the reply for calls with the
+// server's parser; "none" (the default without tools) does not, nor does a request without tools.
+// "required" and a named function would need decoding constrained to a call's grammar, which
+// attnscope does not do.
+std::optional<ToolCallParser> read_tool_choice(const json& parsed, bool has_tools,
+                                               std::optional<ToolCallParser> parser) {
+  const auto found = parsed.find("tool_choice");
+  std::string choice = has_tools ? "auto" : "none";
+  if (found != parsed.end() && !found->is_null()) {
+    if (found->is_object()) {
+      bad("tool_choice",
+          "tool_choice naming a function is not served (it needs decoding "
+          "constrained to the call; use \"auto\")");
+    }
+    if (!found->is_string()) bad("tool_choice", "tool_choice must be a string or an object");
+    choice = found->get<std::string>();
+  }
+  if (choice == "required") {
+    bad("tool_choice",
+        "tool_choice \"required\" is not served (it needs decoding constrained "
+        "to a call; use \"auto\")");
+  }
+  if (choice != "auto" && choice != "none") {
+    bad("tool_choice", "tool_choice must be \"none\", \"auto\" or \"required\"");
+  }
+  if (choice == "none" || !has_tools) return std::nullopt;
+  if (!parser) {
+    bad("tool_choice",
+        "tool_choice \"auto\" needs the server started with --tool-call-parser "
+        "(hermes for Qwen2.5 and Qwen3, llama3_json for Llama 3.1 and 3.2), or "
+        "\"tool_choice\": \"none\"");
+  }
+  return parser;
+}
+
 }  // namespace
 
 CompletionRequest parse_completion_request(const std::string& body, const TextTokenizer* tokenizer,
@@ -229,6 +264,7 @@ CompletionRequest parse_completion_request(const std::string& body, const TextTo
 
 CompletionRequest parse_chat_request(const std::string& body, const TextTokenizer& tokenizer,
                                      const tokenizer::ChatTemplate& chat_template,
+                                     std::optional<ToolCallParser> tool_call_parser,
                                      std::int64_t vocab_size, std::int64_t context_length) {
   const json parsed = parse_body(body);
   // Read again keeping the keys' order, which a template's tojson shows (Python dicts keep it).
@@ -242,6 +278,7 @@ CompletionRequest parse_chat_request(const std::string& body, const TextTokenize
   } catch (const tokenizer::ConversationError& e) {
     bad(e.field, e.what());
   }
+  out.tool_calls = read_tool_choice(parsed, !conversation.tools.empty(), tool_call_parser);
   // logprobs: true asks for each token's log-probability, top_logprobs (0-20) for as many
   // alternatives.
   const std::int64_t top = integer(parsed, "top_logprobs", -1, 0, 20);
@@ -303,6 +340,19 @@ std::string CompletionText::finish() {
   std::string rest = text_.substr(std::min(emitted_, text_.size()));
   emitted_ = text_.size();
   return rest;
+}
+
+json tool_calls_json(const std::vector<ToolCall>& calls, const std::string& completion_id,
+                     bool streamed) {
+  json out = json::array();
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    json call = {{"id", "call_" + completion_id + "_" + std::to_string(i)},
+                 {"type", "function"},
+                 {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    if (streamed) call["index"] = i;
+    out.push_back(std::move(call));
+  }
+  return out;
 }
 
 const char* finish_reason(engine::FinishReason reason) {

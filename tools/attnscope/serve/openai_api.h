@@ -14,12 +14,14 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/request.h"
 #include "models/tokenizer/chat_template.h"
 #include "tools/attnscope/cli/text_tokenizer.h"
+#include "tools/attnscope/serve/tool_calls.h"
 
 namespace attnscope::cli {
 
@@ -42,6 +44,8 @@ struct CompletionRequest {
   bool stream = false;
   bool echo = false;
   bool include_usage = false;  // stream_options.include_usage
+  // A chat whose reply is read for tool calls (tool_choice "auto", the server's parser).
+  std::optional<ToolCallParser> tool_calls;
 };
 
 // Reads a /v1/completions body. `tokenizer` may be null (then the prompt must be token ids).
@@ -50,15 +54,24 @@ CompletionRequest parse_completion_request(const std::string& body, const TextTo
                                            std::int64_t vocab_size);
 
 // Reads a /v1/chat/completions body: messages (required: role and content, a string, null or
-// text parts), tools (passed to the template), add_generation_prompt (true), max_tokens or
-// max_completion_tokens (default: the rest of the context), logprobs (true/false) with
-// top_logprobs (0-20), and the sampling, stop, stream and stream_options fields of a
-// completion. The conversation is rendered
-// by the checkpoint's chat template and tokenized without adding special tokens. Throws
-// ApiError (400 when the template refuses the conversation, with its message).
+// text parts), tools (passed to the template), tool_choice ("auto", the default with tools:
+// the reply is read for calls by `tool_call_parser`, which must then be set, as vLLM's
+// --tool-call-parser must; "none": it is not; "required" and a named function are refused),
+// add_generation_prompt (true), max_tokens or max_completion_tokens (default: the rest of the
+// context), logprobs (true/false) with top_logprobs (0-20), and the sampling, stop, stream and
+// stream_options fields of a completion. The conversation is rendered by the checkpoint's chat
+// template and tokenized without adding special tokens. Throws ApiError (400 when the template
+// refuses the conversation, with its message).
 CompletionRequest parse_chat_request(const std::string& body, const TextTokenizer& tokenizer,
                                      const tokenizer::ChatTemplate& chat_template,
+                                     std::optional<ToolCallParser> tool_call_parser,
                                      std::int64_t vocab_size, std::int64_t context_length);
+
+// A reply's tool calls as OpenAI's `tool_calls`: [{"id", "type": "function", "function":
+// {"name", "arguments"}}], each id made from the completion's ("call_<completion id>_<i>");
+// streamed, each also carries its "index".
+nlohmann::json tool_calls_json(const std::vector<ToolCall>& calls, const std::string& completion_id,
+                               bool streamed);
 
 // The generated text, token by token, as a client may see it: only whole UTF-8 characters, and
 // never the stop string nor a tail that could still become one (OpenAI excludes the stop
