@@ -525,18 +525,22 @@ TEST_CASE("serve: tools and tool_choice, with and without --tool-call-parser") {
   CHECK(streamed.done);
   CHECK(streamed.text == text_message["content"]);
   // Refused: what would need decoding constrained to a call, and what is no tool_choice.
-  for (const auto& [choice, says] : std::vector<std::pair<json, std::string>>{
-           {"required", "tool_choice \"required\" is not served"},
-           {{{"type", "function"}, {"function", {{"name", "get_weather"}}}},
-            "tool_choice naming a function is not served"},
-           {"sometimes", "tool_choice must be \"none\", \"auto\" or \"required\""},
-           {7, "tool_choice must be a string or an object"}}) {
+  struct Refused {
+    json choice;
+    std::string says;
+  };
+  for (const Refused& refusal :
+       std::vector<Refused>{{"required", "tool_choice \"required\" is not served"},
+                            {{{"type", "function"}, {"function", {{"name", "get_weather"}}}},
+                             "tool_choice naming a function is not served"},
+                            {"sometimes", "tool_choice must be \"none\", \"auto\" or \"required\""},
+                            {7, "tool_choice must be a string or an object"}}) {
     json bad = asked;
-    bad["tool_choice"] = choice;
+    bad["tool_choice"] = refusal.choice;
     const auto [status, body] = chat(c2, bad);
-    CAPTURE(choice.dump());
+    CAPTURE(refusal.choice.dump());
     CHECK(status == 400);
-    CHECK(body["error"]["message"].get<std::string>().find(says) != std::string::npos);
+    CHECK(body["error"]["message"].get<std::string>().find(refusal.says) != std::string::npos);
   }
   CHECK(parsing.stop(SIGTERM, 10) == 0);
   std::filesystem::remove(template_file);
