@@ -115,8 +115,9 @@ class Model {
 
   // The text of `conversation_json` ({"messages": [...], "tools": [...]}, as a chat completions
   // request writes it) as the model's chat template renders it (`template_file`'s when given),
-  // the assistant's turn opened when asked.
+  // the assistant's turn opened, or the final message left open, when asked.
   std::string apply_chat_template(const std::string& conversation_json, bool add_generation_prompt,
+                                  bool continue_final_message,
                                   const std::string& template_file) const {
     std::string why_none;
     const std::optional<tokenizer::ChatTemplate> chat_template =
@@ -128,7 +129,13 @@ class Model {
     } catch (const nlohmann::json::exception& e) {
       throw Error("messages", std::string("not JSON: ") + e.what());
     }
-    return chat_template->render(tokenizer::read_conversation(request), add_generation_prompt);
+    check(!(add_generation_prompt && continue_final_message), "continue_final_message",
+          "cannot be set with add_generation_prompt");
+    const tokenizer::ChatEnding ending =
+        continue_final_message  ? tokenizer::ChatEnding::final_message_open
+        : add_generation_prompt ? tokenizer::ChatEnding::assistant_turn_opened
+                                : tokenizer::ChatEnding::after_last_message;
+    return chat_template->render(tokenizer::read_conversation(request), ending);
   }
   std::string decode(const std::vector<std::int32_t>& ids) const { return tokenizer().decode(ids); }
 

@@ -26,6 +26,8 @@
 namespace {
 
 using attnscope::Error;
+using attnscope::tokenizer::ChatEnding;
+using attnscope::tokenizer::ChatTemplate;
 using attnscope::tokenizer::Conversation;
 using attnscope::tokenizer::ConversationError;
 using attnscope::tokenizer::read_conversation;
@@ -69,6 +71,7 @@ TEST_CASE("chat templates render as transformers renders them") {
   int errors = 0;
   for (const Value& c : cases) {
     CAPTURE(c["name"].get<std::string>());
+    if (c.contains("continue_final_message")) continue;  // the next test's
     const Template parsed(c["template"].get<std::string>());
     if (c.contains("error")) {
       ++errors;
@@ -80,6 +83,35 @@ TEST_CASE("chat templates render as transformers renders them") {
     CHECK(parsed.render(c["variables"]) == c["rendered"].get<std::string>());
   }
   CHECK(errors == 1);
+}
+
+TEST_CASE("chat templates: the final message left open, as transformers' continue_final_message") {
+  int continued = 0;
+  for (const Value& c : read_cases()) {
+    if (!c.contains("continue_final_message")) continue;
+    CAPTURE(c["name"].get<std::string>());
+    ++continued;
+    Value special_tokens = c["variables"];
+    special_tokens.erase("messages");
+    const ChatTemplate chat(c["template"].get<std::string>(), special_tokens);
+    const Conversation conversation{c["variables"]["messages"], nullptr};
+    if (c.contains("error")) {  // no text to continue: refused, as transformers refuses it
+      CHECK_THROWS_AS(chat.render(conversation, ChatEnding::final_message_open), Error);
+      continue;
+    }
+    CHECK(chat.render(conversation, ChatEnding::final_message_open) ==
+          c["rendered"].get<std::string>());
+  }
+  CHECK(continued == 6);
+  // A template that never writes the message out, or never reads a message's content.
+  const Conversation hi{Value::array({{{"role", "assistant"}, {"content", "hi"}}}), nullptr};
+  CHECK_THROWS_WITH_AS(ChatTemplate("{{ messages[0].content | upper }}", Value::object())
+                           .render(hi, ChatEnding::final_message_open),
+                       doctest::Contains("the final message does not appear"), Error);
+  CHECK_THROWS_WITH_AS(ChatTemplate("{{ messages | length }}", Value::object())
+                           .render(hi, ChatEnding::final_message_open),
+                       doctest::Contains("the chat template never reads a message's content"),
+                       Error);
 }
 
 TEST_CASE("chat templates: what is not supported is refused when parsed, with its line") {
@@ -268,7 +300,6 @@ TEST_CASE("chat templates: newlines as jinja2 reads them, and strftime_now in lo
 }
 
 TEST_CASE("chat templates: found where transformers saves them, with the special tokens") {
-  using attnscope::tokenizer::ChatTemplate;
   const attnscope::testing::TempDir dir;
   const Value gpt2_defaults = {{"bos_token", "<|endoftext|>"}, {"eos_token", "<|endoftext|>"}};
   const Conversation hi{Value::array({{{"role", "user"}, {"content", "hi"}}}), nullptr};
@@ -283,7 +314,7 @@ TEST_CASE("chat templates: found where transformers saves them, with the special
           .dump());
   const auto from_config = ChatTemplate::find_in(dir.path().string(), gpt2_defaults);
   REQUIRE(from_config.has_value());
-  CHECK(from_config->render(hi, true) == "<s>hi<|endoftext|>");
+  CHECK(from_config->render(hi, ChatEnding::assistant_turn_opened) == "<s>hi<|endoftext|>");
 
   // A list of named templates: "default".
   attnscope::testing::write_file(dir.file("tokenizer_config.json"),
@@ -292,7 +323,8 @@ TEST_CASE("chat templates: found where transformers saves them, with the special
                                          {{"name", "default"}, {"template", source}}}},
                                        {"eos_token", "</s>"}}
                                      .dump());
-  CHECK(ChatTemplate::find_in(dir.path().string(), Value::object())->render(hi, true) == "hi</s>");
+  CHECK(ChatTemplate::find_in(dir.path().string(), Value::object())
+            ->render(hi, ChatEnding::assistant_turn_opened) == "hi</s>");
   attnscope::testing::write_file(
       dir.file("tokenizer_config.json"),
       Value{{"chat_template", {{{"name", "tool_use"}, {"template", "x"}}}}}.dump());
@@ -302,7 +334,8 @@ TEST_CASE("chat templates: found where transformers saves them, with the special
 
   // chat_template.jinja comes first; its errors name the file.
   attnscope::testing::write_file(dir.file("chat_template.jinja"), "[{{ messages | length }}]\n");
-  CHECK(ChatTemplate::find_in(dir.path().string(), Value::object())->render(hi, true) == "[1]");
+  CHECK(ChatTemplate::find_in(dir.path().string(), Value::object())
+            ->render(hi, ChatEnding::assistant_turn_opened) == "[1]");
   attnscope::testing::write_file(dir.file("chat_template.jinja"), "{% call m() %}{% endcall %}");
   CHECK_THROWS_WITH_AS(ChatTemplate::find_in(dir.path().string(), Value::object()),
                        (dir.file("chat_template.jinja") +
@@ -352,7 +385,6 @@ TEST_CASE("chat templates: a conversation as a chat completions request sends it
 }
 
 TEST_CASE("chat templates: a SentencePiece checkpoint's conversation, rendered and tokenized") {
-  using attnscope::tokenizer::ChatTemplate;
   using attnscope::tokenizer::TokenizerJson;
   const std::string dir = attnscope::testing::test_fixtures() + "/tokenizer_json/llama2";
   const std::optional<ChatTemplate> chat = ChatTemplate::find_in(dir, Value::object());
@@ -364,7 +396,9 @@ TEST_CASE("chat templates: a SentencePiece checkpoint's conversation, rendered a
   REQUIRE(cases.size() == 4);
   for (const Value& c : cases) {
     const std::string text =
-        chat->render({c["messages"], nullptr}, c["add_generation_prompt"].get<bool>());
+        chat->render({c["messages"], nullptr}, c["add_generation_prompt"].get<bool>()
+                                                   ? ChatEnding::assistant_turn_opened
+                                                   : ChatEnding::after_last_message);
     CHECK(text == c["text"].get<std::string>());
     std::vector<std::int32_t> expected;
     for (const Value& id : c["ids"]) expected.push_back(id.get<std::int32_t>());

@@ -403,6 +403,20 @@ TEST_CASE("generate --chat: the prompt is the conversation as transformers rende
       success_json(run("generate -m synthetic:gpt2 --chat --messages " + conversation +
                        " --chat-template " + qwen_template + " -n 1 --json"));
   CHECK(from_file["prompt_ids"] == ids_of(with_tools["rendered"].get<std::string>()));
+  // --continue-final-message: the assistant's begun reply left open, as transformers renders it.
+  nlohmann::ordered_json continued;
+  std::ifstream continued_file(attnscope::testing::test_fixtures() + "/chat_templates/cases.json");
+  for (const nlohmann::ordered_json& c : nlohmann::ordered_json::parse(continued_file)) {
+    if (c["name"].get<std::string>().starts_with("continue_final_message: qwen2.5")) continued = c;
+  }
+  REQUIRE(continued.is_object());
+  attnscope::testing::write_file(
+      conversation,
+      nlohmann::ordered_json{{"messages", continued["variables"]["messages"]}}.dump());
+  const nlohmann::json continuing = success_json(
+      run("generate -m synthetic:tiny --chat --messages " + conversation +
+          " --continue-final-message --chat-template " + qwen_template + " -n 1 --json"));
+  CHECK(continuing["prompt_ids"] == ids_of(continued["rendered"].get<std::string>()));
   attnscope::testing::write_file(conversation, R"({"messages": [{"role": "user", "content": 1}]})");
   check_one_line_error(
       run("generate -m synthetic:tiny --chat --messages " + conversation + " --chat-template " +

@@ -421,6 +421,28 @@ TEST_CASE("serve: chat completions render the conversation as transformers does"
   CHECK(joined->status == 200);
   CHECK(json::parse(joined->body)["usage"]["completion_tokens"] == 8);
 
+  // continue_final_message: the model continues the assistant's begun reply, from the prompt
+  // transformers renders for it (its end-of-turn left out).
+  const json continued = chat_case("continue_final_message: smollm2, '{\"color\": \"'");
+  const httplib::Result continued_reference = post(c, {{"prompt", continued["rendered"]},
+                                                       {"max_tokens", 4},
+                                                       {"temperature", 0},
+                                                       {"ignore_eos", true}});
+  REQUIRE(continued_reference);
+  const json continue_body = {{"messages", continued["variables"]["messages"]},
+                              {"continue_final_message", true},
+                              {"add_generation_prompt", false},
+                              {"max_tokens", 4},
+                              {"temperature", 0},
+                              {"ignore_eos", true}};
+  const httplib::Result continuing =
+      c.Post("/v1/chat/completions", continue_body.dump(), "application/json");
+  REQUIRE(continuing);
+  REQUIRE(continuing->status == 200);
+  CHECK(json::parse(continuing->body)["choices"][0]["message"]["content"] ==
+        json::parse(continued_reference->body)["choices"][0]["text"]);
+  CHECK(json::parse(continuing->body)["usage"] == json::parse(continued_reference->body)["usage"]);
+
   // What the template or the API refuses: a 400 naming it.
   struct Bad {
     json body;
@@ -438,6 +460,8 @@ TEST_CASE("serve: chat completions render the conversation as transformers does"
       {{{"messages", messages}, {"logprobs", true}, {"top_logprobs", 21}},
        "top_logprobs must be in"},
       {{{"messages", messages}, {"tools", "x"}}, "tools must be a list"},
+      {{{"messages", messages}, {"continue_final_message", true}},
+       "continue_final_message needs \"add_generation_prompt\": false"},
       {{{"messages", messages}, {"max_tokens", 0}}, "max_tokens must be in [1"},
   };
   for (const Bad& bad : corpus) {

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "models/tokenizer/jinja_values.h"
 #include "models/tokenizer/json_file.h"
 #include "runtime/error.h"
 #include "runtime/input_file.h"
@@ -128,14 +129,40 @@ Conversation read_conversation(const jinja::Value& request) {
   return conversation;
 }
 
-std::string ChatTemplate::render(const Conversation& conversation,
-                                 bool add_generation_prompt) const {
+std::string ChatTemplate::render(const Conversation& conversation, ChatEnding ending) const {
   jinja::Value variables = special_tokens_;
   variables["messages"] = conversation.messages;
   variables["tools"] = conversation.tools;
   variables["documents"] = nullptr;
-  variables["add_generation_prompt"] = add_generation_prompt;
-  return template_.render(variables);
+  variables["add_generation_prompt"] = ending == ChatEnding::assistant_turn_opened;
+  if (ending != ChatEnding::final_message_open) return template_.render(variables);
+
+  // As transformers does it: the final message's text is rendered followed by a tag, and the
+  // text is cut where the tag begins, so whatever the template writes after a message (its
+  // end-of-turn token) is left out. A template that strips the message's trailing spaces also
+  // takes the space the tag ends with: the cut then drops the spaces before the tag too.
+  constexpr std::string_view kTag = "CONTINUE_FINAL_MESSAGE_TAG ";
+  const jinja::Value& final_content = conversation.messages.back()["content"];
+  if (!final_content.is_string()) {
+    throw Error("continue_final_message: the final message has no text content to continue");
+  }
+  if (!reads_content_) {
+    throw Error("continue_final_message: the chat template never reads a message's content");
+  }
+  const std::string final_text = final_content.get<std::string>();
+  variables["messages"].back()["content"] = final_text + std::string(kTag);
+  std::string text = template_.render(variables);
+  const std::string_view tag_word = kTag.substr(0, kTag.size() - 1);
+  const std::size_t tag = text.rfind(tag_word);
+  const std::string stripped = jinja::strip(final_text, true, true, std::nullopt);
+  if (tag == std::string::npos || text.find(stripped) == std::string::npos) {
+    throw Error(
+        "continue_final_message: the final message does not appear in the rendered chat (the "
+        "template changes it)");
+  }
+  const bool tag_whole = text.compare(tag, kTag.size(), kTag) == 0;
+  text.resize(tag);
+  return tag_whole ? text : jinja::strip(text, false, true, std::nullopt);
 }
 
 }  // namespace attnscope::tokenizer

@@ -36,10 +36,18 @@ class ConversationError : public Error {
 // are ignored). Throws ConversationError.
 Conversation read_conversation(const jinja::Value& request);
 
+// Where a rendered conversation stops: after its last message, as the template writes it;
+// with the assistant's turn opened (transformers' add_generation_prompt), for a reply; or inside
+// the final message, before whatever ends it (continue_final_message), so the model continues
+// that message (an assistant's reply begun by the caller: "Sure, here is the JSON: {").
+enum class ChatEnding { after_last_message, assistant_turn_opened, final_message_open };
+
 class ChatTemplate {
  public:
   ChatTemplate(std::string_view source, jinja::Value special_tokens)
-      : template_(source), special_tokens_(std::move(special_tokens)) {}
+      : template_(source),
+        special_tokens_(std::move(special_tokens)),
+        reads_content_(source.find("content") != std::string_view::npos) {}
 
   // The chat template of a checkpoint's folder, where transformers saves it: chat_template.jinja,
   // else tokenizer_config.json's "chat_template" (a string, or a list of named templates, of
@@ -55,13 +63,16 @@ class ChatTemplate {
   static ChatTemplate from_file(const std::string& path, const std::string& config_dir,
                                 const jinja::Value& default_tokens);
 
-  // The prompt text of `conversation`. Throws Error when the template raises (raise_exception:
-  // roles out of order, ...) or fails on the conversation.
-  std::string render(const Conversation& conversation, bool add_generation_prompt) const;
+  // The prompt text of `conversation`, ending as `ending` says. Throws Error when the template
+  // raises (raise_exception: roles out of order, ...) or fails on the conversation, and for
+  // final_message_open when the final message has no text or the template does not write it
+  // out whole (transformers' checks).
+  std::string render(const Conversation& conversation, ChatEnding ending) const;
 
  private:
   jinja::Template template_;
   jinja::Value special_tokens_;
+  bool reads_content_;  // the source names "content" (continue_final_message needs it)
 };
 
 }  // namespace attnscope::tokenizer

@@ -146,6 +146,16 @@ def test_chat_template_renders_as_transformers_does(tmp_path):
                                                tools=case["variables"]["tools"], tokenize=False,
                                                chat_template=str(template))
     assert text == case["rendered"]
+    # The final message left open, as transformers' continue_final_message leaves it.
+    case = next(c for c in cases if c["name"].startswith("continue_final_message: qwen2.5"))
+    text = model.tokenizer.apply_chat_template(case["variables"]["messages"], tokenize=False,
+                                               continue_final_message=True,
+                                               chat_template=str(template))
+    assert text == case["rendered"]
+    with pytest.raises(ValueError, match="continue_final_message"):
+        model.tokenizer.apply_chat_template(messages, add_generation_prompt=True,
+                                            continue_final_message=True,
+                                            chat_template=str(template))
     with pytest.raises(TypeError, match="tools must be a list"):
         model.tokenizer.apply_chat_template(messages, tools="get_weather",
                                             chat_template=str(template))

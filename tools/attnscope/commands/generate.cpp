@@ -39,10 +39,11 @@ struct GenerateFlags {
   std::string tokenizer;
   std::string prompt;
   std::vector<std::string> prompt_ids;
-  bool chat = false;          // --prompt is a user's message, rendered by the chat template
-  std::string system;         // with --chat: a system message first
-  std::string messages;       // with --chat: a JSON file's conversation instead of --prompt's
-  std::string chat_template;  // with --chat: a Jinja file instead of the checkpoint's
+  bool chat = false;     // --prompt is a user's message, rendered by the chat template
+  std::string system;    // with --chat: a system message first
+  std::string messages;  // with --chat: a JSON file's conversation instead of --prompt's
+  bool continue_final_message = false;  // with --messages: the final message is continued
+  std::string chat_template;            // with --chat: a Jinja file instead of the checkpoint's
   std::int64_t max_new_tokens = 32;
   SamplingOptions sampling;  // its seed comes from `seed`
   std::int64_t seed = 0;     // -1: a random seed, printed (as llama.cpp's -1)
@@ -83,14 +84,18 @@ tokenizer::Conversation chat_conversation(const GenerateFlags& flags) {
 }
 
 // --chat: the ids of its conversation as the chat template renders it, the assistant's turn
-// opened; tokenized without adding special tokens (the template writes them).
+// opened (or the final message left open, --continue-final-message); tokenized without adding
+// special tokens (the template writes them).
 std::vector<std::int32_t> chat_prompt(const GenerateFlags& flags,
                                       const std::optional<TextTokenizer>& tokenizer) {
   std::string why_none;
   const std::optional<tokenizer::ChatTemplate> chat_template =
       find_chat_template(flags.chat_template, flags.tokenizer, flags.model, tokenizer, why_none);
   check(chat_template.has_value() && why_none.empty(), "--chat", why_none);
-  return tokenizer->encode(chat_template->render(chat_conversation(flags), true), false);
+  const tokenizer::ChatEnding ending = flags.continue_final_message
+                                           ? tokenizer::ChatEnding::final_message_open
+                                           : tokenizer::ChatEnding::assistant_turn_opened;
+  return tokenizer->encode(chat_template->render(chat_conversation(flags), ending), false);
 }
 
 int run_generate(const GenerateFlags& flags) {
@@ -256,6 +261,10 @@ Subcommand add_generate(CLI::App& app) {
       ->excludes(prompt)
       ->excludes(system)
       ->check(CLI::ExistingFile);
+  sub->add_flag("--continue-final-message", flags->continue_final_message,
+                "With --messages: the model continues the final message (an assistant's reply "
+                "begun in the file) instead of starting a new turn")
+      ->needs(sub->get_option("--messages"));
   sub->add_option("--chat-template", flags->chat_template,
                   "With --chat: a Jinja chat template file instead of the model's own")
       ->needs(chat)

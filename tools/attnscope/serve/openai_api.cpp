@@ -287,14 +287,24 @@ CompletionRequest parse_chat_request(const std::string& body, const TextTokenize
   } else if (top >= 0) {
     bad("top_logprobs", "top_logprobs needs logprobs: true");
   }
+  // add_generation_prompt (true) opens the assistant's turn; continue_final_message leaves the
+  // final message open instead, for the model to continue (vLLM refuses both at once, too).
   const bool continue_final = boolean(parsed, "continue_final_message");
-  if (continue_final) bad("continue_final_message", "continue_final_message is not served");
   bool add_generation_prompt = true;
   if (parsed.contains("add_generation_prompt") && !parsed["add_generation_prompt"].is_null()) {
     add_generation_prompt = boolean(parsed, "add_generation_prompt");
   }
+  if (continue_final && add_generation_prompt) {
+    bad("continue_final_message",
+        "continue_final_message needs \"add_generation_prompt\": false (a reply cannot both "
+        "continue the final message and open a new turn)");
+  }
+  const tokenizer::ChatEnding ending = continue_final ? tokenizer::ChatEnding::final_message_open
+                                       : add_generation_prompt
+                                           ? tokenizer::ChatEnding::assistant_turn_opened
+                                           : tokenizer::ChatEnding::after_last_message;
   try {
-    out.prompt_text = chat_template.render(conversation, add_generation_prompt);
+    out.prompt_text = chat_template.render(conversation, ending);
   } catch (const Error& e) {
     bad("messages", e.what());
   }
