@@ -115,8 +115,17 @@ std::string Engine::refusal(const Request& request) const {
   return "";
 }
 
+std::string Engine::device_failure() const {
+  return device_failed_.load(std::memory_order_acquire) ? device_error_ : std::string();
+}
+
 RequestId Engine::submit(Request request) {
   const RequestId id = next_id_++;
+  if (std::string failure = device_failure(); !failure.empty()) {
+    pending_events_.push_back(
+        {id, false, 0, true, FinishReason::failed, std::move(failure), 0, {}});
+    return id;
+  }
   if (std::string why = refusal(request); !why.empty()) {
     pending_events_.push_back({id, false, 0, true, FinishReason::refused, std::move(why), 0, {}});
     return id;
@@ -215,6 +224,18 @@ StepReport Engine::step() {
   StepReport report;
   report.events = std::move(pending_events_);
   pending_events_.clear();
+  if (device_failed_.load(std::memory_order_acquire)) {
+    while (!sequences_.empty()) {
+      Sequence& s = *sequences_.begin()->second;
+      report.events.push_back({.id = s.id,
+                               .finished = true,
+                               .reason = FinishReason::failed,
+                               .error = device_error_,
+                               .top_logprobs = {}});
+      finish(s);
+    }
+    return report;
+  }
   const StepPlan plan = scheduler_.schedule();
   for (Sequence* s : plan.preempted) {
     report.preempted.push_back(s->id);
@@ -253,13 +274,18 @@ StepReport Engine::step() {
   try {
     logits = to_host(ctx_, model_.forward_paged(ctx_, steps, cache_));
   } catch (const std::exception& error) {
+    const std::string what = std::string("the model step failed: ") + error.what();
     for (const StepPlan::Item& item : plan.items) {
       report.events.push_back({.id = item.sequence->id,
                                .finished = true,
                                .reason = FinishReason::failed,
-                               .error = std::string("the model step failed: ") + error.what(),
+                               .error = what,
                                .top_logprobs = {}});
       finish(*item.sequence);
+    }
+    if (dynamic_cast<const DeviceError*>(&error) != nullptr) {
+      device_error_ = what + " (the device is unusable from here on: restart)";
+      device_failed_.store(true, std::memory_order_release);
     }
     return report;
   }

@@ -22,6 +22,7 @@
 // Threads: one thread drives an engine (submit, cancel, step); a server puts a queue in front.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -78,18 +79,25 @@ class Engine {
   // Reads only what never changes after construction, so any thread may ask (a server checks a
   // request before it queues it, to answer 400 at once).
   std::string refusal(const Request& request) const;
+  // The device error that ended this engine's use of its device ("" while there is none). A
+  // DeviceError from a forward pass (a kernel fault) leaves a CUDA context unusable for good, so
+  // from then on every request in flight and every new one fails with it at once, instead of
+  // each running into it again. Any thread may ask (a server's health check does).
+  std::string device_failure() const;
 
   // Queues a request and returns its id. One that can never run (no prompt, an id outside the
   // vocabulary, a prompt that fills the context or the whole cache, max_tokens < 1, bad sampling
   // options, stop strings without token text) is refused: the next step reports it finished,
-  // FinishReason::refused, with the reason; the other requests go on.
+  // FinishReason::refused, with the reason; the other requests go on. After a device failure,
+  // every request finishes at once, FinishReason::failed.
   RequestId submit(Request request);
   // Stops a waiting or running request: its blocks return to the pool at once, and the next step
   // reports it finished, FinishReason::cancelled. False when no such request is in flight.
   bool cancel(RequestId id);
   // One iteration (above). Safe to call with nothing to do (it then only reports refusals and
-  // cancellations). When the forward pass throws (out of memory, a device error), the requests
-  // it ran finish with FinishReason::failed and the error; the others go on.
+  // cancellations). When the forward pass throws (out of memory), the requests it ran finish
+  // with FinishReason::failed and the error; the others go on. After a DeviceError, every
+  // request fails (device_failure()).
   StepReport step();
 
   // Requests waiting or running.
@@ -123,6 +131,9 @@ class Engine {
   std::map<RequestId, std::unique_ptr<Sequence>> sequences_;
   std::vector<Event> pending_events_;
   RequestId next_id_ = 1;
+  // Written once, before device_failed_ is set (release); read after it is seen set (acquire).
+  std::string device_error_;
+  std::atomic<bool> device_failed_{false};
 };
 
 }  // namespace attnscope::engine

@@ -416,8 +416,11 @@ namespace {
 // fails as a failed allocation or a device error would, with the cache half written.
 struct FailingLayer : AttentionTap {
   bool armed = false;
+  bool device_fault = false;  // a DeviceError (a kernel fault) instead of running out of memory
   void layer_output(Context& /*ctx*/, std::int64_t layer, const Tensor& /*hidden*/) override {
-    if (armed && layer == 0) throw Error("allocator", "out of memory (injected by the test)");
+    if (!armed || layer != 0) return;
+    if (device_fault) throw DeviceError("cuda", "an illegal memory access (injected by the test)");
+    throw Error("allocator", "out of memory (injected by the test)");
   }
 };
 
@@ -478,4 +481,49 @@ TEST_CASE("engine: a step that fails fails the requests it ran; the waiting ones
   CHECK(engine.kv_usage().blocks.in_use == 0);
   CHECK(engine.allocated_bytes() == idle_bytes);  // the failed step's temporaries freed
   ctx.set_attention_tap(nullptr);
+}
+
+TEST_CASE("engine: after a device error every request fails at once, and the engine says why") {
+  Context ctx(2);
+  gpt2::Model model = gpt2::Model::open(testing::hf_fixture_dir("tiny-a"), ctx);
+  engine::EngineOptions options;
+  options.block_tokens = 4;
+  options.scheduler = {/*max_batch_tokens=*/64, /*max_running=*/1};  // the second one waits
+  Engine engine(model, ctx, options);
+  Request r;
+  r.prompt = iota_ids(6);
+  r.max_tokens = 5;
+  const RequestId running = engine.submit(r);
+  const RequestId waiting = engine.submit(r);
+  CHECK(engine.device_failure().empty());
+
+  FailingLayer tap;
+  tap.armed = true;
+  tap.device_fault = true;
+  ctx.set_attention_tap(&tap);
+  const engine::StepReport faulted = engine.step();
+  ctx.set_attention_tap(nullptr);
+  const std::string error =
+      "the model step failed: cuda: an illegal memory access (injected by "
+      "the test)";
+  REQUIRE(faulted.events.size() == 1);
+  CHECK(faulted.events[0].id == running);
+  CHECK(faulted.events[0].reason == FinishReason::failed);
+  CHECK(faulted.events[0].error == error);
+  CHECK(engine.device_failure() == error + " (the device is unusable from here on: restart)");
+
+  // The waiting request and a new one fail at the next step, without a forward pass.
+  const RequestId later = engine.submit(r);
+  const engine::StepReport after = engine.step();
+  CHECK(after.scheduled.empty());
+  std::vector<RequestId> failed;
+  for (const engine::Event& e : after.events) {
+    CHECK(e.reason == FinishReason::failed);
+    CHECK(e.error == engine.device_failure());
+    failed.push_back(e.id);
+  }
+  std::sort(failed.begin(), failed.end());
+  CHECK(failed == std::vector<RequestId>{waiting, later});
+  CHECK(engine.idle());
+  CHECK(engine.kv_usage().blocks.in_use == 0);
 }

@@ -12,7 +12,8 @@
 //   GET  /metrics              Prometheus text: requests running and waiting, KV blocks, prefix
 //                              cache hits, preemptions, tokens, time-to-first-token and
 //                              inter-token histograms
-//   GET  /health               200 while serving (no key needed)
+//   GET  /health               200 while serving, 503 while shutting down or after a device
+//                              error (no key needed)
 //
 // Threads: cpp-httplib's pool answers connections; each request becomes an engine request
 // through EngineLoop (serve/engine_loop.h), the one thread that runs the engine, and reads its
@@ -23,8 +24,10 @@
 // Limits: --host 127.0.0.1 unless told otherwise; --api-key makes every endpoint but /health
 // need "Authorization: Bearer KEY" (compared in constant time); request bodies up to
 // --max-body-bytes (413 beyond), a read timeout for slow clients, --request-timeout for a whole
-// request (504), nothing on disk is ever served. An engine step that fails (out of memory, a
-// device error) answers 500 to the requests it ran; the others and the server go on. SIGINT or
+// request (504), nothing on disk is ever served. An engine step that fails (out of memory)
+// answers 500 to the requests it ran; the others and the server go on. After a device error
+// (a kernel fault leaves the CUDA context unusable) every request answers 503 with it and
+// /health says 503 "device failed", so whatever supervises the server restarts it. SIGINT or
 // SIGTERM: stop accepting (503), let the requests in flight finish for up to --shutdown-grace
 // seconds, cancel the rest, exit 0.
 #include <httplib.h>
@@ -361,6 +364,9 @@ void handle_completion(Service& service, const httplib::Request& req, httplib::R
   if (service.shutting_down) {
     return send_error(res, {503, "server_error", "the server is shutting down", ""});
   }
+  if (std::string failure = service.engine.device_failure(); !failure.empty()) {
+    return send_error(res, {503, "server_error", std::move(failure), ""});
+  }
   const std::shared_ptr<EngineLoop::Stream> stream = service.loop.submit(asked.request);
   if (!stream) {
     res.set_header("Retry-After", "1");
@@ -398,9 +404,13 @@ void add_routes(httplib::Server& server, Service& service) {
     return httplib::Server::HandlerResponse::Handled;
   });
   server.Get("/health", [&service](const httplib::Request&, httplib::Response& res) {
-    res.status = service.shutting_down ? 503 : 200;
-    res.set_content(service.shutting_down ? R"({"status":"shutting down"})" : R"({"status":"ok"})",
-                    "application/json");
+    const std::string device_failure = service.engine.device_failure();
+    res.status = service.shutting_down || !device_failure.empty() ? 503 : 200;
+    const json status = service.shutting_down ? json{{"status", "shutting down"}}
+                        : device_failure.empty()
+                            ? json{{"status", "ok"}}
+                            : json{{"status", "device failed"}, {"error", device_failure}};
+    res.set_content(dump(status), "application/json");
   });
   server.Get("/v1/models", [&service](const httplib::Request&, httplib::Response& res) {
     const json body = {{"object", "list"},
