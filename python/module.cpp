@@ -131,11 +131,9 @@ class Model {
     }
     check(!(add_generation_prompt && continue_final_message), "continue_final_message",
           "cannot be set with add_generation_prompt");
-    const tokenizer::ChatEnding ending =
-        continue_final_message  ? tokenizer::ChatEnding::final_message_open
-        : add_generation_prompt ? tokenizer::ChatEnding::assistant_turn_opened
-                                : tokenizer::ChatEnding::after_last_message;
-    return chat_template->render(tokenizer::read_conversation(request), ending);
+    return chat_template->render(
+        tokenizer::read_conversation(request),
+        tokenizer::chat_ending(add_generation_prompt, continue_final_message));
   }
   std::string decode(const std::vector<std::int32_t>& ids) const { return tokenizer().decode(ids); }
 

@@ -129,6 +129,11 @@ Conversation read_conversation(const jinja::Value& request) {
   return conversation;
 }
 
+ChatEnding chat_ending(bool add_generation_prompt, bool continue_final_message) {
+  if (continue_final_message) return ChatEnding::final_message_open;
+  return add_generation_prompt ? ChatEnding::assistant_turn_opened : ChatEnding::after_last_message;
+}
+
 std::string ChatTemplate::render(const Conversation& conversation, ChatEnding ending) const {
   jinja::Value variables = special_tokens_;
   variables["messages"] = conversation.messages;

@@ -42,6 +42,10 @@ Conversation read_conversation(const jinja::Value& request);
 // that message (an assistant's reply begun by the caller: "Sure, here is the JSON: {").
 enum class ChatEnding { after_last_message, assistant_turn_opened, final_message_open };
 
+// transformers' two flags as one ending: continue_final_message, else add_generation_prompt
+// (asking for both is the caller's error to report).
+ChatEnding chat_ending(bool add_generation_prompt, bool continue_final_message);
+
 class ChatTemplate {
  public:
   ChatTemplate(std::string_view source, jinja::Value special_tokens)

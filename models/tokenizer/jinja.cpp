@@ -855,7 +855,8 @@ class Renderer {
       const bool is_index = !field.empty() && std::all_of(field.begin(), field.end(), [](char c) {
         return c >= '0' && c <= '9';
       });
-      (field.empty() ? automatic : numbered) |= field.empty() || is_index;
+      if (field.empty()) automatic = true;
+      if (is_index) numbered = true;
       if (automatic && numbered) template_error(line, "format: cannot mix {} and numbered fields");
       if (!field.empty() && !is_index) {
         const auto found = args.keywords.find(field);
@@ -1054,6 +1055,7 @@ class Renderer {
     }
     const bool first = truthy(args.get(1, "first", false));
     const bool blank = truthy(args.get(2, "blank", false));
+    // (jinja2 splits the text with a newline appended: a trailing newline survives the split.)
     const std::vector<std::string> lines = split_lines(text + "\n");
     std::string out;
     for (std::size_t i = 0; i < lines.size(); ++i) {

@@ -432,7 +432,6 @@ Value split(const std::string& s, const Value& separator, std::int64_t max_split
   return parts;
 }
 
-// Python's floor division and modulo (the quotient rounds toward minus infinity).
 std::vector<std::string> split_lines(const std::string& s) {
   std::vector<std::string> lines;
   std::size_t start = 0;
@@ -450,6 +449,7 @@ std::vector<std::string> split_lines(const std::string& s) {
   return lines;
 }
 
+// Python's floor division and modulo (the quotient rounds toward minus infinity).
 std::int64_t floor_div(std::int64_t a, std::int64_t b) {
   std::int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;

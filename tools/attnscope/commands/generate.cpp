@@ -92,9 +92,8 @@ std::vector<std::int32_t> chat_prompt(const GenerateFlags& flags,
   const std::optional<tokenizer::ChatTemplate> chat_template =
       find_chat_template(flags.chat_template, flags.tokenizer, flags.model, tokenizer, why_none);
   check(chat_template.has_value() && why_none.empty(), "--chat", why_none);
-  const tokenizer::ChatEnding ending = flags.continue_final_message
-                                           ? tokenizer::ChatEnding::final_message_open
-                                           : tokenizer::ChatEnding::assistant_turn_opened;
+  const tokenizer::ChatEnding ending =
+      tokenizer::chat_ending(!flags.continue_final_message, flags.continue_final_message);
   return tokenizer->encode(chat_template->render(chat_conversation(flags), ending), false);
 }
 

@@ -204,6 +204,7 @@ void read_common_fields(const json& parsed, const TextTokenizer* tokenizer, std:
     bad("stop", "stop strings need a tokenizer, and this server has none");
   }
 }
+
 // tool_choice: "auto" (the default when tools are given) reads the reply for calls with the
 // server's parser; "none" (the default without tools) does not, nor does a request without tools.
 // "required" and a named function would need decoding constrained to a call's grammar, which
@@ -299,12 +300,9 @@ CompletionRequest parse_chat_request(const std::string& body, const TextTokenize
         "continue_final_message needs \"add_generation_prompt\": false (a reply cannot both "
         "continue the final message and open a new turn)");
   }
-  const tokenizer::ChatEnding ending = continue_final ? tokenizer::ChatEnding::final_message_open
-                                       : add_generation_prompt
-                                           ? tokenizer::ChatEnding::assistant_turn_opened
-                                           : tokenizer::ChatEnding::after_last_message;
   try {
-    out.prompt_text = chat_template.render(conversation, ending);
+    out.prompt_text = chat_template.render(
+        conversation, tokenizer::chat_ending(add_generation_prompt, continue_final));
   } catch (const Error& e) {
     bad("messages", e.what());
   }
