@@ -1,6 +1,7 @@
 // Tool calls in a chat model's reply (tools/attnscope/serve/tool_calls.h): the calls that Qwen2.5's
-// and Llama 3.2's real chat templates wrote into an assistant's turn, as transformers rendered
-// them (tests/fixtures/chat_templates/cases.json, "tool calls: ..."), read back to the same names
+// and Llama 3.2's real chat templates (and templates written as Mistral's write calls) wrote into
+// an assistant's turn, as transformers rendered them (tests/fixtures/chat_templates/cases.json,
+// "tool calls: ..."), read back to the same names
 // and to the arguments' text vLLM sends (Python's json.dumps); replies that are not calls stay
 // text; and while a reply streams, no byte of a call is ever released as content.
 #include <doctest/doctest.h>
@@ -139,8 +140,39 @@ TEST_CASE("tool calls: llama3_json reads back what Llama 3.2's template wrote") 
   CHECK(settled_content(" The", ToolCallParser::llama3_json) == 4);
 }
 
+TEST_CASE("tool calls: mistral reads back both ways Mistral's templates write calls") {
+  for (const char* name : {"tool calls: mistral-nemo", "tool calls: mistral-small-3.2"}) {
+    CAPTURE(name);
+    const json c = tool_call_case(name);
+    const std::string reply = turn(c["rendered"].get<std::string>(), "[/INST]", "</s>");
+    const Reply parsed = parse_reply(reply, ToolCallParser::mistral);
+    CHECK(parsed.content == c["variables"]["messages"].back()["content"].get<std::string>());
+    check_calls(parsed, c["tool_calls"]);
+    check_streaming(reply, ToolCallParser::mistral);
+  }
+  // Without [CALL_ID] (Devstral's), and what is not a call: all text.
+  const Reply devstral =
+      parse_reply("[TOOL_CALLS]f[ARGS]{\"a\": 1}[TOOL_CALLS]g[ARGS] {}", ToolCallParser::mistral);
+  REQUIRE(devstral.tool_calls.size() == 2);
+  CHECK(devstral.tool_calls[1].name == "g");
+  CHECK(devstral.tool_calls[1].arguments == "{}");
+  for (const std::string& text :
+       {std::string("[TOOL_CALLS]"), std::string("[TOOL_CALLS][]"),
+        std::string("[TOOL_CALLS][{\"name\": \"f\"}]"), std::string("[TOOL_CALLS]f[ARGS][1]"),
+        std::string("[TOOL_CALLS]f[ARGS]{} then text"),
+        std::string("[TOOL_CALLS]two words[ARGS]{}"), std::string("no calls [TOOL_CALL")}) {
+    CAPTURE(text);
+    const Reply plain = parse_reply(text, ToolCallParser::mistral);
+    CHECK(plain.tool_calls.empty());
+    CHECK(plain.content == text);
+    check_streaming(text, ToolCallParser::mistral);
+  }
+  CHECK(settled_content("Sure [TOOL", ToolCallParser::mistral) == 5);
+}
+
 TEST_CASE("tool calls: the parsers by name") {
   CHECK(attnscope::cli::tool_call_parser_named("hermes") == ToolCallParser::hermes);
   CHECK(attnscope::cli::tool_call_parser_named("llama3_json") == ToolCallParser::llama3_json);
-  CHECK_FALSE(attnscope::cli::tool_call_parser_named("mistral").has_value());
+  CHECK(attnscope::cli::tool_call_parser_named("mistral") == ToolCallParser::mistral);
+  CHECK_FALSE(attnscope::cli::tool_call_parser_named("pythonic").has_value());
 }

@@ -588,9 +588,10 @@ Subcommand add_serve(CLI::App& app) {
   sub->add_option("--tool-call-parser", flags->tool_call_parser,
                   "How a chat reply is read for tool calls when the request gives tools: hermes "
                   "(Qwen2.5, Qwen3: <tool_call> tags), llama3_json (Llama 3.1, 3.2: a JSON "
-                  "reply), or none (a request with tools must then say \"tool_choice\": \"none\")")
+                  "reply), mistral ([TOOL_CALLS]), or none (a request with tools must then say "
+                  "\"tool_choice\": \"none\")")
       ->capture_default_str()
-      ->check(CLI::IsMember({"none", "hermes", "llama3_json"}));
+      ->check(CLI::IsMember({"none", "hermes", "llama3_json", "mistral"}));
   add_attention_flag(*sub, flags->attention);
   add_device_flags(*sub, flags->device);
   const std::string group = "Engine";

@@ -234,7 +234,8 @@ std::optional<ToolCallParser> read_tool_choice(const json& parsed, bool has_tool
   if (!parser) {
     bad("tool_choice",
         "tool_choice \"auto\" needs the server started with --tool-call-parser "
-        "(hermes for Qwen2.5 and Qwen3, llama3_json for Llama 3.1 and 3.2), or "
+        "(hermes for Qwen2.5 and Qwen3, llama3_json for Llama 3.1 and 3.2, mistral for "
+        "Mistral), or "
         "\"tool_choice\": \"none\"");
   }
   return parser;

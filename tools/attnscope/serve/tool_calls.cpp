@@ -16,6 +16,9 @@ using tokenizer::jinja::Value;
 constexpr std::string_view kHermesOpen = "<tool_call>";
 constexpr std::string_view kHermesClose = "</tool_call>";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
+constexpr std::string_view kMistralCalls = "[TOOL_CALLS]";
+constexpr std::string_view kMistralCallId = "[CALL_ID]";
+constexpr std::string_view kMistralArgs = "[ARGS]";
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
@@ -55,15 +58,20 @@ Brackets brackets(std::string_view text, std::size_t start) {
   return out;
 }
 
-// The call whose JSON object starts at text[at], {"name": "...", "arguments" (or "parameters"):
-// {...}}, and one past its end; nullopt when there is none. Objects nested deeper than
-// kMaxJsonDepth are not read (a reply is untrusted text).
-std::optional<std::pair<ToolCall, std::size_t>> call_at(std::string_view text, std::size_t at) {
-  if (at >= text.size() || text[at] != '{') return std::nullopt;
-  const Brackets object = brackets(text, at);
-  if (object.end == std::string_view::npos || object.deepest > kMaxJsonDepth) return std::nullopt;
-  const Value call = Value::parse(text.substr(at, object.end - at), nullptr,
-                                  /*allow_exceptions=*/false);
+// The JSON value whose bracket ('{' or '[') is text[at], and one past its end; nullopt when
+// there is none. Values nested deeper than kMaxJsonDepth are not read (a reply is untrusted).
+std::optional<std::pair<Value, std::size_t>> json_at(std::string_view text, std::size_t at) {
+  if (at >= text.size() || (text[at] != '{' && text[at] != '[')) return std::nullopt;
+  const Brackets value = brackets(text, at);
+  if (value.end == std::string_view::npos || value.deepest > kMaxJsonDepth) return std::nullopt;
+  Value parsed = Value::parse(text.substr(at, value.end - at), nullptr,
+                              /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) return std::nullopt;
+  return std::pair(std::move(parsed), value.end);
+}
+
+// A call from its JSON object, {"name": "...", "arguments" (or "parameters"): {...}}.
+std::optional<ToolCall> call_of(const Value& call) {
   if (!call.is_object()) return std::nullopt;
   const auto name = call.find("name");
   auto arguments = call.find("arguments");
@@ -72,8 +80,17 @@ std::optional<std::pair<ToolCall, std::size_t>> call_at(std::string_view text, s
       !arguments->is_object()) {
     return std::nullopt;
   }
-  return std::pair(ToolCall{name->get<std::string>(), tokenizer::jinja::python_json(*arguments)},
-                   object.end);
+  return ToolCall{name->get<std::string>(), tokenizer::jinja::python_json(*arguments)};
+}
+
+// The call whose JSON object starts at text[at], and one past its end.
+std::optional<std::pair<ToolCall, std::size_t>> call_at(std::string_view text, std::size_t at) {
+  if (at >= text.size() || text[at] != '{') return std::nullopt;
+  const auto object = json_at(text, at);
+  if (!object) return std::nullopt;
+  std::optional<ToolCall> call = call_of(object->first);
+  if (!call) return std::nullopt;
+  return std::pair(std::move(*call), object->second);
 }
 
 // Each <tool_call> holds one object, with only whitespace around it.
@@ -106,6 +123,52 @@ std::optional<std::vector<ToolCall>> llama3_calls(std::string_view text) {
   return calls;
 }
 
+// After the first [TOOL_CALLS]: a JSON list of call objects (Mistral 7B v0.3, Nemo), or one or
+// more name[ARGS]{...}, each after its own [TOOL_CALLS] and perhaps with [CALL_ID]id before
+// [ARGS] (Mistral Small 3.2, Devstral, Ministral 3).
+std::optional<std::vector<ToolCall>> mistral_calls(std::string_view text, std::size_t first) {
+  std::vector<ToolCall> calls;
+  std::size_t at = skip_spaces(text, first + kMistralCalls.size());
+  if (at < text.size() && text[at] == '[') {
+    const auto list = json_at(text, at);
+    if (!list || !list->first.is_array() || list->first.empty()) return std::nullopt;
+    for (const Value& object : list->first) {
+      std::optional<ToolCall> call = call_of(object);
+      if (!call) return std::nullopt;
+      calls.push_back(std::move(*call));
+    }
+    if (skip_spaces(text, list->second) != text.size()) return std::nullopt;
+    return calls;
+  }
+  while (true) {
+    const std::size_t args = text.find(kMistralArgs, at);
+    if (args == std::string_view::npos) return std::nullopt;
+    std::string_view name = text.substr(at, args - at);
+    name = name.substr(0, name.find(kMistralCallId));
+    const std::size_t value_at = skip_spaces(text, args + kMistralArgs.size());
+    const auto arguments = json_at(text, value_at);
+    if (name.empty() || name.find_first_of("[ \n") != std::string_view::npos || !arguments ||
+        !arguments->first.is_object()) {
+      return std::nullopt;
+    }
+    calls.push_back({std::string(name), tokenizer::jinja::python_json(arguments->first)});
+    at = skip_spaces(text, arguments->second);
+    if (at == text.size()) return calls;
+    if (!text.substr(at).starts_with(kMistralCalls)) return std::nullopt;
+    at += kMistralCalls.size();
+  }
+}
+
+// How many leading bytes of `text` come before `tag` for certain: up to the tag when it is
+// there, else all but a tail that could still begin it.
+std::size_t settled_before(std::string_view text, std::string_view tag) {
+  if (const std::size_t found = text.find(tag); found != std::string_view::npos) return found;
+  for (std::size_t held = std::min(text.size(), tag.size() - 1); held > 0; --held) {
+    if (tag.starts_with(text.substr(text.size() - held))) return text.size() - held;
+  }
+  return text.size();
+}
+
 bool starts_llama3_call(std::string_view text) {
   const std::size_t first = skip_spaces(text, 0);
   return text.starts_with(kPythonTag) || (first < text.size() && text[first] == '{');
@@ -116,16 +179,18 @@ bool starts_llama3_call(std::string_view text) {
 std::optional<ToolCallParser> tool_call_parser_named(std::string_view name) {
   if (name == "hermes") return ToolCallParser::hermes;
   if (name == "llama3_json") return ToolCallParser::llama3_json;
+  if (name == "mistral") return ToolCallParser::mistral;
   return std::nullopt;
 }
 
 Reply parse_reply(std::string_view text, ToolCallParser parser) {
   std::optional<std::vector<ToolCall>> calls;
   std::size_t content_end = text.size();
-  if (parser == ToolCallParser::hermes) {
-    const std::size_t first = text.find(kHermesOpen);
+  if (parser == ToolCallParser::hermes || parser == ToolCallParser::mistral) {
+    const bool hermes = parser == ToolCallParser::hermes;
+    const std::size_t first = text.find(hermes ? kHermesOpen : kMistralCalls);
     if (first != std::string_view::npos) {
-      calls = hermes_calls(text, first);
+      calls = hermes ? hermes_calls(text, first) : mistral_calls(text, first);
       content_end = first;
     }
   } else if (starts_llama3_call(text)) {
@@ -137,16 +202,8 @@ Reply parse_reply(std::string_view text, ToolCallParser parser) {
 }
 
 std::size_t settled_content(std::string_view text, ToolCallParser parser) {
-  if (parser == ToolCallParser::hermes) {
-    if (const std::size_t first = text.find(kHermesOpen); first != std::string_view::npos) {
-      return first;
-    }
-    // Hold back a tail that <tool_call> could still begin with.
-    for (std::size_t held = std::min(text.size(), kHermesOpen.size() - 1); held > 0; --held) {
-      if (kHermesOpen.starts_with(text.substr(text.size() - held))) return text.size() - held;
-    }
-    return text.size();
-  }
+  if (parser == ToolCallParser::hermes) return settled_before(text, kHermesOpen);
+  if (parser == ToolCallParser::mistral) return settled_before(text, kMistralCalls);
   // llama3_json: a call is the whole reply, so nothing is settled until the reply's first
   // characters show it is not one.
   const bool undecided = skip_spaces(text, 0) == text.size() || kPythonTag.starts_with(text);

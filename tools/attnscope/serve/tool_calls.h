@@ -7,7 +7,10 @@
 //                <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call> (the last one may
 //                be cut off before its closing tag);
 //   llama3_json  Llama 3.1 / 3.2: the whole reply is {"name": ..., "parameters": {...}}
-//                ("arguments" also read), after an optional <|python_tag|>, several joined by ";".
+//                ("arguments" also read), after an optional <|python_tag|>, several joined by ";";
+//   mistral      Mistral: any text, then [TOOL_CALLS] and a JSON list of {"name", "arguments"}
+//                objects (7B v0.3, Nemo), or [TOOL_CALLS]name[ARGS]{...} per call, perhaps with
+//                [CALL_ID]id before [ARGS] (Small 3.2, Devstral, Ministral 3).
 // A reply whose calls do not parse (not JSON, no string name, arguments not an object) is text,
 // as vLLM returns it. Cost: linear in the reply.
 #pragma once
@@ -20,9 +23,9 @@
 
 namespace attnscope::cli {
 
-enum class ToolCallParser { hermes, llama3_json };
+enum class ToolCallParser { hermes, llama3_json, mistral };
 
-// The parser named `name` ("hermes", "llama3_json"), or nullopt.
+// The parser named `name` ("hermes", "llama3_json", "mistral"), or nullopt.
 std::optional<ToolCallParser> tool_call_parser_named(std::string_view name);
 
 struct ToolCall {
