@@ -621,24 +621,33 @@ void write_scripted_gpt2(const std::string& dir, const std::vector<int>& script)
                                                            .dump());
 }
 
+// Serve arguments for a scripted checkpoint in `dir` that replies `reply` (GPT-2's tokens of it:
+// `script`) to a chat whose template writes the last message alone ("Go": one token).
+std::vector<std::string> scripted_serve_args(const attnscope::testing::TempDir& dir,
+                                             const std::string& reply, std::vector<int>& script) {
+  attnscope::testing::write_file(dir.file("reply.txt"), reply);
+  script = json::parse(run_tool("tokenize --tokenizer " + attnscope::testing::shared_fixtures() +
+                                "/gpt2-tokenizer < " + dir.file("reply.txt")))
+               .get<std::vector<int>>();
+  write_scripted_gpt2(dir.path().string(), script);
+  attnscope::testing::write_file(dir.file("chat.jinja"), "{{ messages[-1].content }}");
+  return {"--model",         dir.path().string(),
+          "--tokenizer",     attnscope::testing::shared_fixtures() + "/gpt2-tokenizer",
+          "--threads",       "1",
+          "--kv-memory",     "16MiB",
+          "--chat-template", dir.file("chat.jinja")};
+}
+
 TEST_CASE("serve: a reply's tool call, answered as OpenAI's tool_calls, whole and streamed") {
   if (!has_tokenizer()) return;
   const attnscope::testing::TempDir dir;
   const std::string reply =
       "I'll check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
       "\"Paris\", \"days\": [1, 2]}}\n</tool_call>";
-  attnscope::testing::write_file(dir.file("reply.txt"), reply);
-  const std::vector<int> script =
-      json::parse(run_tool("tokenize --tokenizer " + attnscope::testing::shared_fixtures() +
-                           "/gpt2-tokenizer < " + dir.file("reply.txt")))
-          .get<std::vector<int>>();
-  write_scripted_gpt2(dir.path().string(), script);
-  // The template writes the last message alone: "Go", one token.
-  attnscope::testing::write_file(dir.file("chat.jinja"), "{{ messages[-1].content }}");
-  ServerProcess server(kBinary, {"--model", dir.path().string(), "--tokenizer",
-                                 attnscope::testing::shared_fixtures() + "/gpt2-tokenizer",
-                                 "--threads", "1", "--kv-memory", "16MiB", "--chat-template",
-                                 dir.file("chat.jinja"), "--tool-call-parser", "hermes"});
+  std::vector<int> script;
+  std::vector<std::string> args = scripted_serve_args(dir, reply, script);
+  args.insert(args.end(), {"--tool-call-parser", "hermes"});
+  ServerProcess server(kBinary, args);
   httplib::Client c = client(server);
   const json tools = json::array(
       {{{"type", "function"},
@@ -690,6 +699,58 @@ TEST_CASE("serve: a reply's tool call, answered as OpenAI's tool_calls, whole an
                                 std::to_string(script.size());
     CHECK(std::system(command.c_str()) == 0);
   }
+  CHECK(server.stop(SIGTERM, 10) == 0);
+}
+
+TEST_CASE("serve: a reasoning reply's thinking as reasoning_content, its call as tool_calls") {
+  if (!has_tokenizer()) return;
+  const attnscope::testing::TempDir dir;
+  const std::string reply =
+      "<think>\nParis, so get_weather.\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", "
+      "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+  std::vector<int> script;
+  std::vector<std::string> args = scripted_serve_args(dir, reply, script);
+  args.insert(args.end(), {"--tool-call-parser", "hermes", "--reasoning-parser", "qwen3"});
+  ServerProcess server(kBinary, args);
+  CHECK(server.log().find("reasoning read as qwen3") != std::string::npos);
+  httplib::Client c = client(server);
+  json asked = {
+      {"messages", {{{"role", "user"}, {"content", "Go"}}}},
+      {"tools", json::array({{{"type", "function"}, {"function", {{"name", "get_weather"}}}}})},
+      {"max_tokens", script.size()},
+      {"temperature", 0},
+      {"ignore_eos", true}};
+  const httplib::Result whole = c.Post("/v1/chat/completions", asked.dump(), "application/json");
+  REQUIRE(whole);
+  REQUIRE(whole->status == 200);
+  const json choice = json::parse(whole->body)["choices"][0];
+  CHECK(choice["message"]["reasoning_content"] == "\nParis, so get_weather.\n");
+  CHECK(choice["message"]["content"] == "\n\n");
+  REQUIRE(choice["message"]["tool_calls"].size() == 1);
+  CHECK(choice["message"]["tool_calls"][0]["function"]["arguments"] == R"({"city": "Paris"})");
+  CHECK(choice["finish_reason"] == "tool_calls");
+
+  // Streamed: the reasoning in delta.reasoning_content, never a byte of it as content.
+  const Streamed streamed = post_streamed(c, asked, -1, "/v1/chat/completions");
+  CHECK(streamed.done);
+  CHECK(streamed.text == "\n\n");
+  std::string reasoning;
+  for (const json& chunk : streamed.chunks) {
+    if (!chunk["choices"].empty()) {
+      reasoning += chunk["choices"][0]["delta"].value("reasoning_content", "");
+    }
+  }
+  CHECK(reasoning == "\nParis, so get_weather.\n");
+  CHECK(streamed.chunks.back()["choices"][0]["finish_reason"] == "tool_calls");
+
+  // Without tools the call is answer text; the reasoning is still split.
+  asked.erase("tools");
+  const json plain =
+      json::parse(c.Post("/v1/chat/completions", asked.dump(), "application/json")->body);
+  CHECK(plain["choices"][0]["message"]["reasoning_content"] == "\nParis, so get_weather.\n");
+  CHECK(
+      plain["choices"][0]["message"]["content"].get<std::string>().starts_with("\n\n<tool_call>"));
+  CHECK_FALSE(plain["choices"][0]["message"].contains("tool_calls"));
   CHECK(server.stop(SIGTERM, 10) == 0);
 }
 

@@ -7,7 +7,8 @@
 //   POST /v1/chat/completions  a chat completion: the conversation rendered by the checkpoint's
 //                              chat template (or --chat-template's), whole or streamed; 501
 //                              saying why when the model has none or it cannot be rendered;
-//                              with --tool-call-parser, a reply's tool calls as `tool_calls`
+//                              with --tool-call-parser, a reply's tool calls as `tool_calls`,
+//                              with --reasoning-parser, its thinking as `reasoning_content`
 //   GET  /v1/models            the one model served
 //   GET  /metrics              Prometheus text: requests running and waiting, KV blocks, prefix
 //                              cache hits, preemptions, tokens, time-to-first-token and
@@ -52,6 +53,7 @@
 #include "tools/attnscope/cli/flags.h"
 #include "tools/attnscope/cli/model_loading.h"
 #include "tools/attnscope/commands/commands.h"
+#include "tools/attnscope/serve/chat_reply.h"
 #include "tools/attnscope/serve/engine_loop.h"
 #include "tools/attnscope/serve/metrics_text.h"
 #include "tools/attnscope/serve/openai_api.h"
@@ -67,6 +69,7 @@ struct ServeFlags {
   std::string tokenizer;
   std::string chat_template;              // a Jinja file; default: the checkpoint's own
   std::string tool_call_parser = "none";  // serve/tool_calls.h's parsers by name, or none
+  std::string reasoning_parser = "none";  // serve/reasoning.h's parsers by name, or none
   std::string attention = "flash";
   DeviceOptions device;
   EngineFlags engine;
@@ -121,6 +124,7 @@ struct Service {
   EngineLoop& loop;
   std::string model_name;
   std::optional<ToolCallParser> tool_call_parser;
+  std::optional<ReasoningParser> reasoning_parser;
   std::time_t started = std::time(nullptr);
   std::atomic<std::int64_t> next_id{1};
   std::atomic<bool> shutting_down{false};
@@ -184,11 +188,17 @@ void answer_whole(Service& service, const CompletionRequest& asked,
                  {"finish_reason", finish_reason(event.reason)}};
   if (asked.chat) {
     choice.erase("text");
-    choice["message"] = {{"role", "assistant"}, {"content", body_text}};
-    const Reply reply = asked.tool_calls ? parse_reply(body_text, *asked.tool_calls) : Reply{};
+    const ChatReply reply = parse_chat_reply(body_text, asked.reasoning, asked.tool_calls);
+    json& message = choice["message"] = {{"role", "assistant"}, {"content", reply.content}};
+    if (reply.content.empty() && (!reply.reasoning.empty() || !reply.tool_calls.empty())) {
+      message["content"] = nullptr;
+    }
+    if (asked.reasoning) {
+      message["reasoning_content"] =
+          reply.reasoning.empty() ? json(nullptr) : json(reply.reasoning);
+    }
     if (!reply.tool_calls.empty()) {
-      choice["message"]["content"] = reply.content.empty() ? json(nullptr) : json(reply.content);
-      choice["message"]["tool_calls"] = tool_calls_json(reply.tool_calls, id, false);
+      message["tool_calls"] = tool_calls_json(reply.tool_calls, id, false);
       choice["finish_reason"] = "tool_calls";
     }
   }
@@ -205,9 +215,10 @@ void answer_whole(Service& service, const CompletionRequest& asked,
 
 // Streams a completion as server-sent events: a chunk per piece of text, the last one with the
 // finish reason, the usage when asked, then `data: [DONE]`. A chat completion's chunks carry
-// the text as `delta.content`, the first the assistant's role. A reply read for tool calls
-// holds back what may be a call (tool_calls.h's settled_content); the last chunk carries the
-// calls, whole, as `delta.tool_calls`.
+// the text as `delta.content`, the first the assistant's role. A reply split by the server's
+// parsers (chat_reply.h) carries its reasoning as `delta.reasoning_content`, holds back what may
+// still be a tag or a tool call, and its last chunk carries the calls, whole, as
+// `delta.tool_calls`.
 void answer_streamed(Service& service, const CompletionRequest& asked,
                      const std::shared_ptr<EngineLoop::Stream>& stream, httplib::Response& res) {
   struct State {
@@ -219,26 +230,21 @@ void answer_streamed(Service& service, const CompletionRequest& asked,
     bool echoed = false;
     bool finished = false;
     std::chrono::steady_clock::time_point deadline;
-    std::string reply;         // with a tool-call parser: the reply so far,
-    std::size_t released = 0;  // of which these leading bytes were sent as content
+    ChatReplyStream parts;  // the reply split (the text as it came, without parsers)
 
-    // What of `piece` (the reply's next text) can be sent as content now.
-    std::string release(const std::string& piece) {
-      if (!asked.tool_calls) return piece;
-      reply += piece;
-      const std::size_t settled = settled_content(reply, *asked.tool_calls);
-      std::string out = reply.substr(released, settled - released);
-      released = settled;
-      return out;
+    // What of the reply's next text, or its last (`finished`), can be sent now.
+    ChatReply next(const std::string& piece, bool finished) {
+      return finished ? parts.finish(piece) : parts.append(piece);
     }
   };
   auto state = std::make_shared<State>(State{
       asked, completion_id(service, asked.chat), CompletionText(service.text(), asked.request.stop),
       0, 0, false, false,
-      std::chrono::steady_clock::now() + std::chrono::seconds(service.flags.request_timeout_s), "",
-      0});
+      std::chrono::steady_clock::now() + std::chrono::seconds(service.flags.request_timeout_s),
+      ChatReplyStream(asked.reasoning, asked.tool_calls)});
   const auto chunk = [&service, state](const std::string& piece, const json& logprobs,
-                                       const json& reason, const json& tool_calls = nullptr) {
+                                       const json& reason, const std::string& reasoning = "",
+                                       const json& tool_calls = nullptr) {
     json body = completion_head(service, state->id, state->asked.chat, true);
     json choice = {
         {"index", 0}, {"text", piece}, {"logprobs", logprobs}, {"finish_reason", reason}};
@@ -246,6 +252,7 @@ void answer_streamed(Service& service, const CompletionRequest& asked,
       choice.erase("text");
       choice["delta"] = json::object();
       if (!piece.empty()) choice["delta"]["content"] = piece;
+      if (!reasoning.empty()) choice["delta"]["reasoning_content"] = reasoning;
       if (!tool_calls.is_null()) choice["delta"]["tool_calls"] = tool_calls;
     }
     body["choices"] = json::array({choice});
@@ -298,24 +305,21 @@ void answer_streamed(Service& service, const CompletionRequest& asked,
             state->offset += piece.size();
           }
           if (!event.finished) {
-            piece = state->release(piece);
-            return piece.empty() && logprobs.is_null() ? true
-                                                       : send(chunk(piece, logprobs, nullptr));
+            const ChatReply part = state->next(piece, false);
+            if (part.content.empty() && part.reasoning.empty() && logprobs.is_null()) return true;
+            return send(chunk(part.content, logprobs, nullptr, part.reasoning));
           }
           const bool cancelled = event.reason == engine::FinishReason::cancelled;
           json reason = cancelled ? json(nullptr) : json(finish_reason(event.reason));
+          const ChatReply last = state->next(piece + state->text.finish(), true);
           json tool_calls = nullptr;
-          piece = state->release(piece + state->text.finish());
-          if (state->asked.tool_calls) {  // the rest of the reply: its calls, or content after all
-            const Reply reply = parse_reply(state->reply, *state->asked.tool_calls);
-            const std::string& content = reply.tool_calls.empty() ? state->reply : reply.content;
-            piece += content.substr(std::min(state->released, content.size()));
-            if (!reply.tool_calls.empty()) {
-              tool_calls = tool_calls_json(reply.tool_calls, state->id, true);
-              if (!cancelled) reason = "tool_calls";
-            }
+          if (!last.tool_calls.empty()) {
+            tool_calls = tool_calls_json(last.tool_calls, state->id, true);
+            if (!cancelled) reason = "tool_calls";
           }
-          if (!send(chunk(piece, logprobs, reason, tool_calls))) return false;
+          if (!send(chunk(last.content, logprobs, reason, last.reasoning, tool_calls))) {
+            return false;
+          }
           if (state->asked.include_usage) {
             json usage = completion_head(service, state->id, state->asked.chat, true);
             usage["choices"] = json::array();
@@ -358,6 +362,7 @@ void handle_completion(Service& service, const httplib::Request& req, httplib::R
   } catch (const ApiError& error) {
     return send_error(res, error);
   }
+  if (chat) asked.reasoning = service.reasoning_parser;
   if (std::string why = service.engine.refusal(asked.request); !why.empty()) {
     return send_error(res, {400, "invalid_request_error", why, "prompt"});
   }
@@ -512,7 +517,8 @@ int run_serve(const ServeFlags& flags) {
                   engine,
                   loop,
                   flags.served_model_name.empty() ? flags.model : flags.served_model_name,
-                  tool_call_parser_named(flags.tool_call_parser)};
+                  tool_call_parser_named(flags.tool_call_parser),
+                  reasoning_parser_named(flags.reasoning_parser)};
   httplib::Server server;
   const int threads =
       flags.http_threads > 0 ? flags.http_threads : static_cast<int>(flags.max_queue) + 8;
@@ -547,6 +553,7 @@ int run_serve(const ServeFlags& flags) {
             << (tokenizer ? "with" : "without") << " a tokenizer, "
             << (no_chat.empty() ? "with" : "without") << " a chat template"
             << (service.tool_call_parser ? ", tool calls read as " + flags.tool_call_parser : "")
+            << (service.reasoning_parser ? ", reasoning read as " + flags.reasoning_parser : "")
             << ") listening on http://" << flags.host << ":" << port << std::endl;
 
   std::thread waiter([&] {
@@ -592,6 +599,12 @@ Subcommand add_serve(CLI::App& app) {
                   "\"tool_choice\": \"none\")")
       ->capture_default_str()
       ->check(CLI::IsMember({"none", "hermes", "llama3_json", "mistral"}));
+  sub->add_option("--reasoning-parser", flags->reasoning_parser,
+                  "How a chat reply's reasoning is split from its answer, into "
+                  "reasoning_content: qwen3 (a reply that begins with <think>), deepseek_r1 (the "
+                  "reply reasons until </think>), or none")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "qwen3", "deepseek_r1"}));
   add_attention_flag(*sub, flags->attention);
   add_device_flags(*sub, flags->device);
   const std::string group = "Engine";

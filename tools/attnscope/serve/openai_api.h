@@ -21,6 +21,7 @@
 #include "engine/request.h"
 #include "models/tokenizer/chat_template.h"
 #include "tools/attnscope/cli/text_tokenizer.h"
+#include "tools/attnscope/serve/reasoning.h"
 #include "tools/attnscope/serve/tool_calls.h"
 
 namespace attnscope::cli {
@@ -46,6 +47,8 @@ struct CompletionRequest {
   bool include_usage = false;  // stream_options.include_usage
   // A chat whose reply is read for tool calls (tool_choice "auto", the server's parser).
   std::optional<ToolCallParser> tool_calls;
+  // A chat whose reply's reasoning is split from its answer (the server's parser).
+  std::optional<ReasoningParser> reasoning;
 };
 
 // Reads a /v1/completions body. `tokenizer` may be null (then the prompt must be token ids).

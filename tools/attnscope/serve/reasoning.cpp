@@ -1,0 +1,44 @@
+// A reasoning model's thinking, split from its answer (reasoning.h).
+#include "tools/attnscope/serve/reasoning.h"
+
+#include <algorithm>
+
+namespace attnscope::cli {
+
+namespace {
+
+constexpr std::string_view kOpen = "<think>";
+constexpr std::string_view kClose = "</think>";
+
+// How many bytes at the end of `text` could begin `tag`.
+std::size_t held_tail(std::string_view text, std::string_view tag) {
+  for (std::size_t held = std::min(text.size(), tag.size() - 1); held > 0; --held) {
+    if (tag.starts_with(text.substr(text.size() - held))) return held;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::optional<ReasoningParser> reasoning_parser_named(std::string_view name) {
+  if (name == "qwen3") return ReasoningParser::qwen3;
+  if (name == "deepseek_r1") return ReasoningParser::deepseek_r1;
+  return std::nullopt;
+}
+
+ReasoningSplit split_reasoning(std::string_view text, ReasoningParser parser, bool finished) {
+  const std::size_t first = std::min(text.find_first_not_of(" \t\r\n"), text.size());
+  const std::string_view start = text.substr(first);
+  const bool opens = start.starts_with(kOpen);
+  // Only spaces, or the beginning of <think>, so far: whether the reply reasons is not known yet.
+  if (!opens && !finished && kOpen.starts_with(start)) return {};
+  if (parser == ReasoningParser::qwen3 && !opens) return {0, 0, 0};
+  const std::size_t begin = opens ? first + kOpen.size() : 0;
+  if (const std::size_t close = text.find(kClose, begin); close != std::string_view::npos) {
+    return {begin, close, close + kClose.size()};
+  }
+  const std::size_t held = finished ? 0 : held_tail(text.substr(begin), kClose);
+  return {begin, text.size() - held, std::nullopt};
+}
+
+}  // namespace attnscope::cli
