@@ -382,6 +382,25 @@ TEST_CASE("chat templates: a conversation as a chat completions request sends it
       R"(messages[0].content | messages[0].content: only text parts ({"type": "text", "text": ...}) are served)");
   CHECK(error(R"({"messages": [{"role": "user"}], "tools": {}})") ==
         "tools | tools must be a list");
+  CHECK(error(R"({"messages": [{"role": "user"}], "chat_template_kwargs": []})") ==
+        "chat_template_kwargs | chat_template_kwargs must be an object");
+  CHECK(error(R"({"messages": [{"role": "user"}], "chat_template_kwargs": {"tools": []}})") ==
+        "chat_template_kwargs | chat_template_kwargs cannot set tools (the request's own field)");
+
+  // chat_template_kwargs reach the template as transformers' keyword arguments do: Qwen3's
+  // thinking switch, rendered as transformers rendered it.
+  for (const Value& c : read_cases()) {
+    const std::string name = c["name"].get<std::string>();
+    if (!name.starts_with("thinking switch:")) continue;
+    CAPTURE(name);
+    Value request = {{"messages", c["variables"]["messages"]}};
+    if (c["variables"].contains("enable_thinking")) {
+      request["chat_template_kwargs"] = {{"enable_thinking", c["variables"]["enable_thinking"]}};
+    }
+    CHECK(ChatTemplate(c["template"].get<std::string>(), Value::object())
+              .render(read_conversation(request), ChatEnding::assistant_turn_opened) ==
+          c["rendered"].get<std::string>());
+  }
 }
 
 TEST_CASE("chat templates: a SentencePiece checkpoint's conversation, rendered and tokenized") {

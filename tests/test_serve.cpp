@@ -460,6 +460,8 @@ TEST_CASE("serve: chat completions render the conversation as transformers does"
       {{{"messages", messages}, {"logprobs", true}, {"top_logprobs", 21}},
        "top_logprobs must be in"},
       {{{"messages", messages}, {"tools", "x"}}, "tools must be a list"},
+      {{{"messages", messages}, {"chat_template_kwargs", 3}},
+       "chat_template_kwargs must be an object"},
       {{{"messages", messages}, {"continue_final_message", true}},
        "continue_final_message needs \"add_generation_prompt\": false"},
       {{{"messages", messages}, {"max_tokens", 0}}, "max_tokens must be in [1"},

@@ -126,6 +126,20 @@ Conversation read_conversation(const jinja::Value& request) {
   if (!conversation.tools.is_null() && !conversation.tools.is_array()) {
     throw ConversationError("tools", "tools must be a list");
   }
+  const jinja::Value variables = request.value("chat_template_kwargs", jinja::Value());
+  if (!variables.is_null()) {
+    if (!variables.is_object()) {
+      throw ConversationError("chat_template_kwargs", "chat_template_kwargs must be an object");
+    }
+    for (const char* own : {"messages", "tools", "documents", "add_generation_prompt"}) {
+      if (variables.contains(own)) {
+        throw ConversationError(
+            "chat_template_kwargs",
+            std::string("chat_template_kwargs cannot set ") + own + " (the request's own field)");
+      }
+    }
+    conversation.template_variables = variables;
+  }
   return conversation;
 }
 
@@ -136,6 +150,7 @@ ChatEnding chat_ending(bool add_generation_prompt, bool continue_final_message) 
 
 std::string ChatTemplate::render(const Conversation& conversation, ChatEnding ending) const {
   jinja::Value variables = special_tokens_;
+  variables.update(conversation.template_variables);
   variables["messages"] = conversation.messages;
   variables["tools"] = conversation.tools;
   variables["documents"] = nullptr;

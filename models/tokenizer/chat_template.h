@@ -18,10 +18,13 @@ namespace attnscope::tokenizer {
 // A conversation as OpenAI's chat completions API sends it: `messages`, each an object with a
 // string role and a content (a string, null, or a list of text parts, read as their texts joined
 // with newlines), and `tools` (null or a list), handed to the template as they came, keys in
-// their order (a template's tojson shows it).
+// their order (a template's tojson shows it); and vLLM's `chat_template_kwargs`, more variables
+// for the template (Qwen3's enable_thinking), as transformers passes apply_chat_template's
+// keyword arguments (over the special tokens).
 struct Conversation {
   jinja::Value messages;
   jinja::Value tools;
+  jinja::Value template_variables = jinja::Value::object();
 };
 
 // What is wrong with a conversation, and where: `field` names the part ("messages[2].content").

@@ -94,13 +94,15 @@ class Tokenizer:
     def apply_chat_template(self, messages: Sequence[dict], tools: Optional[Sequence[dict]] = None,
                             add_generation_prompt: Optional[bool] = None,
                             continue_final_message: bool = False, tokenize: bool = True,
-                            chat_template: Optional[str] = None) -> Union[list[int], str]:
+                            chat_template: Optional[str] = None,
+                            **template_kwargs: Any) -> Union[list[int], str]:
         """A conversation ([{"role": ..., "content": ...}, ...]) and its tools (OpenAI's function
         schemas) as the model's chat template renders them, as transformers' apply_chat_template
         does: its ids (tokenized without adding special tokens: the template writes them), or its
         text with tokenize=False. The assistant's turn is opened (add_generation_prompt, the
         default) unless continue_final_message leaves the final message open for the model to
-        continue. `chat_template` is a Jinja file to use instead of the checkpoint's own."""
+        continue. `chat_template` is a Jinja file to use instead of the checkpoint's own; other
+        keyword arguments are more variables for the template (enable_thinking=False)."""
         if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
             raise TypeError(f"messages must be a list of dicts, got {type(messages).__name__}")
         if tools is not None and (isinstance(tools, (str, bytes)) or
@@ -111,7 +113,8 @@ class Tokenizer:
         if add_generation_prompt and continue_final_message:
             raise ValueError("continue_final_message cannot be set with add_generation_prompt")
         conversation = {"messages": list(messages),
-                        "tools": None if tools is None else list(tools)}
+                        "tools": None if tools is None else list(tools),
+                        "chat_template_kwargs": template_kwargs}
         text = self._model._native.apply_chat_template(json.dumps(conversation),
                                                        bool(add_generation_prompt),
                                                        bool(continue_final_message),

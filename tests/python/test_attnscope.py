@@ -152,6 +152,13 @@ def test_chat_template_renders_as_transformers_does(tmp_path):
                                                continue_final_message=True,
                                                chat_template=str(template))
     assert text == case["rendered"]
+    # Keyword arguments are the template's variables, as transformers passes them.
+    case = next(c for c in cases if c["name"] == "thinking switch: enable_thinking=False")
+    template.write_text(case["template"], encoding="utf-8")
+    text = model.tokenizer.apply_chat_template(case["variables"]["messages"], tokenize=False,
+                                               chat_template=str(template),
+                                               enable_thinking=False)
+    assert text == case["rendered"]
     with pytest.raises(ValueError, match="continue_final_message"):
         model.tokenizer.apply_chat_template(messages, add_generation_prompt=True,
                                             continue_final_message=True,
