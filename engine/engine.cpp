@@ -112,6 +112,17 @@ std::string Engine::refusal(const Request& request) const {
   } catch (const Error& e) {
     return e.what();
   }
+  const LogitAdjustments& adjust = request.adjustments;
+  for (const float penalty : {adjust.presence_penalty, adjust.frequency_penalty}) {
+    if (!(penalty >= -2.0f && penalty <= 2.0f)) return "a penalty must be in [-2, 2]";
+  }
+  for (const auto& [token, bias] : adjust.logit_bias) {
+    if (token < 0 || token >= shape.vocab_size) {
+      return "logit_bias names token id " + std::to_string(token) +
+             ", outside the vocabulary [0, " + std::to_string(shape.vocab_size) + ")";
+    }
+    if (!(bias >= -100.0f && bias <= 100.0f)) return "a logit_bias must be in [-100, 100]";
+  }
   return "";
 }
 
@@ -300,7 +311,8 @@ StepReport Engine::step() {
     if (s.pending() > 0) continue;  // a prefill chunk with more to come: its logits are unused
     const std::span<const float> row(logits.data<float>() + static_cast<std::int64_t>(i) * vocab,
                                      static_cast<std::size_t>(vocab));
-    s.tokens.push_back(s.sampler.sample(row));
+    s.tokens.push_back(s.sampler.sample(s.adjuster.adjust(row)));
+    s.adjuster.record(s.tokens.back());
     FinishReason reason;
     const bool done = finished(s, reason);
     report.events.push_back(

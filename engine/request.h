@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/logit_adjuster.h"
 #include "runtime/sampler.h"
 
 namespace attnscope::engine {
@@ -18,6 +19,7 @@ struct Request {
   std::vector<std::int32_t> prompt;  // token ids, at least one
   std::int64_t max_tokens = 16;      // tokens to generate, at least one
   SamplingOptions sampling;          // temperature, top-k, top-p and the request's own seed
+  LogitAdjustments adjustments;      // penalties and logit bias, applied before sampling
   std::vector<std::string> stop;     // stop strings (need the engine's token text)
   bool ignore_eos = false;           // keep going past the end-of-sequence token
   // Log-probabilities to report with each token: -1 none; K >= 0 the chosen token's and the K

@@ -17,6 +17,7 @@ struct Sequence {
         tokens(asked.prompt),
         prompt_length(static_cast<std::int64_t>(asked.prompt.size())),
         sampler(asked.sampling),
+        adjuster(asked.adjustments),
         request(std::move(asked)) {}
 
   RequestId id;
@@ -30,6 +31,7 @@ struct Sequence {
   // The request's own generator, untouched by a preemption, so that what it draws never depends
   // on the batch it ran in or on being recomputed.
   Sampler sampler;
+  LogitAdjuster adjuster;  // the request's penalties and logit bias, with what it generated
   Request request;
   std::string text;  // the generated text so far, when stop strings are watched
   std::int64_t preemptions = 0;

@@ -527,3 +527,78 @@ TEST_CASE("engine: after a device error every request fails at once, and the eng
   CHECK(engine.idle());
   CHECK(engine.kv_usage().blocks.in_use == 0);
 }
+
+TEST_CASE("engine: presence and frequency penalties and logit bias, as OpenAI defines them") {
+  Context ctx(2);
+  gpt2::Model model = gpt2::Model::open(testing::hf_fixture_dir("tiny-a"), ctx);
+  const std::int64_t vocab = model.config().vocab_size;
+  Engine engine(model, ctx, engine::EngineOptions{});
+  const auto run = [&](const engine::LogitAdjustments& adjustments) {
+    Request r;
+    r.prompt = iota_ids(5);
+    r.max_tokens = 12;
+    r.ignore_eos = true;
+    r.adjustments = adjustments;
+    const RequestId id = engine.submit(r);
+    std::vector<std::int32_t> tokens;
+    for (int step = 0; step < 100 && !engine.idle(); ++step) {
+      for (const engine::Event& e : engine.step().events) {
+        CHECK(e.id == id);
+        CHECK(e.error.empty());
+        if (e.has_token) tokens.push_back(e.token);
+      }
+    }
+    return tokens;
+  };
+  // The reference, written from the definition: each step's raw logits (a fresh forward over
+  // everything so far), adjusted in float64, greedy.
+  const auto reference = [&](const engine::LogitAdjustments& adjustments) {
+    std::vector<std::int32_t> ids = iota_ids(5);
+    std::map<std::int32_t, int> counts;
+    std::vector<std::int32_t> tokens;
+    for (int step = 0; step < 12; ++step) {
+      KVCache cache = model.new_cache(ctx, 1, static_cast<std::int64_t>(ids.size()));
+      const std::vector<float> row = testing::host_logits(ctx, model.forward(ctx, ids, 1, cache));
+      std::vector<double> adjusted(row.begin(), row.end());
+      for (const auto& [token, count] : counts) {
+        adjusted[static_cast<std::size_t>(token)] -=
+            adjustments.frequency_penalty * count + adjustments.presence_penalty;
+      }
+      for (const auto& [token, bias] : adjustments.logit_bias) {
+        adjusted[static_cast<std::size_t>(token)] += bias;
+      }
+      const auto next = static_cast<std::int32_t>(
+          std::max_element(adjusted.begin(), adjusted.end()) - adjusted.begin());
+      tokens.push_back(next);
+      ids.push_back(next);
+      ++counts[next];
+    }
+    return tokens;
+  };
+  const std::vector<std::int32_t> plain = run({});
+  REQUIRE(plain == reference({}));
+  // A tiny random model repeats itself greedily; penalties must change that, as defined.
+  for (const engine::LogitAdjustments& adjustments :
+       {engine::LogitAdjustments{2.0f, 0.0f, {}}, engine::LogitAdjustments{0.0f, 1.5f, {}},
+        engine::LogitAdjustments{-2.0f, 0.5f, {}},
+        engine::LogitAdjustments{0.0f, 0.0f, {{plain[0], -100.0f}, {7, 3.0f}}}}) {
+    CAPTURE(adjustments.presence_penalty);
+    CAPTURE(adjustments.frequency_penalty);
+    const std::vector<std::int32_t> adjusted = run(adjustments);
+    CHECK(adjusted == reference(adjustments));
+    CHECK(adjusted != plain);
+  }
+  // +100 all but forces a token; refused: penalties and biases out of range, unknown ids.
+  CHECK(run({0.0f, 0.0f, {{42, 100.0f}}}) == std::vector<std::int32_t>(12, 42));
+  for (const auto& [adjustments, why] :
+       std::vector<std::pair<engine::LogitAdjustments, std::string>>{
+           {{2.5f, 0.0f, {}}, "a penalty must be in [-2, 2]"},
+           {{0.0f, 0.0f, {{1, 101.0f}}}, "a logit_bias must be in [-100, 100]"},
+           {{0.0f, 0.0f, {{static_cast<std::int32_t>(vocab), 1.0f}}},
+            "logit_bias names token id 512, outside the vocabulary [0, 512)"}}) {
+    Request r;
+    r.prompt = iota_ids(3);
+    r.adjustments = adjustments;
+    CHECK(engine.refusal(r) == why);
+  }
+}

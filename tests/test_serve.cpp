@@ -778,6 +778,17 @@ TEST_CASE("serve: malformed and out-of-range requests get a 4xx with an OpenAI e
       {R"({"prompt": [1, 2], "top_p": 0})", "application/json", 400, "top_p"},
       {R"({"prompt": [1, 2], "logprobs": 50})", "application/json", 400, "logprobs"},
       {R"({"prompt": [1, 2], "n": 2})", "application/json", 400, "n must be"},
+      {R"({"prompt": [1, 2], "presence_penalty": 2.5})", "application/json", 400,
+       "presence_penalty must be in [-2.0, 2.0]"},
+      {R"({"prompt": [1, 2], "logit_bias": {"x": 1}})", "application/json", 400,
+       "logit_bias keys must be token ids"},
+      {R"({"prompt": [1, 2], "logit_bias": {"1": 200}})", "application/json", 400,
+       "logit_bias values must be numbers in [-100, 100]"},
+      {R"({"prompt": [1, 2], "repetition_penalty": 1.2})", "application/json", 400,
+       "repetition_penalty is not served"},
+      {R"({"prompt": [1, 2], "min_p": 0.1})", "application/json", 400, "min_p is not served"},
+      {R"({"prompt": [1, 2], "response_format": {"type": "json_object"}})", "application/json", 400,
+       "response_format other than"},
       {R"({"prompt": [1, 2], "stop": 5})", "application/json", 400, "stop"},
       {R"({"prompt": [1, 999999]})", "application/json", 400, "not an id"},
       {R"({"prompt": [[1], [2]]})", "application/json", 400, "one prompt per request"},
@@ -797,6 +808,15 @@ TEST_CASE("serve: malformed and out-of-range requests get a 4xx with an OpenAI e
     CHECK(error["message"].get<std::string>().find(bad.says) != std::string::npos);
     CHECK(error.contains("type"));
   }
+  // logit_bias +100 all but forces a token, greedy or not; a response_format of text is served.
+  json forced = greedy_body({1, 2}, 5);
+  forced["logit_bias"] = {{"42", 100}};
+  forced["temperature"] = 1.0;
+  forced["response_format"] = {{"type", "text"}};
+  const httplib::Result forced_reply = post(c, forced);
+  REQUIRE(forced_reply);
+  REQUIRE(forced_reply->status == 200);
+  CHECK(json::parse(forced_reply->body)["choices"][0]["text"] == "KKKKK");  // GPT-2's token 42
   // A prompt past the context (128 positions) is the engine's refusal, said at once.
   std::vector<int> long_prompt(200, 11);
   const httplib::Result too_long = post(c, greedy_body(long_prompt, 4));

@@ -170,6 +170,31 @@ json parse_body(const std::string& body) {
   return parsed;
 }
 
+// OpenAI's logit_bias: {"token id": bias in [-100, 100], ...}.
+std::vector<std::pair<std::int32_t, float>> read_logit_bias(const json& parsed,
+                                                            std::int64_t vocab_size) {
+  std::vector<std::pair<std::int32_t, float>> biases;
+  const auto found = parsed.find("logit_bias");
+  if (found == parsed.end() || found->is_null()) return biases;
+  if (!found->is_object()) bad("logit_bias", "logit_bias must be an object of token ids to biases");
+  if (found->size() > 1024) bad("logit_bias", "logit_bias may name at most 1024 tokens");
+  for (const auto& [key, value] : found->items()) {
+    const bool digits =
+        !key.empty() && key.size() <= 9 &&
+        std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits || std::stoll(key) >= vocab_size) {
+      bad("logit_bias", "logit_bias keys must be token ids in [0, " + std::to_string(vocab_size) +
+                            "), got " + json_excerpt(json(key)));
+    }
+    if (!value.is_number() || !(value.get<double>() >= -100.0 && value.get<double>() <= 100.0)) {
+      bad("logit_bias",
+          "logit_bias values must be numbers in [-100, 100], got " + json_excerpt(value));
+    }
+    biases.emplace_back(static_cast<std::int32_t>(std::stoll(key)), value.get<float>());
+  }
+  return biases;
+}
+
 // The fields both endpoints read: sampling, stop strings, streaming, n, model and user.
 void read_common_fields(const json& parsed, const TextTokenizer* tokenizer, std::int64_t vocab_size,
                         CompletionRequest& out) {
@@ -184,6 +209,25 @@ void read_common_fields(const json& parsed, const TextTokenizer* tokenizer, std:
         static_cast<std::uint64_t>(integer(parsed, "seed", 0, INT64_MIN, INT64_MAX));
   } else {
     request.sampling.seed = std::random_device{}();
+  }
+  request.adjustments.presence_penalty =
+      static_cast<float>(number(parsed, "presence_penalty", 0.0, -2.0, 2.0));
+  request.adjustments.frequency_penalty =
+      static_cast<float>(number(parsed, "frequency_penalty", 0.0, -2.0, 2.0));
+  request.adjustments.logit_bias = read_logit_bias(parsed, vocab_size);
+  // Asked for, but not served: refused rather than ignored, so no answer pretends to obey them.
+  if (number(parsed, "repetition_penalty", 1.0, -1e9, 1e9) != 1.0) {
+    bad("repetition_penalty",
+        "repetition_penalty is not served (presence_penalty and "
+        "frequency_penalty are)");
+  }
+  if (number(parsed, "min_p", 0.0, -1e9, 1e9) != 0.0) bad("min_p", "min_p is not served");
+  if (const auto format = parsed.find("response_format");
+      format != parsed.end() && !format->is_null() &&
+      !(format->is_object() && format->value("type", json()) == "text")) {
+    bad("response_format",
+        "response_format other than {\"type\": \"text\"} is not served (JSON "
+        "output needs decoding constrained to a grammar)");
   }
   request.stop = read_stop(parsed);
   request.ignore_eos = boolean(parsed, "ignore_eos");
