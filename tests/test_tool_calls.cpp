@@ -65,6 +65,15 @@ void check_streaming(const std::string& text, ToolCallParser parser) {
   CHECK(whole.content.starts_with(text.substr(0, released)));
 }
 
+// A reply that holds no call it can read: all of it is content, whole and streamed.
+void check_stays_text(const std::string& text, ToolCallParser parser) {
+  CAPTURE(text);
+  const Reply plain = parse_reply(text, parser);
+  CHECK(plain.tool_calls.empty());
+  CHECK(plain.content == text);
+  check_streaming(text, parser);
+}
+
 }  // namespace
 
 TEST_CASE("tool calls: hermes reads back what Qwen2.5's template wrote") {
@@ -87,11 +96,7 @@ TEST_CASE("tool calls: hermes reads back what Qwen2.5's template wrote") {
         std::string("<tool_call>{\"name\": \"f\"}</tool_call>"),
         std::string("<tool_call>{\"name\": \"f\", \"arguments\": {}} trailing</tool_call>"),
         reply + "<tool_call>not json</tool_call>"}) {
-    CAPTURE(broken);
-    const Reply text = parse_reply(broken, ToolCallParser::hermes);
-    CHECK(text.tool_calls.empty());
-    CHECK(text.content == broken);
-    check_streaming(broken, ToolCallParser::hermes);
+    check_stays_text(broken, ToolCallParser::hermes);
   }
   // Arguments nested past kMaxJsonDepth are not read: the reply stays text.
   const std::string deep =
@@ -127,11 +132,7 @@ TEST_CASE("tool calls: llama3_json reads back what Llama 3.2's template wrote") 
        {std::string("The time is 10:00."),
         std::string("{\"name\": \"a\", \"parameters\": {}} and more"), std::string("{not json}"),
         std::string("  {\"name\": \"a\""), std::string("<|python_tag|>")}) {
-    CAPTURE(text);
-    const Reply plain = parse_reply(text, ToolCallParser::llama3_json);
-    CHECK(plain.tool_calls.empty());
-    CHECK(plain.content == text);
-    check_streaming(text, ToolCallParser::llama3_json);
+    check_stays_text(text, ToolCallParser::llama3_json);
   }
   // Nothing is released until the first characters show the reply is no call.
   CHECK(settled_content("  ", ToolCallParser::llama3_json) == 0);
@@ -161,11 +162,7 @@ TEST_CASE("tool calls: mistral reads back both ways Mistral's templates write ca
         std::string("[TOOL_CALLS][{\"name\": \"f\"}]"), std::string("[TOOL_CALLS]f[ARGS][1]"),
         std::string("[TOOL_CALLS]f[ARGS]{} then text"),
         std::string("[TOOL_CALLS]two words[ARGS]{}"), std::string("no calls [TOOL_CALL")}) {
-    CAPTURE(text);
-    const Reply plain = parse_reply(text, ToolCallParser::mistral);
-    CHECK(plain.tool_calls.empty());
-    CHECK(plain.content == text);
-    check_streaming(text, ToolCallParser::mistral);
+    check_stays_text(text, ToolCallParser::mistral);
   }
   CHECK(settled_content("Sure [TOOL", ToolCallParser::mistral) == 5);
 }

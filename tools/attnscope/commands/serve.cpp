@@ -231,11 +231,6 @@ void answer_streamed(Service& service, const CompletionRequest& asked,
     bool finished = false;
     std::chrono::steady_clock::time_point deadline;
     ChatReplyStream parts;  // the reply split (the text as it came, without parsers)
-
-    // What of the reply's next text, or its last (`finished`), can be sent now.
-    ChatReply next(const std::string& piece, bool finished) {
-      return finished ? parts.finish(piece) : parts.append(piece);
-    }
   };
   auto state = std::make_shared<State>(State{
       asked, completion_id(service, asked.chat), CompletionText(service.text(), asked.request.stop),
@@ -305,13 +300,13 @@ void answer_streamed(Service& service, const CompletionRequest& asked,
             state->offset += piece.size();
           }
           if (!event.finished) {
-            const ChatReply part = state->next(piece, false);
+            const ChatReply part = state->parts.append(piece);
             if (part.content.empty() && part.reasoning.empty() && logprobs.is_null()) return true;
             return send(chunk(part.content, logprobs, nullptr, part.reasoning));
           }
           const bool cancelled = event.reason == engine::FinishReason::cancelled;
           json reason = cancelled ? json(nullptr) : json(finish_reason(event.reason));
-          const ChatReply last = state->next(piece + state->text.finish(), true);
+          const ChatReply last = state->parts.finish(piece + state->text.finish());
           json tool_calls = nullptr;
           if (!last.tool_calls.empty()) {
             tool_calls = tool_calls_json(last.tool_calls, state->id, true);

@@ -7,6 +7,7 @@
 
 #include "runtime/error.h"
 #include "runtime/strict_json.h"
+#include "tools/attnscope/serve/partial_match.h"
 
 namespace attnscope::cli {
 
@@ -121,14 +122,7 @@ std::vector<std::string> read_stop(const json& body) {
 // The longest suffix of `text` that is a proper prefix of one of `stop`.
 std::size_t possible_stop_start(const std::string& text, const std::vector<std::string>& stop) {
   std::size_t longest = 0;
-  for (const std::string& s : stop) {
-    for (std::size_t n = std::min(s.size() - 1, text.size()); n > longest; --n) {
-      if (text.compare(text.size() - n, n, s, 0, n) == 0) {
-        longest = n;
-        break;
-      }
-    }
-  }
+  for (const std::string& s : stop) longest = std::max(longest, partial_match_at_end(text, s));
   return longest;
 }
 
@@ -182,7 +176,8 @@ std::vector<std::pair<std::int32_t, float>> read_logit_bias(const json& parsed,
     const bool digits =
         !key.empty() && key.size() <= 9 &&
         std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
-    if (!digits || std::stoll(key) >= vocab_size) {
+    const std::int64_t id = digits ? std::stoll(key) : -1;
+    if (id < 0 || id >= vocab_size) {
       bad("logit_bias", "logit_bias keys must be token ids in [0, " + std::to_string(vocab_size) +
                             "), got " + json_excerpt(json(key)));
     }
@@ -190,7 +185,7 @@ std::vector<std::pair<std::int32_t, float>> read_logit_bias(const json& parsed,
       bad("logit_bias",
           "logit_bias values must be numbers in [-100, 100], got " + json_excerpt(value));
     }
-    biases.emplace_back(static_cast<std::int32_t>(std::stoll(key)), value.get<float>());
+    biases.emplace_back(static_cast<std::int32_t>(id), value.get<float>());
   }
   return biases;
 }

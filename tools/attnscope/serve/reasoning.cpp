@@ -3,20 +3,14 @@
 
 #include <algorithm>
 
+#include "tools/attnscope/serve/partial_match.h"
+
 namespace attnscope::cli {
 
 namespace {
 
 constexpr std::string_view kOpen = "<think>";
 constexpr std::string_view kClose = "</think>";
-
-// How many bytes at the end of `text` could begin `tag`.
-std::size_t held_tail(std::string_view text, std::string_view tag) {
-  for (std::size_t held = std::min(text.size(), tag.size() - 1); held > 0; --held) {
-    if (tag.starts_with(text.substr(text.size() - held))) return held;
-  }
-  return 0;
-}
 
 }  // namespace
 
@@ -37,7 +31,7 @@ ReasoningSplit split_reasoning(std::string_view text, ReasoningParser parser, bo
   if (const std::size_t close = text.find(kClose, begin); close != std::string_view::npos) {
     return {begin, close, close + kClose.size()};
   }
-  const std::size_t held = finished ? 0 : held_tail(text.substr(begin), kClose);
+  const std::size_t held = finished ? 0 : partial_match_at_end(text.substr(begin), kClose);
   return {begin, text.size() - held, std::nullopt};
 }
 

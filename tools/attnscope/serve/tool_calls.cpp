@@ -6,6 +6,7 @@
 
 #include "models/tokenizer/jinja_values.h"
 #include "runtime/strict_json.h"
+#include "tools/attnscope/serve/partial_match.h"
 
 namespace attnscope::cli {
 
@@ -163,10 +164,7 @@ std::optional<std::vector<ToolCall>> mistral_calls(std::string_view text, std::s
 // there, else all but a tail that could still begin it.
 std::size_t settled_before(std::string_view text, std::string_view tag) {
   if (const std::size_t found = text.find(tag); found != std::string_view::npos) return found;
-  for (std::size_t held = std::min(text.size(), tag.size() - 1); held > 0; --held) {
-    if (tag.starts_with(text.substr(text.size() - held))) return text.size() - held;
-  }
-  return text.size();
+  return text.size() - partial_match_at_end(text, tag);
 }
 
 bool starts_llama3_call(std::string_view text) {
