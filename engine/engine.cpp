@@ -65,11 +65,11 @@ PagedKVCache make_cache(const LanguageModel& model, Context& ctx, const EngineOp
 }  // namespace
 
 Engine::Engine(const LanguageModel& model, Context& ctx, const EngineOptions& options,
-               TokenText token_text)
+               TokenVocabulary vocabulary)
     : model_(model),
       ctx_(ctx),
       options_(options),
-      token_text_(std::move(token_text)),
+      vocabulary_(std::move(vocabulary)),
       cache_(make_cache(model, ctx, options)),
       total_blocks_(cache_.pool().counters().blocks),
       scheduler_(cache_.pool(), options.scheduler) {}
@@ -101,8 +101,11 @@ std::string Engine::refusal(const Request& request) const {
     return "logprobs " + std::to_string(request.logprobs) + " is more than the vocabulary of " +
            std::to_string(shape.vocab_size);
   }
-  if (!request.stop.empty() && !token_text_) {
+  if (!request.stop.empty() && !vocabulary_.text) {
     return "stop strings need the tokenizer's text of each token, and this engine has none";
+  }
+  if (request.json_object && !vocabulary_.text) {
+    return "JSON mode needs the tokenizer's text of each token, and this engine has none";
   }
   for (const std::string& stop : request.stop) {
     if (stop.empty()) return "a stop string is empty";
@@ -172,8 +175,12 @@ bool Engine::finished(Sequence& sequence, FinishReason& reason) {
     reason = FinishReason::eos;
     return true;
   }
+  if (sequence.json && sequence.json->complete()) {
+    reason = FinishReason::stop;
+    return true;
+  }
   if (!sequence.request.stop.empty()) {
-    sequence.text += token_text_(token);
+    sequence.text += vocabulary_.text(token);
     for (const std::string& stop : sequence.request.stop) {
       if (sequence.text.find(stop) != std::string::npos) {
         reason = FinishReason::stop;
@@ -194,6 +201,20 @@ void Engine::finish(Sequence& sequence) {
   scheduler_.remove(&sequence);
   if (ScopeSink* sink = ctx_.profiler()) sink->end_span(sequence.id);
   sequences_.erase(sequence.id);
+}
+
+JsonTokenMask& Engine::json_mask() {
+  if (!json_mask_) {
+    std::vector<std::string> token_bytes(static_cast<std::size_t>(model_.config().vocab_size));
+    for (std::size_t id = 0; id < token_bytes.size(); ++id) {
+      const auto token = static_cast<std::int32_t>(id);
+      const bool control = (vocabulary_.is_control && vocabulary_.is_control(token)) ||
+                           model_.config().is_eos(token);
+      if (!control) token_bytes[id] = vocabulary_.text(token);
+    }
+    json_mask_ = std::make_unique<JsonTokenMask>(token_bytes);
+  }
+  return *json_mask_;
 }
 
 void Engine::mark(Sequence& sequence) {
@@ -311,8 +332,23 @@ StepReport Engine::step() {
     if (s.pending() > 0) continue;  // a prefill chunk with more to come: its logits are unused
     const std::span<const float> row(logits.data<float>() + static_cast<std::int64_t>(i) * vocab,
                                      static_cast<std::size_t>(vocab));
-    s.tokens.push_back(s.sampler.sample(s.adjuster.adjust(row)));
+    std::span<const float> choices = s.adjuster.adjust(row);
+    if (s.json) {
+      choices = json_mask().restrict(*s.json, choices);
+      if (choices.empty()) {
+        report.events.push_back({.id = s.id,
+                                 .finished = true,
+                                 .reason = FinishReason::failed,
+                                 .error = "JSON mode: no token of the vocabulary continues the "
+                                          "reply (it lacks single-byte tokens)",
+                                 .top_logprobs = {}});
+        finish(s);
+        continue;
+      }
+    }
+    s.tokens.push_back(s.sampler.sample(choices));
     s.adjuster.record(s.tokens.back());
+    if (s.json) s.json->accept(vocabulary_.text(s.tokens.back()));
     FinishReason reason;
     const bool done = finished(s, reason);
     report.events.push_back(

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/json_token_mask.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
@@ -53,8 +54,14 @@ struct EngineOptions {
 std::uint64_t default_kv_memory(const LanguageModel& model, const Context& ctx,
                                 const EngineOptions& options);
 
-// The text of one token, for stop strings (the tokenizer's bytes of that id).
-using TokenText = std::function<std::string(std::int32_t)>;
+// The tokenizer as the engine needs it, for stop strings and JSON mode.
+struct TokenVocabulary {
+  // The bytes token `id` adds to a text ("" for an id naming no token).
+  std::function<std::string(std::int32_t id)> text;
+  // Whether token `id` is a control token (<|endoftext|>, <|im_end|>): its text never stands
+  // for itself, so JSON mode never draws it. None given: no token is.
+  std::function<bool(std::int32_t id)> is_control;
+};
 
 // What one step did.
 struct StepReport {
@@ -69,10 +76,10 @@ class Engine {
  public:
   // An engine over `model` (its attention backend as set) on ctx's device, with a paged cache of
   // options.kv_memory_bytes. Throws Error when the cache holds less than one block or does not
-  // fit beside the weights in the device's memory, or on bad scheduler options. `token_text`
-  // may be empty; requests with stop strings are then refused.
+  // fit beside the weights in the device's memory, or on bad scheduler options. Without the
+  // vocabulary's text, requests with stop strings or in JSON mode are refused.
   Engine(const LanguageModel& model, Context& ctx, const EngineOptions& options,
-         TokenText token_text = {});
+         TokenVocabulary vocabulary = {});
   ~Engine();
 
   // Why `request` can never run on this engine ("" when it can): what submit refuses it for.
@@ -87,7 +94,7 @@ class Engine {
 
   // Queues a request and returns its id. One that can never run (no prompt, an id outside the
   // vocabulary, a prompt that fills the context or the whole cache, max_tokens < 1, bad sampling
-  // options, penalties or logit bias, stop strings without token text) is refused: the next step
+  // options, penalties or logit bias, stop strings or JSON mode without the vocabulary's text) is refused: the next step
   // reports it finished, FinishReason::refused, with the reason; the other requests go on. After a
   // device failure, every request finishes at once, FinishReason::failed.
   RequestId submit(Request request);
@@ -120,11 +127,14 @@ class Engine {
   void finish(Sequence& sequence);
   // Shows the sequence's phase on its profiler track when it changed (no profiler: nothing).
   void mark(Sequence& sequence);
+  // JSON mode's mask over the vocabulary, built on first use.
+  JsonTokenMask& json_mask();
 
   const LanguageModel& model_;
   Context& ctx_;
   EngineOptions options_;
-  TokenText token_text_;
+  TokenVocabulary vocabulary_;
+  std::unique_ptr<JsonTokenMask> json_mask_;
   PagedKVCache cache_;
   const std::int64_t total_blocks_;  // the pool's size, read by refusal() from any thread
   Scheduler scheduler_;

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/json_recognizer.h"
 #include "engine/request.h"
 #include "runtime/sampler.h"
 
@@ -18,7 +20,9 @@ struct Sequence {
         prompt_length(static_cast<std::int64_t>(asked.prompt.size())),
         sampler(asked.sampling),
         adjuster(asked.adjustments),
-        request(std::move(asked)) {}
+        request(std::move(asked)) {
+    if (request.json_object) json.emplace();
+  }
 
   RequestId id;
   // The prompt, then every generated token. The last one's keys and values are computed by the
@@ -32,6 +36,7 @@ struct Sequence {
   // on the batch it ran in or on being recomputed.
   Sampler sampler;
   LogitAdjuster adjuster;  // the request's penalties and logit bias, with what it generated
+  std::optional<JsonRecognizer> json;  // JSON mode: where the reply is in the JSON grammar
   Request request;
   std::string text;  // the generated text so far, when stop strings are watched
   std::int64_t preemptions = 0;

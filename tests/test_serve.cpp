@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/json_recognizer.h"
 #include "fixture_paths.h"
 #include "safetensors_writer.h"
 #include "server_process.h"
@@ -756,6 +757,62 @@ TEST_CASE("serve: a reasoning reply's thinking as reasoning_content, its call as
   CHECK(server.stop(SIGTERM, 10) == 0);
 }
 
+TEST_CASE("serve: response_format json_object: a JSON reply ends at its '}', prose becomes JSON") {
+  if (!has_tokenizer()) return;
+  const attnscope::testing::TempDir dir;
+  const std::string reply = R"({"city": "Paris", "days": [1, 2]})";
+  std::vector<int> script;
+  ServerProcess server(kBinary, scripted_serve_args(dir, reply, script));
+  httplib::Client c = client(server);
+  json asked = {{"messages", {{{"role", "user"}, {"content", "Go"}}}},
+                {"max_tokens", script.size() + 8},
+                {"temperature", 0},
+                {"ignore_eos", true}};
+  // As text, the model goes on past the object; in JSON mode the reply ends with it.
+  const json text_body =
+      json::parse(c.Post("/v1/chat/completions", asked.dump(), "application/json")->body);
+  REQUIRE(text_body["choices"][0]["message"]["content"].get<std::string>().starts_with(reply));
+  CHECK(text_body["choices"][0]["finish_reason"] == "length");
+  asked["response_format"] = {{"type", "json_object"}};
+  const json body =
+      json::parse(c.Post("/v1/chat/completions", asked.dump(), "application/json")->body);
+  CHECK(body["choices"][0]["message"]["content"] == reply);
+  CHECK(body["choices"][0]["finish_reason"] == "stop");
+  CHECK(body["usage"]["completion_tokens"] == script.size());
+  const Streamed streamed = post_streamed(c, asked, -1, "/v1/chat/completions");
+  CHECK(streamed.done);
+  CHECK(streamed.text == reply);
+  CHECK(streamed.chunks.back()["choices"][0]["finish_reason"] == "stop");
+
+  // A prompt the model answers with prose: JSON mode turns every reply into JSON (a whole
+  // object, or one cut short by max_tokens), greedy or sampled, on both endpoints.
+  json completion = {{"prompt", "Paris is"}, {"max_tokens", 24}, {"ignore_eos", true},
+                     {"response_format", {{"type", "json_object"}}}};
+  for (int seed = 0; seed < 6; ++seed) {
+    completion["temperature"] = seed == 0 ? 0.0 : 1.0;
+    completion["seed"] = seed;
+    const json answer =
+        json::parse(c.Post("/v1/completions", completion.dump(), "application/json")->body);
+    const std::string text = answer["choices"][0]["text"];
+    CAPTURE(text);
+    attnscope::engine::JsonRecognizer recognizer;
+    CHECK(recognizer.accept(text));
+    CHECK(recognizer.complete() == (answer["choices"][0]["finish_reason"] == "stop"));
+    if (recognizer.complete()) CHECK(json::parse(text).is_object());
+  }
+
+  if (std::system("python3 -c 'import openai' 2>/dev/null") != 0) {
+    MESSAGE("SKIPPED: the openai package is not installed (pip install openai)");
+  } else {
+    const std::string command = "python3 " + std::string(ATTNSCOPE_TEST_FIXTURES) +
+                                "/../serve_openai_json_client.py http://127.0.0.1:" +
+                                std::to_string(server.port()) + "/v1 " +
+                                std::to_string(script.size());
+    CHECK(std::system(command.c_str()) == 0);
+  }
+  CHECK(server.stop(SIGTERM, 10) == 0);
+}
+
 TEST_CASE("serve: malformed and out-of-range requests get a 4xx with an OpenAI error object") {
   ServerProcess server(kBinary, serve_args({"--max-body-bytes", "64KiB"}));
   httplib::Client c = client(server);
@@ -787,8 +844,10 @@ TEST_CASE("serve: malformed and out-of-range requests get a 4xx with an OpenAI e
       {R"({"prompt": [1, 2], "repetition_penalty": 1.2})", "application/json", 400,
        "repetition_penalty is not served"},
       {R"({"prompt": [1, 2], "min_p": 0.1})", "application/json", 400, "min_p is not served"},
-      {R"({"prompt": [1, 2], "response_format": {"type": "json_object"}})", "application/json", 400,
-       "response_format other than"},
+      {R"({"prompt": [1, 2], "response_format": {"type": "json_schema"}})", "application/json", 400,
+       "json_schema is not served"},
+      {R"({"prompt": [1, 2], "response_format": "json"})", "application/json", 400,
+       "response_format must be"},
       {R"({"prompt": [1, 2], "stop": 5})", "application/json", 400, "stop"},
       {R"({"prompt": [1, 999999]})", "application/json", 400, "not an id"},
       {R"({"prompt": [[1], [2]]})", "application/json", 400, "one prompt per request"},

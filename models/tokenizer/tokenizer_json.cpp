@@ -96,6 +96,7 @@ struct TokenizerJson::Impl {
   std::string where;
   std::vector<std::string> token_bytes;                         // id -> bytes
   std::vector<bool> has_token;                                  // id -> whether some token has it
+  std::vector<bool> special;  // id -> an added token marked special (<|im_end|>, <s>)
   std::unordered_map<std::string, std::int32_t> id_of_content;  // as the file writes tokens
   std::unordered_map<std::string, std::int32_t> id_of_piece;    // ignore_merges: piece -> id
   bool ignore_merges = false;
@@ -134,6 +135,7 @@ TokenizerJson::Impl::Impl(const fs::path& file) : where(file.string()) {
   struct Added {
     AddedToken token;
     bool normalized;
+    bool special;
   };
   std::vector<Added> added;
   const Json& added_tokens = json.value("added_tokens", Json::array());
@@ -148,7 +150,8 @@ TokenizerJson::Impl::Impl(const fs::path& file) : where(file.string()) {
                      flag(entry, "single_word", false, where, what),
                      flag(entry, "lstrip", false, where, what),
                      flag(entry, "rstrip", false, where, what)};
-    added.push_back({token, flag(entry, "normalized", true, where, what)});
+    added.push_back({token, flag(entry, "normalized", true, where, what),
+                     flag(entry, "special", false, where, what)});
   }
 
   std::size_t size = 0;
@@ -175,8 +178,10 @@ TokenizerJson::Impl::Impl(const fs::path& file) : where(file.string()) {
   // normalized one is looked for in the normalized text as the normalizer writes its content.
   std::vector<AddedToken> unnormalized;
   std::vector<AddedToken> normalized;
+  special.resize(size, false);
   for (Added& entry : added) {
     has_token[entry.token.id] = true;
+    special[entry.token.id] = entry.special;
     content_of_id[entry.token.id] = entry.token.content;
     id_of_content[entry.token.content] = entry.token.id;
     if (entry.normalized) {
@@ -382,6 +387,10 @@ std::string TokenizerJson::decode(std::span<const std::int32_t> ids) const {
 
 bool TokenizerJson::has_token(std::int32_t id) const {
   return id >= 0 && static_cast<std::size_t>(id) < impl_->has_token.size() && impl_->has_token[id];
+}
+
+bool TokenizerJson::is_special(std::int32_t id) const {
+  return has_token(id) && impl_->special[static_cast<std::size_t>(id)];
 }
 
 const std::string& TokenizerJson::token_bytes(std::int32_t id) const {

@@ -68,6 +68,8 @@ class TokenizerJson {
   const std::string& token_bytes(std::int32_t id) const;
   // Whether `id` names a token (a vocabulary may leave ids unused).
   bool has_token(std::int32_t id) const;
+  // Whether `id` is an added token marked special (a control token: <|im_end|>, <s>).
+  bool is_special(std::int32_t id) const;
   // The id of an added token or vocabulary entry written as `content` (e.g. "<|eot_id|>").
   std::optional<std::int32_t> token_id(std::string_view content) const;
   // One past the largest id.

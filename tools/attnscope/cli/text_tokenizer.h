@@ -16,6 +16,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/engine.h"
 #include "models/gpt2/tokenizer.h"
 #include "models/tokenizer/tokenizer_json.h"
 
@@ -46,6 +47,11 @@ class TextTokenizer {
     }
     return std::get<tokenizer::TokenizerJson>(impl_).has_token(id);
   }
+  // Whether `id` is a control token: GPT-2's <|endoftext|>, a tokenizer.json's special tokens.
+  bool is_special(std::int32_t id) const {
+    if (const auto* gpt2 = std::get_if<gpt2::Tokenizer>(&impl_)) return id == gpt2->eot_id();
+    return std::get<tokenizer::TokenizerJson>(impl_).is_special(id);
+  }
   // The bytes of a generated token; none when it names no token.
   std::string output_bytes(std::int32_t id) const {
     return has_token(id) ? token_bytes(id) : std::string();
@@ -57,6 +63,12 @@ class TextTokenizer {
       if (has_token(id)) known.push_back(id);
     }
     return decode(known);
+  }
+  // The vocabulary as an engine reads it (stop strings, JSON mode). This tokenizer must outlive
+  // the engine.
+  engine::TokenVocabulary vocabulary() const {
+    return {[this](std::int32_t id) { return output_bytes(id); },
+            [this](std::int32_t id) { return is_special(id); }};
   }
   // Whether this is GPT-2's vocab.json + merges.txt kind (not a tokenizer.json).
   bool is_gpt2_files() const { return std::holds_alternative<gpt2::Tokenizer>(impl_); }

@@ -122,6 +122,14 @@ void add_serving_flags(CLI::App& app, ServingFlags& flags) {
                  "JSON lines {\"prompt_ids\": [...], \"max_tokens\": N} instead of the random "
                  "workload")
       ->group(group);
+  app.add_flag("--json-object", flags.json_object,
+               "Every request in JSON mode (response_format json_object): its reply is one JSON "
+               "object, and it ends when the object closes")
+      ->group(group);
+  app.add_option("--tokenizer", flags.tokenizer,
+                 "The tokenizer folder for --json-object (default: the model's own; GPT-2's for "
+                 "synthetic GPT-2 shapes)")
+      ->group(group);
   add_engine_flags(app, flags.engine, group);
   app.add_option("--trace", flags.trace,
                  "Also write a Chrome trace (Perfetto) of one more, profiled run: the engine's "
@@ -141,13 +149,25 @@ json run_serving_grid(const ServingFlags& flags, const ServingGrid& grid, int& t
       if (ctx->device() == Device::CUDA) gpu = ctx->describe();
       for (const std::string& spec : grid.models) {
         const std::unique_ptr<LanguageModel> model = load_model(spec, *ctx, parse_dtype(dtype));
-        const ServingWorkload workload =
+        std::optional<TextTokenizer> tokenizer;
+        if (flags.json_object) {
+          tokenizer = find_tokenizer(flags.tokenizer, spec);
+          check(tokenizer.has_value(), "--json-object",
+                "JSON mode needs the tokenizer of " + spec + ": pass --tokenizer");
+        }
+        const engine::TokenVocabulary vocabulary =
+            tokenizer ? tokenizer->vocabulary() : engine::TokenVocabulary{};
+        ServingWorkload workload =
             flags.dataset.empty()
                 ? random_workload(flags.requests, parse_range(flags.input_len, "--input-len"),
                                   parse_range(flags.output_len, "--output-len"),
                                   flags.shared_prefix, model->config().vocab_size, grid.seed)
                 : dataset_workload(flags.dataset, flags.requests,
                                    parse_range(flags.output_len, "--output-len").max);
+        if (flags.json_object) {
+          for (engine::Request& request : workload.requests) request.json_object = true;
+          workload.description += ", JSON mode";
+        }
         for (const ops::attention::Backend* backend :
              ops::attention::resolve_backends(grid.backends)) {
           model->set_attention(backend->name());
@@ -162,7 +182,7 @@ json run_serving_grid(const ServingFlags& flags, const ServingGrid& grid, int& t
                                           std::to_string(grid.repetitions))
                         << "\n";
               ServingResult result =
-                  run_serving(*model, *ctx, options, workload, flags.concurrency[c]);
+                  run_serving(*model, *ctx, options, workload, flags.concurrency[c], vocabulary);
               if (!warming) cells[c].push_back(std::move(result));
             }
           }
@@ -197,7 +217,7 @@ json run_serving_grid(const ServingFlags& flags, const ServingGrid& grid, int& t
             profiler::CpuTracer tracer;
             {
               const profiler::Profiling on(*ctx, tracer);
-              run_serving(*model, *ctx, options, workload, flags.concurrency.back());
+              run_serving(*model, *ctx, options, workload, flags.concurrency.back(), vocabulary);
             }
             write_output_file(flags.trace, [&](std::ostream& out) {
               profiler::write_chrome_trace(tracer.trace(), "attnscope bench --op serving", out);

@@ -4,7 +4,9 @@
 // backend, device, dtype and concurrency; medians over the rounds, latency percentiles over
 // every request of every round). With --trace, one more run of the first model and backend at
 // the last concurrency, untimed and profiled: each engine step a scope named by its batch, the
-// model's scopes inside, and a track per request with its phases (engine/engine.h).
+// model's scopes inside, and a track per request with its phases (engine/engine.h). With
+// --json-object every request is in JSON mode (its mask's cost on each sampled token; a request
+// ends early when its object closes).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -24,6 +26,8 @@ struct ServingFlags {
   std::string output_len = "32:128";
   std::int64_t shared_prefix = 0;
   std::string dataset;  // JSON lines of {"prompt_ids", "max_tokens"}; replaces the random mix
+  bool json_object = false;  // every request in JSON mode (needs a tokenizer)
+  std::string tokenizer;     // its folder; "": the model's own (find_tokenizer)
   EngineFlags engine;
   std::string trace;  // a Chrome trace of one more, profiled run (the first model and backend)
 };

@@ -497,10 +497,10 @@ int run_serve(const ServeFlags& flags) {
   const std::optional<tokenizer::ChatTemplate> chat_template =
       find_chat_template(flags.chat_template, flags.tokenizer, flags.model, tokenizer, no_chat);
   if (!no_chat.empty()) std::cerr << "attnscope serve: no chat completions: " << no_chat << "\n";
-  engine::TokenText token_text;
-  if (tokenizer) token_text = [&](std::int32_t id) { return tokenizer->output_bytes(id); };
+  const engine::TokenVocabulary vocabulary =
+      tokenizer ? tokenizer->vocabulary() : engine::TokenVocabulary{};
   const std::uint64_t max_body = parse_bytes(flags.max_body, "--max-body-bytes");
-  engine::Engine engine(*loaded.model, *loaded.ctx, engine_options(flags.engine), token_text);
+  engine::Engine engine(*loaded.model, *loaded.ctx, engine_options(flags.engine), vocabulary);
 
   const sigset_t signals = block_stop_signals();
   EngineLoop loop(engine, flags.max_queue);

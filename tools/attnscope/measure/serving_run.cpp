@@ -90,9 +90,9 @@ ServingWorkload dataset_workload(const std::string& path, std::int64_t count,
 
 ServingResult run_serving(const LanguageModel& model, Context& ctx,
                           const engine::EngineOptions& options, const ServingWorkload& workload,
-                          std::int64_t concurrency) {
+                          std::int64_t concurrency, const engine::TokenVocabulary& vocabulary) {
   using Clock = std::chrono::steady_clock;
-  engine::Engine engine(model, ctx, options);
+  engine::Engine engine(model, ctx, options, vocabulary);
   const std::size_t position_bytes = engine.cache().geometry().position_bytes();
   const double context_bytes =
       static_cast<double>(model.config().context_length) * static_cast<double>(position_bytes);

@@ -72,10 +72,10 @@ struct ServingResult {
 };
 
 // Runs `workload` through a fresh engine over `model` (its backend as set) with `options`, at most
-// `concurrency` requests in flight. Throws Error when a request is refused (the workload does not
-// fit the model or the cache).
+// `concurrency` requests in flight, and the tokenizer's `vocabulary` (for requests in JSON mode).
+// Throws Error when a request is refused (the workload does not fit the model or the cache).
 ServingResult run_serving(const LanguageModel& model, Context& ctx,
                           const engine::EngineOptions& options, const ServingWorkload& workload,
-                          std::int64_t concurrency);
+                          std::int64_t concurrency, const engine::TokenVocabulary& vocabulary = {});
 
 }  // namespace attnscope::cli

@@ -190,6 +190,23 @@ std::vector<std::pair<std::int32_t, float>> read_logit_bias(const json& parsed,
   return biases;
 }
 
+// OpenAI's response_format: {"type": "text"} (the default), or {"type": "json_object"}: JSON
+// mode, the reply is one JSON object (engine/json_token_mask.h).
+bool read_json_mode(const json& parsed) {
+  const auto found = parsed.find("response_format");
+  if (found == parsed.end() || found->is_null()) return false;
+  const json type = found->is_object() ? found->value("type", json()) : json();
+  if (type == "text") return false;
+  if (type == "json_object") return true;
+  if (type == "json_schema") {
+    bad("response_format",
+        "response_format json_schema is not served (json_object is: one JSON object, "
+        "whatever its keys)");
+  }
+  bad("response_format",
+      "response_format must be {\"type\": \"text\"} or {\"type\": \"json_object\"}");
+}
+
 // The fields both endpoints read: sampling, stop strings, streaming, n, model and user.
 void read_common_fields(const json& parsed, const TextTokenizer* tokenizer, std::int64_t vocab_size,
                         CompletionRequest& out) {
@@ -217,13 +234,7 @@ void read_common_fields(const json& parsed, const TextTokenizer* tokenizer, std:
         "frequency_penalty are)");
   }
   if (number(parsed, "min_p", 0.0, -1e9, 1e9) != 0.0) bad("min_p", "min_p is not served");
-  if (const auto format = parsed.find("response_format");
-      format != parsed.end() && !format->is_null() &&
-      !(format->is_object() && format->value("type", json()) == "text")) {
-    bad("response_format",
-        "response_format other than {\"type\": \"text\"} is not served (JSON "
-        "output needs decoding constrained to a grammar)");
-  }
+  request.json_object = read_json_mode(parsed);
   request.stop = read_stop(parsed);
   request.ignore_eos = boolean(parsed, "ignore_eos");
   out.stream = boolean(parsed, "stream");

@@ -1,0 +1,61 @@
+// JSON mode's mask over the vocabulary (json_token_mask.h).
+#include "engine/json_token_mask.h"
+
+#include <algorithm>
+#include <limits>
+#include <string_view>
+
+namespace attnscope::engine {
+
+JsonTokenMask::JsonTokenMask(const std::vector<std::string>& token_bytes) {
+  std::vector<std::int32_t> ids;
+  for (std::size_t id = 0; id < token_bytes.size(); ++id) {
+    if (!token_bytes[id].empty()) ids.push_back(static_cast<std::int32_t>(id));
+  }
+  std::sort(ids.begin(), ids.end(), [&](std::int32_t a, std::int32_t b) {
+    return token_bytes[static_cast<std::size_t>(a)] < token_bytes[static_cast<std::size_t>(b)];
+  });
+  std::string_view previous;
+  for (const std::int32_t id : ids) {
+    const std::string& bytes = token_bytes[static_cast<std::size_t>(id)];
+    const auto shared = std::mismatch(previous.begin(), previous.end(), bytes.begin(), bytes.end());
+    shared_.push_back(static_cast<std::uint32_t>(shared.first - previous.begin()));
+    offset_.push_back(static_cast<std::uint32_t>(bytes_.size()));
+    id_.push_back(id);
+    bytes_ += bytes;
+    longest_ = std::max(longest_, bytes.size());
+    previous = bytes;
+  }
+  offset_.push_back(static_cast<std::uint32_t>(bytes_.size()));
+  states_.resize(longest_ + 1);
+}
+
+std::span<const float> JsonTokenMask::restrict(const JsonRecognizer& json,
+                                               std::span<const float> logits) {
+  restricted_.assign(logits.size(), -std::numeric_limits<float>::infinity());
+  states_[0] = json;
+  // The previous token's first `read` bytes were accepted (states_[read] is the state after
+  // them); when it was refused, its byte at `read` was the one refused.
+  std::size_t read = 0;
+  bool any = false;
+  for (std::size_t i = 0; i < id_.size(); ++i) {
+    const std::string_view bytes(bytes_.data() + offset_[i], offset_[i + 1] - offset_[i]);
+    // Sharing more than `read` bytes with the previous token means sharing its refused byte.
+    if (shared_[i] > read) continue;
+    read = shared_[i];
+    while (read < bytes.size()) {
+      states_[read + 1] = states_[read];
+      if (!states_[read + 1].accept(static_cast<unsigned char>(bytes[read]))) break;
+      ++read;
+    }
+    const auto id = static_cast<std::size_t>(id_[i]);
+    if (read == bytes.size() && id < logits.size()) {
+      restricted_[id] = logits[id];
+      any = true;
+    }
+  }
+  if (!any) return {};
+  return restricted_;
+}
+
+}  // namespace attnscope::engine

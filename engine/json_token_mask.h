@@ -1,0 +1,45 @@
+// JsonTokenMask: JSON mode's constraint on the sampler. Before each draw, every token whose bytes
+// the request's JsonRecognizer would refuse gets a logit of -inf, so whatever the sampler picks
+// (greedy or not, after penalties and logit bias) keeps the reply on its way to one JSON object.
+// This is how grammar-constrained decoding works in llama.cpp and vLLM (there with a grammar for
+// any JSON schema; here the grammar is JSON itself).
+//
+// The vocabulary is kept sorted by bytes with, for each token, the length of the prefix it shares
+// with the one before it (a trie walked in order without its nodes): the recognizer's state after
+// each prefix is kept on a stack, so a shared prefix is read once, and a refused prefix refuses
+// every token after it that starts with it, without reading them.
+// Cost per draw: O(V) for the walk and the copy of the logits, plus one recognizer step (a few
+// nanoseconds) per trie node under the accepted prefixes: about the vocabulary's total bytes
+// inside a string (where nearly every token fits), far fewer elsewhere.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/json_recognizer.h"
+
+namespace attnscope::engine {
+
+class JsonTokenMask {
+ public:
+  // token_bytes[id]: the bytes token id adds to a text; empty for a token that may never be
+  // drawn in JSON mode (a control token, the end-of-sequence token, an id naming no token).
+  explicit JsonTokenMask(const std::vector<std::string>& token_bytes);
+
+  // `logits` with every token that cannot follow `json` at -inf: a copy, valid until the next
+  // call. Empty when no token of the vocabulary can follow (a vocabulary without single bytes).
+  std::span<const float> restrict(const JsonRecognizer& json, std::span<const float> logits);
+
+ private:
+  std::string bytes_;                   // the tokens' bytes, in sorted order, back to back
+  std::vector<std::uint32_t> offset_;   // token i of the order: bytes_[offset_[i], offset_[i+1])
+  std::vector<std::uint32_t> shared_;   // its prefix shared with token i - 1 (0 for the first)
+  std::vector<std::int32_t> id_;        // its id
+  std::size_t longest_ = 0;             // the longest token's bytes
+  std::vector<JsonRecognizer> states_;  // the walk's stack: states_[k] after k bytes
+  std::vector<float> restricted_;
+};
+
+}  // namespace attnscope::engine

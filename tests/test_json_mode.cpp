@@ -1,0 +1,436 @@
+// JSON mode (engine/json_recognizer.h, engine/json_token_mask.h) against nlohmann's parser as
+// the reference: the recognizer takes whole texts exactly when nlohmann accepts them as one JSON
+// object (random documents and byte mutations of them), every prefix it takes can still be
+// completed to a document nlohmann accepts, the token mask equals feeding each token's bytes on
+// its own, and an engine in JSON mode writes only JSON and ends at the object's last byte.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/json_recognizer.h"
+#include "engine/json_token_mask.h"
+#include "hf_fixtures.h"
+#include "models/gpt2/model.h"
+
+using namespace attnscope;
+using engine::FinishReason;
+using engine::JsonRecognizer;
+using json = nlohmann::json;
+
+namespace {
+
+bool recognizes(std::string_view text) {
+  JsonRecognizer recognizer;
+  return recognizer.accept(text) && recognizer.complete();
+}
+
+// Whether nlohmann parses `text` as JSON. A number past a double's range (1e999) is JSON, which
+// nlohmann refuses to hold (its error 406), not to read.
+bool reference_json(const std::string& text) {
+  try {
+    (void)json::parse(text);
+    return true;
+  } catch (const json::parse_error&) {
+    return false;
+  } catch (const json::out_of_range& error) {
+    return error.id == 406;
+  }
+}
+
+// What the recognizer must take: one JSON object (nlohmann), nothing after its '}'.
+bool reference_object(const std::string& text) {
+  const std::size_t first = text.find_first_not_of(" \t\n\r");
+  const std::size_t last = text.find_last_not_of(" \t\n\r");
+  return first != std::string::npos && text[first] == '{' && last == text.size() - 1 &&
+         reference_json(text);
+}
+
+// Random JSON text written byte by byte (nlohmann checks each one): every number form of the
+// grammar, escapes including surrogate pairs, raw UTF-8 of every length, whitespace anywhere.
+class RandomJson {
+ public:
+  explicit RandomJson(std::uint32_t seed) : random_(seed) {}
+
+  std::string object() {
+    std::string text = whitespace();
+    write_object(0, text);
+    return text;
+  }
+
+ private:
+  int pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(random_); }
+
+  std::string whitespace() {
+    static constexpr std::string_view kSpaces = " \t\n\r";
+    std::string text;
+    for (int n = pick(4) == 0 ? pick(8) : 0; n > 0; --n) text += kSpaces[pick(4)];
+    return text;
+  }
+
+  void write_object(int depth, std::string& text) {
+    text += "{" + whitespace();
+    for (int n = depth < 5 ? pick(4) : 0, i = 0; i < n; ++i) {
+      if (i > 0) text += "," + whitespace();
+      write_string(text);
+      text += whitespace() + ":" + whitespace();
+      write_value(depth + 1, text);
+      text += whitespace();
+    }
+    text += "}";
+  }
+
+  void write_value(int depth, std::string& text) {
+    switch (depth < 5 ? pick(7) : 2 + pick(5)) {
+      case 0:
+        write_object(depth, text);
+        return;
+      case 1:
+        text += "[" + whitespace();
+        for (int n = pick(4), i = 0; i < n; ++i) {
+          if (i > 0) text += "," + whitespace();
+          write_value(depth + 1, text);
+          text += whitespace();
+        }
+        text += "]";
+        return;
+      case 2:
+      case 3:
+        write_string(text);
+        return;
+      case 4:
+      case 5:
+        write_number(text);
+        return;
+      default:
+        text += std::vector<std::string>{"true", "false", "null"}[pick(3)];
+    }
+  }
+
+  void write_number(std::string& text) {
+    if (pick(2) == 0) text += "-";
+    if (pick(3) == 0) {
+      text += "0";
+    } else {
+      text += static_cast<char>('1' + pick(9));
+      for (int n = pick(4); n > 0; --n) text += static_cast<char>('0' + pick(10));
+    }
+    if (pick(2) == 0) {
+      text += ".";
+      for (int n = 1 + pick(3); n > 0; --n) text += static_cast<char>('0' + pick(10));
+    }
+    if (pick(3) == 0) {
+      text += pick(2) == 0 ? "e" : "E";
+      if (pick(2) == 0) text += pick(2) == 0 ? "+" : "-";
+      for (int n = 1 + pick(2); n > 0; --n) text += static_cast<char>('0' + pick(10));
+    }
+  }
+
+  void write_string(std::string& text) {
+    static const std::vector<std::string> kPieces = {
+        "a",
+        "Z",
+        " ",
+        "0",
+        "\\\"",
+        "\\\\",
+        "\\/",
+        "\\b",
+        "\\n",
+        "\\t",
+        "\\u00e9",
+        "\\u0000",
+        "\\uD83D\\uDE00",
+        "\xc3\xa9",          // é
+        "\xe2\x82\xac",      // €
+        "\xed\x9f\xbf",      // U+D7FF, just below the surrogates
+        "\xf0\x9f\x98\x80",  // U+1F600
+        "\xf4\x8f\xbf\xbf",  // U+10FFFF
+    };
+    text += "\"";
+    for (int n = pick(6); n > 0; --n) text += kPieces[static_cast<std::size_t>(pick(18))];
+    text += "\"";
+  }
+
+  std::mt19937 random_;
+};
+
+// Bytes a mutation inserts or writes: JSON's own, and bytes that break UTF-8 or JSON.
+constexpr std::string_view kMutationBytes =
+    "{}[]:,\"\\ \t\n-+.0123456789eEtrufalsnxuDdCc/\x01\x7f\x80\x9f\xa0\xbf\xc0\xc1\xc3\xe0\xed"
+    "\xf0\xf4\xf5\xff";
+
+std::string mutated(const std::string& text, std::mt19937& random) {
+  std::string out = text;
+  const auto position = std::uniform_int_distribution<std::size_t>(0, out.size() - 1)(random);
+  const char byte = kMutationBytes[std::uniform_int_distribution<std::size_t>(
+      0, kMutationBytes.size() - 1)(random)];
+  switch (random() % 3) {
+    case 0:
+      out.insert(out.begin() + static_cast<std::ptrdiff_t>(position), byte);
+      break;
+    case 1:
+      out[position] = byte;
+      break;
+    default:
+      out.erase(position, 1);
+  }
+  return out;
+}
+
+// A completion of the text `recognizer` has read, chosen byte by byte among a few that end
+// things soonest; the caller checks it with nlohmann.
+std::string completion(JsonRecognizer recognizer) {
+  static constexpr std::string_view kPreferred = "\"}]0:\\uDrealsn{\x80\x90\xa0";
+  std::string out;
+  while (!recognizer.complete() && out.size() < 400) {
+    bool moved = false;
+    for (const char byte : kPreferred) {
+      if (recognizer.accept(static_cast<unsigned char>(byte))) {
+        out += byte;
+        moved = true;
+        break;
+      }
+    }
+    if (!moved) return out + "<stuck>";
+  }
+  return out;
+}
+
+// Checks that every prefix of `text` the recognizer takes completes to a document nlohmann
+// accepts, up to the first byte it refuses.
+void check_prefixes_complete(const std::string& text) {
+  JsonRecognizer recognizer;
+  for (std::size_t i = 0; i <= text.size(); ++i) {
+    const std::string whole = text.substr(0, i) + completion(recognizer);
+    CAPTURE(whole);
+    CHECK(reference_object(whole));
+    if (i == text.size() || !recognizer.accept(static_cast<unsigned char>(text[i]))) return;
+  }
+}
+
+struct Case {
+  std::string text;
+  bool object;
+};
+
+}  // namespace
+
+TEST_CASE("json recognizer: takes the JSON objects nlohmann accepts, and only them") {
+  RandomJson generator(7);
+  std::mt19937 random(11);
+  int documents = 0;
+  int mutants_accepted = 0;
+  int mutants_refused = 0;
+  for (int i = 0; i < 400; ++i) {
+    const std::string text = generator.object();
+    CAPTURE(text);
+    REQUIRE(json::accept(text));  // the generator writes JSON
+    CHECK(recognizes(text) == reference_object(text));
+    documents += recognizes(text) ? 1 : 0;
+    for (int m = 0; m < 30; ++m) {
+      const std::string mutant = mutated(text, random);
+      CAPTURE(mutant);
+      const bool expected = reference_object(mutant);
+      CHECK(recognizes(mutant) == expected);
+      (expected ? mutants_accepted : mutants_refused) += 1;
+    }
+  }
+  CHECK(documents >= 380);  // only those with trailing whitespace are refused
+  CHECK(mutants_accepted > 500);
+  CHECK(mutants_refused > 5000);
+}
+
+TEST_CASE("json recognizer: every prefix it takes can still become a JSON object") {
+  RandomJson generator(3);
+  std::mt19937 random(5);
+  for (int i = 0; i < 120; ++i) {
+    const std::string text = generator.object();
+    check_prefixes_complete(text);
+    check_prefixes_complete(mutated(text, random));
+  }
+}
+
+TEST_CASE("json recognizer: the edges of the grammar") {
+  const std::vector<Case> cases = {
+      {"{}", true},
+      {" \n{ } ", false},  // nothing after the object
+      {"[]", false},       // the top level is an object
+      {"\"a\"", false},
+      {"{\"a\":1}", true},
+      {"{\"a\":01}", false},
+      {"{\"a\":-0.0e-0}", true},
+      {"{\"a\":1.}", false},
+      {"{\"a\":.5}", false},
+      {"{\"a\":1e}", false},
+      {"{\"a\":+1}", false},
+      {"{\"a\":[1,]}", false},
+      {"{\"a\":1,}", false},
+      {"{\"a\" 1}", false},
+      {"{1:2}", false},
+      {"{\"a\":tru}", false},
+      {"{\"a\":[true,false,null]}", true},
+      {"{\"a\":\"\\uD83D\\uDE00\"}", true},
+      {"{\"a\":\"\\uD83D\"}", false},  // a high surrogate alone
+      {"{\"a\":\"\\uDE00\"}", false},  // a low one alone
+      {"{\"a\":\"\\uD83D\\u0041\"}", false},
+      {"{\"a\":\"\\x\"}", false},
+      {"{\"a\":\"\t\"}", false},                // a raw control character
+      {"{\"a\":\"\xc0\xaf\"}", false},          // an overlong '/'
+      {"{\"a\":\"\xed\xa0\x80\"}", false},      // a surrogate in UTF-8
+      {"{\"a\":\"\xf4\x90\x80\x80\"}", false},  // past U+10FFFF
+      {"{\"a\":\"\xe2\x82\"}", false},          // a character cut short
+      {"{\"a\":]}", false},
+      {"{\"a\":[}", false},
+      {"{\"a\":1e999}", true},  // JSON, though past a double's range
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.text);
+    CHECK(recognizes(c.text) == c.object);
+    CHECK(reference_object(c.text) == c.object);  // the table agrees with nlohmann
+  }
+}
+
+TEST_CASE("json recognizer: nesting and whitespace are bounded, and a refusal changes nothing") {
+  const int depth = JsonRecognizer::kMaxDepth;
+  std::string deep = "{\"a\":" + std::string(static_cast<std::size_t>(depth - 1), '[');
+  JsonRecognizer recognizer;
+  REQUIRE(recognizer.accept(deep));
+  CHECK_FALSE(recognizer.accept('['));
+  CHECK_FALSE(recognizer.accept('{'));
+  CHECK(recognizer.accept(std::string(static_cast<std::size_t>(depth - 1), ']') + "}"));
+  CHECK(recognizer.complete());
+
+  JsonRecognizer spaced;
+  REQUIRE(spaced.accept("{" + std::string(JsonRecognizer::kMaxWhitespaceRun, ' ')));
+  CHECK_FALSE(spaced.accept('\n'));
+  CHECK(spaced.accept("}"));  // the refused bytes left no trace
+  CHECK(spaced.complete());
+  CHECK_FALSE(spaced.accept(' '));
+
+  JsonRecognizer partial;
+  REQUIRE(partial.accept("{\"a\":1"));
+  CHECK_FALSE(partial.accept("2x"));  // '2' was fine, 'x' was not: neither is kept
+  CHECK(partial.accept("}"));
+  CHECK(partial.complete());
+}
+
+TEST_CASE("json token mask: a token is allowed exactly when the recognizer takes its bytes") {
+  // A vocabulary of every single byte, pieces of random documents, and a few control tokens.
+  RandomJson generator(17);
+  std::mt19937 random(19);
+  std::vector<std::string> documents;
+  for (int i = 0; i < 30; ++i) documents.push_back(generator.object());
+  std::vector<std::string> vocabulary;
+  for (int byte = 0; byte < 256; ++byte) vocabulary.emplace_back(1, static_cast<char>(byte));
+  for (int i = 0; i < 3000; ++i) {
+    const std::string& document = documents[random() % documents.size()];
+    const std::size_t start = random() % document.size();
+    vocabulary.push_back(document.substr(start, 1 + random() % 8));
+    if (i % 500 == 0) vocabulary.emplace_back();  // a control token
+  }
+  vocabulary.push_back(vocabulary[300]);  // two tokens with the same bytes
+  engine::JsonTokenMask mask(vocabulary);
+  std::vector<float> logits(vocabulary.size() + 3);  // a model's rows padded past the vocabulary
+  for (float& x : logits) x = std::uniform_real_distribution<float>(-5.0f, 5.0f)(random);
+
+  int states = 0;
+  for (const std::string& document : documents) {
+    JsonRecognizer recognizer;
+    for (const char byte : document) {
+      const std::span<const float> restricted = mask.restrict(recognizer, logits);
+      REQUIRE(restricted.size() == logits.size());
+      for (std::size_t id = 0; id < logits.size(); ++id) {
+        JsonRecognizer alone = recognizer;
+        const bool allowed =
+            id < vocabulary.size() && !vocabulary[id].empty() && alone.accept(vocabulary[id]);
+        CAPTURE(id);
+        CHECK(restricted[id] == (allowed ? logits[id] : -INFINITY));
+      }
+      REQUIRE(recognizer.accept(static_cast<unsigned char>(byte)));
+      ++states;
+    }
+  }
+  CHECK(states > 300);
+
+  // A vocabulary that cannot continue an open string: no token at all.
+  engine::JsonTokenMask letters({"a", "b"});
+  JsonRecognizer open;
+  REQUIRE(open.accept("{"));
+  CHECK(letters.restrict(open, std::vector<float>(2, 0.0f)).empty());
+}
+
+TEST_CASE("engine: JSON mode writes one JSON object and ends with it") {
+  Context ctx(2);
+  gpt2::Model model = gpt2::Model::open(testing::hf_fixture_dir("tiny-a"), ctx);
+  // Token t reads as a piece of JSON (or of text), whatever it is; 511 is the model's eos.
+  static const std::vector<std::string> kPieces = {
+      "{",    "}",    "[",   "]",      "\"", ":",   ",",        " ",    "a",   "1",
+      "true", "null", "\\n", "\"k\":", "x}", "{\"", "\xc3\xa9", "\n  ", "0.5", "-"};
+  engine::TokenVocabulary vocabulary{
+      [](std::int32_t id) { return kPieces[static_cast<std::size_t>(id) % kPieces.size()]; },
+      [](std::int32_t id) { return id == 7; }};  // one control token (7 is a space)
+  engine::Engine engine(model, ctx, engine::EngineOptions{}, vocabulary);
+  struct Reply {
+    std::string text;
+    std::vector<std::int32_t> tokens;
+    FinishReason reason = FinishReason::length;
+  };
+  std::map<engine::RequestId, Reply> replies;
+  for (std::uint64_t seed = 1; seed <= 24; ++seed) {
+    engine::Request request;
+    request.prompt = {1, 2, 3};
+    request.max_tokens = 40;
+    request.sampling.temperature = 1.5f;
+    request.sampling.seed = seed;
+    request.json_object = true;
+    replies[engine.submit(request)] = {};
+  }
+  while (!engine.idle()) {
+    for (const engine::Event& e : engine.step().events) {
+      Reply& reply = replies.at(e.id);
+      if (e.has_token) {
+        reply.tokens.push_back(e.token);
+        reply.text += vocabulary.text(e.token);
+      }
+      if (e.finished) reply.reason = e.reason;
+    }
+  }
+  int objects = 0;
+  for (const auto& [id, reply] : replies) {
+    CAPTURE(reply.text);
+    for (const std::int32_t token : reply.tokens) {
+      CHECK(token != 7);    // the control token
+      CHECK(token != 511);  // eos
+    }
+    if (reply.reason == FinishReason::stop) {
+      CHECK(reference_object(reply.text));
+      ++objects;
+    } else {
+      CHECK(reply.reason == FinishReason::length);
+      CHECK(reply.tokens.size() == 40);
+      JsonRecognizer recognizer;
+      REQUIRE(recognizer.accept(reply.text));
+      CHECK(reference_object(reply.text + completion(recognizer)));
+    }
+  }
+  CHECK(objects >= 4);
+
+  // Without the vocabulary's text there is no JSON mode.
+  engine::Engine textless(model, ctx, engine::EngineOptions{});
+  engine::Request request;
+  request.prompt = {1, 2, 3};
+  request.json_object = true;
+  const engine::RequestId id = textless.submit(request);
+  const std::vector<engine::Event> events = textless.step().events;
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].id == id);
+  CHECK(events[0].reason == FinishReason::refused);
+  CHECK(events[0].error.find("JSON mode needs") != std::string::npos);
+}
