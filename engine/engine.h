@@ -94,9 +94,10 @@ class Engine {
 
   // Queues a request and returns its id. One that can never run (no prompt, an id outside the
   // vocabulary, a prompt that fills the context or the whole cache, max_tokens < 1, bad sampling
-  // options, penalties or logit bias, stop strings or JSON mode without the vocabulary's text) is refused: the next step
-  // reports it finished, FinishReason::refused, with the reason; the other requests go on. After a
-  // device failure, every request finishes at once, FinishReason::failed.
+  // options, penalties or logit bias, stop strings or JSON mode without the vocabulary's text)
+  // is refused: the next step reports it finished, FinishReason::refused, with the reason; the
+  // other requests go on. After a device failure, every request finishes at once,
+  // FinishReason::failed.
   RequestId submit(Request request);
   // Stops a waiting or running request: its blocks return to the pool at once, and the next step
   // reports it finished, FinishReason::cancelled. False when no such request is in flight.

@@ -332,8 +332,8 @@ TEST_CASE("engine: a stop string ends a request at the token that completes it")
   gpt2::Model model = gpt2::Model::open(testing::hf_fixture_dir("tiny-a"), ctx);
   // Token t reads "<t>": the stop string "3><" + the third token's id ends the request as soon
   // as the third token is out, whichever tokens came before.
-  const engine::TokenVocabulary text{
-      [](std::int32_t id) { return "<" + std::to_string(id) + ">"; }, {}};
+  const engine::TokenVocabulary text{[](std::int32_t id) { return "<" + std::to_string(id) + ">"; },
+                                     {}};
   const std::vector<std::int32_t> prompt = iota_ids(7);
   const std::vector<std::int32_t> alone = testing::greedy(ctx, model, prompt, 8);
   Engine engine(model, ctx, engine::EngineOptions{}, text);

@@ -786,7 +786,9 @@ TEST_CASE("serve: response_format json_object: a JSON reply ends at its '}', pro
 
   // A prompt the model answers with prose: JSON mode turns every reply into JSON (a whole
   // object, or one cut short by max_tokens), greedy or sampled, on both endpoints.
-  json completion = {{"prompt", "Paris is"}, {"max_tokens", 24}, {"ignore_eos", true},
+  json completion = {{"prompt", "Paris is"},
+                     {"max_tokens", 24},
+                     {"ignore_eos", true},
                      {"response_format", {{"type", "json_object"}}}};
   for (int seed = 0; seed < 6; ++seed) {
     completion["temperature"] = seed == 0 ? 0.0 : 1.0;
@@ -804,10 +806,10 @@ TEST_CASE("serve: response_format json_object: a JSON reply ends at its '}', pro
   if (std::system("python3 -c 'import openai' 2>/dev/null") != 0) {
     MESSAGE("SKIPPED: the openai package is not installed (pip install openai)");
   } else {
-    const std::string command = "python3 " + std::string(ATTNSCOPE_TEST_FIXTURES) +
-                                "/../serve_openai_json_client.py http://127.0.0.1:" +
-                                std::to_string(server.port()) + "/v1 " +
-                                std::to_string(script.size());
+    const std::string command =
+        "python3 " + std::string(ATTNSCOPE_TEST_FIXTURES) +
+        "/../serve_openai_json_client.py http://127.0.0.1:" + std::to_string(server.port()) +
+        "/v1 " + std::to_string(script.size());
     CHECK(std::system(command.c_str()) == 0);
   }
   CHECK(server.stop(SIGTERM, 10) == 0);

@@ -94,9 +94,9 @@ struct TokenizerJson::Impl {
   void read_post_processor(const Json& spec);
 
   std::string where;
-  std::vector<std::string> token_bytes;                         // id -> bytes
-  std::vector<bool> has_token;                                  // id -> whether some token has it
-  std::vector<bool> special;  // id -> an added token marked special (<|im_end|>, <s>)
+  std::vector<std::string> token_bytes;  // id -> bytes
+  std::vector<bool> has_token;           // id -> whether some token has it
+  std::vector<bool> special;             // id -> an added token marked special (<|im_end|>, <s>)
   std::unordered_map<std::string, std::int32_t> id_of_content;  // as the file writes tokens
   std::unordered_map<std::string, std::int32_t> id_of_piece;    // ignore_merges: piece -> id
   bool ignore_merges = false;

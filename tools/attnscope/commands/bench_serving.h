@@ -25,7 +25,7 @@ struct ServingFlags {
   std::string input_len = "64:256";  // MIN:MAX or N
   std::string output_len = "32:128";
   std::int64_t shared_prefix = 0;
-  std::string dataset;  // JSON lines of {"prompt_ids", "max_tokens"}; replaces the random mix
+  std::string dataset;       // JSON lines of {"prompt_ids", "max_tokens"}; replaces the random mix
   bool json_object = false;  // every request in JSON mode (needs a tokenizer)
   std::string tokenizer;     // its folder; "": the model's own (find_tokenizer)
   EngineFlags engine;
