@@ -1,6 +1,8 @@
 // The byte-at-a-time JSON object recognizer (json_recognizer.h).
 #include "engine/json_recognizer.h"
 
+#include <functional>
+
 namespace attnscope::engine {
 namespace {
 
@@ -41,6 +43,19 @@ Utf8Lead utf8_lead(unsigned char byte) {
 
 }  // namespace
 
+std::size_t JsonRecognizer::hash() const {
+  // Every field packed into two words, then mixed (equal states hash equal; any fixed mix does).
+  const std::uint64_t position = static_cast<std::uint64_t>(mode_) | std::uint64_t{depth_} << 8 |
+                                 std::uint64_t{whitespace_run_} << 16 |
+                                 std::uint64_t{in_key_} << 24 | std::uint64_t{utf8_left_} << 32 |
+                                 std::uint64_t{utf8_low_} << 40 | std::uint64_t{utf8_high_} << 48 |
+                                 std::uint64_t{hex_digits_} << 56;
+  const std::uint64_t rest = std::uint64_t{low_surrogate_} | std::uint64_t{literal_} << 1 |
+                             std::uint64_t{literal_read_} << 3 | std::uint64_t{code_unit_} << 8 |
+                             std::uint64_t{open_objects_} << 24;
+  return std::hash<std::uint64_t>{}(position * 0x9E3779B97F4A7C15ull ^ rest);
+}
+
 bool JsonRecognizer::accept(unsigned char byte) {
   JsonRecognizer next = *this;
   if (!next.step(byte)) return false;
@@ -78,7 +93,11 @@ bool JsonRecognizer::step(unsigned char byte) {
     case Mode::literal: {
       const std::string_view word = kLiterals[literal_];
       if (byte != static_cast<unsigned char>(word[literal_read_])) return false;
-      if (++literal_read_ == word.size()) end_value();
+      if (++literal_read_ == word.size()) {
+        literal_ = 0;
+        literal_read_ = 0;
+        end_value();
+      }
       return true;
     }
     case Mode::done:
@@ -161,6 +180,7 @@ bool JsonRecognizer::step_string(unsigned char byte) {
       if (byte == '"') {
         if (in_key_) {
           mode_ = Mode::colon;
+          in_key_ = false;
         } else {
           end_value();
         }
@@ -182,16 +202,18 @@ bool JsonRecognizer::step_string(unsigned char byte) {
     }
     case Mode::string_utf8:
       if (byte < utf8_low_ || byte > utf8_high_) return false;
-      utf8_low_ = 0x80;
-      utf8_high_ = 0xBF;
-      if (--utf8_left_ == 0) mode_ = Mode::string;
+      if (--utf8_left_ == 0) {
+        mode_ = Mode::string;
+        utf8_low_ = 0;
+        utf8_high_ = 0;
+      } else {
+        utf8_low_ = 0x80;
+        utf8_high_ = 0xBF;
+      }
       return true;
     case Mode::escape:
       if (byte == 'u') {
         mode_ = Mode::hex;
-        hex_digits_ = 0;
-        code_unit_ = 0;
-        low_surrogate_ = false;
         return true;
       }
       if (byte == 0 || kEscapes.find(static_cast<char>(byte)) == std::string_view::npos) {
@@ -206,8 +228,6 @@ bool JsonRecognizer::step_string(unsigned char byte) {
     case Mode::low_u:
       if (byte != 'u') return false;
       mode_ = Mode::hex;
-      hex_digits_ = 0;
-      code_unit_ = 0;
       low_surrogate_ = true;
       return true;
     case Mode::hex: {
@@ -224,6 +244,9 @@ bool JsonRecognizer::step_string(unsigned char byte) {
       if (hex_digits_ == 4) {
         const bool high = code_unit_ >= 0xD800 && code_unit_ <= 0xDBFF;
         mode_ = high ? Mode::low_backslash : Mode::string;
+        hex_digits_ = 0;
+        code_unit_ = 0;
+        low_surrogate_ = false;
       }
       return true;
     }
@@ -295,6 +318,7 @@ bool JsonRecognizer::open(bool object) {
 bool JsonRecognizer::close(bool object) {
   if (depth_ == 0 || innermost_is_object() != object) return false;
   --depth_;
+  open_objects_ &= ~(std::uint32_t{1} << depth_);
   end_value();
   return true;
 }

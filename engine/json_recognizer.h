@@ -22,9 +22,10 @@
 // budget with emptiness: at most kMaxWhitespaceRun whitespace bytes in a row, and at most
 // kMaxDepth nested containers.
 // Cost: O(1) per byte; the state is 20 bytes, copied freely (the token mask copies it per
-// vocabulary trie node it visits).
+// vocabulary trie node it visits), compared and hashed (the mask remembers what it found).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -42,6 +43,12 @@ class JsonRecognizer {
   bool accept(std::string_view bytes);
   // Whether the text read is one whole JSON object (and so can take no more bytes).
   bool complete() const { return mode_ == Mode::done; }
+
+  // Equal when the texts read so far stand at the same place in the grammar, whatever the keys
+  // and strings in them: a field the mode does not use is kept 0, so equal places compare equal
+  // (JsonTokenMask remembers its masks by state).
+  bool operator==(const JsonRecognizer&) const = default;
+  std::size_t hash() const;
 
  private:
   enum class Mode : std::uint8_t {

@@ -7,7 +7,8 @@
 
 namespace attnscope::engine {
 
-JsonTokenMask::JsonTokenMask(const std::vector<std::string>& token_bytes) {
+JsonTokenMask::JsonTokenMask(const std::vector<std::string>& token_bytes)
+    : vocabulary_size_(token_bytes.size()) {
   std::vector<std::int32_t> ids;
   for (std::size_t id = 0; id < token_bytes.size(); ++id) {
     if (!token_bytes[id].empty()) ids.push_back(static_cast<std::int32_t>(id));
@@ -30,14 +31,12 @@ JsonTokenMask::JsonTokenMask(const std::vector<std::string>& token_bytes) {
   states_.resize(longest_ + 1);
 }
 
-std::span<const float> JsonTokenMask::restrict(const JsonRecognizer& json,
-                                               std::span<const float> logits) {
-  restricted_.assign(logits.size(), -std::numeric_limits<float>::infinity());
+std::vector<bool> JsonTokenMask::walk(const JsonRecognizer& json) {
+  std::vector<bool> allowed(vocabulary_size_, false);
   states_[0] = json;
   // The previous token's first `read` bytes were accepted (states_[read] is the state after
   // them); when it was refused, its byte at `read` was the one refused.
   std::size_t read = 0;
-  bool any = false;
   for (std::size_t i = 0; i < id_.size(); ++i) {
     const std::string_view bytes(bytes_.data() + offset_[i], offset_[i + 1] - offset_[i]);
     // Sharing more than `read` bytes with the previous token means sharing its refused byte.
@@ -48,8 +47,23 @@ std::span<const float> JsonTokenMask::restrict(const JsonRecognizer& json,
       if (!states_[read + 1].accept(static_cast<unsigned char>(bytes[read]))) break;
       ++read;
     }
-    const auto id = static_cast<std::size_t>(id_[i]);
-    if (read == bytes.size() && id < logits.size()) {
+    if (read == bytes.size()) allowed[static_cast<std::size_t>(id_[i])] = true;
+  }
+  return allowed;
+}
+
+std::span<const float> JsonTokenMask::restrict(const JsonRecognizer& json,
+                                               std::span<const float> logits) {
+  auto found = allowed_after_.find(json);
+  if (found == allowed_after_.end()) {
+    if (allowed_after_.size() >= kRememberedStates) allowed_after_.clear();
+    found = allowed_after_.emplace(json, walk(json)).first;
+  }
+  const std::vector<bool>& allowed = found->second;
+  restricted_.assign(logits.size(), -std::numeric_limits<float>::infinity());
+  bool any = false;
+  for (std::size_t id = 0; id < std::min(logits.size(), allowed.size()); ++id) {
+    if (allowed[id]) {
       restricted_[id] = logits[id];
       any = true;
     }

@@ -8,14 +8,20 @@
 // with the one before it (a trie walked in order without its nodes): the recognizer's state after
 // each prefix is kept on a stack, so a shared prefix is read once, and a refused prefix refuses
 // every token after it that starts with it, without reading them.
-// Cost per draw: O(V) for the walk and the copy of the logits, plus one recognizer step (a few
-// nanoseconds) per trie node under the accepted prefixes: about the vocabulary's total bytes
-// inside a string (where nearly every token fits), far fewer elsewhere.
+// What a walk finds depends on the recognizer's state alone, and a reply passes through few
+// distinct states (inside a string, every string at the same depth is the same state), so the
+// allowed set of each state is remembered (up to kRememberedStates of them, then forgotten all
+// at once) and a walk runs only on a state not seen before.
+// Cost per draw: O(V) to copy the logits through the remembered set. A walk: O(V), plus one
+// recognizer step (a few nanoseconds) per trie node under the accepted prefixes: about the
+// vocabulary's total bytes inside a string (where nearly every token fits), far fewer
+// elsewhere. Memory: V bits per remembered state.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/json_recognizer.h"
@@ -32,13 +38,27 @@ class JsonTokenMask {
   // call. Empty when no token of the vocabulary can follow (a vocabulary without single bytes).
   std::span<const float> restrict(const JsonRecognizer& json, std::span<const float> logits);
 
+  // States whose allowed set is remembered now.
+  std::size_t remembered_states() const { return allowed_after_.size(); }
+
+  static constexpr std::size_t kRememberedStates = 256;
+
  private:
+  struct StateHash {
+    std::size_t operator()(const JsonRecognizer& state) const { return state.hash(); }
+  };
+
+  // The walk: allowed[id] for every token after `json`.
+  std::vector<bool> walk(const JsonRecognizer& json);
+
+  std::size_t vocabulary_size_;         // token ids are below it
   std::string bytes_;                   // the tokens' bytes, in sorted order, back to back
   std::vector<std::uint32_t> offset_;   // token i of the order: bytes_[offset_[i], offset_[i+1])
   std::vector<std::uint32_t> shared_;   // its prefix shared with token i - 1 (0 for the first)
   std::vector<std::int32_t> id_;        // its id
   std::size_t longest_ = 0;             // the longest token's bytes
   std::vector<JsonRecognizer> states_;  // the walk's stack: states_[k] after k bytes
+  std::unordered_map<JsonRecognizer, std::vector<bool>, StateHash> allowed_after_;
   std::vector<float> restricted_;
 };
 
