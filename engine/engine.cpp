@@ -144,7 +144,8 @@ RequestId Engine::submit(Request request) {
     pending_events_.push_back({id, false, 0, true, FinishReason::refused, std::move(why), 0, {}});
     return id;
   }
-  auto sequence = std::make_unique<Sequence>(id, std::move(request));
+  JsonTokenMask* const mask = request.json_object ? &json_mask() : nullptr;
+  auto sequence = std::make_unique<Sequence>(id, std::move(request), mask);
   scheduler_.add(sequence.get());
   mark(*sequence);
   sequences_.emplace(id, std::move(sequence));
@@ -175,7 +176,7 @@ bool Engine::finished(Sequence& sequence, FinishReason& reason) {
     reason = FinishReason::eos;
     return true;
   }
-  if (sequence.json && sequence.json->complete()) {
+  if (sequence.picker.json_complete()) {
     reason = FinishReason::stop;
     return true;
   }
@@ -204,16 +205,7 @@ void Engine::finish(Sequence& sequence) {
 }
 
 JsonTokenMask& Engine::json_mask() {
-  if (!json_mask_) {
-    std::vector<std::string> token_bytes(static_cast<std::size_t>(model_.config().vocab_size));
-    for (std::size_t id = 0; id < token_bytes.size(); ++id) {
-      const auto token = static_cast<std::int32_t>(id);
-      const bool control = (vocabulary_.is_control && vocabulary_.is_control(token)) ||
-                           model_.config().is_eos(token);
-      if (!control) token_bytes[id] = vocabulary_.text(token);
-    }
-    json_mask_ = std::make_unique<JsonTokenMask>(token_bytes);
-  }
+  if (!json_mask_) json_mask_ = std::make_unique<JsonTokenMask>(vocabulary_, model_.config());
   return *json_mask_;
 }
 
@@ -332,23 +324,18 @@ StepReport Engine::step() {
     if (s.pending() > 0) continue;  // a prefill chunk with more to come: its logits are unused
     const std::span<const float> row(logits.data<float>() + static_cast<std::int64_t>(i) * vocab,
                                      static_cast<std::size_t>(vocab));
-    std::span<const float> choices = s.adjuster.adjust(row);
-    if (s.json) {
-      choices = json_mask().restrict(*s.json, choices);
-      if (choices.empty()) {
-        report.events.push_back({.id = s.id,
-                                 .finished = true,
-                                 .reason = FinishReason::failed,
-                                 .error = "JSON mode: no token of the vocabulary continues the "
-                                          "reply (it lacks single-byte tokens)",
-                                 .top_logprobs = {}});
-        finish(s);
-        continue;
-      }
+    const std::optional<std::int32_t> token = s.picker.pick(row);
+    if (!token) {
+      report.events.push_back({.id = s.id,
+                               .finished = true,
+                               .reason = FinishReason::failed,
+                               .error = "JSON mode: no token of the vocabulary continues the "
+                                        "reply (it lacks single-byte tokens)",
+                               .top_logprobs = {}});
+      finish(s);
+      continue;
     }
-    s.tokens.push_back(s.sampler.sample(choices));
-    s.adjuster.record(s.tokens.back());
-    if (s.json) s.json->accept(vocabulary_.text(s.tokens.back()));
+    s.tokens.push_back(*token);
     FinishReason reason;
     const bool done = finished(s, reason);
     report.events.push_back(

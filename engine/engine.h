@@ -35,6 +35,7 @@
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
+#include "engine/token_vocabulary.h"
 #include "models/language_model.h"
 #include "runtime/paged_kv_cache.h"
 
@@ -53,15 +54,6 @@ struct EngineOptions {
 // RAM, or the GPU's), and no more than 16 sequences of the model's full context need.
 std::uint64_t default_kv_memory(const LanguageModel& model, const Context& ctx,
                                 const EngineOptions& options);
-
-// The tokenizer as the engine needs it, for stop strings and JSON mode.
-struct TokenVocabulary {
-  // The bytes token `id` adds to a text ("" for an id naming no token).
-  std::function<std::string(std::int32_t id)> text;
-  // Whether token `id` is a control token (<|endoftext|>, <|im_end|>): its text never stands
-  // for itself, so JSON mode never draws it. None given: no token is.
-  std::function<bool(std::int32_t id)> is_control;
-};
 
 // What one step did.
 struct StepReport {

@@ -46,13 +46,13 @@ Utf8Lead utf8_lead(unsigned char byte) {
 std::size_t JsonRecognizer::hash() const {
   // Every field packed into two words, then mixed (equal states hash equal; any fixed mix does).
   const std::uint64_t position = static_cast<std::uint64_t>(mode_) | std::uint64_t{depth_} << 8 |
-                                 std::uint64_t{whitespace_run_} << 16 |
+                                 std::uint64_t{static_cast<std::uint8_t>(gap_)} << 16 |
                                  std::uint64_t{in_key_} << 24 | std::uint64_t{utf8_left_} << 32 |
                                  std::uint64_t{utf8_low_} << 40 | std::uint64_t{utf8_high_} << 48 |
                                  std::uint64_t{hex_digits_} << 56;
   const std::uint64_t rest = std::uint64_t{low_surrogate_} | std::uint64_t{literal_} << 1 |
                              std::uint64_t{literal_read_} << 3 | std::uint64_t{code_unit_} << 8 |
-                             std::uint64_t{open_objects_} << 24;
+                             std::uint64_t{open_objects_} << 24 | std::uint64_t{indent_} << 56;
   return std::hash<std::uint64_t>{}(position * 0x9E3779B97F4A7C15ull ^ rest);
 }
 
@@ -108,12 +108,10 @@ bool JsonRecognizer::step(unsigned char byte) {
 }
 
 bool JsonRecognizer::step_structure(unsigned char byte) {
-  if (is_whitespace(byte)) {
-    if (whitespace_run_ >= kMaxWhitespaceRun) return false;
-    ++whitespace_run_;
-    return true;
-  }
-  whitespace_run_ = 0;
+  if (is_whitespace(byte)) return extend_gap(byte);
+  if (gap_ == Gap::carriage_return) return false;  // "\r" only before "\n"
+  gap_ = Gap::none;
+  indent_ = 0;
   switch (mode_) {
     case Mode::start:
       return byte == '{' && open(true);
@@ -304,6 +302,27 @@ bool JsonRecognizer::step_number(unsigned char byte) {
   // closing bracket or whitespace must follow.
   end_value();
   return step_structure(byte);
+}
+
+bool JsonRecognizer::extend_gap(unsigned char byte) {
+  switch (gap_) {
+    case Gap::none:
+      gap_ = byte == ' '    ? Gap::space
+             : byte == '\n' ? Gap::line_break
+             : byte == '\r' ? Gap::carriage_return
+                            : Gap::none;
+      return gap_ != Gap::none;  // a tab only indents
+    case Gap::carriage_return:
+      if (byte != '\n') return false;
+      gap_ = Gap::line_break;
+      return true;
+    case Gap::line_break:
+      if ((byte != ' ' && byte != '\t') || indent_ >= kMaxIndent) return false;
+      ++indent_;
+      return true;
+    default:
+      return false;  // nothing follows a space
+  }
 }
 
 bool JsonRecognizer::open(bool object) {

@@ -4,7 +4,7 @@
 //
 // It is a pushdown automaton: a stack of the open containers (object or array, one bit each) and
 // where in the grammar the next byte falls:
-//   start          before the top-level object: whitespace or '{'
+//   start          before the top-level object: '{' (after a gap, below)
 //   value          after ':' or an array's ',': '{' '[' '"' '-' digit 't' 'f' 'n'
 //   value_or_close after '[': a value or ']'
 //   key_or_close   after '{': '"' or '}'
@@ -18,9 +18,11 @@
 //   literal        true, false, null
 //   done           the object is closed: nothing more
 // Every text it accepts can be completed (a string can always close, a container too), so a
-// masked sampler never runs out of tokens mid-way. Two bounds keep a model from filling its
-// budget with emptiness: at most kMaxWhitespaceRun whitespace bytes in a row, and at most
-// kMaxDepth nested containers.
+// masked sampler never runs out of tokens mid-way. It takes a part of JSON only, so that a model
+// cannot fill its budget with emptiness: the whitespace between two tokens (a gap) is nothing, one
+// space, or one line break ("\n" or "\r\n") and at most kMaxIndent spaces or tabs, as compact
+// and pretty-printed JSON write it (llama.cpp's JSON grammar has the same rule); and at most
+// kMaxDepth containers are open at once.
 // Cost: O(1) per byte; the state is 20 bytes, copied freely (the token mask copies it per
 // vocabulary trie node it visits), compared and hashed (the mask remembers what it found).
 #pragma once
@@ -34,10 +36,10 @@ namespace attnscope::engine {
 class JsonRecognizer {
  public:
   static constexpr int kMaxDepth = 32;
-  static constexpr int kMaxWhitespaceRun = 24;
+  static constexpr int kMaxIndent = 20;
 
-  // Reads `byte`; false (the state unchanged) when no JSON object starts with the text so far
-  // followed by it.
+  // Reads `byte`; false (the state unchanged) when no JSON object of the form above starts with
+  // the text so far followed by it.
   bool accept(unsigned char byte);
   // Reads `bytes` in turn; false (the state unchanged) when one of them is refused.
   bool accept(std::string_view bytes);
@@ -87,23 +89,26 @@ class JsonRecognizer {
   bool begin_value(unsigned char byte);
   // After a value: done at the top level, else a ',' or a closing bracket.
   void end_value();
+  bool extend_gap(unsigned char byte);
   bool open(bool object);
   bool close(bool object);
   bool innermost_is_object() const { return ((open_objects_ >> (depth_ - 1)) & 1u) != 0; }
 
   Mode mode_ = Mode::start;
-  std::uint8_t depth_ = 0;           // open containers
-  std::uint8_t whitespace_run_ = 0;  // whitespace bytes since the last other byte
-  bool in_key_ = false;              // the string being read is an object's key
-  std::uint8_t utf8_left_ = 0;       // string_utf8
-  std::uint8_t utf8_low_ = 0;        // string_utf8: the next byte's least value
-  std::uint8_t utf8_high_ = 0;       // and its greatest
-  std::uint8_t hex_digits_ = 0;      // hex
-  bool low_surrogate_ = false;       // hex: this \u must be a low surrogate
-  std::uint8_t literal_ = 0;         // literal: 0 true, 1 false, 2 null
-  std::uint8_t literal_read_ = 0;    // literal
-  std::uint16_t code_unit_ = 0;      // hex
-  std::uint32_t open_objects_ = 0;   // bit d: the container at depth d is an object
+  std::uint8_t depth_ = 0;  // open containers
+  enum class Gap : std::uint8_t { none, space, carriage_return, line_break };
+  Gap gap_ = Gap::none;             // the whitespace since the last other byte
+  std::uint8_t indent_ = 0;         // after a line break: the spaces and tabs since
+  bool in_key_ = false;             // the string being read is an object's key
+  std::uint8_t utf8_left_ = 0;      // string_utf8
+  std::uint8_t utf8_low_ = 0;       // string_utf8: the next byte's least value
+  std::uint8_t utf8_high_ = 0;      // and its greatest
+  std::uint8_t hex_digits_ = 0;     // hex
+  bool low_surrogate_ = false;      // hex: this \u must be a low surrogate
+  std::uint8_t literal_ = 0;        // literal: 0 true, 1 false, 2 null
+  std::uint8_t literal_read_ = 0;   // literal
+  std::uint16_t code_unit_ = 0;     // hex
+  std::uint32_t open_objects_ = 0;  // bit d: the container at depth d is an object
 };
 
 }  // namespace attnscope::engine

@@ -21,10 +21,13 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "engine/json_recognizer.h"
+#include "engine/token_vocabulary.h"
+#include "models/model_config.h"
 
 namespace attnscope::engine {
 
@@ -33,6 +36,12 @@ class JsonTokenMask {
   // token_bytes[id]: the bytes token id adds to a text; empty for a token that may never be
   // drawn in JSON mode (a control token, the end-of-sequence token, an id naming no token).
   explicit JsonTokenMask(const std::vector<std::string>& token_bytes);
+  // The vocabulary of a model: every id below its vocab_size, less the control tokens and the
+  // model's end-of-sequence ids.
+  JsonTokenMask(const TokenVocabulary& vocabulary, const ModelConfig& model);
+
+  // The bytes of token `id` ("" for one never drawn).
+  std::string_view bytes(std::int32_t id) const;
 
   // `logits` with every token that cannot follow `json` at -inf: a copy, valid until the next
   // call. Empty when no token of the vocabulary can follow (a vocabulary without single bytes).
@@ -44,6 +53,8 @@ class JsonTokenMask {
   static constexpr std::size_t kRememberedStates = 256;
 
  private:
+  static constexpr std::uint32_t kNone = UINT32_MAX;
+
   struct StateHash {
     std::size_t operator()(const JsonRecognizer& state) const { return state.hash(); }
   };
@@ -51,13 +62,14 @@ class JsonTokenMask {
   // The walk: allowed[id] for every token after `json`.
   std::vector<bool> walk(const JsonRecognizer& json);
 
-  std::size_t vocabulary_size_;         // token ids are below it
-  std::string bytes_;                   // the tokens' bytes, in sorted order, back to back
-  std::vector<std::uint32_t> offset_;   // token i of the order: bytes_[offset_[i], offset_[i+1])
-  std::vector<std::uint32_t> shared_;   // its prefix shared with token i - 1 (0 for the first)
-  std::vector<std::int32_t> id_;        // its id
-  std::size_t longest_ = 0;             // the longest token's bytes
-  std::vector<JsonRecognizer> states_;  // the walk's stack: states_[k] after k bytes
+  std::size_t vocabulary_size_;        // token ids are below it
+  std::string bytes_;                  // the tokens' bytes, in sorted order, back to back
+  std::vector<std::uint32_t> offset_;  // token i of the order: bytes_[offset_[i], offset_[i+1])
+  std::vector<std::uint32_t> shared_;  // its prefix shared with token i - 1 (0 for the first)
+  std::vector<std::int32_t> id_;       // its id
+  std::vector<std::uint32_t> order_of_id_;  // id -> its i in the order (kNone: never drawn)
+  std::size_t longest_ = 0;                 // the longest token's bytes
+  std::vector<JsonRecognizer> states_;      // the walk's stack: states_[k] after k bytes
   std::unordered_map<JsonRecognizer, std::vector<bool>, StateHash> allowed_after_;
   std::vector<float> restricted_;
 };

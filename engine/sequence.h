@@ -3,26 +3,22 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "engine/json_recognizer.h"
 #include "engine/request.h"
-#include "runtime/sampler.h"
+#include "engine/token_picker.h"
 
 namespace attnscope::engine {
 
 struct Sequence {
-  Sequence(RequestId request_id, Request asked)
+  // `json_mask`: the engine's, for a request in JSON mode.
+  Sequence(RequestId request_id, Request asked, JsonTokenMask* json_mask = nullptr)
       : id(request_id),
         tokens(asked.prompt),
         prompt_length(static_cast<std::int64_t>(asked.prompt.size())),
-        sampler(asked.sampling),
-        adjuster(asked.adjustments),
-        request(std::move(asked)) {
-    if (request.json_object) json.emplace();
-  }
+        picker(asked.sampling, asked.adjustments, json_mask),
+        request(std::move(asked)) {}
 
   RequestId id;
   // The prompt, then every generated token. The last one's keys and values are computed by the
@@ -32,11 +28,10 @@ struct Sequence {
   std::int64_t prompt_length;
   // Leading tokens whose keys and values are in the cache (0 after a preemption: recomputed).
   std::int64_t computed = 0;
-  // The request's own generator, untouched by a preemption, so that what it draws never depends
-  // on the batch it ran in or on being recomputed.
-  Sampler sampler;
-  LogitAdjuster adjuster;  // the request's penalties and logit bias, with what it generated
-  std::optional<JsonRecognizer> json;  // JSON mode: where the reply is in the JSON grammar
+  // The request's own sampler (and penalties, logit bias, JSON grammar), untouched by a
+  // preemption, so that what it draws never depends on the batch it ran in or on being
+  // recomputed.
+  TokenPicker picker;
   Request request;
   std::string text;  // the generated text so far, when stop strings are watched
   std::int64_t preemptions = 0;

@@ -135,7 +135,15 @@ class Model {
         tokenizer::read_conversation(request),
         tokenizer::chat_ending(add_generation_prompt, continue_final_message));
   }
-  std::string decode(const std::vector<std::int32_t>& ids) const { return tokenizer().decode(ids); }
+  // Bytes that are not UTF-8 (a token cut mid-character) become U+FFFD, as in transformers'
+  // decode().
+  py::str decode(const std::vector<std::int32_t>& ids) const {
+    const std::string text = tokenizer().decode(ids);
+    PyObject* decoded =
+        PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "replace");
+    if (decoded == nullptr) throw py::error_already_set();
+    return py::reinterpret_steal<py::str>(decoded);
+  }
 
   // f32 logits [T, V] of every position of `ids`, from an empty cache.
   HostArray logits(const std::vector<std::int32_t>& ids) {
@@ -152,10 +160,28 @@ class Model {
 
   // The decode loop of `attnscope generate` (cli/generation.h); with `keep_logits` also the
   // f32 logits [new tokens, V] each token was chosen from, as generate --logits-out saves them.
+  // Penalties and JSON mode pick on the host (engine/token_picker.h); JSON mode's mask of the
+  // vocabulary is built on its first use and kept.
   py::dict generate(const std::vector<std::int32_t>& prompt, std::int64_t max_new_tokens,
-                    const SamplingOptions& sampling, bool ignore_eos, bool keep_logits) {
-    cli::GenerationOptions options{max_new_tokens, sampling, ignore_eos};
+                    const SamplingOptions& sampling, bool ignore_eos, bool keep_logits,
+                    float presence_penalty, float frequency_penalty, bool json_object) {
+    cli::GenerationOptions options;
+    options.max_new_tokens = max_new_tokens;
+    options.sampling = sampling;
+    options.ignore_eos = ignore_eos;
     validate_sampling(options.sampling);
+    for (const float penalty : {presence_penalty, frequency_penalty}) {
+      check(penalty >= -2.0f && penalty <= 2.0f, "generate", "a penalty must be in [-2, 2]");
+    }
+    options.adjustments.presence_penalty = presence_penalty;
+    options.adjustments.frequency_penalty = frequency_penalty;
+    if (json_object) {
+      if (!json_mask_) {
+        json_mask_ =
+            std::make_unique<engine::JsonTokenMask>(tokenizer().vocabulary(), model_->config());
+      }
+      options.json_mask = json_mask_.get();
+    }
     const auto length = static_cast<std::int64_t>(prompt.size());
     const std::int64_t positions = length + std::max<std::int64_t>(max_new_tokens - 1, 0);
     const std::int64_t vocab = model_->config().vocab_size;
@@ -288,6 +314,7 @@ class Model {
   std::shared_ptr<Context> ctx_;  // shared with the arrays whose bytes its allocator owns
   std::unique_ptr<LanguageModel> model_;
   std::optional<cli::TextTokenizer> tokenizer_;
+  std::unique_ptr<engine::JsonTokenMask> json_mask_;  // generate's JSON mode, built on first use
 };
 
 // The attention op alone, as `attnscope bench-attention` times it (measure/attention_timing.h):

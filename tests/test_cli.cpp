@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/json_recognizer.h"
 #include "fixture_paths.h"
 #include "runtime/cpu_features.h"
 #include "runtime/npy.h"
@@ -1202,6 +1203,106 @@ TEST_CASE("generate --top-logprobs reports each token's log-probability; --logit
   check_one_line_error(
       run("generate --model synthetic:tiny -n 1 --logits-out " + dir.file("no/such/dir.npy")), 1,
       "cannot be written");
+}
+
+// Every token of tiny-a's 512 with its raw log-probability at each generated step, best first
+// (generate --top-logprobs 512), and the ids generate chose.
+struct RankedSteps {
+  std::vector<int> chosen;
+  std::vector<nlohmann::json> ranked;  // per step: top_logprobs, all 512
+  std::string stop_reason;
+  std::string text;
+};
+
+RankedSteps generate_ranked(const std::string& flags) {
+  const nlohmann::json reference = read_json(fixture("tiny-a") + "/reference.json");
+  const auto prompt = reference["greedy"]["prompt_ids"].get<std::vector<int>>();
+  const nlohmann::json out = success_json(
+      run("generate --model " + fixture("tiny-a") + " --tokenizer " + perplexity_fixture() +
+          " --prompt-ids " + comma_separated(prompt) + " --json --top-logprobs 512 " + flags));
+  RankedSteps steps{
+      out["generated_ids"].get<std::vector<int>>(), {}, out["stop_reason"], out.value("text", "")};
+  for (const nlohmann::json& entry : out["logprobs"]["content"]) {
+    REQUIRE(entry["top_logprobs"].size() == 512);
+    steps.ranked.push_back(entry["top_logprobs"]);
+  }
+  REQUIRE(steps.ranked.size() == steps.chosen.size());
+  return steps;
+}
+
+std::string bytes_of(const nlohmann::json& entry) {
+  std::string bytes;
+  for (const nlohmann::json& byte : entry.value("bytes", nlohmann::json::array())) {
+    bytes += static_cast<char>(byte.get<int>());
+  }
+  return bytes;
+}
+
+TEST_CASE("generate --json-object: greedy takes the likeliest token that continues JSON") {
+  const RankedSteps steps = generate_ranked("-n 40 --json-object");
+  attnscope::engine::JsonRecognizer json;
+  std::string text;
+  for (std::size_t i = 0; i < steps.chosen.size(); ++i) {
+    CAPTURE(i);
+    CAPTURE(text);
+    // Every token likelier than the chosen one cannot continue the text (or is <|endoftext|>,
+    // 511, a control token); the chosen one can.
+    for (const nlohmann::json& entry : steps.ranked[i]) {
+      const int id = entry["id"];
+      attnscope::engine::JsonRecognizer next = json;
+      if (id == steps.chosen[i]) {
+        REQUIRE(next.accept(bytes_of(entry)));
+        json = next;
+        text += bytes_of(entry);
+        break;
+      }
+      CHECK((id == 511 || !next.accept(bytes_of(entry))));
+    }
+  }
+  CAPTURE(text);
+  CHECK(text.substr(text.find_first_not_of(" \t\n\r"), 1) == "{");
+  if (steps.stop_reason == "stop") {
+    CHECK(json.complete());
+    CHECK(nlohmann::json::parse(text).is_object());
+  } else {
+    CHECK(steps.stop_reason == "length");
+    CHECK(steps.chosen.size() == 40);
+  }
+  check_one_line_error(run("generate --model synthetic:llama-tiny --json-object -n 2"), 1,
+                       "JSON mode needs the model's tokenizer");
+}
+
+TEST_CASE(
+    "generate --presence-penalty and --frequency-penalty lower repeated tokens, as OpenAI's") {
+  const double presence = 0.8, frequency = 0.5;
+  const RankedSteps steps =
+      generate_ranked("-n 16 --ignore-eos --presence-penalty 0.8 --frequency-penalty 0.5");
+  std::map<int, int> counts;
+  for (std::size_t i = 0; i < steps.chosen.size(); ++i) {
+    CAPTURE(i);
+    // The arg max of log p - frequency * count - presence * (count > 0), lowest id on ties.
+    int best = -1;
+    double best_score = -INFINITY;
+    for (const nlohmann::json& entry : steps.ranked[i]) {
+      const int id = entry["id"];
+      const int count = counts.count(id) ? counts[id] : 0;
+      const double score =
+          entry["logprob"].get<double>() - frequency * count - (count > 0 ? presence : 0.0);
+      if (score > best_score + 1e-5 || (std::abs(score - best_score) <= 1e-5 && id < best)) {
+        best = id;
+        best_score = score;
+      }
+    }
+    CHECK(steps.chosen[i] == best);
+    ++counts[steps.chosen[i]];
+  }
+  // Without them, tiny-a repeats itself within 16 tokens; with them, less.
+  const RankedSteps plain = generate_ranked("-n 16 --ignore-eos");
+  const auto distinct = [](const std::vector<int>& ids) {
+    return std::set<int>(ids.begin(), ids.end()).size();
+  };
+  CHECK(distinct(steps.chosen) > distinct(plain.chosen));
+  check_one_line_error(run("generate --model synthetic:tiny --presence-penalty 3"), 2, "[-2, 2]");
 }
 
 TEST_CASE("perplexity equals transformers' own for every window setting of the fixture") {

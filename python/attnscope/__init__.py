@@ -174,13 +174,17 @@ class Model:
 
     def generate(self, prompt: Union[str, Sequence[int], np.ndarray], max_new_tokens: int = 32,
                  temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
-                 ignore_eos: bool = False, logits: bool = False) -> Generation:
+                 ignore_eos: bool = False, logits: bool = False, presence_penalty: float = 0.0,
+                 frequency_penalty: float = 0.0, json_object: bool = False) -> Generation:
         """Prefill `prompt` (text, or token ids), then pick up to `max_new_tokens` tokens:
         greedy at temperature 0, else sampled (top_k 0 and top_p 1 mean no limit) from a
         generator seeded by `seed`, so the same call gives the same tokens. It stops at the
-        model's eos token unless `ignore_eos`. With `logits`, Generation.logits holds the
+        model's eos token unless `ignore_eos`. `presence_penalty` and `frequency_penalty`
+        (in [-2, 2]) are OpenAI's. With `json_object` (JSON mode, needs the tokenizer) the reply
+        is one JSON object, every token that cannot continue one masked; it stops at the
+        object's closing brace, stop_reason "stop". With `logits`, Generation.logits holds the
         float32 logits each new token was chosen from (what `attnscope generate --logits-out`
-        saves)."""
+        saves), before penalties and JSON mode."""
         ids = self._prompt(prompt)
         options = _attnscope.SamplingOptions()
         if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
@@ -195,8 +199,16 @@ class Model:
         options.top_k = _check_int("top_k", top_k, 0)
         options.top_p = float(top_p)
         options.seed = _check_int("seed", seed, 0)
+        for name, penalty in (("presence_penalty", presence_penalty),
+                              ("frequency_penalty", frequency_penalty)):
+            if isinstance(penalty, bool) or not isinstance(penalty, numbers.Real):
+                raise TypeError(f"{name} must be a float, got {type(penalty).__name__}")
+            if not -2 <= penalty <= 2:
+                raise ValueError(f"{name} must lie in [-2, 2], got {penalty}")
         result = self._native.generate(ids, _check_int("max_new_tokens", max_new_tokens, 0),
-                                       options, bool(ignore_eos), bool(logits))
+                                       options, bool(ignore_eos), bool(logits),
+                                       float(presence_penalty), float(frequency_penalty),
+                                       bool(json_object))
         new_ids = list(result["ids"])
         text = self._native.decode(new_ids) if self._native.has_tokenizer() else None
         return Generation(ids, new_ids, text, result["stop_reason"], result["prefill_seconds"],

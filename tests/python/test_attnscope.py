@@ -174,6 +174,28 @@ def test_chat_template_renders_as_transformers_does(tmp_path):
         model.tokenizer.apply_chat_template("hello", chat_template=str(template))
 
 
+@pytest.mark.skipif(not BINARY, reason="ATTNSCOPE_BINARY is not set (ctest sets it)")
+@pytest.mark.parametrize("flags,kwargs", [
+    (["--json-object"], dict(json_object=True)),
+    (["--presence-penalty", "0.8", "--frequency-penalty", "0.5", "--ignore-eos"],
+     dict(presence_penalty=0.8, frequency_penalty=0.5, ignore_eos=True)),
+])
+def test_json_mode_and_penalties_pick_what_the_command_line_picks(flags, kwargs):
+    # The command line's picks are checked against the raw log-probabilities in test_cli.
+    fixture, tokenizer = str(FIXTURES / "hf/tiny-a"), str(FIXTURES / "hf/perplexity")
+    prompt = [11, 108, 205, 302, 399]
+    cli = json.loads(subprocess.run(
+        [BINARY, "generate", "--model", fixture, "--tokenizer", tokenizer, "--prompt-ids",
+         ",".join(map(str, prompt)), "-n", "24", "--threads", "1", "--json", *flags],
+        check=True, capture_output=True, text=True).stdout)
+    model = attnscope.load(fixture, threads=1, tokenizer=tokenizer)
+    out = model.generate(prompt, max_new_tokens=24, **kwargs)
+    assert out.ids == cli["generated_ids"]
+    assert out.stop_reason == cli["stop_reason"]
+    if out.stop_reason == "stop":
+        assert isinstance(json.loads(out.text), dict)
+
+
 def test_bad_arguments_raise_the_right_exceptions(tmp_path):
     with pytest.raises(ValueError, match="attn"):
         attnscope.load("synthetic:tiny", attn="fastest")
@@ -203,6 +225,12 @@ def test_bad_arguments_raise_the_right_exceptions(tmp_path):
         model.generate([1] * 10, max_new_tokens=model.config["context_length"])
     with pytest.raises(attnscope.Error, match="tokenizer"):
         model.generate("text needs a tokenizer")  # synthetic Llama shapes have none
+    with pytest.raises(attnscope.Error, match="tokenizer"):
+        model.generate([1], json_object=True)
+    with pytest.raises(ValueError, match="presence_penalty"):
+        model.generate([1], presence_penalty=3)
+    with pytest.raises(TypeError, match="frequency_penalty"):
+        model.generate([1], frequency_penalty="high")
     assert issubclass(attnscope.Error, RuntimeError)
 
 

@@ -3,7 +3,9 @@
 
 #include <chrono>
 
+#include "engine/token_picker.h"
 #include "ops/sample.h"
+#include "runtime/error.h"
 #include "runtime/transfer.h"
 #include "tools/attnscope/cli/elapsed.h"
 
@@ -15,9 +17,19 @@ Generation generate_tokens(Context& ctx, const LanguageModel& model, KVCache& ca
   const ModelConfig& config = model.config();
   Generation result;
   std::uint64_t draws = 0;
-  // The next token from logits [1, 1, V], chosen on ctx's device: on a GPU only the chosen id
-  // crosses to the host (which also waits for the step to finish).
+  const bool pick_on_host = options.adjustments.any() || options.json_mask != nullptr;
+  engine::TokenPicker picker(options.sampling, options.adjustments, options.json_mask);
+  // The next token from logits [1, 1, V], chosen on ctx's device (on a GPU only the chosen id
+  // crosses to the host, which also waits for the step to finish), or on the host by `picker`.
   auto pick = [&](const Tensor& logits) {
+    if (pick_on_host) {
+      const Tensor row = to_host(ctx, logits);
+      const std::optional<std::int32_t> id =
+          picker.pick(std::span(row.data<float>(), static_cast<std::size_t>(config.vocab_size)));
+      check(id.has_value(), "JSON mode",
+            "no token of the vocabulary continues the reply (it lacks single-byte tokens)");
+      return *id;
+    }
     Tensor id = Tensor::empty({1}, DType::I32, ctx.allocator());
     ops::sample_tokens(ctx, logits.reshape({1, config.vocab_size}), options.sampling, draws++, id);
     return to_host(ctx, id).data<std::int32_t>()[0];
@@ -31,6 +43,10 @@ Generation generate_tokens(Context& ctx, const LanguageModel& model, KVCache& ca
     result.generated.push_back(next);
     if (!options.ignore_eos && config.is_eos(next)) {
       result.stop_reason = "eos";
+      break;
+    }
+    if (picker.json_complete()) {
+      result.stop_reason = "stop";
       break;
     }
     if (static_cast<std::int64_t>(result.generated.size()) == options.max_new_tokens) break;

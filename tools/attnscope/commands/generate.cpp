@@ -45,8 +45,10 @@ struct GenerateFlags {
   bool continue_final_message = false;  // with --messages: the final message is continued
   std::string chat_template;            // with --chat: a Jinja file instead of the checkpoint's
   std::int64_t max_new_tokens = 32;
-  SamplingOptions sampling;  // its seed comes from `seed`
-  std::int64_t seed = 0;     // -1: a random seed, printed (as llama.cpp's -1)
+  SamplingOptions sampling;              // its seed comes from `seed`
+  engine::LogitAdjustments adjustments;  // --presence-penalty, --frequency-penalty
+  bool json_object = false;              // JSON mode
+  std::int64_t seed = 0;                 // -1: a random seed, printed (as llama.cpp's -1)
   std::string attention = "flash";
   DeviceOptions device;
   bool no_cuda_graphs = false;
@@ -179,7 +181,15 @@ int run_generate(const GenerateFlags& flags) {
   GenerationOptions options;
   options.max_new_tokens = flags.max_new_tokens;
   options.sampling = sampling;
+  options.adjustments = flags.adjustments;
   options.ignore_eos = flags.ignore_eos;
+  std::optional<engine::JsonTokenMask> json_mask;
+  if (flags.json_object) {
+    check(tokenizer.has_value(), "--json-object",
+          "JSON mode needs the model's tokenizer: pass --tokenizer DIR");
+    json_mask.emplace(tokenizer->vocabulary(), config);
+    options.json_mask = &*json_mask;
+  }
   Generation generation;
   with_attention_map(ctx, model, flags.attention_map, AttentionMapSteps::All, [&] {
     generation = generate_tokens(ctx, model, cache, runner, prompt, options, on_token);
@@ -283,6 +293,22 @@ Subcommand add_generate(CLI::App& app) {
       ->capture_default_str()
       ->check(number_check([](double p) { return p > 0.0 && p <= 1.0; }, "(0, 1]",
                            "must be in (0, 1]"));
+  const auto penalty_range =
+      number_check([](double p) { return p >= -2.0 && p <= 2.0; }, "[-2, 2]", "must be in [-2, 2]");
+  sub->add_option("--presence-penalty", flags->adjustments.presence_penalty,
+                  "As OpenAI's, in [-2, 2]: a token's logit is lowered by this once it has been "
+                  "generated")
+      ->capture_default_str()
+      ->check(penalty_range);
+  sub->add_option("--frequency-penalty", flags->adjustments.frequency_penalty,
+                  "As OpenAI's, in [-2, 2]: a token's logit is lowered by this times how often "
+                  "it has been generated")
+      ->capture_default_str()
+      ->check(penalty_range);
+  sub->add_flag("--json-object", flags->json_object,
+                "JSON mode (OpenAI's response_format json_object): the reply is one JSON object, "
+                "every token that cannot continue one masked, and generation stops at its "
+                "closing '}' (stop_reason \"stop\"); the prompt should still ask for JSON");
   sub->add_option("--seed", flags->seed, "Sampling seed (-1 = a random one, printed)")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{-1}, std::numeric_limits<std::int64_t>::max()));

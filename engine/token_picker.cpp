@@ -1,0 +1,24 @@
+// One request's pick of its next token (token_picker.h).
+#include "engine/token_picker.h"
+
+namespace attnscope::engine {
+
+TokenPicker::TokenPicker(const SamplingOptions& sampling, LogitAdjustments adjustments,
+                         JsonTokenMask* json_mask)
+    : sampler_(sampling), adjuster_(std::move(adjustments)), json_mask_(json_mask) {
+  if (json_mask_ != nullptr) json_.emplace();
+}
+
+std::optional<std::int32_t> TokenPicker::pick(std::span<const float> logits) {
+  std::span<const float> choices = adjuster_.adjust(logits);
+  if (json_) {
+    choices = json_mask_->restrict(*json_, choices);
+    if (choices.empty()) return std::nullopt;
+  }
+  const std::int32_t token = sampler_.sample(choices);
+  adjuster_.record(token);
+  if (json_) json_->accept(json_mask_->bytes(token));
+  return token;
+}
+
+}  // namespace attnscope::engine
