@@ -9,7 +9,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,65 +17,19 @@
 #include "engine/json_recognizer.h"
 #include "engine/json_token_mask.h"
 #include "hf_fixtures.h"
+#include "json_mode_reference.h"
 #include "models/gpt2/model.h"
 
 using namespace attnscope;
 using engine::FinishReason;
 using engine::JsonRecognizer;
 using json = nlohmann::json;
+using testing::completion;
+using testing::recognizes;
+using testing::reference_json;
+using testing::reference_object;
 
 namespace {
-
-bool recognizes(std::string_view text) {
-  JsonRecognizer recognizer;
-  return recognizer.accept(text) && recognizer.complete();
-}
-
-// Whether nlohmann parses `text` as JSON. A number past a double's range (1e999) is JSON, which
-// nlohmann refuses to hold (its error 406), not to read.
-bool reference_json(const std::string& text) {
-  try {
-    (void)json::parse(text);
-    return true;
-  } catch (const json::parse_error&) {
-    return false;
-  } catch (const json::out_of_range& error) {
-    return error.id == 406;
-  }
-}
-
-// Whether every run of whitespace outside strings in `text` is a gap JSON mode writes: one
-// space, or "\n" or "\r\n" and at most 20 spaces or tabs.
-bool gaps_allowed(const std::string& text) {
-  static const std::regex kGap("( |\r?\n[ \t]{0,20})");
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (in_string) {
-      if (text[i] == '\\') {
-        ++i;  // the escaped byte
-      } else if (text[i] == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (text[i] == '"') in_string = true;
-    const std::size_t end = text.find_first_not_of(" \t\n\r", i);
-    if (end == i) continue;
-    const std::string gap = text.substr(i, end - i);
-    if (!std::regex_match(gap, kGap)) return false;
-    i = end - 1;
-  }
-  return true;
-}
-
-// What the recognizer must take: one JSON object (nlohmann) with JSON mode's gaps, nothing after
-// its '}'.
-bool reference_object(const std::string& text) {
-  const std::size_t first = text.find_first_not_of(" \t\n\r");
-  const std::size_t last = text.find_last_not_of(" \t\n\r");
-  return first != std::string::npos && text[first] == '{' && last == text.size() - 1 &&
-         reference_json(text) && gaps_allowed(text);
-}
 
 // Random JSON text written byte by byte (nlohmann checks each one): every number form of the
 // grammar, escapes including surrogate pairs, raw UTF-8 of every length, whitespace anywhere.
@@ -215,25 +168,6 @@ std::string mutated(const std::string& text, std::mt19937& random) {
       break;
     default:
       out.erase(position, 1);
-  }
-  return out;
-}
-
-// A completion of the text `recognizer` has read, chosen byte by byte among a few that end
-// things soonest; the caller checks it with nlohmann.
-std::string completion(JsonRecognizer recognizer) {
-  static constexpr std::string_view kPreferred = "\"}]0:\\uDrealsn{\x80\x90\xa0\n";
-  std::string out;
-  while (!recognizer.complete() && out.size() < 400) {
-    bool moved = false;
-    for (const char byte : kPreferred) {
-      if (recognizer.accept(static_cast<unsigned char>(byte))) {
-        out += byte;
-        moved = true;
-        break;
-      }
-    }
-    if (!moved) return out + "<stuck>";
   }
   return out;
 }
@@ -473,7 +407,8 @@ TEST_CASE("engine: JSON mode writes one JSON object and ends with it") {
     }
   }
   int objects = 0;
-  for (const auto& [id, reply] : replies) {
+  for (const auto& entry : replies) {
+    const Reply& reply = entry.second;  // not a structured binding: clang 14's CAPTURE refuses
     CAPTURE(reply.text);
     for (const std::int32_t token : reply.tokens) {
       CHECK(token != 7);    // the control token
