@@ -17,6 +17,7 @@ std::optional<std::int32_t> TokenPicker::pick(std::span<const float> logits) {
   }
   const std::int32_t token = sampler_.sample(choices);
   adjuster_.record(token);
+  // The grammar takes the token's bytes: the mask let through no other token.
   if (json_) json_->accept(json_mask_->bytes(token));
   return token;
 }

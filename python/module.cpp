@@ -164,7 +164,9 @@ class Model {
   // vocabulary is built on its first use and kept.
   py::dict generate(const std::vector<std::int32_t>& prompt, std::int64_t max_new_tokens,
                     const SamplingOptions& sampling, bool ignore_eos, bool keep_logits,
-                    float presence_penalty, float frequency_penalty, bool json_object) {
+                    float presence_penalty, float frequency_penalty,
+                    const std::vector<std::pair<std::int32_t, float>>& logit_bias,
+                    bool json_object) {
     cli::GenerationOptions options;
     options.max_new_tokens = max_new_tokens;
     options.sampling = sampling;
@@ -175,6 +177,12 @@ class Model {
     }
     options.adjustments.presence_penalty = presence_penalty;
     options.adjustments.frequency_penalty = frequency_penalty;
+    for (const auto& [id, bias] : logit_bias) {
+      check(id >= 0 && id < model_->config().vocab_size, "generate",
+            "logit_bias names token id " + std::to_string(id) + ", outside the vocabulary");
+      check(bias >= -100.0f && bias <= 100.0f, "generate", "a logit_bias must be in [-100, 100]");
+    }
+    options.adjustments.logit_bias = logit_bias;
     if (json_object) {
       if (!json_mask_) {
         json_mask_ =

@@ -1272,22 +1272,24 @@ TEST_CASE("generate --json-object: greedy takes the likeliest token that continu
                        "JSON mode needs the model's tokenizer");
 }
 
-TEST_CASE(
-    "generate --presence-penalty and --frequency-penalty lower repeated tokens, as OpenAI's") {
+TEST_CASE("generate --presence-penalty, --frequency-penalty and --logit-bias, as OpenAI's") {
   const double presence = 0.8, frequency = 0.5;
-  const RankedSteps steps =
-      generate_ranked("-n 16 --ignore-eos --presence-penalty 0.8 --frequency-penalty 0.5");
+  const std::map<int, double> bias = {{7, 3.5}, {100, -100.0}, {311, 1.25}};
+  const RankedSteps steps = generate_ranked(
+      "-n 16 --ignore-eos --presence-penalty 0.8 --frequency-penalty 0.5 "
+      "--logit-bias 7:3.5,100:-100 --logit-bias 311:1.25");
   std::map<int, int> counts;
   for (std::size_t i = 0; i < steps.chosen.size(); ++i) {
     CAPTURE(i);
-    // The arg max of log p - frequency * count - presence * (count > 0), lowest id on ties.
+    // The arg max of log p - frequency * count - presence * (count > 0) + bias, lowest id on
+    // ties.
     int best = -1;
     double best_score = -INFINITY;
     for (const nlohmann::json& entry : steps.ranked[i]) {
       const int id = entry["id"];
       const int count = counts.count(id) ? counts[id] : 0;
-      const double score =
-          entry["logprob"].get<double>() - frequency * count - (count > 0 ? presence : 0.0);
+      const double score = entry["logprob"].get<double>() - frequency * count -
+                           (count > 0 ? presence : 0.0) + (bias.count(id) ? bias.at(id) : 0.0);
       if (score > best_score + 1e-5 || (std::abs(score - best_score) <= 1e-5 && id < best)) {
         best = id;
         best_score = score;
@@ -1303,6 +1305,12 @@ TEST_CASE(
   };
   CHECK(distinct(steps.chosen) > distinct(plain.chosen));
   check_one_line_error(run("generate --model synthetic:tiny --presence-penalty 3"), 2, "[-2, 2]");
+  for (const std::string& bad : {"42", "42:x", ":5", "42:101"}) {
+    check_one_line_error(run("generate --model synthetic:tiny --logit-bias " + bad), 1,
+                         "--logit-bias");
+  }
+  check_one_line_error(run("generate --model synthetic:tiny --logit-bias 99999999:1"), 1,
+                       "outside the vocabulary");
 }
 
 TEST_CASE("perplexity equals transformers' own for every window setting of the fixture") {

@@ -175,12 +175,13 @@ class Model:
     def generate(self, prompt: Union[str, Sequence[int], np.ndarray], max_new_tokens: int = 32,
                  temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
                  ignore_eos: bool = False, logits: bool = False, presence_penalty: float = 0.0,
-                 frequency_penalty: float = 0.0, json_object: bool = False) -> Generation:
+                 frequency_penalty: float = 0.0, logit_bias: Optional[dict] = None,
+                 json_object: bool = False) -> Generation:
         """Prefill `prompt` (text, or token ids), then pick up to `max_new_tokens` tokens:
         greedy at temperature 0, else sampled (top_k 0 and top_p 1 mean no limit) from a
         generator seeded by `seed`, so the same call gives the same tokens. It stops at the
         model's eos token unless `ignore_eos`. `presence_penalty` and `frequency_penalty`
-        (in [-2, 2]) are OpenAI's. With `json_object` (JSON mode, needs the tokenizer) the reply
+        (in [-2, 2]) and `logit_bias` ({token id: bias in [-100, 100]}) are OpenAI's. With `json_object` (JSON mode, needs the tokenizer) the reply
         is one JSON object, every token that cannot continue one masked; it stops at the
         object's closing brace, stop_reason "stop". With `logits`, Generation.logits holds the
         float32 logits each new token was chosen from (what `attnscope generate --logits-out`
@@ -205,9 +206,16 @@ class Model:
                 raise TypeError(f"{name} must be a float, got {type(penalty).__name__}")
             if not -2 <= penalty <= 2:
                 raise ValueError(f"{name} must lie in [-2, 2], got {penalty}")
+        biases = []
+        for token, bias in (logit_bias or {}).items():
+            if isinstance(bias, bool) or not isinstance(bias, numbers.Real):
+                raise TypeError(f"logit_bias values must be floats, got {type(bias).__name__}")
+            if not -100 <= bias <= 100:
+                raise ValueError(f"logit_bias values must lie in [-100, 100], got {bias}")
+            biases.append((_check_int("logit_bias key", token, 0), float(bias)))
         result = self._native.generate(ids, _check_int("max_new_tokens", max_new_tokens, 0),
                                        options, bool(ignore_eos), bool(logits),
-                                       float(presence_penalty), float(frequency_penalty),
+                                       float(presence_penalty), float(frequency_penalty), biases,
                                        bool(json_object))
         new_ids = list(result["ids"])
         text = self._native.decode(new_ids) if self._native.has_tokenizer() else None

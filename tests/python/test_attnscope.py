@@ -177,8 +177,10 @@ def test_chat_template_renders_as_transformers_does(tmp_path):
 @pytest.mark.skipif(not BINARY, reason="ATTNSCOPE_BINARY is not set (ctest sets it)")
 @pytest.mark.parametrize("flags,kwargs", [
     (["--json-object"], dict(json_object=True)),
-    (["--presence-penalty", "0.8", "--frequency-penalty", "0.5", "--ignore-eos"],
-     dict(presence_penalty=0.8, frequency_penalty=0.5, ignore_eos=True)),
+    (["--presence-penalty", "0.8", "--frequency-penalty", "0.5", "--ignore-eos",
+      "--logit-bias", "7:3.5,100:-100"],
+     dict(presence_penalty=0.8, frequency_penalty=0.5, ignore_eos=True,
+          logit_bias={7: 3.5, 100: -100})),
 ])
 def test_json_mode_and_penalties_pick_what_the_command_line_picks(flags, kwargs):
     # The command line's picks are checked against the raw log-probabilities in test_cli.
@@ -231,6 +233,10 @@ def test_bad_arguments_raise_the_right_exceptions(tmp_path):
         model.generate([1], presence_penalty=3)
     with pytest.raises(TypeError, match="frequency_penalty"):
         model.generate([1], frequency_penalty="high")
+    with pytest.raises(ValueError, match="logit_bias"):
+        model.generate([1], logit_bias={1: 101})
+    with pytest.raises(attnscope.Error, match="outside the vocabulary"):
+        model.generate([1], logit_bias={10**6: 1})
     assert issubclass(attnscope.Error, RuntimeError)
 
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
+#include <sstream>
 
 #include "models/tokenizer/chat_template.h"
 #include "runtime/error.h"
@@ -47,6 +48,7 @@ struct GenerateFlags {
   std::int64_t max_new_tokens = 32;
   SamplingOptions sampling;              // its seed comes from `seed`
   engine::LogitAdjustments adjustments;  // --presence-penalty, --frequency-penalty
+  std::vector<std::string> logit_bias;   // ID:BIAS items, read into `adjustments` once loaded
   bool json_object = false;              // JSON mode
   std::int64_t seed = 0;                 // -1: a random seed, printed (as llama.cpp's -1)
   std::string attention = "flash";
@@ -58,6 +60,39 @@ struct GenerateFlags {
   std::string logits_out;          // empty: no .npy file
   AttentionMapOptions attention_map;
 };
+
+// --logit-bias ID:BIAS,... (as OpenAI's logit_bias: each id in the vocabulary, each bias in
+// [-100, 100]).
+std::vector<std::pair<std::int32_t, float>> parse_logit_bias(const std::vector<std::string>& items,
+                                                             std::int64_t vocab_size) {
+  std::vector<std::pair<std::int32_t, float>> biases;
+  for (const std::string& list : items) {
+    std::istringstream pieces(list);
+    std::string item;
+    while (std::getline(pieces, item, ',')) {
+      const std::size_t colon = item.find(':');
+      long long id = -1;
+      double bias = 0.0;
+      std::size_t id_used = 0, bias_used = 0;
+      try {
+        id = std::stoll(item.substr(0, colon), &id_used);
+        bias = std::stod(item.substr(colon + 1), &bias_used);
+      } catch (const std::exception&) {
+        id_used = 0;
+      }
+      check(colon != std::string::npos && id_used == colon && id_used > 0 &&
+                bias_used == item.size() - colon - 1 && bias_used > 0,
+            "--logit-bias", "'" + item + "' is not ID:BIAS (e.g. 50256:-100)");
+      check(id >= 0 && id < vocab_size, "--logit-bias",
+            "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                std::to_string(vocab_size) + ")");
+      check(bias >= -100.0 && bias <= 100.0, "--logit-bias",
+            "'" + item + "': a bias must be in [-100, 100]");
+      biases.emplace_back(static_cast<std::int32_t>(id), static_cast<float>(bias));
+    }
+  }
+  return biases;
+}
 
 // --chat's conversation: --messages' file (a chat completions request's JSON), or
 // [system: --system, if given; user: --prompt].
@@ -112,6 +147,8 @@ int run_generate(const GenerateFlags& flags) {
   // A graph would replay the recorded kernels without the map's host copies.
   StepRunner runner(!flags.no_cuda_graphs && flags.attention_map.path.empty());
   const ModelConfig& config = model.config();
+  engine::LogitAdjustments adjustments = flags.adjustments;
+  adjustments.logit_bias = parse_logit_bias(flags.logit_bias, config.vocab_size);
   const std::optional<TextTokenizer> tokenizer = find_tokenizer(flags.tokenizer, flags.model);
 
   std::vector<std::int32_t> prompt;
@@ -181,7 +218,7 @@ int run_generate(const GenerateFlags& flags) {
   GenerationOptions options;
   options.max_new_tokens = flags.max_new_tokens;
   options.sampling = sampling;
-  options.adjustments = flags.adjustments;
+  options.adjustments = adjustments;
   options.ignore_eos = flags.ignore_eos;
   std::optional<engine::JsonTokenMask> json_mask;
   if (flags.json_object) {
@@ -305,6 +342,9 @@ Subcommand add_generate(CLI::App& app) {
                   "it has been generated")
       ->capture_default_str()
       ->check(penalty_range);
+  sub->add_option("--logit-bias", flags->logit_bias,
+                  "As OpenAI's logit_bias: ID:BIAS,... added to those tokens' logits, each bias in "
+                  "[-100, 100] (-100 all but bans a token, 100 all but forces it)");
   sub->add_flag("--json-object", flags->json_object,
                 "JSON mode (OpenAI's response_format json_object): the reply is one JSON object, "
                 "every token that cannot continue one masked, and generation stops at its "
