@@ -36,6 +36,18 @@ for chunk in streamed:
 assert text == expected, (text, expected)
 assert usage is not None and usage.completion_tokens == 12, usage
 
+# n choices: greedy ones are all the greedy text; sampled ones follow seed, seed + 1, ...
+greedy = client.completions.create(model="synthetic:tiny", prompt=prompt, max_tokens=12,
+                                   temperature=0, n=2, extra_body=extra)
+assert [c.index for c in greedy.choices] == [0, 1], greedy
+assert all(c.text == expected for c in greedy.choices), greedy
+assert greedy.usage.completion_tokens == 24, greedy.usage
+sampled = client.completions.create(model="synthetic:tiny", prompt=prompt, max_tokens=8,
+                                    temperature=1, seed=9, n=2, extra_body=extra)
+second = client.completions.create(model="synthetic:tiny", prompt=prompt, max_tokens=8,
+                                   temperature=1, seed=10, extra_body=extra)
+assert sampled.choices[1].text == second.choices[0].text, (sampled, second)
+
 try:
     client.completions.create(model="synthetic:tiny", prompt=prompt, max_tokens=0)
     raise AssertionError("max_tokens=0 was accepted")

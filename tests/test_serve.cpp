@@ -681,6 +681,17 @@ TEST_CASE("serve: a reply's tool call, answered as OpenAI's tool_calls, whole an
   CHECK(call["function"] ==
         json{{"name", "get_weather"}, {"arguments", R"({"city": "Paris", "days": [1, 2]})"}});
 
+  // Two choices: the same call in each, under ids no two calls share.
+  json twice = asked;
+  twice["n"] = 2;
+  const json both =
+      json::parse(c.Post("/v1/chat/completions", twice.dump(), "application/json")->body);
+  REQUIRE(both["choices"].size() == 2);
+  CHECK(both["choices"][1]["index"] == 1);
+  CHECK(both["choices"][1]["message"]["tool_calls"][0]["function"] == call["function"]);
+  CHECK(both["choices"][0]["message"]["tool_calls"][0]["id"] !=
+        both["choices"][1]["message"]["tool_calls"][0]["id"]);
+
   // Streamed: the content before the call, never a byte of the call, then the call whole.
   const Streamed streamed = post_streamed(c, asked, -1, "/v1/chat/completions");
   CHECK(streamed.done);
@@ -815,6 +826,69 @@ TEST_CASE("serve: response_format json_object: a JSON reply ends at its '}', pro
   CHECK(server.stop(SIGTERM, 10) == 0);
 }
 
+TEST_CASE("serve: n choices, each sampled with seed + i, sharing the prompt's cached blocks") {
+  if (!has_tokenizer()) return;
+  ServerProcess server(kBinary, kServeArgs);
+  httplib::Client c = client(server);
+  std::vector<int> prompt(13);  // three full blocks of 4 and one token
+  for (int i = 0; i < 13; ++i) prompt[static_cast<std::size_t>(i)] = 7 * i + 3;
+  json asked = greedy_body(prompt, 6);
+  asked["temperature"] = 1.0;
+  asked["seed"] = 5;
+  const auto text_alone = [&](int seed) {
+    json one = asked;
+    one["seed"] = seed;
+    return json::parse(post(c, one)->body)["choices"][0]["text"].get<std::string>();
+  };
+  const double hits_before = metrics(c)["attnscope_prefix_cache_hits_total"];
+  asked["n"] = 3;
+  const httplib::Result res = post(c, asked);
+  REQUIRE(res);
+  REQUIRE(res->status == 200);
+  const json body = json::parse(res->body);
+  // Choices 1 and 2 came after choice 0's prefill: its three full blocks were theirs too.
+  CHECK(metrics(c)["attnscope_prefix_cache_hits_total"].get<double>() - hits_before >= 6);
+  REQUIRE(body["choices"].size() == 3);
+  for (int i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(body["choices"][i]["index"] == i);
+    CHECK(body["choices"][i]["text"] == text_alone(5 + i));
+  }
+  CHECK(body["choices"][0]["text"] != body["choices"][1]["text"]);
+  CHECK(body["usage"] ==
+        json{{"prompt_tokens", 13}, {"completion_tokens", 18}, {"total_tokens", 31}});
+
+  // Streamed: each choice's chunks by its index, one choice after the other, then the usage.
+  asked["stream_options"] = {{"include_usage", true}};
+  const Streamed streamed = post_streamed(c, asked);
+  CHECK(streamed.done);
+  std::vector<std::string> texts(3);
+  std::vector<int> order;
+  for (const json& chunk : streamed.chunks) {
+    if (chunk["choices"].empty()) {
+      CHECK(chunk["usage"]["completion_tokens"] == 18);
+      continue;
+    }
+    const int index = chunk["choices"][0]["index"];
+    texts[static_cast<std::size_t>(index)] += chunk["choices"][0]["text"].get<std::string>();
+    if (order.empty() || order.back() != index) order.push_back(index);
+  }
+  CHECK(order == std::vector<int>{0, 1, 2});
+  for (int i = 0; i < 3; ++i)
+    CHECK(texts[static_cast<std::size_t>(i)] == body["choices"][i]["text"]);
+
+  for (const int n : {0, 17}) {
+    asked["n"] = n;
+    asked.erase("stream");
+    const httplib::Result bad = post(c, asked);
+    REQUIRE(bad);
+    CHECK(bad->status == 400);
+    CHECK(bad->body.find("n must be in [1, 16]") != std::string::npos);
+  }
+  CHECK(drained(c));
+  CHECK(server.stop(SIGTERM, 10) == 0);
+}
+
 TEST_CASE("serve: malformed and out-of-range requests get a 4xx with an OpenAI error object") {
   ServerProcess server(kBinary, serve_args({"--max-body-bytes", "64KiB"}));
   httplib::Client c = client(server);
@@ -836,7 +910,7 @@ TEST_CASE("serve: malformed and out-of-range requests get a 4xx with an OpenAI e
       {R"({"prompt": [1, 2], "temperature": -1})", "application/json", 400, "temperature"},
       {R"({"prompt": [1, 2], "top_p": 0})", "application/json", 400, "top_p"},
       {R"({"prompt": [1, 2], "logprobs": 50})", "application/json", 400, "logprobs"},
-      {R"({"prompt": [1, 2], "n": 2})", "application/json", 400, "n must be"},
+      {R"({"prompt": [1, 2], "n": 2.5})", "application/json", 400, "n must be an integer"},
       {R"({"prompt": [1, 2], "presence_penalty": 2.5})", "application/json", 400,
        "presence_penalty must be in [-2.0, 2.0]"},
       {R"({"prompt": [1, 2], "logit_bias": {"x": 1}})", "application/json", 400,

@@ -153,42 +153,68 @@ std::string completion_id(Service& service, bool chat) {
   return (chat ? "chatcmpl-" : "cmpl-") + std::to_string(service.next_id++);
 }
 
-// Waits for a whole completion and answers it as one JSON object.
-void answer_whole(Service& service, const CompletionRequest& asked,
-                  const std::shared_ptr<EngineLoop::Stream>& stream, httplib::Response& res) {
-  const std::string id = completion_id(service, asked.chat);
-  CompletionText text(service.text(), asked.request.stop);
-  std::vector<engine::Event> events;
-  std::string body_text = asked.echo ? asked.prompt_text : std::string();
-  const std::size_t offset = body_text.size();
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(service.flags.request_timeout_s);
-  engine::Event event;
-  for (;;) {
-    if (!stream->next(event, std::chrono::milliseconds(100))) {
-      if (std::chrono::steady_clock::now() < deadline) continue;
-      service.loop.cancel(stream);
-      return send_error(res,
-                        {504, "timeout", "the request took longer than --request-timeout", ""});
-    }
-    if (event.has_token) {
-      body_text += text.append(event.token);
-      events.push_back(event);
-    }
-    if (event.finished) break;
+// The n choices of one completion (OpenAI's `n`), each an engine request of its own: choice i
+// samples with seed + i. Choice 0 goes first, alone; the others follow once it has sampled its
+// first token, when its prompt's full blocks are in the prefix cache, so they compute only the
+// rest of the prompt (about one prefill for n choices, as vLLM's forked sequences share theirs).
+// The handlers read the choices one after another.
+class Choices {
+ public:
+  Choices(Service& service, engine::Request request, std::int64_t count,
+          std::shared_ptr<EngineLoop::Stream> first)
+      : service_(service), request_(std::move(request)), count_(static_cast<std::size_t>(count)) {
+    streams_.push_back(std::move(first));
   }
-  if (const std::optional<ApiError> error = finish_error(event)) return send_error(res, *error);
-  if (event.reason == engine::FinishReason::cancelled) {
-    return send_error(res, {503, "server_error", "the server is shutting down", ""});
+
+  std::size_t size() const { return count_; }
+  // The next event of choice `index` (read in order: choice 0 first), waiting up to `timeout`;
+  // false when none came in time. Throws ApiError (429) when the queue refuses a later choice.
+  bool next(std::size_t index, engine::Event& event, std::chrono::milliseconds timeout) {
+    if (!streams_[index]->next(event, timeout)) return false;
+    if (index == 0 && event.has_token && streams_.size() < count_) submit_the_others();
+    return true;
   }
-  body_text += text.finish();
-  json choice = {{"index", 0},
-                 {"text", body_text},
+  // Cancels every choice's request (a client gone, a timeout, an error).
+  void cancel() {
+    for (const auto& stream : streams_) service_.loop.cancel(stream);
+  }
+
+ private:
+  void submit_the_others() {
+    for (std::size_t index = 1; index < count_; ++index) {
+      engine::Request request = request_;
+      request.sampling.seed += index;
+      std::shared_ptr<EngineLoop::Stream> stream = service_.loop.submit(std::move(request));
+      if (!stream) {
+        cancel();
+        throw ApiError{429, "rate_limit_error",
+                       "the queue is full (--max-queue " +
+                           std::to_string(service_.flags.max_queue) +
+                           " requests in flight, each choice one): retry later",
+                       ""};
+      }
+      streams_.push_back(std::move(stream));
+    }
+  }
+
+  Service& service_;
+  engine::Request request_;  // choice 0's
+  std::size_t count_;
+  std::vector<std::shared_ptr<EngineLoop::Stream>> streams_;
+};
+
+// One choice of a whole completion: its text (or chat message, split by the server's parsers),
+// finish reason and logprobs.
+json whole_choice(const CompletionRequest& asked, std::size_t index, const std::string& text,
+                  const std::vector<engine::Event>& events, const CompletionText& tokens,
+                  std::size_t offset, engine::FinishReason reason, const std::string& call_id) {
+  json choice = {{"index", index},
+                 {"text", text},
                  {"logprobs", nullptr},
-                 {"finish_reason", finish_reason(event.reason)}};
+                 {"finish_reason", finish_reason(reason)}};
   if (asked.chat) {
     choice.erase("text");
-    const ChatReply reply = parse_chat_reply(body_text, asked.reasoning, asked.tool_calls);
+    const ChatReply reply = parse_chat_reply(text, asked.reasoning, asked.tool_calls);
     json& message = choice["message"] = {{"role", "assistant"}, {"content", reply.content}};
     if (reply.content.empty() && (!reply.reasoning.empty() || !reply.tool_calls.empty())) {
       message["content"] = nullptr;
@@ -198,18 +224,69 @@ void answer_whole(Service& service, const CompletionRequest& asked,
           reply.reasoning.empty() ? json(nullptr) : json(reply.reasoning);
     }
     if (!reply.tool_calls.empty()) {
-      message["tool_calls"] = tool_calls_json(reply.tool_calls, id, false);
+      message["tool_calls"] = tool_calls_json(reply.tool_calls, call_id, false);
       choice["finish_reason"] = "tool_calls";
     }
   }
   if (asked.request.logprobs >= 0) {
     choice["logprobs"] =
-        asked.chat ? chat_logprobs_json(events, text) : logprobs_json(events, text, offset);
+        asked.chat ? chat_logprobs_json(events, tokens) : logprobs_json(events, tokens, offset);
   }
+  return choice;
+}
+
+// The id a choice's tool calls are named by: the completion's, and for choice i > 0 "-i" after
+// it, so that no two calls of a response share one.
+std::string call_id(const std::string& completion, std::size_t index) {
+  return index == 0 ? completion : completion + "-" + std::to_string(index);
+}
+
+// Waits for every choice of a whole completion and answers it as one JSON object.
+void answer_whole(Service& service, const CompletionRequest& asked, Choices& choices,
+                  httplib::Response& res) {
+  const std::string id = completion_id(service, asked.chat);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(service.flags.request_timeout_s);
   json body = completion_head(service, id, asked.chat);
-  body["choices"] = json::array({choice});
-  body["usage"] = usage_json(static_cast<std::int64_t>(asked.request.prompt.size()),
-                             static_cast<std::int64_t>(events.size()));
+  body["choices"] = json::array();
+  std::int64_t generated = 0;
+  for (std::size_t index = 0; index < choices.size(); ++index) {
+    CompletionText text(service.text(), asked.request.stop);
+    std::vector<engine::Event> events;
+    std::string body_text = asked.echo ? asked.prompt_text : std::string();
+    const std::size_t offset = body_text.size();
+    engine::Event event;
+    for (;;) {
+      try {
+        if (!choices.next(index, event, std::chrono::milliseconds(100))) {
+          if (std::chrono::steady_clock::now() < deadline) continue;
+          choices.cancel();
+          return send_error(res,
+                            {504, "timeout", "the request took longer than --request-timeout", ""});
+        }
+      } catch (const ApiError& error) {
+        return send_error(res, error);
+      }
+      if (event.has_token) {
+        body_text += text.append(event.token);
+        events.push_back(event);
+      }
+      if (event.finished) break;
+    }
+    if (const std::optional<ApiError> error = finish_error(event)) {
+      choices.cancel();
+      return send_error(res, *error);
+    }
+    if (event.reason == engine::FinishReason::cancelled) {
+      choices.cancel();
+      return send_error(res, {503, "server_error", "the server is shutting down", ""});
+    }
+    body_text += text.finish();
+    body["choices"].push_back(whole_choice(asked, index, body_text, events, text, offset,
+                                           event.reason, call_id(id, index)));
+    generated += static_cast<std::int64_t>(events.size());
+  }
+  body["usage"] = usage_json(static_cast<std::int64_t>(asked.request.prompt.size()), generated);
   res.set_content(dump(body), "application/json");
 }
 
@@ -218,31 +295,37 @@ void answer_whole(Service& service, const CompletionRequest& asked,
 // the text as `delta.content`, the first the assistant's role. A reply split by the server's
 // parsers (chat_reply.h) carries its reasoning as `delta.reasoning_content`, holds back what may
 // still be a tag or a tool call, and its last chunk carries the calls, whole, as
-// `delta.tool_calls`.
+// `delta.tool_calls`. With n choices, each choice's chunks (by their index) follow the last of
+// the one before.
 void answer_streamed(Service& service, const CompletionRequest& asked,
-                     const std::shared_ptr<EngineLoop::Stream>& stream, httplib::Response& res) {
+                     const std::shared_ptr<Choices>& choices, httplib::Response& res) {
   struct State {
     CompletionRequest asked;
     std::string id;
-    CompletionText text;
-    std::int64_t tokens = 0;
-    std::size_t offset = 0;
-    bool echoed = false;
-    bool finished = false;
+    std::shared_ptr<Choices> choices;
     std::chrono::steady_clock::time_point deadline;
-    ChatReplyStream parts;  // the reply split (the text as it came, without parsers)
+    std::int64_t tokens = 0;  // every choice's
+    bool finished = false;
+    // The choice being streamed.
+    std::size_t index = 0;
+    bool started = false;  // its first chunks (the echoed prompt, the chat role) are sent
+    CompletionText text;
+    std::size_t offset = 0;
+    ChatReplyStream parts;  // its reply split (the text as it came, without parsers)
   };
   auto state = std::make_shared<State>(State{
-      asked, completion_id(service, asked.chat), CompletionText(service.text(), asked.request.stop),
-      0, 0, false, false,
-      std::chrono::steady_clock::now() + std::chrono::seconds(service.flags.request_timeout_s),
+      asked, completion_id(service, asked.chat), choices,
+      std::chrono::steady_clock::now() + std::chrono::seconds(service.flags.request_timeout_s), 0,
+      false, 0, false, CompletionText(service.text(), asked.request.stop), 0,
       ChatReplyStream(asked.reasoning, asked.tool_calls)});
   const auto chunk = [&service, state](const std::string& piece, const json& logprobs,
                                        const json& reason, const std::string& reasoning = "",
                                        const json& tool_calls = nullptr) {
     json body = completion_head(service, state->id, state->asked.chat, true);
-    json choice = {
-        {"index", 0}, {"text", piece}, {"logprobs", logprobs}, {"finish_reason", reason}};
+    json choice = {{"index", state->index},
+                   {"text", piece},
+                   {"logprobs", logprobs},
+                   {"finish_reason", reason}};
     if (state->asked.chat) {
       choice.erase("text");
       choice["delta"] = json::object();
@@ -255,21 +338,21 @@ void answer_streamed(Service& service, const CompletionRequest& asked,
   };
   res.set_chunked_content_provider(
       "text/event-stream",
-      [&service, state, stream, chunk](std::size_t, httplib::DataSink& sink) {
+      [&service, state, chunk](std::size_t, httplib::DataSink& sink) {
         const auto send = [&](const std::string& data) {
           return sink.write(data.data(), data.size());
         };
         // An exception must not leave this callback (it would end the server): the stream ends
         // with the error, and the request is cancelled.
         try {
-          if (!state->echoed) {
-            state->echoed = true;
+          if (!state->started) {
+            state->started = true;
             if (state->asked.echo && !send(chunk(state->asked.prompt_text, nullptr, nullptr))) {
               return false;
             }
             if (state->asked.chat) {
               json first = completion_head(service, state->id, true, true);
-              first["choices"] = json::array({{{"index", 0},
+              first["choices"] = json::array({{{"index", state->index},
                                                {"delta", {{"role", "assistant"}, {"content", ""}}},
                                                {"logprobs", nullptr},
                                                {"finish_reason", nullptr}}});
@@ -278,13 +361,14 @@ void answer_streamed(Service& service, const CompletionRequest& asked,
             state->offset = state->asked.echo ? state->asked.prompt_text.size() : 0;
           }
           engine::Event event;
-          if (!stream->next(event, std::chrono::milliseconds(100))) {
+          if (!state->choices->next(state->index, event, std::chrono::milliseconds(100))) {
             // No event yet: still connected and in time? (A false return cancels the request.)
             return sink.is_writable() && std::chrono::steady_clock::now() < state->deadline;
           }
           if (const std::optional<ApiError> error = finish_error(event)) {
             send("data: " + error_body(*error) + "\n\n");
             sink.done();
+            state->choices->cancel();
             state->finished = true;
             return true;
           }
@@ -309,12 +393,19 @@ void answer_streamed(Service& service, const CompletionRequest& asked,
           const ChatReply last = state->parts.finish(piece + state->text.finish());
           json tool_calls = nullptr;
           if (!last.tool_calls.empty()) {
-            tool_calls = tool_calls_json(last.tool_calls, state->id, true);
+            tool_calls = tool_calls_json(last.tool_calls, call_id(state->id, state->index), true);
             if (!cancelled) reason = "tool_calls";
           }
           if (!send(chunk(last.content, logprobs, reason, last.reasoning, tool_calls))) {
             return false;
           }
+          if (!cancelled && ++state->index < state->choices->size()) {
+            state->started = false;  // the next choice, from its first chunk
+            state->text = CompletionText(service.text(), state->asked.request.stop);
+            state->parts = ChatReplyStream(state->asked.reasoning, state->asked.tool_calls);
+            return true;
+          }
+          if (cancelled) state->choices->cancel();
           if (state->asked.include_usage) {
             json usage = completion_head(service, state->id, state->asked.chat, true);
             usage["choices"] = json::array();
@@ -326,14 +417,17 @@ void answer_streamed(Service& service, const CompletionRequest& asked,
           state->finished = true;
           sink.done();
           return true;
+        } catch (const ApiError& error) {  // a later choice refused by a full queue
+          send("data: " + error_body(error) + "\n\n");
+          return false;
         } catch (const std::exception& error) {
           std::cerr << "attnscope serve: streamed " << state->id << ": " << error.what() << "\n";
           send("data: " + error_body({500, "server_error", error.what(), ""}) + "\n\n");
           return false;
         }
       },
-      [&service, state, stream](bool /*success*/) {
-        if (!state->finished) service.loop.cancel(stream);  // the client went away
+      [state](bool /*success*/) {
+        if (!state->finished) state->choices->cancel();  // the client went away
       });
 }
 
@@ -367,7 +461,7 @@ void handle_completion(Service& service, const httplib::Request& req, httplib::R
   if (std::string failure = service.engine.device_failure(); !failure.empty()) {
     return send_error(res, {503, "server_error", std::move(failure), ""});
   }
-  const std::shared_ptr<EngineLoop::Stream> stream = service.loop.submit(asked.request);
+  std::shared_ptr<EngineLoop::Stream> stream = service.loop.submit(asked.request);
   if (!stream) {
     res.set_header("Retry-After", "1");
     return send_error(res,
@@ -376,8 +470,9 @@ void handle_completion(Service& service, const httplib::Request& req, httplib::R
                            " requests in flight): retry later",
                        ""});
   }
-  if (asked.stream) return answer_streamed(service, asked, stream, res);
-  answer_whole(service, asked, stream, res);
+  auto choices = std::make_shared<Choices>(service, asked.request, asked.n, std::move(stream));
+  if (asked.stream) return answer_streamed(service, asked, choices, res);
+  answer_whole(service, asked, *choices, res);
 }
 
 void add_routes(httplib::Server& server, Service& service) {

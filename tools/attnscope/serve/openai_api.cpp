@@ -238,7 +238,7 @@ void read_common_fields(const json& parsed, const TextTokenizer* tokenizer, std:
   request.stop = read_stop(parsed);
   request.ignore_eos = boolean(parsed, "ignore_eos");
   out.stream = boolean(parsed, "stream");
-  if (integer(parsed, "n", 1, 1, 1) != 1) bad("n", "n must be 1");
+  out.n = integer(parsed, "n", 1, 1, kMaxChoices);
   if (const auto options = parsed.find("stream_options");
       options != parsed.end() && !options->is_null()) {
     if (!options->is_object()) bad("stream_options", "stream_options must be an object");

@@ -9,8 +9,8 @@
 // vLLM's extension), presence_penalty and frequency_penalty (0; -2 to 2), logit_bias, seed
 // (random when absent), stop (a string or up to 4), logprobs (0-20), echo, stream,
 // stream_options.include_usage, ignore_eos (vLLM's extension), response_format (text, or
-// json_object: JSON mode, engine/json_token_mask.h), n (1 only), model, user. Unknown fields are
-// ignored, as OpenAI's server does; known ones not served (repetition_penalty, min_p,
+// json_object: JSON mode, engine/json_token_mask.h), n (1 to 16 choices), model, user. Unknown
+// fields are ignored, as OpenAI's server does; known ones not served (repetition_penalty, min_p,
 // response_format json_schema) and a known field of the wrong type or out of range are a 400
 // naming it.
 #pragma once
@@ -41,8 +41,12 @@ struct ApiError {
 // {"error": {"message", "type", "param", "code"}}
 std::string error_body(const ApiError& error);
 
+// The most choices (`n`) one request may ask for.
+constexpr std::int64_t kMaxChoices = 16;
+
 struct CompletionRequest {
-  engine::Request request;
+  engine::Request request;  // choice 0's; choice i samples with seed + i
+  std::int64_t n = 1;       // choices, each an engine request of its own
   std::string prompt_text;  // the prompt as text (decoded when given as ids, rendered for chat)
   bool chat = false;        // from /v1/chat/completions: answered as chat.completion objects
   bool stream = false;
