@@ -107,6 +107,9 @@ std::string Engine::refusal(const Request& request) const {
   if (request.json_object && !vocabulary_.text) {
     return "JSON mode needs the tokenizer's text of each token, and this engine has none";
   }
+  if (request.json_object) {
+    if (std::string why = json_prefix_refusal(request.json_prefix); !why.empty()) return why;
+  }
   for (const std::string& stop : request.stop) {
     if (stop.empty()) return "a stop string is empty";
   }

@@ -25,6 +25,9 @@ struct Request {
   // JSON mode: the reply is one JSON object (engine/json_token_mask.h), and the request ends,
   // FinishReason::stop, with its closing '}'.
   bool json_object = false;
+  // JSON mode: text the reply continues (a continued final message, "{\"city\": \""), read by the
+  // grammar before the first token: the start of an object, not a whole one.
+  std::string json_prefix;
   // Log-probabilities to report with each token: -1 none; K >= 0 the chosen token's and the K
   // most probable ones' (of the raw logits, before temperature, top-k or top-p).
   std::int64_t logprobs = -1;

@@ -17,7 +17,7 @@ struct Sequence {
       : id(request_id),
         tokens(asked.prompt),
         prompt_length(static_cast<std::int64_t>(asked.prompt.size())),
-        picker(asked.sampling, asked.adjustments, json_mask),
+        picker(asked.sampling, asked.adjustments, json_mask, asked.json_prefix),
         request(std::move(asked)) {}
 
   RequestId id;

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 
 #include "engine/json_recognizer.h"
 #include "engine/json_token_mask.h"
@@ -19,12 +21,17 @@
 
 namespace attnscope::engine {
 
+// Why JSON mode cannot continue `prefix` (it is not the start of a JSON object, or is a whole
+// one already); "" when it can.
+std::string json_prefix_refusal(std::string_view prefix);
+
 class TokenPicker {
  public:
   // JSON mode when `json_mask` is given (the model's vocabulary masked, shared by every picker
-  // over that vocabulary; it must outlive this picker).
+  // over that vocabulary; it must outlive this picker), the reply continuing `json_prefix`
+  // (which json_prefix_refusal accepts).
   TokenPicker(const SamplingOptions& sampling, LogitAdjustments adjustments,
-              JsonTokenMask* json_mask = nullptr);
+              JsonTokenMask* json_mask = nullptr, std::string_view json_prefix = {});
 
   // The next token, recorded; nullopt when JSON mode finds no token of the vocabulary that can
   // continue the reply (a vocabulary without single-byte tokens). Throws Error as

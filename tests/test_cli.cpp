@@ -1272,6 +1272,31 @@ TEST_CASE("generate --json-object: greedy takes the likeliest token that continu
                        "JSON mode needs the model's tokenizer");
 }
 
+TEST_CASE("generate --json-object --continue-final-message continues the begun object") {
+  attnscope::testing::TempDir dir;
+  attnscope::testing::write_file(dir.file("chat.jinja"),
+                                 "{% for m in messages %}{{ m.content }}{% endfor %}");
+  const auto generate_continuing = [&](const std::string& begun) {
+    attnscope::testing::write_file(
+        dir.file("messages.json"),
+        nlohmann::json{{"messages",
+                        {{{"role", "user"}, {"content", "Go"}},
+                         {{"role", "assistant"}, {"content", begun}}}}}
+            .dump());
+    return run("generate --model " + fixture("tiny-a") + " --tokenizer " + perplexity_fixture() +
+               " --chat --messages " + dir.file("messages.json") + " --chat-template " +
+               dir.file("chat.jinja") + " --continue-final-message --json-object -n 40 --json");
+  };
+  const std::string begun = "{\"a\": [";
+  const nlohmann::json out = success_json(generate_continuing(begun));
+  const std::string whole = begun + out["text"].get<std::string>();
+  CAPTURE(whole);
+  attnscope::engine::JsonRecognizer json;
+  CHECK(json.accept(whole));
+  CHECK(json.complete() == (out["stop_reason"] == "stop"));
+  check_one_line_error(generate_continuing("Sure: {"), 1, "not the start of a JSON object");
+}
+
 TEST_CASE("generate --presence-penalty, --frequency-penalty and --logit-bias, as OpenAI's") {
   const double presence = 0.8, frequency = 0.5;
   const std::map<int, double> bias = {{7, 3.5}, {100, -100.0}, {311, 1.25}};

@@ -427,6 +427,51 @@ TEST_CASE("engine: JSON mode writes one JSON object and ends with it") {
   }
   CHECK(objects >= 4);
 
+  // A reply that continues a text: the grammar reads the text first; a text that cannot start an
+  // object, or is a whole one, is refused.
+  std::map<engine::RequestId, Reply> continued;
+  const std::string prefix = "{\"a\": [1, ";
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    engine::Request request;
+    request.prompt = {1, 2, 3};
+    request.max_tokens = 40;
+    request.sampling.temperature = 1.5f;
+    request.sampling.seed = seed;
+    request.json_object = true;
+    request.json_prefix = prefix;
+    continued[engine.submit(request)] = {};
+  }
+  for (const std::string& bad : {"[1, ", "{\"a\": 1}", "{\"a\" 1"}) {
+    engine::Request request;
+    request.prompt = {1, 2, 3};
+    request.json_object = true;
+    request.json_prefix = bad;
+    continued[engine.submit(request)] = {};
+  }
+  int refused = 0;
+  while (!engine.idle()) {
+    for (const engine::Event& e : engine.step().events) {
+      Reply& reply = continued.at(e.id);
+      if (e.has_token) reply.text += vocabulary.text(e.token);
+      if (e.finished) reply.reason = e.reason;
+      if (e.reason == FinishReason::refused) {
+        CHECK(e.error.find("JSON mode: the text continued") != std::string::npos);
+        ++refused;
+      }
+    }
+  }
+  CHECK(refused == 3);
+  int continued_objects = 0;
+  for (const auto& entry : continued) {
+    const Reply& reply = entry.second;
+    CAPTURE(reply.text);
+    if (reply.reason == FinishReason::stop) {
+      CHECK(reference_object(prefix + reply.text));
+      ++continued_objects;
+    }
+  }
+  CHECK(continued_objects >= 1);
+
   // Without the vocabulary's text there is no JSON mode.
   engine::Engine textless(model, ctx, engine::EngineOptions{});
   engine::Request request;

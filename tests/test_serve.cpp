@@ -773,7 +773,11 @@ TEST_CASE("serve: response_format json_object: a JSON reply ends at its '}', pro
   const attnscope::testing::TempDir dir;
   const std::string reply = R"({"city": "Paris", "days": [1, 2]})";
   std::vector<int> script;
-  ServerProcess server(kBinary, scripted_serve_args(dir, reply, script));
+  const std::vector<std::string> args = scripted_serve_args(dir, reply, script);
+  // Every message's text in turn: "Go" alone, or "Go" and an assistant's reply begun.
+  attnscope::testing::write_file(dir.file("chat.jinja"),
+                                 "{% for m in messages %}{{ m.content }}{% endfor %}");
+  ServerProcess server(kBinary, args);
   httplib::Client c = client(server);
   json asked = {{"messages", {{{"role", "user"}, {"content", "Go"}}}},
                 {"max_tokens", script.size() + 8},
@@ -794,6 +798,27 @@ TEST_CASE("serve: response_format json_object: a JSON reply ends at its '}', pro
   CHECK(streamed.done);
   CHECK(streamed.text == reply);
   CHECK(streamed.chunks.back()["choices"][0]["finish_reason"] == "stop");
+
+  // An assistant's reply begun by the client, continued in JSON mode: the grammar reads the
+  // begun text first; one that cannot begin an object is a 400.
+  json begun = {{"messages",
+                 {{{"role", "user"}, {"content", "Go"}},
+                  {{"role", "assistant"}, {"content", R"({"city": ")"}}}},
+                {"add_generation_prompt", false},
+                {"continue_final_message", true},
+                {"response_format", {{"type", "json_object"}}},
+                {"max_tokens", script.size() + 8},
+                {"temperature", 0},
+                {"ignore_eos", true}};
+  const json continued =
+      json::parse(c.Post("/v1/chat/completions", begun.dump(), "application/json")->body);
+  CHECK(continued["choices"][0]["message"]["content"] == R"(Paris", "days": [1, 2]})");
+  CHECK(continued["choices"][0]["finish_reason"] == "stop");
+  begun["messages"][1]["content"] = "Sure: {";
+  const httplib::Result not_json = c.Post("/v1/chat/completions", begun.dump(), "application/json");
+  REQUIRE(not_json);
+  CHECK(not_json->status == 400);
+  CHECK(not_json->body.find("not the start of a JSON object") != std::string::npos);
 
   // A prompt the model answers with prose: JSON mode turns every reply into JSON (a whole
   // object, or one cut short by max_tokens), greedy or sampled, on both endpoints.

@@ -106,6 +106,13 @@ ChatTemplate ChatTemplate::from_file(const std::string& path, const std::string&
                special_tokens(config, default_tokens), path);
 }
 
+std::string continued_text(const Conversation& conversation, const std::string& prompt) {
+  const jinja::Value& content = conversation.messages.back()["content"];
+  if (!content.is_string()) return "";
+  const std::string text = content.get<std::string>();
+  return prompt.ends_with(text) ? text : jinja::strip(text, false, true, std::nullopt);
+}
+
 Conversation read_conversation(const jinja::Value& request) {
   const auto messages = request.find("messages");
   if (messages == request.end()) throw ConversationError("messages", "messages is required");

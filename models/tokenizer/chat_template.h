@@ -49,6 +49,11 @@ enum class ChatEnding { after_last_message, assistant_turn_opened, final_message
 // (asking for both is the caller's error to report).
 ChatEnding chat_ending(bool add_generation_prompt, bool continue_final_message);
 
+// With ChatEnding::final_message_open: the final message's text as the rendered `prompt` ends
+// with it (less its trailing whitespace when the template strips it), the text a reply
+// continues; "" when the final message has no text.
+std::string continued_text(const Conversation& conversation, const std::string& prompt);
+
 class ChatTemplate {
  public:
   ChatTemplate(std::string_view source, jinja::Value special_tokens)

@@ -26,6 +26,7 @@ struct GenerationOptions {
   SamplingOptions sampling;
   engine::LogitAdjustments adjustments;        // penalties and logit bias (checked by the caller)
   engine::JsonTokenMask* json_mask = nullptr;  // JSON mode: the model's vocabulary masked
+  std::string json_prefix;  // JSON mode: the text the reply continues (engine::Request's)
   bool ignore_eos = false;
 };
 

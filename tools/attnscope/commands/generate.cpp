@@ -121,17 +121,21 @@ tokenizer::Conversation chat_conversation(const GenerateFlags& flags) {
 }
 
 // --chat: the ids of its conversation as the chat template renders it, the assistant's turn
-// opened (or the final message left open, --continue-final-message); tokenized without adding
-// special tokens (the template writes them).
+// opened (or the final message left open, --continue-final-message, and `continued` set to the
+// text the reply continues); tokenized without adding special tokens (the template writes them).
 std::vector<std::int32_t> chat_prompt(const GenerateFlags& flags,
-                                      const std::optional<TextTokenizer>& tokenizer) {
+                                      const std::optional<TextTokenizer>& tokenizer,
+                                      std::string& continued) {
   std::string why_none;
   const std::optional<tokenizer::ChatTemplate> chat_template =
       find_chat_template(flags.chat_template, flags.tokenizer, flags.model, tokenizer, why_none);
   check(chat_template.has_value() && why_none.empty(), "--chat", why_none);
   const tokenizer::ChatEnding ending =
       tokenizer::chat_ending(!flags.continue_final_message, flags.continue_final_message);
-  return tokenizer->encode(chat_template->render(chat_conversation(flags), ending), false);
+  const tokenizer::Conversation conversation = chat_conversation(flags);
+  const std::string text = chat_template->render(conversation, ending);
+  if (flags.continue_final_message) continued = tokenizer::continued_text(conversation, text);
+  return tokenizer->encode(text, false);
 }
 
 int run_generate(const GenerateFlags& flags) {
@@ -152,6 +156,7 @@ int run_generate(const GenerateFlags& flags) {
   const std::optional<TextTokenizer> tokenizer = find_tokenizer(flags.tokenizer, flags.model);
 
   std::vector<std::int32_t> prompt;
+  std::string continued;  // --continue-final-message: the text the reply continues
   if (!flags.prompt_ids.empty()) {
     prompt = parse_ids(flags.prompt_ids, "--prompt-ids");
     check(!prompt.empty(), "--prompt-ids",
@@ -161,7 +166,8 @@ int run_generate(const GenerateFlags& flags) {
     check(tokenizer.has_value(), flags.chat ? "--chat" : "--prompt",
           "no tokenizer for this model: pass --tokenizer DIR (vocab.json + merges.txt, or "
           "tokenizer.json) or use --prompt-ids");
-    prompt = flags.chat ? chat_prompt(flags, tokenizer) : tokenizer->encode(flags.prompt);
+    prompt =
+        flags.chat ? chat_prompt(flags, tokenizer, continued) : tokenizer->encode(flags.prompt);
   }
   if (prompt.empty()) {
     check(config.eos_in_vocabulary(), "prompt",
@@ -173,6 +179,16 @@ int run_generate(const GenerateFlags& flags) {
     check(id < config.vocab_size, "prompt",
           "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
               std::to_string(config.vocab_size) + ")");
+  }
+  // JSON mode (its mask built before anything is printed).
+  std::optional<engine::JsonTokenMask> json_mask;
+  if (flags.json_object) {
+    check(tokenizer.has_value(), "--json-object",
+          "JSON mode needs the model's tokenizer: pass --tokenizer DIR");
+    if (std::string why = engine::json_prefix_refusal(continued); !why.empty()) {
+      throw Error("--json-object", why);
+    }
+    json_mask.emplace(tokenizer->vocabulary(), config);
   }
   const auto prompt_length = static_cast<std::int64_t>(prompt.size());
   // The last new token is never fed back, so the cache holds the prompt and all but one of them.
@@ -220,12 +236,9 @@ int run_generate(const GenerateFlags& flags) {
   options.sampling = sampling;
   options.adjustments = adjustments;
   options.ignore_eos = flags.ignore_eos;
-  std::optional<engine::JsonTokenMask> json_mask;
-  if (flags.json_object) {
-    check(tokenizer.has_value(), "--json-object",
-          "JSON mode needs the model's tokenizer: pass --tokenizer DIR");
-    json_mask.emplace(tokenizer->vocabulary(), config);
+  if (json_mask) {
     options.json_mask = &*json_mask;
+    options.json_prefix = continued;
   }
   Generation generation;
   with_attention_map(ctx, model, flags.attention_map, AttentionMapSteps::All, [&] {

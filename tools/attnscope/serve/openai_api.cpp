@@ -359,6 +359,9 @@ CompletionRequest parse_chat_request(const std::string& body, const TextTokenize
   }
   out.request.prompt = tokenizer.encode(out.prompt_text, false);
   if (out.request.prompt.empty()) bad("messages", "the chat template rendered an empty prompt");
+  if (continue_final && out.request.json_object) {
+    out.request.json_prefix = tokenizer::continued_text(conversation, out.prompt_text);
+  }
   // Without a limit, a chat completion runs to the end of the context, as vLLM's does.
   const std::int64_t room = std::max<std::int64_t>(
       1, context_length - static_cast<std::int64_t>(out.request.prompt.size()));
