@@ -1277,12 +1277,11 @@ TEST_CASE("generate --json-object --continue-final-message continues the begun o
   attnscope::testing::write_file(dir.file("chat.jinja"),
                                  "{% for m in messages %}{{ m.content }}{% endfor %}");
   const auto generate_continuing = [&](const std::string& begun) {
-    attnscope::testing::write_file(
-        dir.file("messages.json"),
-        nlohmann::json{{"messages",
-                        {{{"role", "user"}, {"content", "Go"}},
-                         {{"role", "assistant"}, {"content", begun}}}}}
-            .dump());
+    attnscope::testing::write_file(dir.file("messages.json"),
+                                   nlohmann::json{{"messages",
+                                                   {{{"role", "user"}, {"content", "Go"}},
+                                                    {{"role", "assistant"}, {"content", begun}}}}}
+                                       .dump());
     return run("generate --model " + fixture("tiny-a") + " --tokenizer " + perplexity_fixture() +
                " --chat --messages " + dir.file("messages.json") + " --chat-template " +
                dir.file("chat.jinja") + " --continue-final-message --json-object -n 40 --json");
