@@ -356,8 +356,11 @@ step_generate() {
   # by summarize.py, not judged here (two devices may round a near-tie differently).
   generate_one "f32 on the cpu" -n 8 --attn flash
   generate_one "f32 on the gpu" -n 8 --attn flash --device cuda
+  # The pick on the host (penalties, logit bias, JSON mode: the logits row copied each step).
+  generate_one "JSON mode and penalties on the gpu" -n 32 --device cuda --dtype bf16 \
+    --json-object --presence-penalty 0.5 --logit-bias 11:2
   show_rows "$rows"
-  ((failed == 0)) || { echo "FAIL: $failed of 8 generate runs failed (above)"; return 1; }
+  ((failed == 0)) || { echo "FAIL: $failed of 9 generate runs failed (above)"; return 1; }
 }
 
 # --- bench_attention: every backend at the study's shape, bf16, on the GPU -------------------
