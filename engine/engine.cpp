@@ -118,18 +118,7 @@ std::string Engine::refusal(const Request& request) const {
   } catch (const Error& e) {
     return e.what();
   }
-  const LogitAdjustments& adjust = request.adjustments;
-  for (const float penalty : {adjust.presence_penalty, adjust.frequency_penalty}) {
-    if (!(penalty >= -2.0f && penalty <= 2.0f)) return "a penalty must be in [-2, 2]";
-  }
-  for (const auto& [token, bias] : adjust.logit_bias) {
-    if (token < 0 || token >= shape.vocab_size) {
-      return "logit_bias names token id " + std::to_string(token) +
-             ", outside the vocabulary [0, " + std::to_string(shape.vocab_size) + ")";
-    }
-    if (!(bias >= -100.0f && bias <= 100.0f)) return "a logit_bias must be in [-100, 100]";
-  }
-  return "";
+  return request.adjustments.refusal(shape.vocab_size);
 }
 
 std::string Engine::device_failure() const {

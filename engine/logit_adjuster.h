@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -24,6 +25,10 @@ struct LogitAdjustments {
   bool any() const {
     return presence_penalty != 0.0f || frequency_penalty != 0.0f || !logit_bias.empty();
   }
+  // Why these cannot apply to a vocabulary of `vocab_size` tokens (a penalty or a bias out of
+  // range, a token id outside it); "" when they can. Every caller checks this before a
+  // LogitAdjuster reads them (the engine, generate, Python).
+  std::string refusal(std::int64_t vocab_size) const;
 };
 
 // One sequence's adjustments, with the counts of what it generated.

@@ -172,17 +172,9 @@ class Model {
     options.sampling = sampling;
     options.ignore_eos = ignore_eos;
     validate_sampling(options.sampling);
-    for (const float penalty : {presence_penalty, frequency_penalty}) {
-      check(penalty >= -2.0f && penalty <= 2.0f, "generate", "a penalty must be in [-2, 2]");
-    }
-    options.adjustments.presence_penalty = presence_penalty;
-    options.adjustments.frequency_penalty = frequency_penalty;
-    for (const auto& [id, bias] : logit_bias) {
-      check(id >= 0 && id < model_->config().vocab_size, "generate",
-            "logit_bias names token id " + std::to_string(id) + ", outside the vocabulary");
-      check(bias >= -100.0f && bias <= 100.0f, "generate", "a logit_bias must be in [-100, 100]");
-    }
-    options.adjustments.logit_bias = logit_bias;
+    options.adjustments = {presence_penalty, frequency_penalty, logit_bias};
+    const std::string why = options.adjustments.refusal(model_->config().vocab_size);
+    check(why.empty(), "generate", why);
     if (json_object) {
       if (!json_mask_) {
         json_mask_ =

@@ -4,6 +4,7 @@
 // generated token was chosen from as a .npy array [tokens, vocab]; --attention-out FILE the
 // attention probabilities of every position (tools/attnscope/measure/attention_map.h).
 #include <algorithm>
+#include <cstdint>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -61,10 +62,9 @@ struct GenerateFlags {
   AttentionMapOptions attention_map;
 };
 
-// --logit-bias ID:BIAS,... (as OpenAI's logit_bias: each id in the vocabulary, each bias in
-// [-100, 100]).
-std::vector<std::pair<std::int32_t, float>> parse_logit_bias(const std::vector<std::string>& items,
-                                                             std::int64_t vocab_size) {
+// --logit-bias ID:BIAS,... as pairs (their ranges are LogitAdjustments::refusal's to check).
+std::vector<std::pair<std::int32_t, float>> parse_logit_bias(
+    const std::vector<std::string>& items) {
   std::vector<std::pair<std::int32_t, float>> biases;
   for (const std::string& list : items) {
     std::istringstream pieces(list);
@@ -81,13 +81,8 @@ std::vector<std::pair<std::int32_t, float>> parse_logit_bias(const std::vector<s
         id_used = 0;
       }
       check(colon != std::string::npos && id_used == colon && id_used > 0 &&
-                bias_used == item.size() - colon - 1 && bias_used > 0,
+                bias_used == item.size() - colon - 1 && bias_used > 0 && id >= 0 && id <= INT32_MAX,
             "--logit-bias", "'" + item + "' is not ID:BIAS (e.g. 50256:-100)");
-      check(id >= 0 && id < vocab_size, "--logit-bias",
-            "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                std::to_string(vocab_size) + ")");
-      check(bias >= -100.0 && bias <= 100.0, "--logit-bias",
-            "'" + item + "': a bias must be in [-100, 100]");
       biases.emplace_back(static_cast<std::int32_t>(id), static_cast<float>(bias));
     }
   }
@@ -152,7 +147,10 @@ int run_generate(const GenerateFlags& flags) {
   StepRunner runner(!flags.no_cuda_graphs && flags.attention_map.path.empty());
   const ModelConfig& config = model.config();
   engine::LogitAdjustments adjustments = flags.adjustments;
-  adjustments.logit_bias = parse_logit_bias(flags.logit_bias, config.vocab_size);
+  adjustments.logit_bias = parse_logit_bias(flags.logit_bias);
+  if (std::string why = adjustments.refusal(config.vocab_size); !why.empty()) {
+    throw Error("--logit-bias", why);  // the penalties' ranges are the flags' own checks
+  }
   const std::optional<TextTokenizer> tokenizer = find_tokenizer(flags.tokenizer, flags.model);
 
   std::vector<std::int32_t> prompt;
