@@ -16,7 +16,7 @@
 #include <variant>
 #include <vector>
 
-#include "engine/engine.h"
+#include "engine/token_vocabulary.h"
 #include "models/gpt2/tokenizer.h"
 #include "models/tokenizer/tokenizer_json.h"
 

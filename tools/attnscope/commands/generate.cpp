@@ -13,6 +13,8 @@
 #include <span>
 #include <sstream>
 
+#include "engine/json_token_mask.h"
+#include "engine/token_picker.h"
 #include "models/tokenizer/chat_template.h"
 #include "runtime/error.h"
 #include "runtime/input_file.h"
