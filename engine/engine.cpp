@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "engine/json_grammar.h"
 #include "profiler/scope.h"
 #include "profiler/summary.h"
 #include "runtime/error.h"
@@ -70,6 +71,7 @@ Engine::Engine(const LanguageModel& model, Context& ctx, const EngineOptions& op
       ctx_(ctx),
       options_(options),
       vocabulary_(std::move(vocabulary)),
+      schema_masks_(vocabulary_, model.config()),
       cache_(make_cache(model, ctx, options)),
       total_blocks_(cache_.pool().counters().blocks),
       scheduler_(cache_.pool(), options.scheduler) {}
@@ -104,11 +106,19 @@ std::string Engine::refusal(const Request& request) const {
   if (!request.stop.empty() && !vocabulary_.text) {
     return "stop strings need the tokenizer's text of each token, and this engine has none";
   }
-  if (request.json_object && !vocabulary_.text) {
-    return "JSON mode needs the tokenizer's text of each token, and this engine has none";
-  }
-  if (request.json_object) {
-    if (std::string why = json_prefix_refusal(request.json_prefix); !why.empty()) return why;
+  if (!request.json_schema.empty()) {
+    if (!vocabulary_.text) {
+      return "JSON mode and JSON schemas need the tokenizer's text of each token, and this "
+             "engine has none";
+    }
+    try {
+      const Grammar grammar = json_schema_grammar(request.json_schema);
+      if (std::string why = grammar_prefix_refusal(grammar, request.json_prefix); !why.empty()) {
+        return why;
+      }
+    } catch (const Error& e) {
+      return e.what();
+    }
   }
   for (const std::string& stop : request.stop) {
     if (stop.empty()) return "a stop string is empty";
@@ -136,8 +146,9 @@ RequestId Engine::submit(Request request) {
     pending_events_.push_back({id, false, 0, true, FinishReason::refused, std::move(why), 0, {}});
     return id;
   }
-  JsonTokenMask* const mask = request.json_object ? &json_mask() : nullptr;
-  auto sequence = std::make_unique<Sequence>(id, std::move(request), mask);
+  std::shared_ptr<GrammarTokenMask> mask;
+  if (!request.json_schema.empty()) mask = schema_masks_.mask(request.json_schema);
+  auto sequence = std::make_unique<Sequence>(id, std::move(request), std::move(mask));
   scheduler_.add(sequence.get());
   mark(*sequence);
   sequences_.emplace(id, std::move(sequence));
@@ -168,7 +179,7 @@ bool Engine::finished(Sequence& sequence, FinishReason& reason) {
     reason = FinishReason::eos;
     return true;
   }
-  if (sequence.picker.json_complete()) {
+  if (sequence.picker.grammar_finished()) {
     reason = FinishReason::stop;
     return true;
   }
@@ -194,11 +205,6 @@ void Engine::finish(Sequence& sequence) {
   scheduler_.remove(&sequence);
   if (ScopeSink* sink = ctx_.profiler()) sink->end_span(sequence.id);
   sequences_.erase(sequence.id);
-}
-
-JsonTokenMask& Engine::json_mask() {
-  if (!json_mask_) json_mask_ = std::make_unique<JsonTokenMask>(vocabulary_, model_.config());
-  return *json_mask_;
 }
 
 void Engine::mark(Sequence& sequence) {

@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/json_token_mask.h"
+#include "engine/json_schema_masks.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
@@ -85,7 +85,8 @@ class Engine {
 
   // Queues a request and returns its id. One that can never run (no prompt, an id outside the
   // vocabulary, a prompt that fills the context or the whole cache, max_tokens < 1, bad sampling
-  // options, penalties or logit bias, stop strings or JSON mode without the vocabulary's text)
+  // options, penalties or logit bias, a JSON schema not served or a json_prefix it refuses, stop
+  // strings or a JSON schema without the vocabulary's text)
   // is refused: the next step reports it finished, FinishReason::refused, with the reason; the
   // other requests go on. After a device failure, every request finishes at once,
   // FinishReason::failed.
@@ -119,14 +120,12 @@ class Engine {
   void finish(Sequence& sequence);
   // Shows the sequence's phase on its profiler track when it changed (no profiler: nothing).
   void mark(Sequence& sequence);
-  // JSON mode's mask over the vocabulary, built on first use.
-  JsonTokenMask& json_mask();
 
   const LanguageModel& model_;
   Context& ctx_;
   EngineOptions options_;
   TokenVocabulary vocabulary_;
-  std::unique_ptr<JsonTokenMask> json_mask_;
+  JsonSchemaMasks schema_masks_;  // the JSON schemas' masks over the vocabulary
   PagedKVCache cache_;
   const std::int64_t total_blocks_;  // the pool's size, read by refusal() from any thread
   Scheduler scheduler_;

@@ -22,11 +22,12 @@ struct Request {
   LogitAdjustments adjustments;      // penalties and logit bias, applied before sampling
   std::vector<std::string> stop;     // stop strings (need the engine's token text)
   bool ignore_eos = false;           // keep going past the end-of-sequence token
-  // JSON mode: the reply is one JSON object (engine/json_token_mask.h), and the request ends,
-  // FinishReason::stop, with its closing '}'.
-  bool json_object = false;
-  // JSON mode: text the reply continues (a continued final message, "{\"city\": \""), read by the
-  // grammar before the first token: the start of an object, not a whole one.
+  // A JSON schema (JSON text; "" none): the reply is one JSON object valid under it
+  // (engine/json_grammar.h, a grammar masking the sampler), and the request ends,
+  // FinishReason::stop, with the object's closing '}'. JSON mode is kJsonObjectSchema.
+  std::string json_schema;
+  // With json_schema: text the reply continues (a continued final message, "{\"city\": \""),
+  // read by the grammar before the first token: the start of a reply, not a whole one.
   std::string json_prefix;
   // Log-probabilities to report with each token: -1 none; K >= 0 the chosen token's and the K
   // most probable ones' (of the raw logits, before temperature, top-k or top-p).
@@ -36,7 +37,7 @@ struct Request {
 enum class FinishReason {
   length,     // max_tokens generated, or the model's context is full
   eos,        // the model produced its end-of-sequence token
-  stop,       // the generated text contains one of the stop strings, or JSON mode closed its object
+  stop,       // the generated text contains one of the stop strings, or the JSON reply is closed
   cancelled,  // Engine::cancel
   refused,    // the request can never run (Event::error says why)
   failed,     // the step that ran it failed, e.g. out of memory (Event::error says why)

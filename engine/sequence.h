@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,12 +13,13 @@
 namespace attnscope::engine {
 
 struct Sequence {
-  // `json_mask`: the engine's, for a request in JSON mode.
-  Sequence(RequestId request_id, Request asked, JsonTokenMask* json_mask = nullptr)
+  // `grammar_mask`: the engine's for the request's JSON schema, if it has one.
+  Sequence(RequestId request_id, Request asked,
+           std::shared_ptr<GrammarTokenMask> grammar_mask = nullptr)
       : id(request_id),
         tokens(asked.prompt),
         prompt_length(static_cast<std::int64_t>(asked.prompt.size())),
-        picker(asked.sampling, asked.adjustments, json_mask, asked.json_prefix),
+        picker(asked.sampling, asked.adjustments, std::move(grammar_mask), asked.json_prefix),
         request(std::move(asked)) {}
 
   RequestId id;

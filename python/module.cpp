@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/json_grammar.h"
+#include "engine/json_schema_masks.h"
 #include "models/language_model.h"
 #include "ops/attention/registry.h"
 #include "profiler/chrome_trace.h"
@@ -166,7 +168,7 @@ class Model {
                     const SamplingOptions& sampling, bool ignore_eos, bool keep_logits,
                     float presence_penalty, float frequency_penalty,
                     const std::vector<std::pair<std::int32_t, float>>& logit_bias,
-                    bool json_object) {
+                    const std::string& json_schema) {
     cli::GenerationOptions options;
     options.max_new_tokens = max_new_tokens;
     options.sampling = sampling;
@@ -175,12 +177,13 @@ class Model {
     options.adjustments = {presence_penalty, frequency_penalty, logit_bias};
     const std::string why = options.adjustments.refusal(model_->config().vocab_size);
     check(why.empty(), "generate", why);
-    if (json_object) {
-      if (!json_mask_) {
-        json_mask_ =
-            std::make_unique<engine::JsonTokenMask>(tokenizer().vocabulary(), model_->config());
+    if (!json_schema.empty()) {
+      if (!schema_masks_) schema_masks_.emplace(tokenizer().vocabulary(), model_->config());
+      try {
+        options.grammar_mask = schema_masks_->mask(json_schema);
+      } catch (const Error& e) {
+        throw py::value_error(e.what());
       }
-      options.json_mask = json_mask_.get();
     }
     const auto length = static_cast<std::int64_t>(prompt.size());
     const std::int64_t positions = length + std::max<std::int64_t>(max_new_tokens - 1, 0);
@@ -314,7 +317,7 @@ class Model {
   std::shared_ptr<Context> ctx_;  // shared with the arrays whose bytes its allocator owns
   std::unique_ptr<LanguageModel> model_;
   std::optional<cli::TextTokenizer> tokenizer_;
-  std::unique_ptr<engine::JsonTokenMask> json_mask_;  // generate's JSON mode, built on first use
+  std::optional<engine::JsonSchemaMasks> schema_masks_;  // generate's JSON schemas, on first use
 };
 
 // The attention op alone, as `attnscope bench-attention` times it (measure/attention_timing.h):
@@ -357,6 +360,7 @@ PYBIND11_MODULE(_attnscope, m) {
   using attnscope::python::Model;
   m.doc() = "attnscope's C++ runtime (use the attnscope package, not this module)";
   py::register_exception<Error>(m, "Error", PyExc_RuntimeError);
+  m.attr("JSON_OBJECT_SCHEMA") = std::string(engine::kJsonObjectSchema);  // JSON mode's schema
 
   m.def("backends", &ops::attention::backend_names, "The --attn names, in the study's order");
   m.def("bench_attention", [](const std::string& backend, std::int64_t batch, std::int64_t heads,

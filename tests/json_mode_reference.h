@@ -4,43 +4,61 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <string>
 #include <string_view>
 
-#include "engine/json_recognizer.h"
+#include "engine/grammar_recognizer.h"
+#include "engine/json_grammar.h"
 
 namespace attnscope::testing {
 
-// Whether the recognizer takes all of `text` as one whole object.
-inline bool recognizes(std::string_view text) {
-  engine::JsonRecognizer recognizer;
-  return recognizer.accept(text) && recognizer.complete();
+// JSON mode's grammar: the schema {"type": "object"}.
+inline const engine::Grammar& json_mode_grammar() {
+  static const engine::Grammar grammar = engine::json_schema_grammar(engine::kJsonObjectSchema);
+  return grammar;
 }
 
-// Whether nlohmann parses `text` as JSON. A raw NUL byte is never JSON (a control character in
-// a string, nothing outside one), but nlohmann's lexer ends its input there. A number past a
-// double's range (1e999) is JSON, which nlohmann refuses to hold (its error 406) and stops at:
-// the number it names is read as "0 " (the space ends it as it ended) and the text parsed
-// again, so what follows it still counts.
-inline bool reference_json(std::string text) {
-  if (text.find('\0') != std::string::npos) return false;
+// A recognizer at the start of JSON mode's grammar.
+inline engine::GrammarRecognizer json_mode() {
+  return engine::GrammarRecognizer(json_mode_grammar());
+}
+
+// Whether JSON mode's recognizer takes all of `text` as one whole object.
+inline bool recognizes(std::string_view text) {
+  engine::GrammarRecognizer recognizer = json_mode();
+  return recognizer.accept(text) && recognizer.finished();
+}
+
+// `text` with every number past a double's range (1e999, JSON all the same) read as "0 ", so
+// that nlohmann, which refuses to hold one (its error 406) and stops there, parses the rest (the
+// space ends it as it ended); nullopt when nlohmann finds `text` is not JSON.
+inline std::optional<std::string> json_in_range(std::string text) {
   while (true) {
     try {
       (void)nlohmann::json::parse(text);
-      return true;
+      return text;
     } catch (const nlohmann::json::parse_error&) {
-      return false;
+      return std::nullopt;
     } catch (const nlohmann::json::out_of_range& error) {
-      if (error.id != 406) return false;
+      if (error.id != 406) return std::nullopt;
       const std::string what = error.what();  // "... number overflow parsing '1e999'"
       const std::size_t open = what.rfind('\'', what.size() - 2);
       const std::string number = what.substr(open + 1, what.size() - open - 2);
       const std::size_t at = text.find(number);
-      if (open == std::string::npos || number.empty() || at == std::string::npos) return false;
+      if (open == std::string::npos || number.empty() || at == std::string::npos) {
+        return std::nullopt;
+      }
       text.replace(at, number.size(), "0 ");
     }
   }
+}
+
+// Whether nlohmann parses `text` as JSON. A raw NUL byte is never JSON (a control character in
+// a string, nothing outside one), but nlohmann's lexer ends its input there.
+inline bool reference_json(const std::string& text) {
+  return text.find('\0') == std::string::npos && json_in_range(text).has_value();
 }
 
 // Whether every run of whitespace outside strings in `text` is a gap JSON mode writes: one
@@ -78,10 +96,10 @@ inline bool reference_object(const std::string& text) {
 
 // A completion of the text `recognizer` has read, chosen byte by byte among a few that end
 // things soonest; the caller checks it with nlohmann.
-inline std::string completion(engine::JsonRecognizer recognizer) {
+inline std::string completion(engine::GrammarRecognizer recognizer) {
   static constexpr std::string_view kPreferred = "\"}]0:\\uDrealsn{\x80\x90\xa0\n";
   std::string out;
-  while (!recognizer.complete() && out.size() < 400) {
+  while (!recognizer.finished() && out.size() < 400) {
     bool moved = false;
     for (const char byte : kPreferred) {
       if (recognizer.accept(static_cast<unsigned char>(byte))) {

@@ -17,8 +17,10 @@
 #include <utility>
 #include <vector>
 
-#include "engine/json_recognizer.h"
+#include "engine/grammar_recognizer.h"
+#include "engine/json_grammar.h"
 #include "fixture_paths.h"
+#include "json_mode_reference.h"
 #include "runtime/cpu_features.h"
 #include "runtime/npy.h"
 #include "safetensors_writer.h"
@@ -1238,38 +1240,60 @@ std::string bytes_of(const nlohmann::json& entry) {
   return bytes;
 }
 
-TEST_CASE("generate --json-object: greedy takes the likeliest token that continues JSON") {
-  const RankedSteps steps = generate_ranked("-n 40 --json-object");
-  attnscope::engine::JsonRecognizer json;
-  std::string text;
-  for (std::size_t i = 0; i < steps.chosen.size(); ++i) {
-    CAPTURE(i);
-    CAPTURE(text);
-    // Every token likelier than the chosen one cannot continue the text (or is <|endoftext|>,
-    // 511, a control token); the chosen one can.
-    for (const nlohmann::json& entry : steps.ranked[i]) {
-      const int id = entry["id"];
-      attnscope::engine::JsonRecognizer next = json;
-      if (id == steps.chosen[i]) {
-        REQUIRE(next.accept(bytes_of(entry)));
-        json = next;
-        text += bytes_of(entry);
-        break;
+TEST_CASE("generate --json-object, --json-schema: greedy takes the likeliest token the grammar lets") {
+  attnscope::testing::TempDir dir;
+  const std::string schema = R"({"type": "object", "properties": {"name": {"type": "string"},
+      "tags": {"type": "array", "items": {"enum": ["x", "y"]}, "maxItems": 2}},
+    "required": ["tags"]})";
+  attnscope::testing::write_file(dir.file("schema.json"), schema);
+  const attnscope::engine::Grammar schema_grammar = attnscope::engine::json_schema_grammar(schema);
+  const std::vector<std::pair<std::string, const attnscope::engine::Grammar*>> modes = {
+      {"--json-object", &attnscope::testing::json_mode_grammar()},
+      {"--json-schema " + dir.file("schema.json"), &schema_grammar}};
+  for (const auto& mode : modes) {
+    CAPTURE(mode.first);
+    const RankedSteps steps = generate_ranked("-n 40 " + mode.first);
+    attnscope::engine::GrammarRecognizer json(*mode.second);
+    std::string text;
+    for (std::size_t i = 0; i < steps.chosen.size(); ++i) {
+      CAPTURE(i);
+      CAPTURE(text);
+      // Every token likelier than the chosen one cannot continue the text (or is
+      // <|endoftext|>, 511, a control token); the chosen one can.
+      for (const nlohmann::json& entry : steps.ranked[i]) {
+        const int id = entry["id"];
+        attnscope::engine::GrammarRecognizer next = json;
+        if (id == steps.chosen[i]) {
+          REQUIRE(next.accept(bytes_of(entry)));
+          json = next;
+          text += bytes_of(entry);
+          break;
+        }
+        CHECK((id == 511 || !next.accept(bytes_of(entry))));
       }
-      CHECK((id == 511 || !next.accept(bytes_of(entry))));
+    }
+    CAPTURE(text);
+    CHECK(text.substr(text.find_first_not_of(" \t\n\r"), 1) == "{");
+    if (steps.stop_reason == "stop") {
+      CHECK(json.finished());
+      CHECK(nlohmann::json::parse(text).is_object());
+    } else {
+      CHECK(steps.stop_reason == "length");
+      CHECK(steps.chosen.size() == 40);
     }
   }
-  CAPTURE(text);
-  CHECK(text.substr(text.find_first_not_of(" \t\n\r"), 1) == "{");
-  if (steps.stop_reason == "stop") {
-    CHECK(json.complete());
-    CHECK(nlohmann::json::parse(text).is_object());
-  } else {
-    CHECK(steps.stop_reason == "length");
-    CHECK(steps.chosen.size() == 40);
-  }
   check_one_line_error(run("generate --model synthetic:llama-tiny --json-object -n 2"), 1,
-                       "JSON mode needs the model's tokenizer");
+                       "a JSON reply needs the model's tokenizer");
+  attnscope::testing::write_file(dir.file("array.json"), R"({"type": "array"})");
+  const std::string with_tokenizer =
+      "generate --model " + fixture("tiny-a") + " --tokenizer " + perplexity_fixture() + " -n 2 ";
+  check_one_line_error(run(with_tokenizer + "--json-schema " + dir.file("array.json")), 1,
+                       "--json-schema: json_schema: the schema's root must be an object");
+  check_one_line_error(run(with_tokenizer + "--json-schema " + dir.file("missing.json")), 1,
+                       "missing.json");
+  check_one_line_error(
+      run(with_tokenizer + "--json-object --json-schema " + dir.file("schema.json")), 2,
+      "--json-object excludes --json-schema");
 }
 
 TEST_CASE("generate --json-object --continue-final-message continues the begun object") {
@@ -1290,10 +1314,10 @@ TEST_CASE("generate --json-object --continue-final-message continues the begun o
   const nlohmann::json out = success_json(generate_continuing(begun));
   const std::string whole = begun + out["text"].get<std::string>();
   CAPTURE(whole);
-  attnscope::engine::JsonRecognizer json;
+  attnscope::engine::GrammarRecognizer json = attnscope::testing::json_mode();
   CHECK(json.accept(whole));
-  CHECK(json.complete() == (out["stop_reason"] == "stop"));
-  check_one_line_error(generate_continuing("Sure: {"), 1, "not the start of a JSON object");
+  CHECK(json.finished() == (out["stop_reason"] == "stop"));
+  check_one_line_error(generate_continuing("Sure: {"), 1, "not the start of a reply");
 }
 
 TEST_CASE("generate --presence-penalty, --frequency-penalty and --logit-bias, as OpenAI's") {

@@ -1,8 +1,9 @@
-// JSON mode (engine/json_recognizer.h, engine/json_token_mask.h) against nlohmann's parser as
-// the reference: the recognizer takes whole texts exactly when nlohmann accepts them as one JSON
-// object (random documents and byte mutations of them), every prefix it takes can still be
-// completed to a document nlohmann accepts, the token mask equals feeding each token's bytes on
-// its own, and an engine in JSON mode writes only JSON and ends at the object's last byte.
+// JSON mode (engine/json_grammar.h's {"type": "object"}, engine/grammar_token_mask.h) against
+// nlohmann's parser as the reference: the recognizer takes whole texts exactly when nlohmann
+// accepts them as one JSON object (random documents and byte mutations of them), every prefix it
+// takes can still be completed to a document nlohmann accepts, the token mask equals feeding each
+// token's bytes on its own, and an engine in JSON mode writes only JSON and ends at the object's
+// last byte.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -14,17 +15,20 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "engine/json_recognizer.h"
-#include "engine/json_token_mask.h"
+#include "engine/grammar_recognizer.h"
+#include "engine/grammar_token_mask.h"
+#include "engine/json_grammar.h"
 #include "hf_fixtures.h"
 #include "json_mode_reference.h"
 #include "models/gpt2/model.h"
 
 using namespace attnscope;
 using engine::FinishReason;
-using engine::JsonRecognizer;
+using engine::GrammarRecognizer;
 using json = nlohmann::json;
 using testing::completion;
+using testing::json_mode;
+using testing::json_mode_grammar;
 using testing::recognizes;
 using testing::reference_json;
 using testing::reference_object;
@@ -175,7 +179,7 @@ std::string mutated(const std::string& text, std::mt19937& random) {
 // Checks that every prefix of `text` the recognizer takes completes to a document nlohmann
 // accepts, up to the first byte it refuses.
 void check_prefixes_complete(const std::string& text) {
-  JsonRecognizer recognizer;
+  GrammarRecognizer recognizer = json_mode();
   for (std::size_t i = 0; i <= text.size(); ++i) {
     const std::string whole = text.substr(0, i) + completion(recognizer);
     CAPTURE(whole);
@@ -270,39 +274,39 @@ TEST_CASE("json recognizer: the edges of the grammar") {
 }
 
 TEST_CASE("json recognizer: nesting and whitespace are bounded, and a refusal changes nothing") {
-  const int depth = JsonRecognizer::kMaxDepth;
+  const int depth = engine::kMaxDepth;
   std::string deep = "{\"a\":" + std::string(static_cast<std::size_t>(depth - 1), '[');
-  JsonRecognizer recognizer;
+  GrammarRecognizer recognizer = json_mode();
   REQUIRE(recognizer.accept(deep));
   CHECK_FALSE(recognizer.accept('['));
   CHECK_FALSE(recognizer.accept('{'));
   CHECK(recognizer.accept(std::string(static_cast<std::size_t>(depth - 1), ']') + "}"));
-  CHECK(recognizer.complete());
+  CHECK(recognizer.finished());
 
-  JsonRecognizer spaced;
+  GrammarRecognizer spaced = json_mode();
   CHECK_FALSE(spaced.accept("  {"));    // one space at most
   CHECK_FALSE(spaced.accept("\t{"));    // a tab only indents
   CHECK_FALSE(spaced.accept("\n\n{"));  // one line break
   CHECK_FALSE(spaced.accept("\r {"));
-  REQUIRE(spaced.accept("\r\n" + std::string(JsonRecognizer::kMaxIndent, '\t') + "{ "));
+  REQUIRE(spaced.accept("\r\n" + std::string(engine::kMaxIndent, '\t') + "{ "));
   CHECK_FALSE(spaced.accept('\n'));
   CHECK(spaced.accept("}"));  // the refused bytes left no trace
-  CHECK(spaced.complete());
+  CHECK(spaced.finished());
   CHECK_FALSE(spaced.accept(' '));
-  JsonRecognizer indented;
-  REQUIRE(indented.accept("{\n" + std::string(JsonRecognizer::kMaxIndent, ' ')));
+  GrammarRecognizer indented = json_mode();
+  REQUIRE(indented.accept("{\n" + std::string(engine::kMaxIndent, ' ')));
   CHECK_FALSE(indented.accept(' '));
 
-  JsonRecognizer partial;
+  GrammarRecognizer partial = json_mode();
   REQUIRE(partial.accept("{\"a\":1"));
   CHECK_FALSE(partial.accept("2x"));  // '2' was fine, 'x' was not: neither is kept
   CHECK(partial.accept("}"));
-  CHECK(partial.complete());
+  CHECK(partial.finished());
 }
 
 TEST_CASE("json recognizer: texts at the same place in the grammar are equal states") {
   const auto state = [](std::string_view text) {
-    JsonRecognizer recognizer;
+    GrammarRecognizer recognizer = json_mode();
     REQUIRE(recognizer.accept(text));
     return recognizer;
   };
@@ -335,19 +339,20 @@ TEST_CASE("json token mask: a token is allowed exactly when the recognizer takes
     if (i % 500 == 0) vocabulary.emplace_back();  // a control token
   }
   vocabulary.push_back(vocabulary[300]);  // two tokens with the same bytes
-  engine::JsonTokenMask mask(vocabulary);
+  engine::GrammarTokenMask mask(json_mode_grammar(),
+                                std::make_shared<const engine::SortedVocabulary>(vocabulary));
   std::vector<float> logits(vocabulary.size() + 3);  // a model's rows padded past the vocabulary
   for (float& x : logits) x = std::uniform_real_distribution<float>(-5.0f, 5.0f)(random);
 
   int states = 0;
   for (const std::string& document : documents) {
-    JsonRecognizer recognizer;
+    GrammarRecognizer recognizer = mask.start();
     for (const char byte : document) {
       const std::span<const float> restricted = mask.restrict(recognizer, logits);
       REQUIRE(restricted.size() == logits.size());
       std::vector<std::size_t> wrong;  // the ids the mask got wrong
       for (std::size_t id = 0; id < logits.size(); ++id) {
-        JsonRecognizer alone = recognizer;
+        GrammarRecognizer alone = recognizer;
         const bool allowed =
             id < vocabulary.size() && !vocabulary[id].empty() && alone.accept(vocabulary[id]);
         if (restricted[id] != (allowed ? logits[id] : -INFINITY)) wrong.push_back(id);
@@ -364,8 +369,10 @@ TEST_CASE("json token mask: a token is allowed exactly when the recognizer takes
   CHECK(mask.remembered_states() * 4 < static_cast<std::size_t>(states));
 
   // A vocabulary that cannot continue an open string: no token at all.
-  engine::JsonTokenMask letters({"a", "b"});
-  JsonRecognizer open;
+  engine::GrammarTokenMask letters(
+      json_mode_grammar(),
+      std::make_shared<const engine::SortedVocabulary>(std::vector<std::string>{"a", "b"}));
+  GrammarRecognizer open = letters.start();
   REQUIRE(open.accept("{"));
   CHECK(letters.restrict(open, std::vector<float>(2, 0.0f)).empty());
 }
@@ -394,7 +401,7 @@ TEST_CASE("engine: JSON mode writes one JSON object and ends with it") {
     request.max_tokens = 40;
     request.sampling.temperature = 1.5f;
     request.sampling.seed = seed;
-    request.json_object = true;
+    request.json_schema = engine::kJsonObjectSchema;
     request.json_prefix = prefix;
     return request;
   };
@@ -431,7 +438,7 @@ TEST_CASE("engine: JSON mode writes one JSON object and ends with it") {
     } else {
       CHECK(reply.reason == FinishReason::length);
       CHECK(reply.tokens.size() == 40);
-      JsonRecognizer recognizer;
+      GrammarRecognizer recognizer = json_mode();
       REQUIRE(recognizer.accept(reply.text));
       CHECK(reference_object(reply.text + completion(recognizer)));
     }
@@ -458,7 +465,7 @@ TEST_CASE("engine: JSON mode writes one JSON object and ends with it") {
     CAPTURE(reply.text);
     if (refused.count(entry.first) != 0) {
       CHECK(reply.reason == FinishReason::refused);
-      CHECK(reply.error.find("JSON mode: the text continued") != std::string::npos);
+      CHECK(reply.error.find("the text continued") != std::string::npos);
     } else if (reply.reason == FinishReason::stop) {
       CHECK(reference_object(prefix + reply.text));
       ++continued_objects;
@@ -470,11 +477,11 @@ TEST_CASE("engine: JSON mode writes one JSON object and ends with it") {
   engine::Engine textless(model, ctx, engine::EngineOptions{});
   engine::Request request;
   request.prompt = {1, 2, 3};
-  request.json_object = true;
+  request.json_schema = engine::kJsonObjectSchema;
   const engine::RequestId id = textless.submit(request);
   const std::vector<engine::Event> events = textless.step().events;
   REQUIRE(events.size() == 1);
   CHECK(events[0].id == id);
   CHECK(events[0].reason == FinishReason::refused);
-  CHECK(events[0].error.find("JSON mode needs") != std::string::npos);
+  CHECK(events[0].error.find("JSON mode and JSON schemas need") != std::string::npos);
 }

@@ -21,8 +21,10 @@
 #include <thread>
 #include <vector>
 
-#include "engine/json_recognizer.h"
+#include "engine/grammar_recognizer.h"
+#include "engine/json_grammar.h"
 #include "fixture_paths.h"
+#include "json_mode_reference.h"
 #include "safetensors_writer.h"
 #include "server_process.h"
 
@@ -768,7 +770,7 @@ TEST_CASE("serve: a reasoning reply's thinking as reasoning_content, its call as
   CHECK(server.stop(SIGTERM, 10) == 0);
 }
 
-TEST_CASE("serve: response_format json_object: a JSON reply ends at its '}', prose becomes JSON") {
+TEST_CASE("serve: response_format json_object and json_schema: a JSON reply ends at its '}'") {
   if (!has_tokenizer()) return;
   const attnscope::testing::TempDir dir;
   const std::string reply = R"({"city": "Paris", "days": [1, 2]})";
@@ -818,7 +820,48 @@ TEST_CASE("serve: response_format json_object: a JSON reply ends at its '}', pro
   const httplib::Result not_json = c.Post("/v1/chat/completions", begun.dump(), "application/json");
   REQUIRE(not_json);
   CHECK(not_json->status == 400);
-  CHECK(not_json->body.find("not the start of a JSON object") != std::string::npos);
+  CHECK(not_json->body.find("not the start of a reply") != std::string::npos);
+
+  // Structured outputs: a schema the scripted reply meets gives that reply, whole and streamed.
+  json structured = asked;
+  structured["response_format"] = json::parse(R"({"type": "json_schema", "json_schema": {
+      "name": "trip", "strict": true, "schema": {"type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "array",
+          "items": {"type": "integer"}}},
+        "required": ["city", "days"], "additionalProperties": false}}})");
+  const json met =
+      json::parse(c.Post("/v1/chat/completions", structured.dump(), "application/json")->body);
+  CHECK(met["choices"][0]["message"]["content"] == reply);
+  CHECK(met["choices"][0]["finish_reason"] == "stop");
+  CHECK(post_streamed(c, structured, -1, "/v1/chat/completions").text == reply);
+  // One it does not meet bends it: its properties come in the schema's order (the body is read
+  // keeping it: "days" before "city"), and the reply is valid under it, or its start when
+  // max_tokens ends it.
+  const std::string bending_schema = R"({"type": "object", "properties": {
+      "days": {"type": "array", "items": {"type": "integer"}, "maxItems": 1},
+      "city": {"enum": ["Rome", "Oslo"]}}, "required": ["days", "city"]})";
+  json bending = asked;
+  bending.erase("response_format");
+  bending["max_tokens"] = 64;
+  std::string bending_body = bending.dump();
+  bending_body.insert(bending_body.size() - 1, R"(, "response_format": {"type": "json_schema",
+      "json_schema": {"name": "trip", "schema": )" +
+                                                   bending_schema + "}}");
+  const json bent =
+      json::parse(c.Post("/v1/chat/completions", bending_body, "application/json")->body);
+  const std::string bent_text = bent["choices"][0]["message"]["content"];
+  CAPTURE(bent_text);
+  const attnscope::engine::Grammar bending_grammar =
+      attnscope::engine::json_schema_grammar(bending_schema);
+  attnscope::engine::GrammarRecognizer bent_reader(bending_grammar);
+  CHECK(bent_text.starts_with(R"({"days")"));
+  CHECK(bent_reader.accept(bent_text));
+  CHECK(bent_reader.finished() == (bent["choices"][0]["finish_reason"] == "stop"));
+  if (bent_reader.finished()) {
+    const json value = json::parse(bent_text);
+    CHECK(value["days"].size() <= 1);
+    CHECK((value["city"] == "Rome" || value["city"] == "Oslo"));
+  }
 
   // A prompt the model answers with prose: JSON mode turns every reply into JSON (a whole
   // object, or one cut short by max_tokens), greedy or sampled, on both endpoints.
@@ -833,10 +876,10 @@ TEST_CASE("serve: response_format json_object: a JSON reply ends at its '}', pro
         json::parse(c.Post("/v1/completions", completion.dump(), "application/json")->body);
     const std::string text = answer["choices"][0]["text"];
     CAPTURE(text);
-    attnscope::engine::JsonRecognizer recognizer;
+    attnscope::engine::GrammarRecognizer recognizer = attnscope::testing::json_mode();
     CHECK(recognizer.accept(text));
-    CHECK(recognizer.complete() == (answer["choices"][0]["finish_reason"] == "stop"));
-    if (recognizer.complete()) CHECK(json::parse(text).is_object());
+    CHECK(recognizer.finished() == (answer["choices"][0]["finish_reason"] == "stop"));
+    if (recognizer.finished()) CHECK(json::parse(text).is_object());
   }
 
   if (std::system("python3 -c 'import openai' 2>/dev/null") != 0) {
@@ -946,7 +989,17 @@ TEST_CASE("serve: malformed and out-of-range requests get a 4xx with an OpenAI e
        "repetition_penalty is not served"},
       {R"({"prompt": [1, 2], "min_p": 0.1})", "application/json", 400, "min_p is not served"},
       {R"({"prompt": [1, 2], "response_format": {"type": "json_schema"}})", "application/json", 400,
-       "json_schema is not served"},
+       "json_schema needs \"json_schema\": {\"schema\": {...}}"},
+      {R"({"prompt": [1, 2], "response_format": {"type": "json_schema", "json_schema":
+          {"name": "x", "schema": {"type": "object", "properties": {"a": {"type": "string",
+          "pattern": "^a"}}}}}})",
+       "application/json", 400, "keyword \"pattern\" is not supported"},
+      {R"({"prompt": [1, 2], "response_format": {"type": "json_schema", "json_schema":
+          {"schema": {"type": "array"}}}})",
+       "application/json", 400, "the schema's root must be an object"},
+      {R"({"prompt": [1, 2], "response_format": {"type": "json_schema", "json_schema":
+          {"schema": {"type": "object"}, "strict": "yes"}}})",
+       "application/json", 400, "strict must be true or false"},
       {R"({"prompt": [1, 2], "response_format": "json"})", "application/json", 400,
        "response_format must be"},
       {R"({"prompt": [1, 2], "stop": 5})", "application/json", 400, "stop"},

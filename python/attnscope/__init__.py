@@ -176,16 +176,20 @@ class Model:
                  temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
                  ignore_eos: bool = False, logits: bool = False, presence_penalty: float = 0.0,
                  frequency_penalty: float = 0.0, logit_bias: Optional[dict] = None,
-                 json_object: bool = False) -> Generation:
+                 json_object: bool = False,
+                 json_schema: Union[None, str, dict] = None) -> Generation:
         """Prefill `prompt` (text, or token ids), then pick up to `max_new_tokens` tokens:
         greedy at temperature 0, else sampled (top_k 0 and top_p 1 mean no limit) from a
         generator seeded by `seed`, so the same call gives the same tokens. It stops at the
         model's eos token unless `ignore_eos`. `presence_penalty` and `frequency_penalty`
-        (in [-2, 2]) and `logit_bias` ({token id: bias in [-100, 100]}) are OpenAI's. With `json_object` (JSON mode, needs the tokenizer) the reply
-        is one JSON object, every token that cannot continue one masked; it stops at the
-        object's closing brace, stop_reason "stop". With `logits`, Generation.logits holds the
-        float32 logits each new token was chosen from (what `attnscope generate --logits-out`
-        saves), before penalties and JSON mode."""
+        (in [-2, 2]) and `logit_bias` ({token id: bias in [-100, 100]}) are OpenAI's. With
+        `json_object` (JSON mode, needs the tokenizer) the reply is one JSON object, every token
+        that cannot continue one masked; with `json_schema` (a dict, or its JSON text) one JSON
+        object valid under that schema (structured outputs; the keywords enforced are listed in
+        docs/SERVER.md, others raise ValueError); either stops at the object's closing brace,
+        stop_reason "stop". With `logits`, Generation.logits holds the float32 logits each new
+        token was chosen from (what `attnscope generate --logits-out` saves), before penalties
+        and the JSON mask."""
         ids = self._prompt(prompt)
         options = _attnscope.SamplingOptions()
         if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
@@ -213,10 +217,17 @@ class Model:
             if not -100 <= bias <= 100:
                 raise ValueError(f"logit_bias values must lie in [-100, 100], got {bias}")
             biases.append((_check_int("logit_bias key", token, 0), float(bias)))
+        if json_object and json_schema is not None:
+            raise ValueError("pass json_object or json_schema, not both")
+        if isinstance(json_schema, dict):
+            json_schema = json.dumps(json_schema)  # keeps the properties' order
+        elif json_schema is not None and not isinstance(json_schema, str):
+            raise TypeError(f"json_schema must be a dict or a str, got {type(json_schema).__name__}")
+        schema = _attnscope.JSON_OBJECT_SCHEMA if json_object else (json_schema or "")
         result = self._native.generate(ids, _check_int("max_new_tokens", max_new_tokens, 0),
                                        options, bool(ignore_eos), bool(logits),
                                        float(presence_penalty), float(frequency_penalty), biases,
-                                       bool(json_object))
+                                       schema)
         new_ids = list(result["ids"])
         text = self._native.decode(new_ids) if self._native.has_tokenizer() else None
         return Generation(ids, new_ids, text, result["stop_reason"], result["prefill_seconds"],

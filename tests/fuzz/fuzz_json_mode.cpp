@@ -1,4 +1,5 @@
-// libFuzzer harness for JSON mode's grammar (engine/json_recognizer.h), differential against
+// libFuzzer harness for JSON mode's grammar (engine/json_grammar.h's {"type": "object"}, read by
+// engine/grammar_recognizer.h), differential against
 // nlohmann's parser (tests/json_mode_reference.h).
 //
 // Input: any bytes, read one at a time until the recognizer refuses one. Checked: the whole
@@ -12,30 +13,31 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/json_recognizer.h"
+#include "engine/grammar_recognizer.h"
 #include "json_mode_reference.h"
 
-using attnscope::engine::JsonRecognizer;
+using attnscope::engine::GrammarRecognizer;
+using attnscope::testing::json_mode;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  JsonRecognizer recognizer;
+  GrammarRecognizer recognizer = json_mode();
   std::size_t taken = 0;
   while (taken < text.size()) {
-    const JsonRecognizer before = recognizer;
+    const GrammarRecognizer before = recognizer;
     if (!recognizer.accept(static_cast<unsigned char>(text[taken]))) {
       if (!(recognizer == before)) __builtin_trap();
       break;
     }
     ++taken;
   }
-  const bool whole = taken == text.size() && recognizer.complete();
+  const bool whole = taken == text.size() && recognizer.finished();
   if (whole != attnscope::testing::reference_object(text)) __builtin_trap();
   if (!attnscope::testing::reference_object(text.substr(0, taken) +
                                             attnscope::testing::completion(recognizer))) {
     __builtin_trap();
   }
-  JsonRecognizer at_once;
+  GrammarRecognizer at_once = json_mode();
   if (at_once.accept(text.substr(0, taken)) != true || !(at_once == recognizer)) __builtin_trap();
   return 0;
 }

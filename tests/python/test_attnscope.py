@@ -174,18 +174,26 @@ def test_chat_template_renders_as_transformers_does(tmp_path):
         model.tokenizer.apply_chat_template("hello", chat_template=str(template))
 
 
+TRIP_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"},
+                                               "n": {"type": "integer"}},
+               "required": ["name", "n"], "additionalProperties": False}
+
+
 @pytest.mark.skipif(not BINARY, reason="ATTNSCOPE_BINARY is not set (ctest sets it)")
 @pytest.mark.parametrize("flags,kwargs", [
     (["--json-object"], dict(json_object=True)),
+    (["--json-schema", "SCHEMA_FILE"], dict(json_schema=TRIP_SCHEMA)),
     (["--presence-penalty", "0.8", "--frequency-penalty", "0.5", "--ignore-eos",
       "--logit-bias", "7:3.5,100:-100"],
      dict(presence_penalty=0.8, frequency_penalty=0.5, ignore_eos=True,
           logit_bias={7: 3.5, 100: -100})),
 ])
-def test_json_mode_and_penalties_pick_what_the_command_line_picks(flags, kwargs):
+def test_json_mode_and_penalties_pick_what_the_command_line_picks(flags, kwargs, tmp_path):
     # The command line's picks are checked against the raw log-probabilities in test_cli.
     fixture, tokenizer = str(FIXTURES / "hf/tiny-a"), str(FIXTURES / "hf/perplexity")
     prompt = [11, 108, 205, 302, 399]
+    (tmp_path / "schema.json").write_text(json.dumps(TRIP_SCHEMA))
+    flags = [str(tmp_path / "schema.json") if f == "SCHEMA_FILE" else f for f in flags]
     cli = json.loads(subprocess.run(
         [BINARY, "generate", "--model", fixture, "--tokenizer", tokenizer, "--prompt-ids",
          ",".join(map(str, prompt)), "-n", "24", "--threads", "1", "--json", *flags],
@@ -196,6 +204,18 @@ def test_json_mode_and_penalties_pick_what_the_command_line_picks(flags, kwargs)
     assert out.stop_reason == cli["stop_reason"]
     if out.stop_reason == "stop":
         assert isinstance(json.loads(out.text), dict)
+    if "json_schema" in kwargs:
+        if out.stop_reason == "stop":
+            reply = json.loads(out.text)
+            assert list(reply) == ["name", "n"] and isinstance(reply["n"], int), reply
+        else:
+            assert out.text.startswith('{"name"') or out.text.lstrip().startswith('{')
+        with pytest.raises(ValueError, match="root must be an object"):
+            model.generate(prompt, json_schema={"type": "array"})
+        with pytest.raises(ValueError, match="not both"):
+            model.generate(prompt, json_object=True, json_schema=TRIP_SCHEMA)
+        with pytest.raises(TypeError, match="json_schema must be a dict or a str"):
+            model.generate(prompt, json_schema=5)
 
 
 def test_bad_arguments_raise_the_right_exceptions(tmp_path):

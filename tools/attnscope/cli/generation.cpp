@@ -17,8 +17,8 @@ Generation generate_tokens(Context& ctx, const LanguageModel& model, KVCache& ca
   const ModelConfig& config = model.config();
   Generation result;
   std::uint64_t draws = 0;
-  const bool pick_on_host = options.adjustments.any() || options.json_mask != nullptr;
-  engine::TokenPicker picker(options.sampling, options.adjustments, options.json_mask,
+  const bool pick_on_host = options.adjustments.any() || options.grammar_mask != nullptr;
+  engine::TokenPicker picker(options.sampling, options.adjustments, options.grammar_mask,
                              options.json_prefix);
   // The next token from logits [1, 1, V], chosen on ctx's device (on a GPU only the chosen id
   // crosses to the host, which also waits for the step to finish), or on the host by `picker`.
@@ -46,7 +46,7 @@ Generation generate_tokens(Context& ctx, const LanguageModel& model, KVCache& ca
       result.stop_reason = "eos";
       break;
     }
-    if (picker.json_complete()) {
+    if (picker.grammar_finished()) {
       result.stop_reason = "stop";
       break;
     }

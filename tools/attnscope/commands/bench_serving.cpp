@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <iostream>
 
+#include "engine/json_grammar.h"
 #include "ops/attention/registry.h"
 #include "profiler/attach.h"
 #include "profiler/chrome_trace.h"
@@ -165,7 +166,9 @@ json run_serving_grid(const ServingFlags& flags, const ServingGrid& grid, int& t
                 : dataset_workload(flags.dataset, flags.requests,
                                    parse_range(flags.output_len, "--output-len").max);
         if (flags.json_object) {
-          for (engine::Request& request : workload.requests) request.json_object = true;
+          for (engine::Request& request : workload.requests) {
+            request.json_schema = engine::kJsonObjectSchema;
+          }
           workload.description += ", JSON mode";
         }
         for (const ops::attention::Backend* backend :

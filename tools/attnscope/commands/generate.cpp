@@ -13,7 +13,8 @@
 #include <span>
 #include <sstream>
 
-#include "engine/json_token_mask.h"
+#include "engine/json_grammar.h"
+#include "engine/json_schema_masks.h"
 #include "engine/token_picker.h"
 #include "models/tokenizer/chat_template.h"
 #include "runtime/error.h"
@@ -37,6 +38,7 @@ namespace {
 
 // A conversation file is a request body's size (serve takes 1 MiB by default); far more is not one.
 constexpr std::uint64_t kMaxConversationBytes = std::uint64_t{64} << 20;
+constexpr std::uint64_t kMaxSchemaBytes = std::uint64_t{1} << 20;
 
 struct GenerateFlags {
   std::string model;
@@ -53,6 +55,7 @@ struct GenerateFlags {
   engine::LogitAdjustments adjustments;  // --presence-penalty, --frequency-penalty
   std::vector<std::string> logit_bias;   // ID:BIAS items, read into `adjustments` once loaded
   bool json_object = false;              // JSON mode
+  std::string json_schema;               // a JSON schema file: the reply valid under it
   std::int64_t seed = 0;                 // -1: a random seed, printed (as llama.cpp's -1)
   std::string attention = "flash";
   DeviceOptions device;
@@ -180,15 +183,24 @@ int run_generate(const GenerateFlags& flags) {
           "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
               std::to_string(config.vocab_size) + ")");
   }
-  // JSON mode (its mask built before anything is printed).
-  std::optional<engine::JsonTokenMask> json_mask;
-  if (flags.json_object) {
-    check(tokenizer.has_value(), "--json-object",
-          "JSON mode needs the model's tokenizer: pass --tokenizer DIR");
-    if (std::string why = engine::json_prefix_refusal(continued); !why.empty()) {
-      throw Error("--json-object", why);
+  // JSON mode or a JSON schema (the mask built before anything is printed).
+  std::shared_ptr<engine::GrammarTokenMask> grammar_mask;
+  if (flags.json_object || !flags.json_schema.empty()) {
+    const char* flag = flags.json_object ? "--json-object" : "--json-schema";
+    check(tokenizer.has_value(), flag,
+          "a JSON reply needs the model's tokenizer: pass --tokenizer DIR");
+    const std::string schema =
+        flags.json_object ? std::string(engine::kJsonObjectSchema)
+                          : read_input_file(flags.json_schema, kMaxSchemaBytes, "--json-schema");
+    try {
+      grammar_mask = engine::JsonSchemaMasks(tokenizer->vocabulary(), config).mask(schema);
+    } catch (const Error& e) {
+      throw Error(flag, e.what());
     }
-    json_mask.emplace(tokenizer->vocabulary(), config);
+    if (std::string why = engine::grammar_prefix_refusal(grammar_mask->grammar(), continued);
+        !why.empty()) {
+      throw Error(flag, why);
+    }
   }
   const auto prompt_length = static_cast<std::int64_t>(prompt.size());
   // The last new token is never fed back, so the cache holds the prompt and all but one of them.
@@ -236,8 +248,8 @@ int run_generate(const GenerateFlags& flags) {
   options.sampling = sampling;
   options.adjustments = adjustments;
   options.ignore_eos = flags.ignore_eos;
-  if (json_mask) {
-    options.json_mask = &*json_mask;
+  if (grammar_mask) {
+    options.grammar_mask = grammar_mask;
     options.json_prefix = continued;
   }
   Generation generation;
@@ -362,6 +374,11 @@ Subcommand add_generate(CLI::App& app) {
                 "JSON mode (OpenAI's response_format json_object): the reply is one JSON object, "
                 "every token that cannot continue one masked, and generation stops at its "
                 "closing '}' (stop_reason \"stop\"); the prompt should still ask for JSON");
+  sub->add_option("--json-schema", flags->json_schema,
+                  "Structured output (OpenAI's response_format json_schema): a JSON schema file; "
+                  "the reply is one JSON object valid under it (the keywords enforced: "
+                  "docs/SERVER.md), and generation stops at its closing '}'")
+      ->excludes("--json-object");
   sub->add_option("--seed", flags->seed, "Sampling seed (-1 = a random one, printed)")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{-1}, std::numeric_limits<std::int64_t>::max()));

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "engine/json_grammar.h"
 #include "runtime/error.h"
 #include "runtime/strict_json.h"
 #include "tools/attnscope/serve/partial_match.h"
@@ -190,26 +191,45 @@ std::vector<std::pair<std::int32_t, float>> read_logit_bias(const json& parsed,
   return biases;
 }
 
-// OpenAI's response_format: {"type": "text"} (the default), or {"type": "json_object"}: JSON
-// mode, the reply is one JSON object (engine/json_token_mask.h).
-bool read_json_mode(const json& parsed) {
+// OpenAI's response_format, as the JSON schema the reply must be valid under ("" none):
+// {"type": "text"} (the default); {"type": "json_object"}, JSON mode, the schema
+// {"type": "object"}; {"type": "json_schema", "json_schema": {"name": ..., "schema": {...},
+// "strict": ...}}, structured outputs (engine/json_grammar.h says what is enforced; a schema it
+// refuses is a 400). The schema is read again from `body` keeping its keys' order: properties
+// are written in the order the schema lists them.
+std::string read_response_schema(const json& parsed, const std::string& body) {
   const auto found = parsed.find("response_format");
-  if (found == parsed.end() || found->is_null()) return false;
+  if (found == parsed.end() || found->is_null()) return "";
   const json type = found->is_object() ? found->value("type", json()) : json();
-  if (type == "text") return false;
-  if (type == "json_object") return true;
-  if (type == "json_schema") {
+  if (type == "text") return "";
+  if (type == "json_object") return std::string(engine::kJsonObjectSchema);
+  if (type != "json_schema") {
     bad("response_format",
-        "response_format json_schema is not served (json_object is: one JSON object, "
-        "whatever its keys)");
+        "response_format must be {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
+        "{\"type\": \"json_schema\", \"json_schema\": {\"name\": ..., \"schema\": {...}}}");
   }
-  bad("response_format",
-      "response_format must be {\"type\": \"text\"} or {\"type\": \"json_object\"}");
+  const json described = found->value("json_schema", json());
+  if (!described.is_object() || !described.contains("schema") || !described["schema"].is_object()) {
+    bad("response_format",
+        "response_format json_schema needs \"json_schema\": {\"schema\": {...}}");
+  }
+  if (const json strict = described.value("strict", json());
+      !strict.is_null() && !strict.is_boolean()) {
+    bad("response_format", "json_schema's strict must be true or false");
+  }
+  const std::string schema =
+      nlohmann::ordered_json::parse(body)["response_format"]["json_schema"]["schema"].dump();
+  try {
+    (void)engine::json_schema_grammar(schema);
+  } catch (const Error& e) {
+    bad("response_format", e.what());
+  }
+  return schema;
 }
 
 // The fields both endpoints read: sampling, stop strings, streaming, n, model and user.
-void read_common_fields(const json& parsed, const TextTokenizer* tokenizer, std::int64_t vocab_size,
-                        CompletionRequest& out) {
+void read_common_fields(const json& parsed, const std::string& body, const TextTokenizer* tokenizer,
+                        std::int64_t vocab_size, CompletionRequest& out) {
   engine::Request& request = out.request;
   request.sampling.temperature = static_cast<float>(number(parsed, "temperature", 1.0, 0.0, 100.0));
   request.sampling.top_p = static_cast<float>(number(parsed, "top_p", 1.0, 0.0, 1.0));
@@ -234,7 +254,7 @@ void read_common_fields(const json& parsed, const TextTokenizer* tokenizer, std:
         "frequency_penalty are)");
   }
   if (number(parsed, "min_p", 0.0, -1e9, 1e9) != 0.0) bad("min_p", "min_p is not served");
-  request.json_object = read_json_mode(parsed);
+  request.json_schema = read_response_schema(parsed, body);
   request.stop = read_stop(parsed);
   request.ignore_eos = boolean(parsed, "ignore_eos");
   out.stream = boolean(parsed, "stream");
@@ -298,7 +318,7 @@ CompletionRequest parse_completion_request(const std::string& body, const TextTo
   const json parsed = parse_body(body);
   CompletionRequest out;
   read_prompt(parsed, tokenizer, vocab_size, out);
-  read_common_fields(parsed, tokenizer, vocab_size, out);
+  read_common_fields(parsed, body, tokenizer, vocab_size, out);
   engine::Request& request = out.request;
   request.max_tokens = integer(parsed, "max_tokens", 16, 1, std::int64_t{1} << 30);
   request.logprobs = integer(parsed, "logprobs", -1, 0, 20);
@@ -323,7 +343,7 @@ CompletionRequest parse_chat_request(const std::string& body, const TextTokenize
   const jinja::Value ordered = jinja::Value::parse(body);
   CompletionRequest out;
   out.chat = true;
-  read_common_fields(parsed, &tokenizer, vocab_size, out);
+  read_common_fields(parsed, body, &tokenizer, vocab_size, out);
   tokenizer::Conversation conversation;
   try {
     conversation = tokenizer::read_conversation(ordered);
@@ -359,7 +379,7 @@ CompletionRequest parse_chat_request(const std::string& body, const TextTokenize
   }
   out.request.prompt = tokenizer.encode(out.prompt_text, false);
   if (out.request.prompt.empty()) bad("messages", "the chat template rendered an empty prompt");
-  if (continue_final && out.request.json_object) {
+  if (continue_final && !out.request.json_schema.empty()) {
     out.request.json_prefix = tokenizer::continued_text(conversation, out.prompt_text);
   }
   // Without a limit, a chat completion runs to the end of the context, as vLLM's does.

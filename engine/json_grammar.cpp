@@ -1,0 +1,413 @@
+// JSON schemas compiled into byte grammars (json_grammar.h).
+#include "engine/json_grammar.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "runtime/error.h"
+
+namespace attnscope::engine {
+namespace {
+
+using Schema = nlohmann::ordered_json;  // ordered: properties are written in the schema's order
+using Rule = Grammar::Rule;
+using Symbol = Grammar::Symbol;
+using Symbols = std::vector<Symbol>;
+
+const std::set<std::string, std::less<>> kAnnotations = {
+    "title",    "description", "default",  "examples",  "$schema", "$id",
+    "$comment", "deprecated",  "readOnly", "writeOnly", "$defs",   "definitions"};
+const std::set<std::string, std::less<>> kEnforced = {
+    "type",  "properties", "required", "additionalProperties",
+    "items", "minItems",   "maxItems", "enum",
+    "const", "anyOf",      "oneOf",    "$ref"};
+
+// Whether `v` is of `type` (a name, a list of names, or null: any).
+bool of_type(const Schema& v, const Schema& type) {
+  if (type.is_array()) {
+    return std::any_of(type.begin(), type.end(), [&](const Schema& t) { return of_type(v, t); });
+  }
+  if (!type.is_string()) return true;
+  const std::string name = type.get<std::string>();
+  if (name == "integer") {
+    return v.is_number_integer() || (v.is_number_float() && std::isfinite(v.get<double>()) &&
+                                     std::trunc(v.get<double>()) == v.get<double>());
+  }
+  return (name == "string" && v.is_string()) || (name == "number" && v.is_number()) ||
+         (name == "boolean" && v.is_boolean()) || (name == "null" && v.is_null()) ||
+         (name == "object" && v.is_object()) || (name == "array" && v.is_array());
+}
+
+[[noreturn]] void refuse(const std::string& what) { throw Error("json_schema", what); }
+
+Symbols operator+(Symbols a, const Symbols& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+Symbols operator+(Symbols a, const Symbol& b) {
+  a.push_back(b);
+  return a;
+}
+
+class SchemaCompiler {
+ public:
+  explicit SchemaCompiler(const Schema& root) : root_(root) {
+    start_ = grammar_.add_rule();  // the first rule: the start
+    build_lexical_rules();
+  }
+
+  Grammar compile() {
+    const Schema& root = resolved(root_);
+    if (!root.is_object() || root.value("type", Schema()) != "object") {
+      refuse(
+          "the schema's root must be an object (\"type\": \"object\"), as in structured "
+          "outputs");
+    }
+    grammar_.add_alternative(start_, {ref(gap_), ref(value(root_, "#"))});
+    if (std::string defect = grammar_.defect(); !defect.empty()) {
+      refuse("the schema admits no reply (" + defect +
+             ": a $ref to itself before any text, or a value that must contain itself)");
+    }
+    return std::move(grammar_);
+  }
+
+ private:
+  static Symbol ref(Rule rule) { return Grammar::rule_symbol(rule); }
+  static Symbols lit(std::string_view text) { return Grammar::literal(text); }
+
+  Rule rule_of(const std::vector<Symbols>& alternatives) {
+    const Rule rule = grammar_.add_rule();
+    for (const Symbols& symbols : alternatives) grammar_.add_alternative(rule, symbols);
+    return rule;
+  }
+
+  // The schema a $ref chain at `schema` ends at (for the root check).
+  const Schema& resolved(const Schema& schema) const {
+    const Schema* at = &schema;
+    for (int hops = 0; at->is_object() && at->contains("$ref") && hops < 64; ++hops) {
+      at = &target(*at);
+    }
+    return *at;
+  }
+
+  const Schema& target(const Schema& schema) const {
+    const Schema& where = schema["$ref"];
+    if (!where.is_string()) refuse("$ref must be a string");
+    const std::string text = where.get<std::string>();
+    if (text.empty() || text[0] != '#') {
+      refuse("$ref \"" + text + "\" is not served (only references within the schema: #...)");
+    }
+    try {
+      return root_.at(Schema::json_pointer(text.substr(1)));
+    } catch (const nlohmann::json::exception&) {
+      refuse("$ref \"" + text + "\" names nothing in the schema");
+    }
+  }
+
+  // JSON's pieces, shared by every schema node.
+  void build_lexical_rules() {
+    // gap ::= "" | " " | ("\n" | "\r\n") indent, indent at most kMaxIndent spaces or tabs.
+    Rule indent = rule_of({{}});
+    for (int i = 0; i < kMaxIndent; ++i)
+      indent = rule_of({{}, {Grammar::any_of(" \t"), ref(indent)}});
+    gap_ = rule_of({{}, lit(" "), lit("\n") + ref(indent), lit("\r\n") + ref(indent)});
+
+    const Symbol hex = Grammar::any_of("0123456789abcdefABCDEF");
+    const Symbol tail = Grammar::byte_range(0x80, 0xBF);
+    // \uXXXX outside the surrogates, or a high surrogate followed by \u and a low one.
+    const Rule code_unit =
+        rule_of({{Grammar::any_of("0123456789abcABCefEF"), hex, hex, hex},
+                 {Grammar::any_of("dD"), Grammar::byte_range('0', '7'), hex, hex},
+                 Symbols{Grammar::any_of("dD"), Grammar::any_of("89abAB"), hex, hex} + lit("\\u") +
+                     Symbols{Grammar::any_of("dD"), Grammar::any_of("cdefCDEF"), hex, hex}});
+    const Rule escape = rule_of({{Grammar::any_of("\"\\/bfnrt")}, lit("u") + ref(code_unit)});
+    // A character: printable ASCII but '"' and '\', an escape, or well-formed UTF-8 (Unicode's
+    // table 3-7: no overlong forms, no surrogates, nothing past U+10FFFF).
+    Symbol ascii = Grammar::byte_range(0x20, 0x7F);
+    ascii.bytes.reset('"');
+    ascii.bytes.reset('\\');
+    const Rule character = rule_of({
+        {ascii},
+        lit("\\") + ref(escape),
+        {Grammar::byte_range(0xC2, 0xDF), tail},
+        {Grammar::byte(0xE0), Grammar::byte_range(0xA0, 0xBF), tail},
+        {Grammar::any_of("\xE1\xE2\xE3\xE4\xE5\xE6\xE7\xE8\xE9\xEA\xEB\xEC\xEE\xEF"), tail, tail},
+        {Grammar::byte(0xED), Grammar::byte_range(0x80, 0x9F), tail},
+        {Grammar::byte(0xF0), Grammar::byte_range(0x90, 0xBF), tail, tail},
+        {Grammar::byte_range(0xF1, 0xF3), tail, tail, tail},
+        {Grammar::byte(0xF4), Grammar::byte_range(0x80, 0x8F), tail, tail},
+    });
+    const Rule characters = grammar_.add_rule();
+    grammar_.add_alternative(characters, {});
+    grammar_.add_alternative(characters, {ref(character), ref(characters)});
+    string_ = rule_of({lit("\"") + ref(characters) + lit("\"")});
+
+    // -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+    const Symbol digit = Grammar::byte_range('0', '9');
+    const Rule digits = grammar_.add_rule();
+    grammar_.add_alternative(digits, {});
+    grammar_.add_alternative(digits, {digit, ref(digits)});
+    const Rule whole = rule_of({lit("0"), {Grammar::byte_range('1', '9'), ref(digits)}});
+    const Rule sign = rule_of({{}, lit("-")});
+    const Rule fraction = rule_of({{}, {Grammar::byte('.'), digit, ref(digits)}});
+    const Rule exponent = rule_of(
+        {{},
+         {Grammar::any_of("eE"), ref(rule_of({{}, {Grammar::any_of("+-")}})), digit, ref(digits)}});
+    integer_ = rule_of({{ref(sign), ref(whole)}});
+    number_ = rule_of({{ref(sign), ref(whole), ref(fraction), ref(exponent)}});
+    boolean_ = rule_of({lit("true"), lit("false")});
+    null_ = rule_of({lit("null")});
+  }
+
+  // "{" gap ("}" | member gap ("," gap member gap)* "}"), member = key gap ":" gap value.
+  Rule free_keyed_object(Rule value_rule) {
+    const Symbols member =
+        Symbols{ref(string_), ref(gap_)} + lit(":") + ref(gap_) + ref(value_rule);
+    const Rule rest = grammar_.add_rule();
+    grammar_.add_alternative(rest, lit("}"));
+    grammar_.add_alternative(rest, lit(",") + ref(gap_) + member + ref(gap_) + ref(rest));
+    return rule_of(
+        {lit("{") + ref(gap_) + lit("}"), lit("{") + ref(gap_) + member + ref(gap_) + ref(rest)});
+  }
+
+  // "[" gap ("]" | item gap ("," gap item gap)* "]") with between `least` and `most` items
+  // (most < 0: no bound).
+  Rule counted_array(Rule item, long least, long most) {
+    // after[i]: the rest after i >= 1 items.
+    const long bound = most >= 0 ? most : least;
+    std::vector<Rule> after(static_cast<std::size_t>(std::max(bound, 1L)) + 1);
+    for (Rule& rule : after) rule = grammar_.add_rule();
+    for (long i = 1; i < static_cast<long>(after.size()); ++i) {
+      if (i >= least) grammar_.add_alternative(after[i], lit("]"));
+      const bool more = most < 0 || i < most;
+      if (!more) continue;
+      const Rule next = most < 0 && i >= least ? after[i] : after[i + 1];
+      grammar_.add_alternative(after[i], lit(",") + ref(gap_) + ref(item) + ref(gap_) + ref(next));
+    }
+    const Rule array = grammar_.add_rule();
+    if (least == 0) grammar_.add_alternative(array, lit("[") + ref(gap_) + lit("]"));
+    if (most != 0) {
+      grammar_.add_alternative(array, lit("[") + ref(gap_) + ref(item) + ref(gap_) + ref(after[1]));
+    }
+    return array;
+  }
+
+  // Any JSON value with at most kMaxDepth - open more containers open inside it.
+  Rule free_value(int open) {
+    if (free_values_[open]) return *free_values_[open];
+    std::vector<Symbols> alternatives = {
+        {ref(string_)}, {ref(number_)}, {ref(boolean_)}, {ref(null_)}};
+    if (open < kMaxDepth) {
+      const Rule inner = free_value(open + 1);
+      alternatives.push_back({ref(free_keyed_object(inner))});
+      alternatives.push_back({ref(counted_array(inner, 0, -1))});
+    }
+    free_values_[open] = rule_of(alternatives);
+    return *free_values_[open];
+  }
+
+  // A value valid under `schema` (found at `where`, for messages).
+  Rule value(const Schema& schema, const std::string& where) {
+    if (schema.is_boolean()) {
+      if (!schema.get<bool>()) refuse(where + ": false admits no value");
+      return free_value(0);
+    }
+    if (!schema.is_object()) refuse(where + ": a schema must be an object or a boolean");
+    bool enforces = false;
+    for (const auto& [keyword, unused] : schema.items()) {
+      if (kEnforced.contains(keyword)) {
+        enforces = true;
+      } else if (!kAnnotations.contains(keyword)) {
+        refuse(where + ": keyword \"" + keyword + "\" is not supported");
+      }
+    }
+    if (!enforces) return free_value(0);
+    const auto beside = [&](const char* keyword) {
+      for (const auto& [other, unused] : schema.items()) {
+        if (other != keyword && kEnforced.contains(other)) {
+          refuse(where + ": " + keyword + " beside \"" + other + "\" is not supported");
+        }
+      }
+    };
+    if (schema.contains("$ref")) {
+      beside("$ref");
+      return reference(schema, where);
+    }
+    for (const char* keyword : {"anyOf", "oneOf"}) {
+      if (!schema.contains(keyword)) continue;
+      beside(keyword);
+      const Schema& options = schema[keyword];
+      if (!options.is_array() || options.empty()) {
+        refuse(where + ": " + keyword + " must be a non-empty array");
+      }
+      std::vector<Symbols> alternatives;
+      for (std::size_t i = 0; i < options.size(); ++i) {
+        const std::string at = where + "/" + keyword + "/" + std::to_string(i);
+        alternatives.push_back({ref(value(options[i], at))});
+      }
+      return rule_of(alternatives);
+    }
+    if (schema.contains("const") || schema.contains("enum")) {
+      // The values listed, less those of another type than `type` names.
+      const Schema values =
+          schema.contains("const") ? Schema::array({schema["const"]}) : schema["enum"];
+      if (!values.is_array() || values.empty()) refuse(where + ": enum must be a non-empty array");
+      std::vector<Symbols> alternatives;
+      for (const Schema& v : values) {
+        if (of_type(v, schema.value("type", Schema()))) alternatives.push_back(lit(v.dump()));
+      }
+      if (alternatives.empty()) refuse(where + ": no value listed is of the type named");
+      return rule_of(alternatives);
+    }
+    return typed(schema, where);
+  }
+
+  Rule reference(const Schema& schema, const std::string& where) {
+    const std::string text = schema["$ref"].is_string() ? schema["$ref"].get<std::string>() : "";
+    if (const auto known = references_.find(text); known != references_.end()) return known->second;
+    // Named before its value is compiled, so that the value can refer to it.
+    const Rule rule = grammar_.add_rule();
+    references_.emplace(text, rule);
+    grammar_.add_alternative(rule, {ref(value(target(schema), where + "/$ref " + text))});
+    return rule;
+  }
+
+  Rule typed(const Schema& schema, const std::string& where) {
+    std::vector<std::string> types;
+    const Schema type = schema.value("type", Schema());
+    if (type.is_string()) {
+      types.push_back(type.get<std::string>());
+    } else if (type.is_array() && !type.empty()) {
+      for (const Schema& t : type) {
+        if (!t.is_string()) refuse(where + ": type must name types");
+        types.push_back(t.get<std::string>());
+      }
+    } else if (!type.is_null()) {
+      refuse(where + ": type must be a type's name or a non-empty list of them");
+    } else if (schema.contains("properties") || schema.contains("required") ||
+               schema.contains("additionalProperties")) {
+      types.push_back("object");
+    } else {
+      types.push_back("array");  // only items, minItems or maxItems remain
+    }
+    std::vector<Symbols> alternatives;
+    for (const std::string& name : types) {
+      if (name == "object") {
+        alternatives.push_back({ref(object(schema, where))});
+      } else if (name == "array") {
+        alternatives.push_back({ref(array(schema, where))});
+      } else if (name == "string") {
+        alternatives.push_back({ref(string_)});
+      } else if (name == "number") {
+        alternatives.push_back({ref(number_)});
+      } else if (name == "integer") {
+        alternatives.push_back({ref(integer_)});
+      } else if (name == "boolean") {
+        alternatives.push_back({ref(boolean_)});
+      } else if (name == "null") {
+        alternatives.push_back({ref(null_)});
+      } else {
+        refuse(where + ": unknown type \"" + name + "\"");
+      }
+    }
+    return rule_of(alternatives);
+  }
+
+  Rule object(const Schema& schema, const std::string& where) {
+    const Schema properties = schema.value("properties", Schema::object());
+    if (!properties.is_object()) refuse(where + ": properties must be an object");
+    std::set<std::string> required;
+    for (const Schema& name : schema.value("required", Schema::array())) {
+      if (!name.is_string()) refuse(where + ": required must list property names");
+      if (!properties.contains(name.get<std::string>())) {
+        refuse(where + ": required names \"" + name.get<std::string>() +
+               "\", which properties does not list");
+      }
+      required.insert(name.get<std::string>());
+    }
+    const Schema extra = schema.value("additionalProperties", Schema(true));
+    if (properties.empty()) {
+      if (extra.is_boolean() && !extra.get<bool>())
+        return rule_of({lit("{") + ref(gap_) + lit("}")});
+      return free_keyed_object(extra.is_boolean() ? free_value(1)
+                                                  : value(extra, where + "/additionalProperties"));
+    }
+    // member[k]: "key" gap ":" gap value, the k-th property.
+    std::vector<Symbols> member;
+    std::vector<bool> needed;
+    for (const auto& [name, property] : properties.items()) {
+      const Rule v = value(property, where + "/properties/" + name);
+      member.push_back(lit(Schema(name).dump()) + ref(gap_) + lit(":") + ref(gap_) + ref(v));
+      needed.push_back(required.contains(name));
+    }
+    // rest[k][w]: what follows once the properties before k are written or skipped (w: some
+    // was written, so a ',' comes before the next). Any property may be next up to the first
+    // required one; the object may close once no required one is left.
+    const std::size_t n = member.size();
+    std::vector<std::array<Rule, 2>> rest(n + 1);
+    for (auto& pair : rest) pair = {grammar_.add_rule(), grammar_.add_rule()};
+    for (std::size_t k = 0; k <= n; ++k) {
+      for (int written = 0; written < 2; ++written) {
+        for (std::size_t next = k; next < n; ++next) {
+          const Symbols comma = written ? lit(",") + ref(gap_) : Symbols{};
+          grammar_.add_alternative(rest[k][written],
+                                   comma + member[next] + ref(gap_) + ref(rest[next + 1][1]));
+          if (needed[next]) break;
+        }
+        const bool all_optional = std::none_of(needed.begin() + static_cast<std::ptrdiff_t>(k),
+                                               needed.end(), [](bool b) { return b; });
+        if (all_optional) grammar_.add_alternative(rest[k][written], lit("}"));
+      }
+    }
+    return rule_of({lit("{") + ref(gap_) + ref(rest[0][0])});
+  }
+
+  Rule array(const Schema& schema, const std::string& where) {
+    const auto count = [&](const char* keyword, long fallback) {
+      const Schema v = schema.value(keyword, Schema());
+      if (v.is_null()) return fallback;
+      if (!v.is_number_unsigned() || v.get<unsigned long>() > kMaxCountedItems) {
+        refuse(where + ": " + keyword + " must be a whole number up to " +
+               std::to_string(kMaxCountedItems));
+      }
+      return static_cast<long>(v.get<unsigned long>());
+    };
+    const long least = count("minItems", 0);
+    const long most = count("maxItems", -1);
+    if (most >= 0 && most < least) refuse(where + ": maxItems is below minItems");
+    const Schema items = schema.value("items", Schema(true));
+    if (items.is_array()) refuse(where + ": items as a list (tuples) is not supported");
+    const Rule item =
+        items.is_boolean() && items.get<bool>() ? free_value(1) : value(items, where + "/items");
+    return counted_array(item, least, most);
+  }
+
+  const Schema& root_;
+  Grammar grammar_;
+  Rule start_ = 0;
+  Rule gap_ = 0, string_ = 0, number_ = 0, integer_ = 0, boolean_ = 0, null_ = 0;
+  std::vector<std::optional<Rule>> free_values_ =  // [open]: any value inside `open` containers
+      std::vector<std::optional<Rule>>(kMaxDepth + 1);
+  std::map<std::string, Rule> references_;
+};
+
+}  // namespace
+
+Grammar json_schema_grammar(std::string_view schema) {
+  Schema parsed;
+  try {
+    parsed = Schema::parse(schema);
+  } catch (const nlohmann::json::exception& e) {
+    refuse(std::string("not JSON: ") + e.what());
+  }
+  return SchemaCompiler(parsed).compile();
+}
+
+}  // namespace attnscope::engine

@@ -1,0 +1,298 @@
+// JSON schemas (engine/json_grammar.h, structured outputs) against an independent validator
+// (tests/json_schema_reference.h): replies drawn at random through each schema's grammar, byte
+// by byte among the bytes it takes, parse, are valid under the schema, keep its property order
+// and JSON mode's whitespace; a table of texts is taken exactly when the reference accepts it;
+// schemas asking what is not enforced, or admitting nothing, are refused with a reason; and an
+// engine under a schema writes only valid replies.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/grammar_recognizer.h"
+#include "engine/json_grammar.h"
+#include "hf_fixtures.h"
+#include "json_mode_reference.h"
+#include "json_schema_reference.h"
+#include "models/gpt2/model.h"
+#include "runtime/error.h"
+
+using namespace attnscope;
+using engine::GrammarRecognizer;
+using testing::OrderedJson;
+
+namespace {
+
+const std::vector<std::string> kSchemas = {
+    // Required and optional properties of every type, a nullable one, an enum, a const, counted
+    // items.
+    R"({"type": "object", "properties": {
+        "name": {"type": "string"}, "age": {"type": "integer"},
+        "email": {"type": ["string", "null"]},
+        "tags": {"type": "array", "items": {"enum": ["a", "b", "c"]}, "minItems": 1, "maxItems": 3},
+        "role": {"const": "admin"}, "score": {"type": "number", "description": "0 to 1"}},
+      "required": ["name", "age"], "additionalProperties": false})",
+    // Only optional properties, one of them free.
+    R"({"type": "object", "properties": {"x": {"type": "boolean"}, "y": {"type": "null"}, "z": {}}})",
+    // anyOf over $defs.
+    R"({"type": "object", "$defs": {"point": {"type": "object",
+        "properties": {"x": {"type": "number"}, "y": {"type": "number"}},
+        "required": ["x", "y"], "additionalProperties": false}},
+      "properties": {"shape": {"anyOf": [{"$ref": "#/$defs/point"},
+        {"type": "array", "items": {"$ref": "#/$defs/point"}, "maxItems": 2},
+        {"type": "string"}]}},
+      "required": ["shape"]})",
+    // Recursion through the root.
+    R"({"type": "object", "properties": {"value": {"type": "integer"},
+        "children": {"type": "array", "items": {"$ref": "#"}, "maxItems": 2}},
+      "required": ["value", "children"], "additionalProperties": false})",
+    // Free keys, their values under a schema.
+    R"({"type": "object", "additionalProperties": {"type": "integer"}})",
+    // An enum of every kind of value.
+    R"({"type": "object", "properties": {"v": {"enum": [1, "two", null, [3], {"k": true}]}},
+      "required": ["v"]})",
+};
+
+// A reply drawn through `grammar`: each byte at random among those it takes while the reply is
+// shorter than `budget`, then the byte that ends things soonest among a few, else the least one
+// taken. "<stuck>" when no byte is taken before the reply is whole.
+std::string random_reply(const engine::Grammar& grammar, std::mt19937& random, std::size_t budget) {
+  static constexpr std::string_view kEnding = "\"}],:0";
+  GrammarRecognizer recognizer(grammar);
+  std::string reply;
+  while (!recognizer.finished() && reply.size() < 20000) {
+    std::vector<unsigned char> taken;
+    for (int byte = 0; byte < 256; ++byte) {
+      GrammarRecognizer next = recognizer;
+      if (next.accept(static_cast<unsigned char>(byte)))
+        taken.push_back(static_cast<unsigned char>(byte));
+    }
+    if (taken.empty()) return reply + "<stuck>";
+    unsigned char byte = taken[random() % taken.size()];
+    if (reply.size() >= budget) {
+      byte = taken.front();
+      for (const char ending : kEnding) {
+        if (std::find(taken.begin(), taken.end(), static_cast<unsigned char>(ending)) !=
+            taken.end()) {
+          byte = static_cast<unsigned char>(ending);
+          break;
+        }
+      }
+    }
+    REQUIRE(recognizer.accept(byte));
+    reply += static_cast<char>(byte);
+  }
+  return reply;
+}
+
+bool takes(const engine::Grammar& grammar, std::string_view text) {
+  GrammarRecognizer recognizer(grammar);
+  return recognizer.accept(text) && recognizer.finished();
+}
+
+// What the grammar must take: a JSON text valid under the schema, its properties in order, with
+// JSON mode's gaps.
+bool reference_takes(const OrderedJson& schema, const std::string& text) {
+  if (!testing::reference_json(text) || !testing::gaps_allowed(text)) return false;
+  const OrderedJson value = OrderedJson::parse(*testing::json_in_range(text));
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  return text[first] == '{' && text.find_last_not_of(" \t\r\n") == text.size() - 1 &&
+         testing::schema_valid(value, schema, schema) &&
+         testing::property_order_kept(value, schema, schema);
+}
+
+}  // namespace
+
+TEST_CASE("json schema: random replies through the grammar are valid under the schema") {
+  std::mt19937 random(23);
+  for (const std::string& text : kSchemas) {
+    CAPTURE(text);
+    const OrderedJson schema = OrderedJson::parse(text);
+    const engine::Grammar grammar = engine::json_schema_grammar(text);
+    std::map<std::string, int> keys_seen;  // how often each key was written
+    for (int i = 0; i < 40; ++i) {
+      const std::string reply = random_reply(grammar, random, 20 + random() % 200);
+      CAPTURE(reply);
+      REQUIRE(reference_takes(schema, reply));
+      const OrderedJson parsed = OrderedJson::parse(*testing::json_in_range(reply));
+      for (const auto& [key, value] : parsed.items()) ++keys_seen[key];
+    }
+    // Optional properties are sometimes written and sometimes not.
+    if (schema.contains("properties")) {
+      for (const auto& [name, property] : schema["properties"].items()) {
+        CAPTURE(name);
+        CHECK(keys_seen[name] > 0);
+        const OrderedJson required_names = schema.value("required", OrderedJson::array());
+        const bool required =
+            std::find(required_names.begin(), required_names.end(), name) != required_names.end();
+        if (!required) CHECK(keys_seen[name] < 40);
+      }
+    }
+  }
+}
+
+TEST_CASE("json schema: the grammar takes a text exactly when the reference does") {
+  const std::string person = kSchemas[0];
+  const OrderedJson schema = OrderedJson::parse(person);
+  const engine::Grammar grammar = engine::json_schema_grammar(person);
+  struct Case {
+    std::string text;
+    bool valid;
+  };
+  const std::vector<Case> cases = {
+      {R"({"name": "Ann", "age": 30})", true},
+      {"{\n  \"name\": \"Ann\",\n  \"age\": -4,\n  \"email\": null,\n  \"tags\": [\"a\", \"c\"],\n"
+       "  \"role\": \"admin\",\n  \"score\": 0.5e-3\n}",
+       true},
+      {R"({"name":"\u00e9","age":0,"email":"a@b","score":1})", true},
+      {R"({"age": 30, "name": "Ann"})", false},              // out of the schema's order
+      {R"({"name": "Ann"})", false},                         // age is required
+      {R"({"name": "Ann", "age": 3.5})", false},             // not an integer
+      {R"({"name": "Ann", "age": 30, "extra": 1})", false},  // additionalProperties false
+      {R"({"name": "Ann", "age": 30, "tags": []})", false},  // minItems 1
+      {R"({"name": "Ann", "age": 30, "tags": ["a", "b", "c", "a"]})", false},  // maxItems 3
+      {R"({"name": "Ann", "age": 30, "tags": ["d"]})", false},                 // not in the enum
+      {R"({"name": "Ann", "age": 30, "role": "user"})", false},                // not the const
+      {R"({"name": "Ann", "age": 30, "email": 5})", false},
+      {R"({"name": "Ann", "age": 30,})", false},
+      {R"({"name": 7, "age": 30})", false},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.text);
+    CHECK(takes(grammar, c.text) == c.valid);
+    CHECK(reference_takes(schema, c.text) == c.valid);  // the table agrees with the reference
+  }
+  // Every prefix of a valid text is taken, and the same place is the same state.
+  GrammarRecognizer a(grammar), b(grammar);
+  REQUIRE(a.accept(R"({"name": "x)"));
+  REQUIRE(b.accept(R"({"name": "a much longer name \" with \u00e9scapes)"));
+  CHECK(a == b);
+  CHECK(a.hash() == b.hash());
+  GrammarRecognizer c(grammar);
+  REQUIRE(c.accept(R"({"name": "x", "age": 1, "email": "x)"));
+  CHECK_FALSE(a == c);  // a string, but another property's
+}
+
+TEST_CASE("json schema: what is not enforced, or admits no reply, is refused with a reason") {
+  struct Refusal {
+    std::string schema;
+    std::string says;
+  };
+  const std::vector<Refusal> refusals = {
+      {"{", "not JSON"},
+      {R"({"type": "array"})", "the schema's root must be an object"},
+      {R"({"properties": {"a": {}}})", "the schema's root must be an object"},
+      {R"({"type": "object", "properties": {"a": {"type": "string", "pattern": "^a"}}})",
+       "keyword \"pattern\" is not supported"},
+      {R"({"type": "object", "properties": {"a": {"type": "integer", "minimum": 0}}})",
+       "keyword \"minimum\" is not supported"},
+      {R"({"type": "object", "properties": {"a": {"$ref": "#/$defs/nope"}}})", "names nothing"},
+      {R"({"type": "object", "properties": {"a": {"$ref": "https://x/y.json"}}})",
+       "only references within the schema"},
+      {R"({"type": "object", "properties": {"a": {"enum": []}}})",
+       "enum must be a non-empty array"},
+      {R"({"type": "object", "properties": {"a": {"type": "string", "enum": [1, 2]}}})",
+       "no value listed is of the type named"},
+      {R"({"type": "object", "properties": {"a": {"type": "strange"}}})", "unknown type"},
+      {R"({"type": "object", "properties": {"a": 5}})", "a schema must be an object or a boolean"},
+      {R"({"type": "object", "properties": {"a": false}})", "false admits no value"},
+      {R"({"type": "object", "properties": {"a": {}}, "required": ["b"]})",
+       "required names \"b\", which properties does not list"},
+      {R"({"type": "object", "properties": {"a": {"type": "array", "minItems": 3, "maxItems": 2}}})",
+       "maxItems is below minItems"},
+      {R"({"type": "object", "properties": {"a": {"type": "array", "maxItems": 5000}}})",
+       "maxItems must be a whole number up to 1024"},
+      {R"({"type": "object", "properties": {"a": {"type": "array", "items": [{}]}}})",
+       "items as a list"},
+      {R"({"type": "object", "properties": {"a": {"anyOf": [{}], "type": "string"}}})",
+       "anyOf beside \"type\" is not supported"},
+      // A property that refers to itself before any byte: it could never be written.
+      {R"({"type": "object", "properties": {"a": {"$ref": "#/properties/a"}}})",
+       "can begin with itself"},
+      // An object that requires an object like itself, for ever: no text ends it.
+      {R"({"type": "object", "properties": {"next": {"$ref": "#"}}, "required": ["next"]})",
+       "matches no text"},
+  };
+  for (const Refusal& r : refusals) {
+    CAPTURE(r.schema);
+    try {
+      (void)engine::json_schema_grammar(r.schema);
+      FAIL("compiled");
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      CAPTURE(what);
+      CHECK(what.starts_with("json_schema: "));
+      CHECK(what.find(r.says) != std::string::npos);
+    }
+  }
+  // Annotations are read past, and JSON mode's schema compiles.
+  CHECK_NOTHROW((void)engine::json_schema_grammar(
+      R"({"title": "t", "description": "d", "$schema": "x", "type": "object",
+          "properties": {"a": {"type": "string", "default": "q", "examples": ["e"]}}})"));
+  CHECK_NOTHROW((void)engine::json_schema_grammar(engine::kJsonObjectSchema));
+}
+
+TEST_CASE("engine: a request under a JSON schema writes only replies valid under it") {
+  Context ctx(2);
+  gpt2::Model model = gpt2::Model::open(testing::hf_fixture_dir("tiny-a"), ctx);
+  // Token t reads as a piece of JSON (or of text), whatever it is; 511 is the model's eos. Every
+  // byte a key needs is a piece: a token mask cannot look past a token that leads nowhere.
+  static const std::vector<std::string> kPieces = {
+      "{",    "}",    "[",   "]",      "\"", ":",   ",",        " ",    "a",   "1", "k",
+      "true", "null", "\\n", "\"k\":", "x}", "{\"", "\xc3\xa9", "\n  ", "0.5", "-", "s"};
+  engine::TokenVocabulary vocabulary{
+      [](std::int32_t id) { return kPieces[static_cast<std::size_t>(id) % kPieces.size()]; }, {}};
+  engine::Engine engine(model, ctx, engine::EngineOptions{}, vocabulary);
+  const std::string text = R"({"type": "object", "properties": {"a": {"type": "integer"},
+      "k": {"type": "array", "items": {"type": ["boolean", "null"]}, "maxItems": 3},
+      "s": {"type": "string"}},
+    "required": ["a", "k"], "additionalProperties": false})";
+  const OrderedJson schema = OrderedJson::parse(text);
+  std::map<engine::RequestId, std::string> replies;
+  std::map<engine::RequestId, engine::FinishReason> reasons;
+  for (std::uint64_t seed = 1; seed <= 16; ++seed) {
+    engine::Request request;
+    request.prompt = {1, 2, 3};
+    request.max_tokens = 48;
+    request.sampling.temperature = 1.5f;
+    request.sampling.seed = seed;
+    request.json_schema = text;
+    replies[engine.submit(request)];
+  }
+  engine::Request bad;
+  bad.prompt = {1, 2, 3};
+  bad.json_schema = R"({"type": "string"})";
+  const engine::RequestId refused = engine.submit(bad);
+  std::string refusal;
+  while (!engine.idle()) {
+    for (const engine::Event& e : engine.step().events) {
+      if (e.id == refused) {
+        CHECK(e.reason == engine::FinishReason::refused);
+        refusal = e.error;
+        continue;
+      }
+      if (e.has_token) replies[e.id] += vocabulary.text(e.token);
+      if (e.finished) reasons[e.id] = e.reason;
+    }
+  }
+  CHECK(refusal.find("the schema's root must be an object") != std::string::npos);
+  int whole = 0;
+  for (const auto& entry : replies) {
+    const std::string& reply = entry.second;
+    CAPTURE(reply);
+    if (reasons[entry.first] == engine::FinishReason::stop) {
+      CHECK(reference_takes(schema, reply));
+      ++whole;
+    } else {
+      CHECK(reasons[entry.first] == engine::FinishReason::length);
+      const engine::Grammar grammar = engine::json_schema_grammar(text);
+      GrammarRecognizer recognizer(grammar);
+      CHECK(recognizer.accept(reply));
+    }
+  }
+  CHECK(whole >= 4);
+}
