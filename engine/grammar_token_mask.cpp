@@ -10,13 +10,37 @@ GrammarTokenMask::GrammarTokenMask(Grammar grammar,
                                    std::shared_ptr<const SortedVocabulary> vocabulary)
     : grammar_(std::move(grammar)),
       vocabulary_(std::move(vocabulary)),
-      states_(vocabulary_->longest() + 1, GrammarRecognizer(grammar_)) {}
+      walked_(vocabulary_->longest() + 1) {}
+
+std::uint32_t GrammarTokenMask::number(const GrammarRecognizer& state) {
+  const auto [found, added] = number_of_.emplace(state, static_cast<std::uint32_t>(known_.size()));
+  if (added) {
+    known_.push_back(state);
+    next_.emplace_back();
+    next_.back().fill(kUnknown);
+  }
+  return found->second;
+}
+
+std::uint32_t GrammarTokenMask::step(std::uint32_t from, unsigned char byte) {
+  if (next_[from][byte] == kUnknown) {
+    GrammarRecognizer after = known_[from];
+    const std::uint32_t to = after.accept(byte) ? number(after) : kRefused;
+    next_[from][byte] = to;  // indexed again: number() may have moved next_
+  }
+  return next_[from][byte];
+}
 
 std::vector<bool> GrammarTokenMask::walk(const GrammarRecognizer& state) {
+  if (known_.size() > kKnownStates) {
+    known_.clear();
+    number_of_.clear();
+    next_.clear();
+  }
   const SortedVocabulary& vocabulary = *vocabulary_;
   std::vector<bool> allowed(vocabulary.id_limit(), false);
-  states_[0] = state;
-  // The previous token's first `read` bytes were accepted (states_[read] is the state after
+  walked_[0] = number(state);
+  // The previous token's first `read` bytes were accepted (walked_[read] is the state after
   // them); when it was refused, its byte at `read` was the one refused.
   std::size_t read = 0;
   for (std::size_t i = 0; i < vocabulary.size(); ++i) {
@@ -25,9 +49,9 @@ std::vector<bool> GrammarTokenMask::walk(const GrammarRecognizer& state) {
     if (vocabulary.shared(i) > read) continue;
     read = vocabulary.shared(i);
     while (read < bytes.size()) {
-      states_[read + 1] = states_[read];
-      if (!states_[read + 1].accept(static_cast<unsigned char>(bytes[read]))) break;
-      ++read;
+      const std::uint32_t after = step(walked_[read], static_cast<unsigned char>(bytes[read]));
+      if (after == kRefused) break;
+      walked_[++read] = after;
     }
     if (read == bytes.size()) allowed[static_cast<std::size_t>(vocabulary.id(i))] = true;
   }

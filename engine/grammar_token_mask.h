@@ -8,16 +8,23 @@
 // read through the recognizer with its state after each prefix kept on a stack, so a shared
 // prefix is read once, and a refused prefix refuses every token after it that starts with it,
 // without reading them.
+// A walk reads the same few states again and again (inside a string, after most bytes the
+// recognizer is where it was), so the recognizer's steps are kept as a table as walks need them:
+// each state a walk reaches is numbered once, and the state after it and a byte is computed
+// once, then looked up (the pushdown recognizer unrolled into a DFA, lazily, as far as the
+// vocabulary leads it; kKnownStates at most, then forgotten all at once between walks).
 // What a walk finds depends on the recognizer's state alone, and a reply passes through few
 // distinct states (inside a string, every string at the same place of the grammar is the same
-// state), so the allowed set of each state is remembered (up to kRememberedStates of them, then
-// forgotten all at once) and a walk runs only on a state not seen before.
+// state), so the allowed set of each state is remembered too (up to kRememberedStates of them,
+// then forgotten all at once) and a walk runs only on a state not seen before.
 // Cost per draw: O(V) to copy the logits through the remembered set. A walk: O(V), plus one
-// recognizer step per trie node under the accepted prefixes: about the vocabulary's total bytes
-// inside a string (where nearly every token fits), far fewer elsewhere. Memory: V bits per
-// remembered state.
+// table lookup per trie node under the accepted prefixes (about the vocabulary's total bytes
+// inside a string, where nearly every token fits; far fewer elsewhere), plus one recognizer step
+// per (state, byte) pair not met before. Memory: V bits per remembered state, 1 KiB per known
+// state (1 MiB at most).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -51,18 +58,28 @@ class GrammarTokenMask {
   std::size_t remembered_states() const { return allowed_after_.size(); }
 
   static constexpr std::size_t kRememberedStates = 256;
+  static constexpr std::size_t kKnownStates = 1024;
 
  private:
   struct StateHash {
     std::size_t operator()(const GrammarRecognizer& state) const { return state.hash(); }
   };
+  static constexpr std::uint32_t kRefused = UINT32_MAX;      // in next_: the byte is refused
+  static constexpr std::uint32_t kUnknown = UINT32_MAX - 1;  // in next_: not computed yet
 
   // The walk: allowed[id] for every token after `state`.
   std::vector<bool> walk(const GrammarRecognizer& state);
+  // The number of `state` in the table (numbered now if new).
+  std::uint32_t number(const GrammarRecognizer& state);
+  // The number of the state after state number `from` and `byte`, or kRefused.
+  std::uint32_t step(std::uint32_t from, unsigned char byte);
 
   Grammar grammar_;
   std::shared_ptr<const SortedVocabulary> vocabulary_;
-  std::vector<GrammarRecognizer> states_;  // the walk's stack: states_[k] after k bytes
+  std::vector<GrammarRecognizer> known_;  // the table's states, by number
+  std::unordered_map<GrammarRecognizer, std::uint32_t, StateHash> number_of_;
+  std::vector<std::array<std::uint32_t, 256>> next_;  // [number][byte]: the next number
+  std::vector<std::uint32_t> walked_;  // the walk's stack: walked_[k] the number after k bytes
   std::unordered_map<GrammarRecognizer, std::vector<bool>, StateHash> allowed_after_;
   std::vector<float> restricted_;
 };
