@@ -215,6 +215,15 @@ class SchemaCompiler {
 
   // A value valid under `schema` (found at `where`, for messages).
   Rule value(const Schema& schema, const std::string& where) {
+    if (++nesting_ > kMaxSchemaNesting) {
+      refuse(where + ": the schema nests deeper than " + std::to_string(kMaxSchemaNesting));
+    }
+    const Rule rule = value_nested(schema, where);
+    --nesting_;
+    return rule;
+  }
+
+  Rule value_nested(const Schema& schema, const std::string& where) {
     if (schema.is_boolean()) {
       if (!schema.get<bool>()) refuse(where + ": false admits no value");
       return free_value(0);
@@ -396,6 +405,7 @@ class SchemaCompiler {
   std::vector<std::optional<Rule>> free_values_ =  // [open]: any value inside `open` containers
       std::vector<std::optional<Rule>>(kMaxDepth + 1);
   std::map<std::string, Rule> references_;
+  int nesting_ = 0;  // schemas being compiled inside one another
 };
 
 }  // namespace

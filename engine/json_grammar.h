@@ -15,6 +15,7 @@
 //   maybe; additionalProperties (no property beyond `properties` is written; with no
 //   `properties`, any keys, their values under additionalProperties when it is a schema);
 //   arrays: items, minItems, maxItems (up to kMaxCountedItems).
+// A schema nests at most kMaxSchemaNesting schemas inside one another.
 // A value the schema leaves free (true, {}, an object's free values) is any JSON value with at
 // most kMaxDepth containers open inside it. Annotations (title, description, default, ...) are
 // ignored; any other keyword (pattern, minimum, format, ...) is refused rather than silently not
@@ -31,6 +32,7 @@ namespace attnscope::engine {
 inline constexpr int kMaxDepth = 32;
 inline constexpr int kMaxIndent = 20;
 inline constexpr int kMaxCountedItems = 1024;
+inline constexpr int kMaxSchemaNesting = 64;  // schemas inside schemas (compiled recursively)
 
 // JSON mode's schema: any JSON object.
 inline constexpr std::string_view kJsonObjectSchema = R"({"type": "object"})";

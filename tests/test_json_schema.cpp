@@ -211,6 +211,12 @@ TEST_CASE("json schema: what is not enforced, or admits no reply, is refused wit
        "items as a list"},
       {R"({"type": "object", "properties": {"a": {"anyOf": [{}], "type": "string"}}})",
        "anyOf beside \"type\" is not supported"},
+      {[] {
+         std::string deep = R"({"type": "object", "properties": {"a": )";
+         for (int i = 0; i < 70; ++i) deep += R"({"type": "array", "items": )";
+         return deep + "{}" + std::string(70, '}') + "}}";
+       }(),
+       "the schema nests deeper than 64"},
       // A property that refers to itself before any byte: it could never be written.
       {R"({"type": "object", "properties": {"a": {"$ref": "#/properties/a"}}})",
        "can begin with itself"},

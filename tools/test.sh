@@ -53,7 +53,8 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 
 echo "== libFuzzer harnesses"
 seconds=${FUZZ_SECONDS:-20}
-harnesses=(safetensors config chat_template chat_reply json_mode tokenizer_json tokenizer_json_load)
+harnesses=(safetensors config chat_template chat_reply json_mode json_schema tokenizer_json
+  tokenizer_json_load)
 tokenizer_dir=${ATTNSCOPE_FIXTURES_DIR:-../shared/fixtures}/gpt2-tokenizer
 if [[ -f "$tokenizer_dir/encoder.json" ]]; then
   harnesses+=(tokenizer)

@@ -1,0 +1,59 @@
+// libFuzzer harness for the JSON schema compiler (engine/json_grammar.h) and the recognizer of
+// what it compiles (engine/grammar_recognizer.h).
+//
+// Input: any bytes, read as a schema's text. Checked: compiling either throws attnscope::Error
+// (no other exception, no crash, no hang) or gives a grammar whose every reply can end: a reply
+// written byte by byte, at each step the byte that ends things soonest among a few it takes,
+// else the least one it takes, finishes within kLongest bytes, and nlohmann parses it as JSON.
+// Anything else, a crash or a sanitizer report is a bug. Cost: the compile, plus 256 recognizer
+// steps per byte written. Seeds: tests/fuzz/corpus/json_schema/.
+
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "engine/grammar_recognizer.h"
+#include "engine/json_grammar.h"
+#include "json_mode_reference.h"
+#include "runtime/error.h"
+
+namespace {
+
+constexpr std::size_t kLongest = 20000;
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  attnscope::engine::Grammar grammar;
+  try {
+    grammar = attnscope::engine::json_schema_grammar(text);
+  } catch (const attnscope::Error&) {
+    return 0;
+  }
+  static constexpr std::string_view kEnding = "\"}],:0";
+  attnscope::engine::GrammarRecognizer recognizer(grammar);
+  std::string reply;
+  while (!recognizer.finished()) {
+    if (reply.size() > kLongest) __builtin_trap();
+    int chosen = -1;
+    for (const char ending : kEnding) {
+      attnscope::engine::GrammarRecognizer next = recognizer;
+      if (next.accept(static_cast<unsigned char>(ending))) {
+        chosen = static_cast<unsigned char>(ending);
+        break;
+      }
+    }
+    for (int byte = 0; byte < 256 && chosen < 0; ++byte) {
+      attnscope::engine::GrammarRecognizer next = recognizer;
+      if (next.accept(static_cast<unsigned char>(byte))) chosen = byte;
+    }
+    if (chosen < 0) __builtin_trap();  // an accepted prefix that cannot go on
+    recognizer.accept(static_cast<unsigned char>(chosen));
+    reply += static_cast<char>(chosen);
+  }
+  if (!attnscope::testing::reference_json(reply)) __builtin_trap();
+  return 0;
+}
