@@ -115,8 +115,9 @@ class SchemaCompiler {
   void build_lexical_rules() {
     // gap ::= "" | " " | ("\n" | "\r\n") indent, indent at most kMaxIndent spaces or tabs.
     Rule indent = rule_of({{}});
-    for (int i = 0; i < kMaxIndent; ++i)
+    for (int i = 0; i < kMaxIndent; ++i) {
       indent = rule_of({{}, {Grammar::any_of(" \t"), ref(indent)}});
+    }
     gap_ = rule_of({{}, lit(" "), lit("\n") + ref(indent), lit("\r\n") + ref(indent)});
 
     const Symbol hex = Grammar::any_of("0123456789abcdefABCDEF");

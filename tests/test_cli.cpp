@@ -1240,7 +1240,8 @@ std::string bytes_of(const nlohmann::json& entry) {
   return bytes;
 }
 
-TEST_CASE("generate --json-object, --json-schema: greedy takes the likeliest token the grammar lets") {
+TEST_CASE(
+    "generate --json-object, --json-schema: greedy takes the likeliest token the grammar lets") {
   attnscope::testing::TempDir dir;
   const std::string schema = R"({"type": "object", "properties": {"name": {"type": "string"},
       "tags": {"type": "array", "items": {"enum": ["x", "y"]}, "maxItems": 2}},

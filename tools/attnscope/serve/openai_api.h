@@ -8,11 +8,11 @@
 // string or of one array of ids), max_tokens (16), temperature (1), top_p (1), top_k (0: off;
 // vLLM's extension), presence_penalty and frequency_penalty (0; -2 to 2), logit_bias, seed
 // (random when absent), stop (a string or up to 4), logprobs (0-20), echo, stream,
-// stream_options.include_usage, ignore_eos (vLLM's extension), response_format (text, or
-// json_object: JSON mode, engine/json_token_mask.h), n (1 to 16 choices), model, user. Unknown
-// fields are ignored, as OpenAI's server does; known ones not served (repetition_penalty, min_p,
-// response_format json_schema) and a known field of the wrong type or out of range are a 400
-// naming it.
+// stream_options.include_usage, ignore_eos (vLLM's extension), response_format (text,
+// json_object: JSON mode, or json_schema: structured outputs; engine/json_grammar.h), n (1 to 16
+// choices), model, user. Unknown fields are ignored, as OpenAI's server does; known ones not
+// served (repetition_penalty, min_p, a schema keyword not enforced) and a known field of the
+// wrong type or out of range are a 400 naming it.
 #pragma once
 
 #include <cstdint>
