@@ -65,10 +65,11 @@ class SchemaCompiler {
 
   Grammar compile() {
     const Schema& root = resolved(root_);
-    if (!root.is_object() || root.value("type", Schema()) != "object") {
+    const Schema type = root.is_object() ? root.value("type", Schema()) : Schema();
+    if (type != "object" && type != "array") {
       refuse(
-          "the schema's root must be an object (\"type\": \"object\"), as in structured "
-          "outputs");
+          "the schema's root must be an object (\"type\": \"object\", as in structured "
+          "outputs) or an array: a reply ends with its closing bracket");
     }
     grammar_.add_alternative(start_, {ref(gap_), ref(value(root_, "#"))});
     if (std::string defect = grammar_.defect(); !defect.empty()) {

@@ -3,11 +3,13 @@
 // valid under the schema: OpenAI's structured outputs (response_format json_schema) and, with
 // the schema {"type": "object"}, JSON mode.
 //
-// What a reply may be: one JSON object (the schema's root must be one, as in OpenAI's structured
-// outputs) in RFC 8259's syntax (escapes, surrogate pairs, well-formed UTF-8, numbers), with the
-// whitespace between two tokens (a gap) nothing, one space, or one line break ("\n" or "\r\n")
-// and at most kMaxIndent spaces or tabs, as compact and pretty-printed JSON write it (llama.cpp's
-// JSON grammar has the same rule), so that a model cannot fill its budget with emptiness.
+// What a reply may be: one JSON object or array (the schema's root must be one: an object as in
+// OpenAI's structured outputs, an array for serve's forced tool calls), so that a reply ends
+// with its closing bracket and nothing may follow it; in RFC 8259's syntax (escapes, surrogate
+// pairs, well-formed UTF-8, numbers), with the whitespace between two tokens (a gap) nothing,
+// one space, or one line break ("\n" or "\r\n") and at most kMaxIndent spaces or tabs, as
+// compact and pretty-printed JSON write it (llama.cpp's JSON grammar has the same rule), so
+// that a model cannot fill its budget with emptiness.
 // The schema keywords enforced:
 //   type (one or a list), enum, const, anyOf, oneOf (as anyOf: a reply may match several),
 //   $ref within the schema (#, #/$defs/..., #/definitions/...; recursion allowed);

@@ -47,7 +47,7 @@ void check_streamed_as_whole(const std::string& text, std::optional<ReasoningPar
 
 TEST_CASE("chat replies: qwen3 reasoning is what <think> opens and </think> closes") {
   const auto qwen3 = [](const std::string& text) {
-    return parse_chat_reply(text, ReasoningParser::qwen3, std::nullopt);
+    return parse_chat_reply(text, ReasoningParser::qwen3, {});
   };
   const ChatReply thought = qwen3("<think>\nLet me add.\n</think>\n\nThe answer is 4.");
   CHECK(thought.reasoning == "\nLet me add.\n");
@@ -64,7 +64,7 @@ TEST_CASE("chat replies: qwen3 reasoning is what <think> opens and </think> clos
 
 TEST_CASE("chat replies: deepseek_r1 reasons from the start until </think>") {
   const auto r1 = [](const std::string& text) {
-    return parse_chat_reply(text, ReasoningParser::deepseek_r1, std::nullopt);
+    return parse_chat_reply(text, ReasoningParser::deepseek_r1, {});
   };
   CHECK(r1("Let me see.</think>Answer").reasoning == "Let me see.");
   CHECK(r1("Let me see.</think>Answer").content == "Answer");
@@ -76,14 +76,16 @@ TEST_CASE("chat replies: deepseek_r1 reasons from the start until </think>") {
 TEST_CASE("chat replies: tool calls are read in the answer, never in the reasoning") {
   const std::string call =
       "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}\n</tool_call>";
-  const ChatReply reply = parse_chat_reply("<think>I will call f.</think>\nOk. " + call,
-                                           ReasoningParser::qwen3, ToolCallParser::hermes);
+  const ChatReply reply =
+      parse_chat_reply("<think>I will call f.</think>\nOk. " + call, ReasoningParser::qwen3,
+                       std::optional(ToolCallParser::hermes));
   CHECK(reply.reasoning == "I will call f.");
   CHECK(reply.content == "\nOk. ");
   REQUIRE(reply.tool_calls.size() == 1);
   CHECK(reply.tool_calls[0].arguments == "{\"x\": 1}");
-  const ChatReply mused = parse_chat_reply("<think>maybe " + call + "?</think>No call.",
-                                           ReasoningParser::qwen3, ToolCallParser::hermes);
+  const ChatReply mused =
+      parse_chat_reply("<think>maybe " + call + "?</think>No call.", ReasoningParser::qwen3,
+                       std::optional(ToolCallParser::hermes));
   CHECK(mused.tool_calls.empty());
   CHECK(mused.content == "No call.");
 }
@@ -115,6 +117,26 @@ TEST_CASE("chat replies: streamed in pieces of any size, the parts are the whole
       }
     }
   }
+}
+
+TEST_CASE("chat replies: a forced call's reply is the calls, sent once whole, or the text") {
+  attnscope::cli::ToolCallReading forced;
+  forced.forced = attnscope::cli::ForcedCall{"f"};
+  const std::string reply = "{\"q\": \"<think>x</think>\"}";
+  ChatReplyStream stream(ReasoningParser::qwen3, forced);
+  for (const char c : reply) {
+    const ChatReply part = stream.append(std::string(1, c));
+    CHECK(part.content.empty());
+    CHECK(part.reasoning.empty());
+  }
+  const ChatReply whole = stream.finish("");
+  REQUIRE(whole.tool_calls.size() == 1);
+  CHECK(whole.tool_calls[0].name == "f");
+  CHECK(whole.content.empty());
+  CHECK(whole.reasoning.empty());
+  const ChatReply cut = parse_chat_reply("{\"q\": \"x", std::nullopt, forced);
+  CHECK(cut.tool_calls.empty());
+  CHECK(cut.content == "{\"q\": \"x");
 }
 
 TEST_CASE("chat replies: the parsers by name") {

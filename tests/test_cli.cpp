@@ -1285,10 +1285,10 @@ TEST_CASE(
   }
   check_one_line_error(run("generate --model synthetic:llama-tiny --json-object -n 2"), 1,
                        "a JSON reply needs the model's tokenizer");
-  attnscope::testing::write_file(dir.file("array.json"), R"({"type": "array"})");
+  attnscope::testing::write_file(dir.file("string.json"), R"({"type": "string"})");
   const std::string with_tokenizer =
       "generate --model " + fixture("tiny-a") + " --tokenizer " + perplexity_fixture() + " -n 2 ";
-  check_one_line_error(run(with_tokenizer + "--json-schema " + dir.file("array.json")), 1,
+  check_one_line_error(run(with_tokenizer + "--json-schema " + dir.file("string.json")), 1,
                        "--json-schema: json_schema: the schema's root must be an object");
   check_one_line_error(run(with_tokenizer + "--json-schema " + dir.file("missing.json")), 1,
                        "missing.json");

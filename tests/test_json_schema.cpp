@@ -52,6 +52,15 @@ const std::vector<std::string> kSchemas = {
       "required": ["value", "children"], "additionalProperties": false})",
     // Free keys, their values under a schema.
     R"({"type": "object", "additionalProperties": {"type": "integer"}})",
+    // An array at the root: calls as serve forces them (tool_choice "required").
+    R"({"type": "array", "minItems": 1, "items": {"anyOf": [
+        {"type": "object", "properties": {"name": {"const": "f"}, "parameters": {"type": "object",
+          "properties": {"q": {"type": "string"}}, "required": ["q"]}},
+         "required": ["name", "parameters"], "additionalProperties": false},
+        {"type": "object", "properties": {"name": {"const": "g"},
+          "parameters": {"$ref": "#/$defs/empty"}},
+         "required": ["name", "parameters"], "additionalProperties": false}]},
+      "$defs": {"empty": {"type": "object", "additionalProperties": false}}})",
     // An enum of every kind of value.
     R"({"type": "object", "properties": {"v": {"enum": [1, "two", null, [3], {"k": true}]}},
       "required": ["v"]})",
@@ -100,7 +109,8 @@ bool reference_takes(const OrderedJson& schema, const std::string& text) {
   if (!testing::reference_json(text) || !testing::gaps_allowed(text)) return false;
   const OrderedJson value = OrderedJson::parse(*testing::json_in_range(text));
   const std::size_t first = text.find_first_not_of(" \t\r\n");
-  return text[first] == '{' && text.find_last_not_of(" \t\r\n") == text.size() - 1 &&
+  return (text[first] == '{' || text[first] == '[') &&
+         text.find_last_not_of(" \t\r\n") == text.size() - 1 &&
          testing::schema_valid(value, schema, schema) &&
          testing::property_order_kept(value, schema, schema);
 }
@@ -119,7 +129,9 @@ TEST_CASE("json schema: random replies through the grammar are valid under the s
       CAPTURE(reply);
       REQUIRE(reference_takes(schema, reply));
       const OrderedJson parsed = OrderedJson::parse(*testing::json_in_range(reply));
-      for (const auto& [key, value] : parsed.items()) ++keys_seen[key];
+      if (parsed.is_object()) {
+        for (const auto& [key, value] : parsed.items()) ++keys_seen[key];
+      }
     }
     // Optional properties are sometimes written and sometimes not.
     if (schema.contains("properties")) {
@@ -185,7 +197,8 @@ TEST_CASE("json schema: what is not enforced, or admits no reply, is refused wit
   };
   const std::vector<Refusal> refusals = {
       {"{", "not JSON"},
-      {R"({"type": "array"})", "the schema's root must be an object"},
+      {R"({"type": "string"})", "the schema's root must be an object"},
+      {R"({"anyOf": [{"type": "object"}]})", "the schema's root must be an object"},
       {R"({"properties": {"a": {}}})", "the schema's root must be an object"},
       {R"({"type": "object", "properties": {"a": {"type": "string", "pattern": "^a"}}})",
        "keyword \"pattern\" is not supported"},

@@ -553,15 +553,16 @@ TEST_CASE("serve: tools and tool_choice, with and without --tool-call-parser") {
   const Streamed streamed = post_streamed(c2, asked, -1, "/v1/chat/completions");
   CHECK(streamed.done);
   CHECK(streamed.text == text_message["content"]);
-  // Refused: what would need decoding constrained to a call, and what is no tool_choice.
+  // Refused: a forced call of a function not in tools, and what is no tool_choice.
   struct Refused {
     json choice;
     std::string says;
   };
   for (const Refused& refusal :
-       std::vector<Refused>{{"required", "tool_choice \"required\" is not served"},
-                            {{{"type", "function"}, {"function", {{"name", "get_weather"}}}},
-                             "tool_choice naming a function is not served"},
+       std::vector<Refused>{{{{"type", "function"}, {"function", {{"name", "nowhere"}}}},
+                             "tool_choice names \"nowhere\", which tools does not list"},
+                            {{{"type", "function"}},
+                             "tool_choice naming a function must be {\"type\": \"function\""},
                             {"sometimes", "tool_choice must be \"none\", \"auto\" or \"required\""},
                             {7, "tool_choice must be a string or an object"}}) {
     json bad = asked;
@@ -641,6 +642,85 @@ std::vector<std::string> scripted_serve_args(const attnscope::testing::TempDir& 
           "--threads",       "1",
           "--kv-memory",     "16MiB",
           "--chat-template", dir.file("chat.jinja")};
+}
+
+TEST_CASE(
+    "serve: tool_choice naming a function or \"required\" forces the call, no parser needed") {
+  if (!has_tokenizer()) return;
+  const json weather = {
+      {"type", "function"},
+      {"function",
+       {{"name", "get_weather"}, {"parameters", json::parse(R"({"type": "object", "properties": {
+                              "city": {"type": "string"},
+                              "days": {"type": "array", "items": {"type": "integer"}}},
+                              "required": ["city", "days"]})")}}}};
+  const json clock = {
+      {"type", "function"},
+      {"function", {{"name", "get_time"}, {"parameters", json::parse(R"({"properties": {
+                            "zone": {"enum": ["UTC", "CET"]}}, "required": ["zone"]})")}}}};
+  const std::string arguments = R"({"city": "Paris", "days": [1, 2]})";
+  // The reply scripted, the tool_choice asked, and the calls the answer must hold.
+  struct Forced {
+    std::string script;
+    json choice;
+  };
+  for (const Forced& forced : std::vector<Forced>{
+           {arguments, {{"type", "function"}, {"function", {{"name", "get_weather"}}}}},
+           {R"([{"name": "get_weather", "parameters": )" + arguments + "}]", "required"}}) {
+    CAPTURE(forced.choice.dump());
+    const attnscope::testing::TempDir dir;
+    std::vector<int> script;
+    ServerProcess server(kBinary, scripted_serve_args(dir, forced.script, script));
+    httplib::Client c = client(server);
+    json asked = {{"messages", {{{"role", "user"}, {"content", "Go"}}}},
+                  {"tools", {weather, clock}},
+                  {"tool_choice", forced.choice},
+                  {"max_tokens", script.size() + 8},
+                  {"temperature", 0},
+                  {"ignore_eos", true}};
+    // The script meets the call's schema: it is the call, whole and streamed.
+    const json body =
+        json::parse(c.Post("/v1/chat/completions", asked.dump(), "application/json")->body);
+    const json& message = body["choices"][0]["message"];
+    CHECK(message["content"].is_null());
+    REQUIRE(message["tool_calls"].size() == 1);
+    CHECK(message["tool_calls"][0]["function"]["name"] == "get_weather");
+    CHECK(message["tool_calls"][0]["function"]["arguments"] == arguments);
+    CHECK(body["choices"][0]["finish_reason"] == "tool_calls");
+    const Streamed streamed = post_streamed(c, asked, -1, "/v1/chat/completions");
+    CHECK(streamed.text.empty());
+    const json& last = streamed.chunks.back()["choices"][0];
+    CHECK(last["finish_reason"] == "tool_calls");
+    CHECK(last["delta"]["tool_calls"][0]["function"]["arguments"] == arguments);
+    // A function the script does not call: the reply is bent into its arguments (a parameters
+    // schema without "type" is read as an object's).
+    asked["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get_time"}}}};
+    const json bent =
+        json::parse(c.Post("/v1/chat/completions", asked.dump(), "application/json")->body);
+    const json& bent_message = bent["choices"][0]["message"];
+    CAPTURE(bent_message.dump());
+    CHECK(bent["choices"][0]["finish_reason"] == "tool_calls");
+    REQUIRE(bent_message["tool_calls"].size() == 1);
+    CHECK(bent_message["tool_calls"][0]["function"]["name"] == "get_time");
+    const json zone =
+        json::parse(bent_message["tool_calls"][0]["function"]["arguments"].get<std::string>());
+    CHECK((zone == json{{"zone", "UTC"}} || zone == json{{"zone", "CET"}}));
+    // A forced call beside a response_format, or without tools, is a 400.
+    json both = asked;
+    both["response_format"] = {{"type", "json_object"}};
+    const httplib::Result refused = c.Post("/v1/chat/completions", both.dump(), "application/json");
+    REQUIRE(refused);
+    CHECK(refused->status == 400);
+    CHECK(refused->body.find("cannot go with a response_format") != std::string::npos);
+    json toolless = asked;
+    toolless.erase("tools");
+    const httplib::Result alone =
+        c.Post("/v1/chat/completions", toolless.dump(), "application/json");
+    REQUIRE(alone);
+    CHECK(alone->status == 400);
+    CHECK(alone->body.find("needs tools") != std::string::npos);
+    CHECK(server.stop(SIGTERM, 10) == 0);
+  }
 }
 
 TEST_CASE("serve: a reply's tool call, answered as OpenAI's tool_calls, whole and streamed") {
@@ -995,7 +1075,7 @@ TEST_CASE("serve: malformed and out-of-range requests get a 4xx with an OpenAI e
           "pattern": "^a"}}}}}})",
        "application/json", 400, "keyword \"pattern\" is not supported"},
       {R"({"prompt": [1, 2], "response_format": {"type": "json_schema", "json_schema":
-          {"schema": {"type": "array"}}}})",
+          {"schema": {"type": "string"}}}})",
        "application/json", 400, "the schema's root must be an object"},
       {R"({"prompt": [1, 2], "response_format": {"type": "json_schema", "json_schema":
           {"schema": {"type": "object"}, "strict": "yes"}}})",

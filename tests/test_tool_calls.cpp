@@ -173,3 +173,31 @@ TEST_CASE("tool calls: the parsers by name") {
   CHECK(attnscope::cli::tool_call_parser_named("mistral") == ToolCallParser::mistral);
   CHECK_FALSE(attnscope::cli::tool_call_parser_named("pythonic").has_value());
 }
+
+TEST_CASE("tool calls: a forced call's reply is its arguments, or a list of calls") {
+  using attnscope::cli::forced_calls;
+  using attnscope::cli::ForcedCall;
+  using attnscope::cli::ToolCall;
+  const ForcedCall named{"get_weather"};
+  const std::vector<ToolCall> one = forced_calls(" {\"city\":\"Paris\",\"days\":[1,2]}\n", named);
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].name == "get_weather");
+  CHECK(one[0].arguments == R"({"city": "Paris", "days": [1, 2]})");  // as Python's json.dumps
+  CHECK(forced_calls("{\"city\": \"Par", named).empty());             // cut short by max_tokens
+  CHECK(forced_calls("[{}]", named).empty());
+  CHECK(forced_calls("{} {}", named).empty());
+
+  const ForcedCall required{""};
+  const std::vector<ToolCall> two = forced_calls(
+      "[{\"name\": \"f\", \"parameters\": {\"q\": \"x\"}},\n {\"name\": \"g\", \"parameters\": "
+      "{}}]",
+      required);
+  REQUIRE(two.size() == 2);
+  CHECK(two[0].name == "f");
+  CHECK(two[0].arguments == R"({"q": "x"})");
+  CHECK(two[1].name == "g");
+  CHECK(two[1].arguments == "{}");
+  CHECK(forced_calls("[]", required).empty());
+  CHECK(forced_calls("[{\"name\": \"f\"}]", required).empty());                    // no parameters
+  CHECK(forced_calls("{\"name\": \"f\", \"parameters\": {}}", required).empty());  // not a list
+}

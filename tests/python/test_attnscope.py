@@ -211,7 +211,7 @@ def test_json_mode_and_penalties_pick_what_the_command_line_picks(flags, kwargs,
         else:
             assert out.text.startswith('{"name"') or out.text.lstrip().startswith('{')
         with pytest.raises(ValueError, match="root must be an object"):
-            model.generate(prompt, json_schema={"type": "array"})
+            model.generate(prompt, json_schema={"type": "string"})
         with pytest.raises(ValueError, match="not both"):
             model.generate(prompt, json_object=True, json_schema=TRIP_SCHEMA)
         with pytest.raises(TypeError, match="json_schema must be a dict or a str"):

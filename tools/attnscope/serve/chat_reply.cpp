@@ -17,6 +17,12 @@ ChatReply ChatReplyStream::finish(std::string_view last_piece) {
 
 ChatReply ChatReplyStream::advance(bool finished) {
   ChatReply out;
+  if (tools_.forced) {
+    if (!finished) return out;
+    out.tool_calls = forced_calls(text_, *tools_.forced);
+    if (out.tool_calls.empty()) out.content = text_;
+    return out;
+  }
   const ReasoningSplit split =
       reasoning_ ? split_reasoning(text_, *reasoning_, finished) : ReasoningSplit{0, 0, 0};
   const std::size_t reasoning_from = std::max(reasoning_sent_, split.reasoning_begin);
@@ -27,12 +33,12 @@ ChatReply ChatReplyStream::advance(bool finished) {
   if (!split.answer_begin) return out;
   const std::string_view answer = std::string_view(text_).substr(*split.answer_begin);
   std::size_t settled = answer.size();
-  if (tools_ && finished) {
-    Reply reply = parse_reply(answer, *tools_);
+  if (tools_.parser && finished) {
+    Reply reply = parse_reply(answer, *tools_.parser);
     settled = reply.content.size();
     out.tool_calls = std::move(reply.tool_calls);
-  } else if (tools_) {
-    settled = settled_content(answer, *tools_);
+  } else if (tools_.parser) {
+    settled = settled_content(answer, *tools_.parser);
   }
   if (settled > content_sent_) {
     out.content = std::string(answer.substr(content_sent_, settled - content_sent_));
@@ -42,8 +48,8 @@ ChatReply ChatReplyStream::advance(bool finished) {
 }
 
 ChatReply parse_chat_reply(std::string_view text, std::optional<ReasoningParser> reasoning,
-                           std::optional<ToolCallParser> tools) {
-  return ChatReplyStream(reasoning, tools).finish(text);
+                           ToolCallReading tools) {
+  return ChatReplyStream(reasoning, std::move(tools)).finish(text);
 }
 
 }  // namespace attnscope::cli

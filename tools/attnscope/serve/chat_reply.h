@@ -1,5 +1,7 @@
 // A chat model's reply as a chat completion answers it: its reasoning (reasoning.h), then its
-// answer's text and tool calls (tool_calls.h), each split only where the server has a parser.
+// answer's text and tool calls (tool_calls.h), each split only where the server has a parser;
+// a forced call's reply (tool_calls.h's ForcedCall) is the calls alone, read once it is whole
+// (the text, when it is not one).
 // The streamed parts are the whole reply's, cut into pieces: parse_chat_reply is a stream fed
 // the whole text at once, so the two never disagree.
 #pragma once
@@ -24,8 +26,8 @@ struct ChatReply {
 // out (never a byte that might still change part: a tag's beginning, a tool call's).
 class ChatReplyStream {
  public:
-  ChatReplyStream(std::optional<ReasoningParser> reasoning, std::optional<ToolCallParser> tools)
-      : reasoning_(reasoning), tools_(tools) {}
+  ChatReplyStream(std::optional<ReasoningParser> reasoning, ToolCallReading tools)
+      : reasoning_(reasoning), tools_(std::move(tools)) {}
 
   // The reply's next text; returns the newly settled reasoning and content.
   ChatReply append(std::string_view piece);
@@ -37,7 +39,7 @@ class ChatReplyStream {
   ChatReply advance(bool finished);
 
   std::optional<ReasoningParser> reasoning_;
-  std::optional<ToolCallParser> tools_;
+  ToolCallReading tools_;
   std::string text_;
   std::size_t reasoning_sent_ = 0;  // the end of the reasoning sent, in text_
   std::size_t content_sent_ = 0;    // bytes of the answer sent as content
@@ -45,6 +47,6 @@ class ChatReplyStream {
 
 // The whole reply, split.
 ChatReply parse_chat_reply(std::string_view text, std::optional<ReasoningParser> reasoning,
-                           std::optional<ToolCallParser> tools);
+                           ToolCallReading tools);
 
 }  // namespace attnscope::cli

@@ -275,38 +275,142 @@ void read_common_fields(const json& parsed, const std::string& body, const TextT
   }
 }
 
+// A function's parameters as the schema its arguments are written under: a JSON schema object
+// ({"type": "object"} when it has none; "type" "object" added when it says no type).
+nlohmann::ordered_json parameters_schema(const nlohmann::ordered_json& tool) {
+  if (!tool.is_object() || !tool.contains("function") || !tool["function"].is_object() ||
+      !tool["function"].contains("name") || !tool["function"]["name"].is_string()) {
+    bad("tools", "each tool must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
+  }
+  nlohmann::ordered_json schema =
+      tool["function"].value("parameters", nlohmann::ordered_json::object());
+  if (!schema.is_object()) bad("tools", "a function's parameters must be a JSON schema object");
+  if (!schema.contains("type")) schema["type"] = "object";
+  return schema;
+}
+
+// Whether every $ref inside `schema` names one of its $defs (or definitions): what still holds
+// once the schema is placed inside another, its $defs gathered at the top.
+bool refs_name_defs(const nlohmann::ordered_json& schema) {
+  if (schema.is_object()) {
+    if (const auto ref = schema.find("$ref"); ref != schema.end()) {
+      if (!ref->is_string()) return false;
+      const std::string text = ref->get<std::string>();
+      if (!text.starts_with("#/$defs/") && !text.starts_with("#/definitions/")) return false;
+    }
+  }
+  if (schema.is_object() || schema.is_array()) {
+    for (const auto& inner : schema) {
+      if (!refs_name_defs(inner)) return false;
+    }
+  }
+  return true;
+}
+
+// The schema a forced call is written under, as vLLM builds it: the named function's
+// parameters; for "required" (`function` ""), a list of one or more {"name": one function's
+// name, "parameters": its parameters}, the functions' $defs gathered at the top. `tools` keeps
+// the body's key order. A schema json_grammar.h refuses is a 400.
+std::string forced_call_schema(const nlohmann::ordered_json& tools, const std::string& function) {
+  using Ordered = nlohmann::ordered_json;
+  Ordered schema;
+  if (!function.empty()) {
+    for (const Ordered& tool : tools) {
+      Ordered parameters = parameters_schema(tool);  // each tool's shape checked
+      if (tool["function"]["name"] == function) schema = std::move(parameters);
+    }
+    if (schema.is_null()) {
+      bad("tool_choice", "tool_choice names \"" + function + "\", which tools does not list");
+    }
+  } else {
+    Ordered options = Ordered::array();
+    Ordered gathered = Ordered::object();
+    for (const Ordered& tool : tools) {
+      Ordered parameters = parameters_schema(tool);
+      for (const char* defs : {"$defs", "definitions"}) {
+        if (!parameters.contains(defs)) continue;
+        for (const auto& [name, def] : parameters[defs].items()) {
+          Ordered& slot = gathered[defs][name];
+          if (!slot.is_null() && slot != def) {
+            bad("tools", std::string("two functions define ") + defs + "/" + name + " differently");
+          }
+          slot = def;
+        }
+        parameters.erase(defs);
+      }
+      if (!refs_name_defs(parameters)) {
+        bad("tool_choice",
+            "with tool_choice \"required\", a function's $ref must name one of its $defs");
+      }
+      options.push_back(
+          {{"type", "object"},
+           {"properties",
+            {{"name", {{"const", tool["function"]["name"]}}}, {"parameters", parameters}}},
+           {"required", {"name", "parameters"}},
+           {"additionalProperties", false}});
+    }
+    schema = {{"type", "array"}, {"minItems", 1}, {"items", {{"anyOf", options}}}};
+    for (const auto& [defs, named] : gathered.items()) schema[defs] = named;
+  }
+  std::string text = schema.dump();
+  try {
+    (void)engine::json_schema_grammar(text);
+  } catch (const Error& e) {
+    bad("tool_choice", e.what());
+  }
+  return text;
+}
+
 // tool_choice: "auto" (the default when tools are given) reads the reply for calls with the
-// server's parser; "none" (the default without tools) does not, nor does a request without tools.
-// "required" and a named function would need decoding constrained to a call's grammar, which
-// attnscope does not do.
-std::optional<ToolCallParser> read_tool_choice(const json& parsed, bool has_tools,
-                                               std::optional<ToolCallParser> parser) {
+// server's parser; "none" (the default without tools) does not, nor does a request without
+// tools; a named function ({"type": "function", "function": {"name": ...}}) and "required"
+// force a call: the reply is written under forced_call_schema's schema (set as the request's
+// JSON schema; not beside a response_format's), needing no parser.
+ToolCallReading read_tool_choice(const json& parsed, const nlohmann::ordered_json& tools,
+                                 std::optional<ToolCallParser> parser, engine::Request& request) {
+  const bool has_tools = tools.is_array() && !tools.empty();
   const auto found = parsed.find("tool_choice");
   std::string choice = has_tools ? "auto" : "none";
+  std::string function;
   if (found != parsed.end() && !found->is_null()) {
     if (found->is_object()) {
-      bad("tool_choice",
-          "tool_choice naming a function is not served (it needs decoding "
-          "constrained to the call; use \"auto\")");
+      const json named = found->value("function", json());
+      if (found->value("type", json()) != "function" || !named.is_object() ||
+          !named.value("name", json()).is_string()) {
+        bad("tool_choice",
+            "tool_choice naming a function must be {\"type\": \"function\", \"function\": "
+            "{\"name\": ...}}");
+      }
+      choice = "named";
+      function = named["name"].get<std::string>();
+    } else if (!found->is_string()) {
+      bad("tool_choice", "tool_choice must be a string or an object");
+    } else {
+      choice = found->get<std::string>();
     }
-    if (!found->is_string()) bad("tool_choice", "tool_choice must be a string or an object");
-    choice = found->get<std::string>();
   }
-  if (choice == "required") {
-    bad("tool_choice",
-        "tool_choice \"required\" is not served (it needs decoding constrained "
-        "to a call; use \"auto\")");
-  }
-  if (choice != "auto" && choice != "none") {
+  if (choice != "auto" && choice != "none" && choice != "required" && choice != "named") {
     bad("tool_choice", "tool_choice must be \"none\", \"auto\" or \"required\"");
   }
-  if (choice == "none" || !has_tools) return std::nullopt;
+  if (choice == "required" || choice == "named") {
+    if (!has_tools) bad("tool_choice", "a forced tool call (tool_choice) needs tools");
+    if (!request.json_schema.empty()) {
+      bad("tool_choice",
+          "a forced tool call cannot go with a response_format json_object or "
+          "json_schema");
+    }
+    request.json_schema = forced_call_schema(tools, function);
+    ToolCallReading reading;
+    reading.forced = ForcedCall{function};
+    return reading;
+  }
+  if (choice == "none" || !has_tools) return {};
   if (!parser) {
     bad("tool_choice",
         "tool_choice \"auto\" needs the server started with --tool-call-parser "
         "(hermes for Qwen2.5 and Qwen3, llama3_json for Llama 3.1 and 3.2, mistral for "
         "Mistral), or "
-        "\"tool_choice\": \"none\"");
+        "\"tool_choice\": \"none\" or a forced call (\"required\", or a named function)");
   }
   return parser;
 }
@@ -350,7 +454,8 @@ CompletionRequest parse_chat_request(const std::string& body, const TextTokenize
   } catch (const tokenizer::ConversationError& e) {
     bad(e.field, e.what());
   }
-  out.tool_calls = read_tool_choice(parsed, !conversation.tools.empty(), tool_call_parser);
+  out.tool_calls = read_tool_choice(parsed, ordered.value("tools", jinja::Value()),
+                                    tool_call_parser, out.request);
   // logprobs: true asks for each token's log-probability, top_logprobs (0-20) for as many
   // alternatives.
   const std::int64_t top = integer(parsed, "top_logprobs", -1, 0, 20);

@@ -52,8 +52,9 @@ struct CompletionRequest {
   bool stream = false;
   bool echo = false;
   bool include_usage = false;  // stream_options.include_usage
-  // A chat whose reply is read for tool calls (tool_choice "auto", the server's parser).
-  std::optional<ToolCallParser> tool_calls;
+  // How a chat's reply is read for tool calls: tool_choice "auto" by the server's parser, a
+  // named function or "required" as a forced call (request.json_schema then holds its schema).
+  ToolCallReading tool_calls;
   // A chat whose reply's reasoning is split from its answer (the server's parser).
   std::optional<ReasoningParser> reasoning;
 };
@@ -66,7 +67,9 @@ CompletionRequest parse_completion_request(const std::string& body, const TextTo
 // Reads a /v1/chat/completions body: messages (required: role and content, a string, null or
 // text parts), tools (passed to the template), tool_choice ("auto", the default with tools:
 // the reply is read for calls by `tool_call_parser`, which must then be set, as vLLM's
-// --tool-call-parser must; "none": it is not; "required" and a named function are refused),
+// --tool-call-parser must; "none": it is not; {"type": "function", "function": {"name": ...}}
+// and "required": a forced call, the reply written under a JSON schema of the named function's
+// arguments or of a list of calls, as vLLM does, needing no parser),
 // add_generation_prompt (true), max_tokens or max_completion_tokens (default: the rest of the
 // context), logprobs (true/false) with top_logprobs (0-20), and the sampling, stop, stream and
 // stream_options fields of a completion. The conversation is rendered by the checkpoint's chat

@@ -208,4 +208,21 @@ std::size_t settled_content(std::string_view text, ToolCallParser parser) {
   return undecided || starts_llama3_call(text) ? 0 : text.size();
 }
 
+std::vector<ToolCall> forced_calls(std::string_view text, const ForcedCall& forced) {
+  const auto value = json_at(text, skip_spaces(text, 0));
+  if (!value || skip_spaces(text, value->second) != text.size()) return {};
+  if (!forced.function.empty()) {
+    if (!value->first.is_object()) return {};
+    return {ToolCall{forced.function, tokenizer::jinja::python_json(value->first)}};
+  }
+  if (!value->first.is_array() || value->first.empty()) return {};
+  std::vector<ToolCall> calls;
+  for (const Value& item : value->first) {
+    std::optional<ToolCall> call = call_of(item);
+    if (!call) return {};
+    calls.push_back(std::move(*call));
+  }
+  return calls;
+}
+
 }  // namespace attnscope::cli

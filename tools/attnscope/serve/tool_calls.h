@@ -46,4 +46,25 @@ Reply parse_reply(std::string_view text, ToolCallParser parser);
 // been parsed whole, its content starts with exactly these bytes.
 std::size_t settled_content(std::string_view text, ToolCallParser parser);
 
+// A forced call (tool_choice naming a function, or "required"), as vLLM does it without a
+// parser: the reply is written under a JSON schema of the call (serve/openai_api.cpp builds it),
+// so it is the call and nothing else: the named function's arguments object, or a JSON list of
+// one or more {"name": ..., "parameters": {...}}.
+struct ForcedCall {
+  std::string function;  // the function named; "" for "required"
+};
+
+// The calls of a whole reply written under a forced call's schema; none when it is not one (cut
+// short by max_tokens).
+std::vector<ToolCall> forced_calls(std::string_view text, const ForcedCall& forced);
+
+// How a chat reply is read for tool calls: by the parser of the model's own format
+// (tool_choice "auto"), as a forced call, or not at all (neither set).
+struct ToolCallReading {
+  ToolCallReading(std::optional<ToolCallParser> format = std::nullopt)  // NOLINT: implicit
+      : parser(format) {}
+  std::optional<ToolCallParser> parser;
+  std::optional<ForcedCall> forced;
+};
+
 }  // namespace attnscope::cli
