@@ -878,6 +878,22 @@ TEST_CASE("bench --op serving: the engine at each concurrency, every request ans
   CHECK(steps >= 3);  // 5 requests of at least 2 tokens, 3 at a time
   CHECK(request_tracks.size() == 5);
   CHECK(requests_named == 1);
+  // --json-schema: every request's reply under the schema (the workload says so); a schema the
+  // grammar refuses fails before any model loads.
+  attnscope::testing::write_file(
+      dir.file("schema.json"),
+      R"({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})");
+  const nlohmann::json structured = success_json(
+      run("bench --op serving -m " + fixture("tiny-a") + " --tokenizer " + fixture("perplexity") +
+          " -c 2 --requests 3 --input-len 6 --output-len 8 -r 1 --warmup 0 --threads 1 -o json "
+          "--json-schema " +
+          dir.file("schema.json")));
+  CHECK(structured["results"][0]["workload"].get<std::string>().find("JSON schema") !=
+        std::string::npos);
+  attnscope::testing::write_file(dir.file("string.json"), R"({"type": "string"})");
+  check_one_line_error(
+      run("bench --op serving -m synthetic:tiny --json-schema " + dir.file("string.json")), 1,
+      "--json-schema: json_schema: the schema's root must be an object");
   check_one_line_error(run("bench --op serving -m synthetic:tiny --input-len 9:3"), 1,
                        "--input-len");
   check_one_line_error(run("bench --op serving -m synthetic:tiny --kv-memory lots"), 1,

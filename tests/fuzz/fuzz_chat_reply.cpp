@@ -2,10 +2,11 @@
 // chat_reply.h: reasoning, content, tool calls).
 //
 // Input: the first byte picks a piece size (1 to 64), the rest is the reply (a model's output is
-// any text). For every reasoning parser and tool-call parser, the reply is split whole and
-// streamed in pieces of that size. Checked: the streamed parts put together equal the whole
-// reply's, and every call's arguments are a JSON object's text; anything else, a crash, a hang
-// or a sanitizer report is a bug. Cost: linear in the reply per parser pair.
+// any text). For every reasoning parser and tool-call reading (each parser, a forced named call,
+// forced "required" calls), the reply is split whole and streamed in pieces of that size.
+// Checked: the streamed parts put together equal the whole reply's, and every call's arguments
+// are a JSON object's text; anything else, a crash, a hang or a sanitizer report is a bug. Cost:
+// linear in the reply per parser pair.
 // Seeds: tests/fuzz/corpus/chat_reply/.
 
 #include <cstddef>
@@ -20,6 +21,7 @@ using attnscope::cli::ChatReply;
 using attnscope::cli::ChatReplyStream;
 using attnscope::cli::ReasoningParser;
 using attnscope::cli::ToolCallParser;
+using attnscope::cli::ToolCallReading;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
@@ -28,9 +30,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const std::optional<ReasoningParser> reasoning :
        {std::optional<ReasoningParser>(), std::optional(ReasoningParser::qwen3),
         std::optional(ReasoningParser::deepseek_r1)}) {
-    for (const std::optional<ToolCallParser> tools :
-         {std::optional<ToolCallParser>(), std::optional(ToolCallParser::hermes),
-          std::optional(ToolCallParser::llama3_json), std::optional(ToolCallParser::mistral)}) {
+    ToolCallReading named, required;
+    named.forced = attnscope::cli::ForcedCall{"f"};
+    required.forced = attnscope::cli::ForcedCall{""};
+    for (const ToolCallReading& tools :
+         {ToolCallReading(), ToolCallReading(ToolCallParser::hermes),
+          ToolCallReading(ToolCallParser::llama3_json), ToolCallReading(ToolCallParser::mistral),
+          named, required}) {
       const ChatReply whole = attnscope::cli::parse_chat_reply(text, reasoning, tools);
       ChatReplyStream stream(reasoning, tools);
       std::string reasoning_text, content;

@@ -1,13 +1,15 @@
 """JSON mode's cost, side by side: `attnscope bench --op serving` on the same workload with and
-without --json-object, in interleaved rounds (text first in odd rounds, JSON in even ones), and
-per concurrency the per-round ratios JSON / text of output tokens/s and of the median time per
-output token (TPOT), medians over the rounds. A JSON reply ends when its object closes, so JSON
-runs may write fewer tokens, and their last steps run fewer requests at once: throughput then
-drops for that alone, while TPOT at concurrency 1 is the pick's own cost per token.
+without --json-object (or, with --schema, --json-schema FILE), in interleaved rounds (text
+first in odd rounds, JSON in even ones), and per concurrency the per-round ratios JSON / text
+of output tokens/s and of the median time per output token (TPOT), medians over the rounds.
+A JSON reply ends when its object closes, so JSON runs may write fewer tokens, and their last
+steps run fewer requests at once: throughput then drops for that alone, while TPOT at
+concurrency 1 is the pick's own cost per token.
 Writes every run's JSON lines under OUT_DIR/raw and prints a Markdown table.
 
     python3 tools/bench/json_mode_ab.py BINARY OUT_DIR [--rounds 5] [--model synthetic:gpt2]
-        [--tokenizer DIR] [--dtype f32] [--concurrency 1,16] [--requests 16] [--output-len 48]
+        [--tokenizer DIR] [--schema FILE] [--dtype f32] [--concurrency 1,16] [--requests 16]
+        [--output-len 48]
 """
 import argparse
 import json
@@ -21,6 +23,7 @@ parser.add_argument("out_dir")
 parser.add_argument("--rounds", type=int, default=5)
 parser.add_argument("--model", default="synthetic:gpt2")
 parser.add_argument("--tokenizer", default="")
+parser.add_argument("--schema", default="", help="a JSON schema file instead of JSON mode")
 parser.add_argument("--dtype", default="f32")
 parser.add_argument("--concurrency", default="1,16")
 parser.add_argument("--requests", default="16")
@@ -41,7 +44,7 @@ for round_ in range(1, args.rounds + 1):
                    "--input-len", args.input_len, "--output-len", args.output_len,
                    "--reps", "1", "-o", "jsonl"]
         if mode == "json":
-            command.append("--json-object")
+            command += ["--json-schema", args.schema] if args.schema else ["--json-object"]
             if args.tokenizer:
                 command += ["--tokenizer", args.tokenizer]
         lines = subprocess.run(command, check=True, capture_output=True, text=True).stdout

@@ -9,6 +9,7 @@
 #include "profiler/attach.h"
 #include "profiler/chrome_trace.h"
 #include "runtime/error.h"
+#include "runtime/input_file.h"
 #include "tools/attnscope/cli/engine_flags.h"
 #include "tools/attnscope/cli/flags.h"
 #include "tools/attnscope/cli/model_loading.h"
@@ -127,9 +128,14 @@ void add_serving_flags(CLI::App& app, ServingFlags& flags) {
                "Every request in JSON mode (response_format json_object): its reply is one JSON "
                "object, and it ends when the object closes")
       ->group(group);
+  app.add_option("--json-schema", flags.json_schema,
+                 "Every request's reply valid under this JSON schema file (response_format "
+                 "json_schema, structured outputs)")
+      ->excludes("--json-object")
+      ->group(group);
   app.add_option("--tokenizer", flags.tokenizer,
-                 "The tokenizer folder for --json-object (default: the model's own; GPT-2's for "
-                 "synthetic GPT-2 shapes)")
+                 "The tokenizer folder for --json-object or --json-schema (default: the model's "
+                 "own; GPT-2's for synthetic GPT-2 shapes)")
       ->group(group);
   add_engine_flags(app, flags.engine, group);
   app.add_option("--trace", flags.trace,
@@ -141,6 +147,20 @@ void add_serving_flags(CLI::App& app, ServingFlags& flags) {
 json run_serving_grid(const ServingFlags& flags, const ServingGrid& grid, int& threads,
                       std::string& gpu) {
   const engine::EngineOptions options = engine_options(flags.engine);
+  // JSON mode or a JSON schema, checked before any model loads.
+  const char* schema_flag = flags.json_object ? "--json-object" : "--json-schema";
+  const std::string schema =
+      flags.json_object ? std::string(engine::kJsonObjectSchema)
+      : flags.json_schema.empty()
+          ? std::string()
+          : read_input_file(flags.json_schema, std::uint64_t{1} << 20, "--json-schema");
+  if (!schema.empty()) {
+    try {
+      (void)engine::json_schema_grammar(schema);
+    } catch (const Error& e) {
+      throw Error(schema_flag, e.what());
+    }
+  }
   json rows = json::array();
   bool traced = false;
   for (const std::string& device : grid.devices) {
@@ -151,10 +171,10 @@ json run_serving_grid(const ServingFlags& flags, const ServingGrid& grid, int& t
       for (const std::string& spec : grid.models) {
         const std::unique_ptr<LanguageModel> model = load_model(spec, *ctx, parse_dtype(dtype));
         std::optional<TextTokenizer> tokenizer;
-        if (flags.json_object) {
+        if (!schema.empty()) {
           tokenizer = find_tokenizer(flags.tokenizer, spec);
-          check(tokenizer.has_value(), "--json-object",
-                "JSON mode needs the tokenizer of " + spec + ": pass --tokenizer");
+          check(tokenizer.has_value(), schema_flag,
+                "a JSON reply needs the tokenizer of " + spec + ": pass --tokenizer");
         }
         const engine::TokenVocabulary vocabulary =
             tokenizer ? tokenizer->vocabulary() : engine::TokenVocabulary{};
@@ -165,11 +185,9 @@ json run_serving_grid(const ServingFlags& flags, const ServingGrid& grid, int& t
                                   flags.shared_prefix, model->config().vocab_size, grid.seed)
                 : dataset_workload(flags.dataset, flags.requests,
                                    parse_range(flags.output_len, "--output-len").max);
-        if (flags.json_object) {
-          for (engine::Request& request : workload.requests) {
-            request.json_schema = engine::kJsonObjectSchema;
-          }
-          workload.description += ", JSON mode";
+        if (!schema.empty()) {
+          for (engine::Request& request : workload.requests) request.json_schema = schema;
+          workload.description += flags.json_object ? ", JSON mode" : ", JSON schema";
         }
         for (const ops::attention::Backend* backend :
              ops::attention::resolve_backends(grid.backends)) {

@@ -27,6 +27,7 @@ struct ServingFlags {
   std::int64_t shared_prefix = 0;
   std::string dataset;       // JSON lines of {"prompt_ids", "max_tokens"}; replaces the random mix
   bool json_object = false;  // every request in JSON mode (needs a tokenizer)
+  std::string json_schema;   // a schema file: every request's reply valid under it
   std::string tokenizer;     // its folder; "": the model's own (find_tokenizer)
   EngineFlags engine;
   std::string trace;  // a Chrome trace of one more, profiled run (the first model and backend)
