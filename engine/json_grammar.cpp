@@ -24,10 +24,20 @@ using Symbols = std::vector<Symbol>;
 const std::set<std::string, std::less<>> kAnnotations = {
     "title",    "description", "default",  "examples",  "$schema", "$id",
     "$comment", "deprecated",  "readOnly", "writeOnly", "$defs",   "definitions"};
-const std::set<std::string, std::less<>> kEnforced = {
-    "type",  "properties", "required", "additionalProperties",
-    "items", "minItems",   "maxItems", "enum",
-    "const", "anyOf",      "oneOf",    "$ref"};
+const std::set<std::string, std::less<>> kEnforced = {"type",      "properties",
+                                                      "required",  "additionalProperties",
+                                                      "items",     "minItems",
+                                                      "maxItems",  "enum",
+                                                      "const",     "anyOf",
+                                                      "oneOf",     "allOf",
+                                                      "$ref",      "minLength",
+                                                      "maxLength", "format",
+                                                      "minimum",   "exclusiveMinimum",
+                                                      "maximum",   "exclusiveMaximum"};
+const std::set<std::string, std::less<>> kNumberBounds = {"minimum", "exclusiveMinimum", "maximum",
+                                                          "exclusiveMaximum"};
+// Integer bounds past this are refused (so that 10 times any power of ten up to it fits).
+constexpr long long kLargestBound = 100'000'000'000'000'000LL;
 
 // Whether `v` is of `type` (a name, a list of names, or null: any).
 bool of_type(const Schema& v, const Schema& type) {
@@ -146,6 +156,7 @@ class SchemaCompiler {
         {Grammar::byte_range(0xF1, 0xF3), tail, tail, tail},
         {Grammar::byte(0xF4), Grammar::byte_range(0x80, 0x8F), tail, tail},
     });
+    character_ = character;
     const Rule characters = grammar_.add_rule();
     grammar_.add_alternative(characters, {});
     grammar_.add_alternative(characters, {ref(character), ref(characters)});
@@ -153,7 +164,8 @@ class SchemaCompiler {
 
     // -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
     const Symbol digit = Grammar::byte_range('0', '9');
-    const Rule digits = grammar_.add_rule();
+    digits_ = grammar_.add_rule();
+    const Rule digits = digits_;
     grammar_.add_alternative(digits, {});
     grammar_.add_alternative(digits, {digit, ref(digits)});
     const Rule whole = rule_of({lit("0"), {Grammar::byte_range('1', '9'), ref(digits)}});
@@ -251,6 +263,16 @@ class SchemaCompiler {
       beside("$ref");
       return reference(schema, where);
     }
+    if (schema.contains("allOf")) {
+      beside("allOf");
+      const Schema& all = schema["allOf"];
+      if (!all.is_array() || all.size() != 1) {
+        refuse(where +
+               ": allOf is supported with one schema only (as pydantic writes a "
+               "reference with a description)");
+      }
+      return value(all[0], where + "/allOf/0");
+    }
     for (const char* keyword : {"anyOf", "oneOf"}) {
       if (!schema.contains(keyword)) continue;
       beside(keyword);
@@ -305,8 +327,14 @@ class SchemaCompiler {
     } else if (schema.contains("properties") || schema.contains("required") ||
                schema.contains("additionalProperties")) {
       types.push_back("object");
-    } else {
-      types.push_back("array");  // only items, minItems or maxItems remain
+    } else if (schema.contains("items") || schema.contains("minItems") ||
+               schema.contains("maxItems")) {
+      types.push_back("array");
+    } else if (schema.contains("minLength") || schema.contains("maxLength") ||
+               schema.contains("format")) {
+      types.push_back("string");
+    } else {  // only bounds of numbers remain
+      refuse(where + ": minimum and maximum need \"type\": \"integer\"");
     }
     std::vector<Symbols> alternatives;
     for (const std::string& name : types) {
@@ -315,11 +343,15 @@ class SchemaCompiler {
       } else if (name == "array") {
         alternatives.push_back({ref(array(schema, where))});
       } else if (name == "string") {
-        alternatives.push_back({ref(string_)});
+        alternatives.push_back({ref(string(schema, where))});
       } else if (name == "number") {
+        if (has_number_bounds(schema)) {
+          refuse(where + ": minimum and maximum are enforced on integers, not on numbers");
+        }
         alternatives.push_back({ref(number_)});
       } else if (name == "integer") {
-        alternatives.push_back({ref(integer_)});
+        alternatives.push_back(
+            {ref(has_number_bounds(schema) ? integer(schema, where) : integer_)});
       } else if (name == "boolean") {
         alternatives.push_back({ref(boolean_)});
       } else if (name == "null") {
@@ -380,18 +412,188 @@ class SchemaCompiler {
     return rule_of({lit("{") + ref(gap_) + ref(rest[0][0])});
   }
 
-  Rule array(const Schema& schema, const std::string& where) {
-    const auto count = [&](const char* keyword, long fallback) {
-      const Schema v = schema.value(keyword, Schema());
-      if (v.is_null()) return fallback;
-      if (!v.is_number_unsigned() || v.get<unsigned long>() > kMaxCountedItems) {
-        refuse(where + ": " + keyword + " must be a whole number up to " +
-               std::to_string(kMaxCountedItems));
+  // A string under minLength, maxLength (in characters: code points) and format (date, time,
+  // date-time, uuid; any other format is an annotation, as JSON Schema's default vocabulary has
+  // it).
+  Rule string(const Schema& schema, const std::string& where) {
+    const long least = count(schema, "minLength", 0, where);
+    const long most = count(schema, "maxLength", -1, where);
+    if (most >= 0 && most < least) refuse(where + ": maxLength is below minLength");
+    const Schema format = schema.value("format", Schema());
+    if (!format.is_null() && !format.is_string()) refuse(where + ": format must be a string");
+    if (format.is_string()) {
+      if (const std::optional<Symbols> shape = formatted(format.get<std::string>())) {
+        if (least > 0 || most >= 0) {
+          refuse(where + ": format beside minLength or maxLength is not supported");
+        }
+        return rule_of({lit("\"") + *shape + lit("\"")});
       }
-      return static_cast<long>(v.get<unsigned long>());
+    }
+    if (least == 0 && most < 0) return string_;
+    // after[k]: the rest once k characters are written.
+    const long bound = most >= 0 ? most : least;
+    std::vector<Rule> after(static_cast<std::size_t>(bound) + 1);
+    for (Rule& rule : after) rule = grammar_.add_rule();
+    for (long k = 0; k <= bound; ++k) {
+      if (k >= least) grammar_.add_alternative(after[k], lit("\""));
+      if (most >= 0 && k == most) continue;
+      const Rule next = most < 0 && k == bound ? after[k] : after[k + 1];
+      grammar_.add_alternative(after[k], {ref(character_), ref(next)});
+    }
+    return rule_of({lit("\"") + ref(after[0])});
+  }
+
+  // The text between the quotes of a string of `format`, nullopt for a format not enforced.
+  // date: RFC 3339's full-date, the day within its month (February 29th in any year); time: its
+  // full-time (hours 00-23, a leap second 60, a fraction, Z or an offset); date-time: both,
+  // joined by T; uuid: RFC 4122's 8-4-4-4-12 hexadecimal digits.
+  std::optional<Symbols> formatted(const std::string& format) {
+    const Symbol digit = Grammar::byte_range('0', '9');
+    const Symbol hex = Grammar::any_of("0123456789abcdefABCDEF");
+    const auto two = [&](int low, int high) {
+      return ref(rule_of(fixed_width(two_digits(low), two_digits(high))));
     };
-    const long least = count("minItems", 0);
-    const long most = count("maxItems", -1);
+    const Symbols date =
+        Symbols{digit, digit, digit, digit} + lit("-") +
+        ref(rule_of({lit("01-") + two(1, 31), lit("02-") + two(1, 29), lit("03-") + two(1, 31),
+                     lit("04-") + two(1, 30), lit("05-") + two(1, 31), lit("06-") + two(1, 30),
+                     lit("07-") + two(1, 31), lit("08-") + two(1, 31), lit("09-") + two(1, 30),
+                     lit("10-") + two(1, 31), lit("11-") + two(1, 30), lit("12-") + two(1, 31)}));
+    const Symbol hour = two(0, 23);
+    const Symbol minute = two(0, 59);
+    const Rule fraction = rule_of({{}, {Grammar::byte('.'), digit, ref(digits_)}});
+    const Rule offset = rule_of(
+        {{Grammar::any_of("Zz")}, Symbols{Grammar::any_of("+-"), hour} + lit(":") + minute});
+    const Symbols time =
+        Symbols{hour} + lit(":") + minute + lit(":") + two(0, 60) + ref(fraction) + ref(offset);
+    if (format == "date") return date;
+    if (format == "time") return time;
+    if (format == "date-time") return date + Grammar::any_of("Tt") + time;
+    if (format == "uuid") {
+      Symbols uuid;
+      for (const int group : {8, 4, 4, 4, 12}) {
+        if (!uuid.empty()) uuid.push_back(Grammar::byte('-'));
+        uuid.insert(uuid.end(), static_cast<std::size_t>(group), hex);
+      }
+      return uuid;
+    }
+    return std::nullopt;
+  }
+
+  static std::string two_digits(int n) {
+    return {static_cast<char>('0' + n / 10), static_cast<char>('0' + n % 10)};
+  }
+
+  // Every decimal text of `low.size()` digits from `low` to `high` (the same length), after
+  // `prefix`: where the two differ first, the lower edge, the digits between, the upper edge.
+  static std::vector<Symbols> fixed_width(const std::string& low, const std::string& high,
+                                          const Symbols& prefix = {}) {
+    if (low.empty()) return {prefix};
+    const auto first_low = static_cast<unsigned char>(low[0]);
+    const auto first_high = static_cast<unsigned char>(high[0]);
+    const std::string rest_low = low.substr(1), rest_high = high.substr(1);
+    if (first_low == first_high) {
+      return fixed_width(rest_low, rest_high, prefix + Grammar::byte(first_low));
+    }
+    const std::size_t rest = rest_low.size();
+    std::vector<Symbols> out =
+        fixed_width(rest_low, std::string(rest, '9'), prefix + Grammar::byte(first_low));
+    if (first_low + 1 < first_high) {
+      Symbols middle = prefix + Grammar::byte_range(first_low + 1, first_high - 1);
+      middle.insert(middle.end(), rest, Grammar::byte_range('0', '9'));
+      out.push_back(middle);
+    }
+    for (Symbols& upper :
+         fixed_width(std::string(rest, '0'), rest_high, prefix + Grammar::byte(first_high))) {
+      out.push_back(std::move(upper));
+    }
+    return out;
+  }
+
+  // Every decimal text, without leading zeros, of a whole number from `low` (>= 0) to `high`
+  // (none: no bound): digit count by digit count.
+  std::vector<Symbols> magnitudes(long long low, std::optional<long long> high) {
+    std::vector<Symbols> out;
+    const auto digits_of = [](long long n) { return static_cast<int>(std::to_string(n).size()); };
+    const int fewest = digits_of(low);
+    const int most = high ? digits_of(*high) : fewest;
+    long long power = 1;  // 10^(d-1)
+    for (int d = 1; d < fewest; ++d) power *= 10;
+    for (int d = fewest; d <= most; ++d, power *= 10) {
+      const long long from = std::max(low, d == 1 ? 0LL : power);
+      const long long to = high ? std::min(*high, power * 10 - 1) : power * 10 - 1;
+      if (from > to) continue;
+      for (Symbols& text : fixed_width(std::to_string(from), std::to_string(to))) {
+        out.push_back(std::move(text));
+      }
+    }
+    if (!high) {  // and every number with more digits
+      Symbols longer = {Grammar::byte_range('1', '9')};
+      longer.insert(longer.end(), static_cast<std::size_t>(fewest), Grammar::byte_range('0', '9'));
+      out.push_back(longer + ref(digits_));
+    }
+    return out;
+  }
+
+  static bool has_number_bounds(const Schema& schema) {
+    return std::any_of(kNumberBounds.begin(), kNumberBounds.end(),
+                       [&](const std::string& k) { return schema.contains(k); });
+  }
+
+  // An integer under minimum, exclusiveMinimum, maximum, exclusiveMaximum (a number, or
+  // draft 4's boolean beside minimum or maximum): its non-negative texts and its negative ones.
+  Rule integer(const Schema& schema, const std::string& where) {
+    const auto bound = [&](const char* keyword, const char* exclusive, bool lower) {
+      std::optional<long long> found;
+      for (const char* name : {keyword, exclusive}) {
+        const Schema v = schema.value(name, Schema());
+        if (v.is_null() || v.is_boolean()) continue;
+        if (!v.is_number() || !std::isfinite(v.get<double>()) ||
+            std::fabs(v.get<double>()) > static_cast<double>(kLargestBound)) {
+          refuse(where + ": " + name + " must be a number within 1e17");
+        }
+        const bool strict =
+            name == exclusive || (schema.value(exclusive, Schema()) == Schema(true));
+        const double x = v.get<double>();
+        long long whole = static_cast<long long>(lower ? std::ceil(x) : std::floor(x));
+        if (v.is_number_integer()) whole = v.get<long long>();
+        if (strict && static_cast<double>(whole) == x) whole += lower ? 1 : -1;
+        found = !found ? whole : lower ? std::max(*found, whole) : std::min(*found, whole);
+      }
+      return found;
+    };
+    const std::optional<long long> low = bound("minimum", "exclusiveMinimum", true);
+    const std::optional<long long> high = bound("maximum", "exclusiveMaximum", false);
+    if (low && high && *low > *high) refuse(where + ": no integer lies between its bounds");
+    std::vector<Symbols> alternatives;
+    if (!high || *high >= 0) {
+      alternatives = magnitudes(low ? std::max(*low, 0LL) : 0, high);
+    }
+    if (!low || *low < 0) {  // -m for m from max(1, -high) to -low
+      const long long least = high ? std::max(1LL, -std::min(*high, -1LL)) : 1;
+      const std::optional<long long> most = low ? std::optional(-*low) : std::nullopt;
+      for (Symbols& magnitude : magnitudes(least, most)) {
+        alternatives.push_back(lit("-") + magnitude);
+      }
+    }
+    return rule_of(alternatives);
+  }
+
+  // A count keyword's value (minItems, maxLength, ...): `fallback` when absent.
+  static long count(const Schema& schema, const char* keyword, long fallback,
+                    const std::string& where) {
+    const Schema v = schema.value(keyword, Schema());
+    if (v.is_null()) return fallback;
+    if (!v.is_number_unsigned() || v.get<unsigned long>() > kMaxCountedItems) {
+      refuse(where + ": " + keyword + " must be a whole number up to " +
+             std::to_string(kMaxCountedItems));
+    }
+    return static_cast<long>(v.get<unsigned long>());
+  }
+
+  Rule array(const Schema& schema, const std::string& where) {
+    const long least = count(schema, "minItems", 0, where);
+    const long most = count(schema, "maxItems", -1, where);
     if (most >= 0 && most < least) refuse(where + ": maxItems is below minItems");
     const Schema items = schema.value("items", Schema(true));
     if (items.is_array()) refuse(where + ": items as a list (tuples) is not supported");
@@ -404,6 +606,8 @@ class SchemaCompiler {
   Grammar grammar_;
   Rule start_ = 0;
   Rule gap_ = 0, string_ = 0, number_ = 0, integer_ = 0, boolean_ = 0, null_ = 0;
+  Rule character_ = 0;  // one character of a string (a code point: a byte, an escape, UTF-8)
+  Rule digits_ = 0;     // [0-9]*
   std::vector<std::optional<Rule>> free_values_ =  // [open]: any value inside `open` containers
       std::vector<std::optional<Rule>>(kMaxDepth + 1);
   std::map<std::string, Rule> references_;

@@ -12,17 +12,25 @@
 // that a model cannot fill its budget with emptiness.
 // The schema keywords enforced:
 //   type (one or a list), enum, const, anyOf, oneOf (as anyOf: a reply may match several),
-//   $ref within the schema (#, #/$defs/..., #/definitions/...; recursion allowed);
+//   allOf of one schema (pydantic's reference with a description), $ref within the schema (#,
+//   #/$defs/..., #/definitions/...; recursion allowed);
 //   objects: properties, written in the schema's order, each in `required` always, the others
 //   maybe; additionalProperties (no property beyond `properties` is written; with no
 //   `properties`, any keys, their values under additionalProperties when it is a schema);
-//   arrays: items, minItems, maxItems (up to kMaxCountedItems).
+//   arrays: items, minItems, maxItems (up to kMaxCountedItems);
+//   strings: minLength, maxLength (code points, up to kMaxCountedItems), format date, time,
+//   date-time (RFC 3339; February 29th in any year) and uuid; any other format is an
+//   annotation, as in JSON Schema's default vocabulary;
+//   integers: minimum, maximum, exclusiveMinimum, exclusiveMaximum (numbers, or draft 4's
+//   booleans), written digit by digit: where the two bounds' digits part, the lower edge, the
+//   digits between, the upper edge.
 // A schema nests at most kMaxSchemaNesting schemas inside one another.
 // A value the schema leaves free (true, {}, an object's free values) is any JSON value with at
 // most kMaxDepth containers open inside it. Annotations (title, description, default, ...) are
-// ignored; any other keyword (pattern, minimum, format, ...) is refused rather than silently not
-// enforced.
-// Cost: a few rules per schema node; a free value's rules once per depth.
+// ignored; any other keyword (pattern, multipleOf, bounds on a non-integer number, ...) is
+// refused rather than silently not enforced.
+// Cost: a few rules per schema node; a free value's rules once per depth; a counted string or
+// array one rule per count; integer bounds O(digits^2) alternatives.
 #pragma once
 
 #include <string_view>

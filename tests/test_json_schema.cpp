@@ -61,6 +61,21 @@ const std::vector<std::string> kSchemas = {
           "parameters": {"$ref": "#/$defs/empty"}},
          "required": ["name", "parameters"], "additionalProperties": false}]},
       "$defs": {"empty": {"type": "object", "additionalProperties": false}}})",
+    // Formats, string lengths, integer bounds and allOf of one schema, as pydantic writes them.
+    R"({"type": "object", "properties": {
+        "id": {"type": "string", "format": "uuid"},
+        "when": {"type": "string", "format": "date-time"},
+        "day": {"format": "date"}, "at": {"type": "string", "format": "time"},
+        "email": {"type": "string", "format": "email"},
+        "code": {"type": "string", "minLength": 2, "maxLength": 4},
+        "note": {"type": "string", "maxLength": 3},
+        "age": {"type": "integer", "minimum": 0, "maximum": 130},
+        "delta": {"type": "integer", "exclusiveMinimum": -20, "exclusiveMaximum": 7},
+        "big": {"type": "integer", "minimum": 1000}, "low": {"type": "integer", "maximum": -3},
+        "owner": {"allOf": [{"$ref": "#/$defs/person"}], "description": "pydantic v1's way"}},
+      "required": ["id", "when", "age", "delta", "owner"],
+      "$defs": {"person": {"type": "object",
+        "properties": {"name": {"type": "string", "minLength": 1}}, "required": ["name"]}}})",
     // An enum of every kind of value.
     R"({"type": "object", "properties": {"v": {"enum": [1, "two", null, [3], {"k": true}]}},
       "required": ["v"]})",
@@ -190,6 +205,98 @@ TEST_CASE("json schema: the grammar takes a text exactly when the reference does
   CHECK_FALSE(a == c);  // a string, but another property's
 }
 
+TEST_CASE("json schema: integer bounds take exactly the integers between them") {
+  constexpr long kNone = 1'000'000'000;  // no bound on that side
+  struct Bounds {
+    std::string keywords;
+    long least, most;  // the integers that must be taken
+  };
+  std::vector<Bounds> bounds = {
+      {R"("minimum": 0, "maximum": 130)", 0, 130},
+      {R"("minimum": -57, "maximum": 1043)", -57, 1043},
+      {R"("exclusiveMinimum": -20, "exclusiveMaximum": 7)", -19, 6},
+      {R"("minimum": 99)", 99, kNone},
+      {R"("maximum": -3)", -kNone, -3},
+      {R"("minimum": 2.5, "maximum": 9.99)", 3, 9},
+      {R"("minimum": 10, "maximum": 10)", 10, 10},
+      {R"("minimum": -1000, "maximum": -999)", -1000, -999},
+      {R"("minimum": 5, "exclusiveMinimum": true, "maximum": 8, "exclusiveMaximum": true)", 6, 7},
+      {R"("minimum": 0)", 0, kNone}};
+  // And random ones, so that every pattern of digits where two bounds part meets the grammar.
+  std::mt19937 random(29);
+  for (int i = 0; i < 24; ++i) {
+    long least = std::uniform_int_distribution<long>(-1400, 1400)(random);
+    long most = std::uniform_int_distribution<long>(-1400, 1400)(random);
+    if (least > most) std::swap(least, most);
+    bounds.push_back(
+        {R"("minimum": )" + std::to_string(least) + R"(, "maximum": )" + std::to_string(most),
+         least, most});
+  }
+  for (const Bounds& b : bounds) {
+    CAPTURE(b.keywords);
+    const engine::Grammar grammar = engine::json_schema_grammar(
+        R"({"type": "object", "properties": {"v": {"type": "integer", )" + b.keywords +
+        R"(}}, "required": ["v"]})");
+    for (long n = -1500; n <= 1500; ++n) {
+      CAPTURE(n);
+      CHECK(takes(grammar, "{\"v\": " + std::to_string(n) + "}") == (b.least <= n && n <= b.most));
+    }
+    for (const long far : {-123456789L, 123456789L}) {
+      CAPTURE(far);
+      CHECK(takes(grammar, "{\"v\": " + std::to_string(far) + "}") ==
+            (b.least <= far && far <= b.most));
+    }
+    CHECK_FALSE(takes(grammar, R"({"v": 007})"));
+    CHECK_FALSE(takes(grammar, R"({"v": 5.0})"));
+  }
+}
+
+TEST_CASE("json schema: formats and string lengths take exactly what the reference does") {
+  const std::string text = kSchemas[6];
+  const OrderedJson schema = OrderedJson::parse(text);
+  const engine::Grammar grammar = engine::json_schema_grammar(text);
+  const std::string base =
+      R"({"id": "123e4567-e89b-12d3-a456-426614174000", "when": "2024-02-29T23:59:60.5+05:30", )";
+  const std::string tail = R"("age": 3, "delta": 0, "owner": {"name": "x"}})";
+  struct Case {
+    std::string fields;
+    bool valid;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"", true},
+           {R"("day": "2023-12-31", )", true},
+           {R"("day": "2024-02-30", )", false},
+           {R"("day": "2024-04-31", )", false},
+           {R"("day": "2024-13-01", )", false},
+           {R"("day": "24-01-01", )", false},
+           {R"("at": "00:00:00Z", )", true},
+           {R"("at": "24:00:00Z", )", false},
+           {R"("at": "12:60:00Z", )", false},
+           {R"("at": "12:00:00", )", false},
+           {R"("email": "not an email", )", true},  // format email is an annotation
+           {R"("code": "ab", )", true},
+           {R"("code": "é€", )", true},
+           {"\"code\": \"\xc3\xa9\xe2\x82\xacab\", ", true},  // 4 characters, 7 bytes
+           {R"("code": "a", )", false},
+           {R"("code": "abcde", )", false},
+           {R"("note": "", )", true},
+           {R"("note": "abcd", )", false},
+       }) {
+    const std::string whole = base + c.fields + tail;
+    CAPTURE(whole);
+    CHECK(takes(grammar, whole) == c.valid);
+    CHECK(reference_takes(schema, whole) == c.valid);
+  }
+  for (const char* bad_id :
+       {"123e4567-e89b-12d3-a456-42661417400", "123e4567e89b12d3a456426614174000",
+        "123e4567-e89b-12d3-a456-42661417400g"}) {
+    std::string whole = base + tail;
+    whole.replace(whole.find("123e4567"), 36, bad_id);
+    CAPTURE(whole);
+    CHECK_FALSE(takes(grammar, whole));
+  }
+}
+
 TEST_CASE("json schema: what is not enforced, or admits no reply, is refused with a reason") {
   struct Refusal {
     std::string schema;
@@ -202,8 +309,8 @@ TEST_CASE("json schema: what is not enforced, or admits no reply, is refused wit
       {R"({"properties": {"a": {}}})", "the schema's root must be an object"},
       {R"({"type": "object", "properties": {"a": {"type": "string", "pattern": "^a"}}})",
        "keyword \"pattern\" is not supported"},
-      {R"({"type": "object", "properties": {"a": {"type": "integer", "minimum": 0}}})",
-       "keyword \"minimum\" is not supported"},
+      {R"({"type": "object", "properties": {"a": {"type": "integer", "multipleOf": 5}}})",
+       "keyword \"multipleOf\" is not supported"},
       {R"({"type": "object", "properties": {"a": {"$ref": "#/$defs/nope"}}})", "names nothing"},
       {R"({"type": "object", "properties": {"a": {"$ref": "https://x/y.json"}}})",
        "only references within the schema"},
@@ -230,6 +337,23 @@ TEST_CASE("json schema: what is not enforced, or admits no reply, is refused wit
          return deep + "{}" + std::string(70, '}') + "}}";
        }(),
        "the schema nests deeper than 64"},
+      {R"({"type": "object", "properties": {"a": {"minimum": 1}}})",
+       "minimum and maximum need \"type\": \"integer\""},
+      {R"({"type": "object", "properties": {"a": {"type": "number", "maximum": 1}}})",
+       "enforced on integers, not on numbers"},
+      {R"({"type": "object", "properties": {"a": {"type": "integer", "minimum": 3,
+          "exclusiveMaximum": 3}}})",
+       "no integer lies between its bounds"},
+      {R"({"type": "object", "properties": {"a": {"type": "integer", "minimum": 1e20}}})",
+       "minimum must be a number within 1e17"},
+      {R"({"type": "object", "properties": {"a": {"type": "string", "minLength": 3,
+          "maxLength": 2}}})",
+       "maxLength is below minLength"},
+      {R"({"type": "object", "properties": {"a": {"type": "string", "format": "date",
+          "maxLength": 20}}})",
+       "format beside minLength or maxLength"},
+      {R"({"type": "object", "properties": {"a": {"allOf": [{}, {}]}}})",
+       "allOf is supported with one schema only"},
       // A property that refers to itself before any byte: it could never be written.
       {R"({"type": "object", "properties": {"a": {"$ref": "#/properties/a"}}})",
        "can begin with itself"},
