@@ -3,8 +3,9 @@
 //
 // Input: any bytes, read as a schema's text. Checked: compiling either throws attnscope::Error
 // (no other exception, no crash, no hang) or gives a grammar whose every reply can end: a reply
-// written byte by byte, at each step the byte that ends things soonest among a few it takes,
-// else the least one it takes, finishes within kLongest bytes, and nlohmann parses it as JSON.
+// written byte by byte, at each step the byte that ends things soonest among a few it takes
+// (told apart inside and outside strings), else the least one it takes, finishes within
+// kLongest bytes, and nlohmann parses it as JSON.
 // Anything else, a crash or a sanitizer report is a bug. Cost: the compile, plus 256 recognizer
 // steps per byte written. Seeds: tests/fuzz/corpus/json_schema/.
 
@@ -33,13 +34,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const attnscope::Error&) {
     return 0;
   }
-  static constexpr std::string_view kEnding = "\"}],:0";
+  // The bytes that end things soonest: inside a string, its closing quote; elsewhere closing
+  // brackets first (so that an optional recursive property is not written for ever).
+  static constexpr std::string_view kEndingInString = "\"";
+  static constexpr std::string_view kEndingOutside = "}],:0\"";
   attnscope::engine::GrammarRecognizer recognizer(grammar);
   std::string reply;
+  bool in_string = false, escaped = false;  // where the reply written so far stands
   while (!recognizer.finished()) {
     if (reply.size() > kLongest) __builtin_trap();
     int chosen = -1;
-    for (const char ending : kEnding) {
+    for (const char ending : in_string ? kEndingInString : kEndingOutside) {
       attnscope::engine::GrammarRecognizer next = recognizer;
       if (next.accept(static_cast<unsigned char>(ending))) {
         chosen = static_cast<unsigned char>(ending);
@@ -53,6 +58,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (chosen < 0) __builtin_trap();  // an accepted prefix that cannot go on
     recognizer.accept(static_cast<unsigned char>(chosen));
     reply += static_cast<char>(chosen);
+    if (escaped) {
+      escaped = false;
+    } else if (in_string && chosen == '\\') {
+      escaped = true;
+    } else if (chosen == '"') {
+      in_string = !in_string;
+    }
   }
   if (!attnscope::testing::reference_json(reply)) __builtin_trap();
   return 0;
