@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/pattern_grammar.h"
 #include "runtime/error.h"
 
 namespace attnscope::engine {
@@ -24,16 +25,14 @@ using Symbols = std::vector<Symbol>;
 const std::set<std::string, std::less<>> kAnnotations = {
     "title",    "description", "default",  "examples",  "$schema", "$id",
     "$comment", "deprecated",  "readOnly", "writeOnly", "$defs",   "definitions"};
-const std::set<std::string, std::less<>> kEnforced = {"type",      "properties",
-                                                      "required",  "additionalProperties",
-                                                      "items",     "minItems",
-                                                      "maxItems",  "enum",
-                                                      "const",     "anyOf",
-                                                      "oneOf",     "allOf",
-                                                      "$ref",      "minLength",
-                                                      "maxLength", "format",
-                                                      "minimum",   "exclusiveMinimum",
-                                                      "maximum",   "exclusiveMaximum"};
+// clang-format off
+const std::set<std::string, std::less<>> kEnforced = {
+    "type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref",
+    "properties", "required", "additionalProperties",
+    "items", "minItems", "maxItems",
+    "minLength", "maxLength", "format", "pattern",
+    "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"};
+// clang-format on
 const std::set<std::string, std::less<>> kNumberBounds = {"minimum", "exclusiveMinimum", "maximum",
                                                           "exclusiveMaximum"};
 // Integer bounds past this are refused (so that 10 times any power of ten up to it fits).
@@ -331,7 +330,7 @@ class SchemaCompiler {
                schema.contains("maxItems")) {
       types.push_back("array");
     } else if (schema.contains("minLength") || schema.contains("maxLength") ||
-               schema.contains("format")) {
+               schema.contains("format") || schema.contains("pattern")) {
       types.push_back("string");
     } else {  // only bounds of numbers remain
       refuse(where + ": minimum and maximum need \"type\": \"integer\"");
@@ -412,22 +411,27 @@ class SchemaCompiler {
     return rule_of({lit("{") + ref(gap_) + ref(rest[0][0])});
   }
 
-  // A string under minLength, maxLength (in characters: code points) and format (date, time,
+  // A string under minLength and maxLength (in characters: code points), format (date, time,
   // date-time, uuid; any other format is an annotation, as JSON Schema's default vocabulary has
-  // it).
+  // it) or pattern (pattern_grammar.h), one of the three.
   Rule string(const Schema& schema, const std::string& where) {
     const long least = count(schema, "minLength", 0, where);
     const long most = count(schema, "maxLength", -1, where);
     if (most >= 0 && most < least) refuse(where + ": maxLength is below minLength");
     const Schema format = schema.value("format", Schema());
     if (!format.is_null() && !format.is_string()) refuse(where + ": format must be a string");
-    if (format.is_string()) {
-      if (const std::optional<Symbols> shape = formatted(format.get<std::string>())) {
-        if (least > 0 || most >= 0) {
-          refuse(where + ": format beside minLength or maxLength is not supported");
-        }
-        return rule_of({lit("\"") + *shape + lit("\"")});
-      }
+    const std::optional<Symbols> shape =
+        format.is_string() ? formatted(format.get<std::string>()) : std::nullopt;
+    const Schema pattern = schema.value("pattern", Schema());
+    if (!pattern.is_null() && !pattern.is_string()) refuse(where + ": pattern must be a string");
+    const bool counted = least > 0 || most >= 0;
+    if (int(counted) + int(shape.has_value()) + int(pattern.is_string()) > 1) {
+      refuse(where + ": only one of minLength/maxLength, a format and a pattern is supported");
+    }
+    if (shape) return rule_of({lit("\"") + *shape + lit("\"")});
+    if (pattern.is_string()) {
+      const Rule contents = add_pattern_rules(grammar_, pattern.get<std::string>());
+      return rule_of({lit("\"") + ref(contents) + lit("\"")});
     }
     if (least == 0 && most < 0) return string_;
     // after[k]: the rest once k characters are written.

@@ -1,7 +1,8 @@
 // The reference JSON schema replies are tested against (tests/test_json_schema.cpp): a validator
 // of a parsed document (nlohmann) for the keywords engine/json_grammar.h enforces, written from
 // the JSON Schema specification (validation vocabulary; formats from RFC 3339 and RFC 4122 as
-// regular expressions), independent of the grammar: it reads values, the grammar reads bytes.
+// regular expressions; patterns through std::regex), independent of the grammar: it reads
+// values, the grammar reads bytes.
 // Beyond validity, json_grammar.h promises that an object with `properties` is written with no
 // other keys, in the schema's order: property_order_kept checks that.
 #pragma once
@@ -115,6 +116,13 @@ inline bool schema_valid(const OrderedJson& v, const OrderedJson& schema, const 
       return false;
     }
     if (schema.contains("format") && !of_format(text, schema["format"])) return false;
+    // ECMA-262 as std::regex reads it, on the UTF-8 bytes (the tests quantify no non-ASCII
+    // character, where bytes and characters would differ); matched anywhere, as JSON Schema has.
+    if (schema.contains("pattern") &&
+        !std::regex_search(
+            text, std::regex(schema["pattern"].get<std::string>(), std::regex::ECMAScript))) {
+      return false;
+    }
   }
   if (v.is_number()) {
     const double x = v.get<double>();

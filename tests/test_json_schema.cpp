@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/engine.h"
@@ -76,41 +77,74 @@ const std::vector<std::string> kSchemas = {
       "required": ["id", "when", "age", "delta", "owner"],
       "$defs": {"person": {"type": "object",
         "properties": {"name": {"type": "string", "minLength": 1}}, "required": ["name"]}}})",
+    // Patterns: anchored and not, classes, counts, groups, alternatives, escapes of JSON's own.
+    R"({"type": "object", "properties": {
+        "code": {"type": "string", "pattern": "^[A-Z]{3}-\\d{2,4}$"},
+        "phone": {"pattern": "^(?:\\+?1[-. ]?)?\\(?\\d{3}\\)?[-. ]?\\d{3}[-. ]?\\d{4}$"},
+        "email": {"type": "string", "pattern": "^[a-z0-9._%+-]+@[a-z0-9.-]+\\.[a-z]{2,}$"},
+        "colour": {"type": "string", "pattern": "colou?r"},
+        "word": {"type": "string", "pattern": "^[^\\s@\"]+$"},
+        "words": {"type": "string", "pattern": "^\\w+(\\s\\w+)*$"},
+        "mix": {"type": "string", "pattern": "^(a|b|cd)*e?$"},
+        "cafe": {"type": "string", "pattern": "^caf\u00e9 .$"},
+        "quoted": {"type": "string", "pattern": "^\"q\" \\\\ [\\t\\n]$"}},
+      "required": ["code", "phone", "email", "colour", "word", "words", "mix", "cafe", "quoted"]})",
     // An enum of every kind of value.
     R"({"type": "object", "properties": {"v": {"enum": [1, "two", null, [3], {"k": true}]}},
       "required": ["v"]})",
 };
 
-// A reply drawn through `grammar`: each byte at random among those it takes while the reply is
-// shorter than `budget`, then the byte that ends things soonest among a few, else the least one
-// taken. "<stuck>" when no byte is taken before the reply is whole.
+// The shortest text (of bytes from ' ' up, and line breaks) after which `from` is finished: a
+// breadth-first search over the recognizer's states. "<stuck>" when there is none within
+// kLargestSearch states.
+std::string shortest_completion(const GrammarRecognizer& from) {
+  constexpr std::size_t kLargestSearch = 200000;
+  struct StateHash {
+    std::size_t operator()(const GrammarRecognizer& state) const { return state.hash(); }
+  };
+  std::vector<GrammarRecognizer> states = {from};
+  std::vector<std::pair<std::size_t, char>> reached_by = {{0, 0}};  // parent, byte
+  std::unordered_map<GrammarRecognizer, std::size_t, StateHash> seen = {{from, 0}};
+  for (std::size_t i = 0; i < states.size() && states.size() < kLargestSearch; ++i) {
+    if (states[i].finished()) {
+      std::string text;
+      for (std::size_t at = i; at != 0; at = reached_by[at].first) text += reached_by[at].second;
+      return std::string(text.rbegin(), text.rend());
+    }
+    for (int byte = '\n'; byte < 0x100; ++byte) {
+      if (byte < ' ' && byte != '\n') continue;
+      GrammarRecognizer next = states[i];
+      if (!next.accept(static_cast<unsigned char>(byte)) || seen.contains(next)) continue;
+      seen.emplace(next, states.size());
+      states.push_back(next);
+      reached_by.emplace_back(i, static_cast<char>(byte));
+    }
+  }
+  return "<stuck>";
+}
+
+// A reply drawn through `grammar`: each byte at random among those it takes (a string's closing
+// quote more often) while the reply is shorter than `budget`, then the shortest way to its end.
+// "<stuck>" when no byte is taken before the reply is whole.
 std::string random_reply(const engine::Grammar& grammar, std::mt19937& random, std::size_t budget) {
-  static constexpr std::string_view kEnding = "\"}],:0";
   GrammarRecognizer recognizer(grammar);
   std::string reply;
-  while (!recognizer.finished() && reply.size() < 20000) {
+  while (!recognizer.finished() && reply.size() < budget) {
     std::vector<unsigned char> taken;
     for (int byte = 0; byte < 256; ++byte) {
       GrammarRecognizer next = recognizer;
-      if (next.accept(static_cast<unsigned char>(byte)))
+      if (next.accept(static_cast<unsigned char>(byte))) {
         taken.push_back(static_cast<unsigned char>(byte));
+      }
     }
     if (taken.empty()) return reply + "<stuck>";
     unsigned char byte = taken[random() % taken.size()];
-    if (reply.size() >= budget) {
-      byte = taken.front();
-      for (const char ending : kEnding) {
-        if (std::find(taken.begin(), taken.end(), static_cast<unsigned char>(ending)) !=
-            taken.end()) {
-          byte = static_cast<unsigned char>(ending);
-          break;
-        }
-      }
-    }
+    // Strings end after about 8 bytes, so that a reply has room for many properties.
+    if (std::find(taken.begin(), taken.end(), '"') != taken.end() && random() % 8 == 0) byte = '"';
     REQUIRE(recognizer.accept(byte));
     reply += static_cast<char>(byte);
   }
-  return reply;
+  return reply + shortest_completion(recognizer);
 }
 
 bool takes(const engine::Grammar& grammar, std::string_view text) {
@@ -297,6 +331,44 @@ TEST_CASE("json schema: formats and string lengths take exactly what the referen
   }
 }
 
+TEST_CASE("json schema: a pattern takes the strings std::regex finds it in") {
+  struct Case {
+    std::string pattern;  // as a JSON string's text
+    std::string value;    // a JSON string's text
+    bool valid;
+  };
+  for (const Case& c : std::vector<Case>{
+           {R"(^[A-Z]{3}-\\d{2,4}$)", R"(ABC-12)", true},
+           {R"(^[A-Z]{3}-\\d{2,4}$)", R"(ABC-1234)", true},
+           {R"(^[A-Z]{3}-\\d{2,4}$)", R"(XYZ-9990)", true},
+           {R"(^[A-Z]{3}-\\d{2,4}$)", R"(ABC-1)", false},
+           {R"(^[A-Z]{3}-\\d{2,4}$)", R"(ABC-12345)", false},
+           {R"(^[A-Z]{3}-\\d{2,4}$)", R"(abc-12)", false},
+           {R"(colou?r)", R"(my color!)", true},
+           {R"(colou?r)", R"(colr)", false},
+           {R"(^(a|b|cd)*e?$)", R"(abcdbe)", true},
+           {R"(^(a|b|cd)*e?$)", R"(ace)", false},
+           {R"(^x{2}$|^y+$)", R"(yyy)", true},
+           {R"(^x{2}$|^y+$)", R"(xxx)", false},
+           {R"(^[^a-c]$)", R"(d)", true},
+           {R"(^[^a-c]$)", R"(b)", false},
+           {R"(^\\\\d$)", R"(\\d)", true},  // an escaped backslash, then d
+           {R"(^\"$)", R"(\")", true},      // a quote, written escaped
+           {R"(^[\t]$)", R"(\t)", true},    // a tab, written escaped
+           {R"(^[\t]$)", R"(t)", false},
+       }) {
+    CAPTURE(c.pattern);
+    CAPTURE(c.value);
+    const std::string schema_text = R"({"type": "object", "properties": {"s": {"type": "string",
+        "pattern": ")" + c.pattern + R"("}}, "required": ["s"]})";
+    const OrderedJson schema = OrderedJson::parse(schema_text);
+    const engine::Grammar grammar = engine::json_schema_grammar(schema_text);
+    const std::string text = R"({"s": ")" + c.value + R"("})";
+    CHECK(takes(grammar, text) == c.valid);
+    CHECK(reference_takes(schema, text) == c.valid);
+  }
+}
+
 TEST_CASE("json schema: what is not enforced, or admits no reply, is refused with a reason") {
   struct Refusal {
     std::string schema;
@@ -307,8 +379,8 @@ TEST_CASE("json schema: what is not enforced, or admits no reply, is refused wit
       {R"({"type": "string"})", "the schema's root must be an object"},
       {R"({"anyOf": [{"type": "object"}]})", "the schema's root must be an object"},
       {R"({"properties": {"a": {}}})", "the schema's root must be an object"},
-      {R"({"type": "object", "properties": {"a": {"type": "string", "pattern": "^a"}}})",
-       "keyword \"pattern\" is not supported"},
+      {R"({"type": "object", "properties": {"a": {"type": "string", "not": {}}}})",
+       "keyword \"not\" is not supported"},
       {R"({"type": "object", "properties": {"a": {"type": "integer", "multipleOf": 5}}})",
        "keyword \"multipleOf\" is not supported"},
       {R"({"type": "object", "properties": {"a": {"$ref": "#/$defs/nope"}}})", "names nothing"},
@@ -351,9 +423,24 @@ TEST_CASE("json schema: what is not enforced, or admits no reply, is refused wit
        "maxLength is below minLength"},
       {R"({"type": "object", "properties": {"a": {"type": "string", "format": "date",
           "maxLength": 20}}})",
-       "format beside minLength or maxLength"},
+       "only one of minLength/maxLength, a format and a pattern"},
       {R"({"type": "object", "properties": {"a": {"allOf": [{}, {}]}}})",
        "allOf is supported with one schema only"},
+      {R"({"type": "object", "properties": {"a": {"pattern": "(?=a)b"}}})",
+       "a lookaround or named group"},
+      {R"({"type": "object", "properties": {"a": {"pattern": "\\bword"}}})", "a word boundary"},
+      {R"({"type": "object", "properties": {"a": {"pattern": "(a)\\1"}}})", "the escape \\1"},
+      {R"({"type": "object", "properties": {"a": {"pattern": "[\u00e9]"}}})",
+       "a non-ASCII character in a class"},
+      {R"({"type": "object", "properties": {"a": {"pattern": "a{2,1}"}}})", "m below n"},
+      {R"({"type": "object", "properties": {"a": {"pattern": "*a"}}})", "with nothing before it"},
+      {R"({"type": "object", "properties": {"a": {"pattern": "(a"}}})", "an unclosed '('"},
+      {R"x({"type": "object", "properties": {"a": {"pattern": "a)"}}})x", "an unmatched ')'"},
+      {R"({"type": "object", "properties": {"a": {"pattern": "a$b"}}})", "'$' before the end"},
+      {R"({"type": "object", "properties": {"a": {"pattern": "[]"}}})",
+       "a class no character matches"},
+      {R"({"type": "object", "properties": {"a": {"pattern": "^a", "maxLength": 3}}})",
+       "only one of minLength/maxLength, a format and a pattern"},
       // A property that refers to itself before any byte: it could never be written.
       {R"({"type": "object", "properties": {"a": {"$ref": "#/properties/a"}}})",
        "can begin with itself"},
