@@ -8,6 +8,9 @@
 #include <regex>
 #include <string>
 #include <string_view>
+#include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "engine/grammar_recognizer.h"
 #include "engine/json_grammar.h"
@@ -37,7 +40,7 @@ inline bool recognizes(std::string_view text) {
 inline std::optional<std::string> json_in_range(std::string text) {
   while (true) {
     try {
-      (void)nlohmann::json::parse(text);
+      [[maybe_unused]] const nlohmann::json parsed = nlohmann::json::parse(text);
       return text;
     } catch (const nlohmann::json::parse_error&) {
       return std::nullopt;
@@ -92,6 +95,40 @@ inline bool reference_object(const std::string& text) {
   const std::size_t last = text.find_last_not_of(" \t\n\r");
   return first != std::string::npos && text[first] == '{' && last == text.size() - 1 &&
          reference_json(text) && gaps_allowed(text);
+}
+
+// The shortest text after which `from` is finished (of the bytes from ' ' up and the line
+// break, which every JSON text needs no other), by a breadth-first search over the recognizer's
+// states: found; none (every state reachable was searched: a dead end the grammar must never
+// lead to); or too far (more than `largest` states searched).
+struct Completion {
+  enum class Found { text, none, too_far } found = Found::text;
+  std::string text;
+};
+
+inline Completion shortest_completion(const engine::GrammarRecognizer& from, std::size_t largest) {
+  struct StateHash {
+    std::size_t operator()(const engine::GrammarRecognizer& state) const { return state.hash(); }
+  };
+  std::vector<engine::GrammarRecognizer> states = {from};
+  std::vector<std::pair<std::size_t, char>> reached_by = {{0, 0}};  // parent, byte
+  std::unordered_set<engine::GrammarRecognizer, StateHash> seen = {from};
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    if (states[i].finished()) {
+      std::string text;
+      for (std::size_t at = i; at != 0; at = reached_by[at].first) text += reached_by[at].second;
+      return {Completion::Found::text, std::string(text.rbegin(), text.rend())};
+    }
+    if (states.size() > largest) return {Completion::Found::too_far, ""};
+    for (int byte = '\n'; byte < 0x100; ++byte) {
+      if (byte < ' ' && byte != '\n') continue;
+      engine::GrammarRecognizer next = states[i];
+      if (!next.accept(static_cast<unsigned char>(byte)) || !seen.insert(next).second) continue;
+      states.push_back(next);
+      reached_by.emplace_back(i, static_cast<char>(byte));
+    }
+  }
+  return {Completion::Found::none, ""};
 }
 
 // A completion of the text `recognizer` has read, chosen byte by byte among a few that end

@@ -1370,8 +1370,8 @@ TEST_CASE("generate --presence-penalty, --frequency-penalty and --logit-bias, as
   };
   CHECK(distinct(steps.chosen) > distinct(plain.chosen));
   check_one_line_error(run("generate --model synthetic:tiny --presence-penalty 3"), 2, "[-2, 2]");
-  for (const std::string& bad : {"42", "42:x", ":5", "42:101"}) {
-    check_one_line_error(run("generate --model synthetic:tiny --logit-bias " + bad), 1,
+  for (const char* bad : {"42", "42:x", ":5", "42:101"}) {
+    check_one_line_error(run(std::string("generate --model synthetic:tiny --logit-bias ") + bad), 1,
                          "--logit-bias");
   }
   check_one_line_error(run("generate --model synthetic:tiny --logit-bias 99999999:1"), 1,

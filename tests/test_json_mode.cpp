@@ -453,7 +453,7 @@ TEST_CASE("engine: JSON mode writes one JSON object and ends with it") {
     continued[engine.submit(json_request(seed, prefix))];
   }
   std::map<engine::RequestId, Reply> refused;
-  for (const std::string& bad : {"[1, ", "{\"a\": 1}", "{\"a\" 1"}) {
+  for (const char* bad : {"[1, ", "{\"a\": 1}", "{\"a\" 1"}) {
     refused[engine.submit(json_request(1, bad))];
   }
   std::map<engine::RequestId, Reply> all = continued;
