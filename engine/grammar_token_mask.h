@@ -12,7 +12,7 @@
 // recognizer is where it was), so the recognizer's steps are kept as a table as walks need them:
 // each state a walk reaches is numbered once, and the state after it and a byte is computed
 // once, then looked up (the pushdown recognizer unrolled into a DFA, lazily, as far as the
-// vocabulary leads it; kKnownStates at most, then forgotten all at once between walks).
+// vocabulary leads it; forgotten all at once before a walk once past kKnownStates).
 // What a walk finds depends on the recognizer's state alone, and a reply passes through few
 // distinct states (inside a string, every string at the same place of the grammar is the same
 // state), so the allowed set of each state is remembered too (up to kRememberedStates of them,
@@ -21,7 +21,7 @@
 // table lookup per trie node under the accepted prefixes (about the vocabulary's total bytes
 // inside a string, where nearly every token fits; far fewer elsewhere), plus one recognizer step
 // per (state, byte) pair not met before. Memory: V bits per remembered state, 1 KiB per known
-// state (1 MiB at most).
+// state (about kKnownStates of them at most).
 #pragma once
 
 #include <array>

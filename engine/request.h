@@ -22,9 +22,9 @@ struct Request {
   LogitAdjustments adjustments;      // penalties and logit bias, applied before sampling
   std::vector<std::string> stop;     // stop strings (need the engine's token text)
   bool ignore_eos = false;           // keep going past the end-of-sequence token
-  // A JSON schema (JSON text; "" none): the reply is one JSON object valid under it
+  // A JSON schema (JSON text; "" none): the reply is one JSON object (or array) valid under it
   // (engine/json_grammar.h, a grammar masking the sampler), and the request ends,
-  // FinishReason::stop, with the object's closing '}'. JSON mode is kJsonObjectSchema.
+  // FinishReason::stop, with its closing bracket. JSON mode is kJsonObjectSchema.
   std::string json_schema;
   // With json_schema: text the reply continues (a continued final message, "{\"city\": \""),
   // read by the grammar before the first token: the start of a reply, not a whole one.

@@ -376,7 +376,7 @@ ToolCallReading read_tool_choice(const json& parsed, const nlohmann::ordered_jso
     if (found->is_object()) {
       const json named = found->value("function", json());
       if (found->value("type", json()) != "function" || !named.is_object() ||
-          !named.value("name", json()).is_string()) {
+          !named.value("name", json()).is_string() || named["name"] == "") {
         bad("tool_choice",
             "tool_choice naming a function must be {\"type\": \"function\", \"function\": "
             "{\"name\": ...}}");
