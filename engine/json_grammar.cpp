@@ -29,7 +29,7 @@ const std::set<std::string, std::less<>> kAnnotations = {
 const std::set<std::string, std::less<>> kEnforced = {
     "type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref",
     "properties", "required", "additionalProperties",
-    "items", "minItems", "maxItems",
+    "items", "prefixItems", "minItems", "maxItems",
     "minLength", "maxLength", "format", "pattern",
     "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"};
 // clang-format on
@@ -326,8 +326,8 @@ class SchemaCompiler {
     } else if (schema.contains("properties") || schema.contains("required") ||
                schema.contains("additionalProperties")) {
       types.push_back("object");
-    } else if (schema.contains("items") || schema.contains("minItems") ||
-               schema.contains("maxItems")) {
+    } else if (schema.contains("items") || schema.contains("prefixItems") ||
+               schema.contains("minItems") || schema.contains("maxItems")) {
       types.push_back("array");
     } else if (schema.contains("minLength") || schema.contains("maxLength") ||
                schema.contains("format") || schema.contains("pattern")) {
@@ -599,11 +599,35 @@ class SchemaCompiler {
     const long least = count(schema, "minItems", 0, where);
     const long most = count(schema, "maxItems", -1, where);
     if (most >= 0 && most < least) refuse(where + ": maxItems is below minItems");
+    if (schema.contains("prefixItems")) return tuple(schema, where, least, most);
     const Schema items = schema.value("items", Schema(true));
     if (items.is_array()) refuse(where + ": items as a list (tuples) is not supported");
     const Rule item =
         items.is_boolean() && items.get<bool>() ? free_value(1) : value(items, where + "/items");
     return counted_array(item, least, most);
+  }
+
+  // A tuple, as pydantic writes one: "[" gap v0 gap "," gap v1 ... gap "]", item i under
+  // prefixItems[i], and no more (which any `items` allows); minItems and maxItems must let the
+  // tuple's length be.
+  Rule tuple(const Schema& schema, const std::string& where, long least, long most) {
+    const Schema& prefix = schema["prefixItems"];
+    if (!prefix.is_array() || prefix.empty()) {
+      refuse(where + ": prefixItems must be a non-empty array");
+    }
+    const auto length = static_cast<long>(prefix.size());
+    if (least > length || (most >= 0 && most < length)) {
+      refuse(where + ": prefixItems is written as a tuple of its own length, which minItems or " +
+             "maxItems forbids");
+    }
+    Symbols symbols = lit("[") + ref(gap_);
+    for (long i = 0; i < length; ++i) {
+      if (i > 0) symbols = symbols + lit(",") + ref(gap_);
+      const std::size_t at = static_cast<std::size_t>(i);
+      symbols =
+          symbols + ref(value(prefix[at], where + "/prefixItems/" + std::to_string(i))) + ref(gap_);
+    }
+    return rule_of({symbols + lit("]")});
   }
 
   const Schema& root_;

@@ -17,7 +17,8 @@
 //   objects: properties, written in the schema's order, each in `required` always, the others
 //   maybe; additionalProperties (no property beyond `properties` is written; with no
 //   `properties`, any keys, their values under additionalProperties when it is a schema);
-//   arrays: items, minItems, maxItems (up to kMaxCountedItems);
+//   arrays: items, minItems, maxItems (up to kMaxCountedItems); prefixItems, written as a tuple
+//   of its own length (as pydantic writes a Tuple);
 //   strings: minLength, maxLength (code points, up to kMaxCountedItems), format date, time,
 //   date-time (RFC 3339; February 29th in any year) and uuid (any other format is an
 //   annotation, as in JSON Schema's default vocabulary), pattern (pattern_grammar.h's subset

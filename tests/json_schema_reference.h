@@ -153,9 +153,11 @@ inline bool schema_valid(const OrderedJson& v, const OrderedJson& schema, const 
       return false;
     if (schema.contains("maxItems") && v.size() > schema["maxItems"].get<std::size_t>())
       return false;
+    // prefixItems[i] holds item i; items holds those after them (all, without prefixItems).
+    const OrderedJson prefix = schema.value("prefixItems", OrderedJson::array());
     const OrderedJson items = schema.value("items", OrderedJson(true));
-    for (const OrderedJson& item : v) {
-      if (!schema_valid(item, items, root)) return false;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (!schema_valid(v[i], i < prefix.size() ? prefix[i] : items, root)) return false;
     }
   }
   return true;
@@ -187,9 +189,10 @@ inline bool property_order_kept(const OrderedJson& v, const OrderedJson& schema,
     }
   }
   if (v.is_array()) {
+    const OrderedJson prefix = schema.value("prefixItems", OrderedJson::array());
     const OrderedJson items = schema.value("items", OrderedJson(true));
-    for (const OrderedJson& item : v) {
-      if (!property_order_kept(item, items, root)) return false;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (!property_order_kept(v[i], i < prefix.size() ? prefix[i] : items, root)) return false;
     }
   }
   return true;

@@ -73,6 +73,8 @@ const std::vector<std::string> kSchemas = {
         "age": {"type": "integer", "minimum": 0, "maximum": 130},
         "delta": {"type": "integer", "exclusiveMinimum": -20, "exclusiveMaximum": 7},
         "big": {"type": "integer", "minimum": 1000}, "low": {"type": "integer", "maximum": -3},
+        "pair": {"type": "array", "prefixItems": [{"type": "integer"},
+          {"type": "string", "maxLength": 3}], "minItems": 2, "maxItems": 2},
         "owner": {"allOf": [{"$ref": "#/$defs/person"}], "description": "pydantic v1's way"}},
       "required": ["id", "when", "age", "delta", "owner"],
       "$defs": {"person": {"type": "object",
@@ -257,7 +259,7 @@ TEST_CASE("json schema: integer bounds take exactly the integers between them") 
   }
 }
 
-TEST_CASE("json schema: formats and string lengths take exactly what the reference does") {
+TEST_CASE("json schema: formats, string lengths and tuples take exactly what the reference does") {
   const std::string text = kSchemas[6];
   const OrderedJson schema = OrderedJson::parse(text);
   const engine::Grammar grammar = engine::json_schema_grammar(text);
@@ -291,6 +293,18 @@ TEST_CASE("json schema: formats and string lengths take exactly what the referen
            {R"("note": "abcd", )", false},
        }) {
     const std::string whole = base + c.fields + tail;
+    CAPTURE(whole);
+    CHECK(takes(grammar, whole) == c.valid);
+    CHECK(reference_takes(schema, whole) == c.valid);
+  }
+  // A tuple (prefixItems) comes after "delta" in the schema's order.
+  for (const Case& c : std::vector<Case>{{R"("pair": [1, "ab"], )", true},
+                                         {R"("pair": [1], )", false},
+                                         {R"("pair": ["a", 1], )", false},
+                                         {R"("pair": [1, "ab", 2], )", false},
+                                         {R"("pair": [1, "abcd"], )", false}}) {
+    const std::string whole =
+        base + R"("age": 3, "delta": 0, )" + c.fields + R"("owner": {"name": "x"}})";
     CAPTURE(whole);
     CHECK(takes(grammar, whole) == c.valid);
     CHECK(reference_takes(schema, whole) == c.valid);
@@ -400,6 +414,8 @@ TEST_CASE("json schema: what is not enforced, or admits no reply, is refused wit
        "only one of minLength/maxLength, a format and a pattern"},
       {R"({"type": "object", "properties": {"a": {"allOf": [{}, {}]}}})",
        "allOf is supported with one schema only"},
+      {R"({"type": "object", "properties": {"a": {"prefixItems": [{}], "minItems": 2}}})",
+       "a tuple of its own length"},
       {R"({"type": "object", "properties": {"a": {"pattern": "(?=a)b"}}})",
        "a lookaround or named group"},
       {R"({"type": "object", "properties": {"a": {"pattern": "\\bword"}}})", "a word boundary"},
