@@ -30,6 +30,19 @@ Grammar::Rule Grammar::add_rule() {
   return static_cast<Rule>(alternatives_.size() - 1);
 }
 
+Grammar::Rule Grammar::add_rule(const std::vector<std::vector<Symbol>>& alternatives) {
+  const Rule rule = add_rule();
+  for (const std::vector<Symbol>& symbols : alternatives) add_alternative(rule, symbols);
+  return rule;
+}
+
+Grammar::Rule Grammar::add_repetition(const Symbol& x) {
+  const Rule rule = add_rule();
+  add_alternative(rule, {});
+  add_alternative(rule, {x, rule_symbol(rule)});
+  return rule;
+}
+
 void Grammar::add_alternative(Rule rule, const std::vector<Symbol>& symbols) {
   alternatives_[rule].push_back(static_cast<std::uint32_t>(elements_.size()));
   for (const Symbol& symbol : symbols) {

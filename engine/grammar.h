@@ -39,6 +39,10 @@ class Grammar {
   // A new rule without alternatives yet (so that rules can refer to each other before they are
   // filled in).
   Rule add_rule();
+  // A new rule with these alternatives.
+  Rule add_rule(const std::vector<std::vector<Symbol>>& alternatives);
+  // x*: a new rule of zero or more x ("" | x, then itself).
+  Rule add_repetition(const Symbol& x);
   // Adds an alternative to `rule` (empty: the rule may match nothing).
   void add_alternative(Rule rule, const std::vector<Symbol>& symbols);
   // The rule a whole text must match (the first one added, unless set).

@@ -92,12 +92,6 @@ class SchemaCompiler {
   static Symbol ref(Rule rule) { return Grammar::rule_symbol(rule); }
   static Symbols lit(std::string_view text) { return Grammar::literal(text); }
 
-  Rule rule_of(const std::vector<Symbols>& alternatives) {
-    const Rule rule = grammar_.add_rule();
-    for (const Symbols& symbols : alternatives) grammar_.add_alternative(rule, symbols);
-    return rule;
-  }
-
   // The schema a $ref chain at `schema` ends at (for the root check).
   const Schema& resolved(const Schema& schema) const {
     const Schema* at = &schema;
@@ -124,27 +118,28 @@ class SchemaCompiler {
   // JSON's pieces, shared by every schema node.
   void build_lexical_rules() {
     // gap ::= "" | " " | ("\n" | "\r\n") indent, indent at most kMaxIndent spaces or tabs.
-    Rule indent = rule_of({{}});
+    Rule indent = grammar_.add_rule({{}});
     for (int i = 0; i < kMaxIndent; ++i) {
-      indent = rule_of({{}, {Grammar::any_of(" \t"), ref(indent)}});
+      indent = grammar_.add_rule({{}, {Grammar::any_of(" \t"), ref(indent)}});
     }
-    gap_ = rule_of({{}, lit(" "), lit("\n") + ref(indent), lit("\r\n") + ref(indent)});
+    gap_ = grammar_.add_rule({{}, lit(" "), lit("\n") + ref(indent), lit("\r\n") + ref(indent)});
 
     const Symbol hex = Grammar::any_of("0123456789abcdefABCDEF");
     const Symbol tail = Grammar::byte_range(0x80, 0xBF);
     // \uXXXX outside the surrogates, or a high surrogate followed by \u and a low one.
-    const Rule code_unit =
-        rule_of({{Grammar::any_of("0123456789abcABCefEF"), hex, hex, hex},
-                 {Grammar::any_of("dD"), Grammar::byte_range('0', '7'), hex, hex},
-                 Symbols{Grammar::any_of("dD"), Grammar::any_of("89abAB"), hex, hex} + lit("\\u") +
-                     Symbols{Grammar::any_of("dD"), Grammar::any_of("cdefCDEF"), hex, hex}});
-    const Rule escape = rule_of({{Grammar::any_of("\"\\/bfnrt")}, lit("u") + ref(code_unit)});
+    const Rule code_unit = grammar_.add_rule(
+        {{Grammar::any_of("0123456789abcABCefEF"), hex, hex, hex},
+         {Grammar::any_of("dD"), Grammar::byte_range('0', '7'), hex, hex},
+         Symbols{Grammar::any_of("dD"), Grammar::any_of("89abAB"), hex, hex} + lit("\\u") +
+             Symbols{Grammar::any_of("dD"), Grammar::any_of("cdefCDEF"), hex, hex}});
+    const Rule escape =
+        grammar_.add_rule({{Grammar::any_of("\"\\/bfnrt")}, lit("u") + ref(code_unit)});
     // A character: printable ASCII but '"' and '\', an escape, or well-formed UTF-8 (Unicode's
     // table 3-7: no overlong forms, no surrogates, nothing past U+10FFFF).
     Symbol ascii = Grammar::byte_range(0x20, 0x7F);
     ascii.bytes.reset('"');
     ascii.bytes.reset('\\');
-    const Rule character = rule_of({
+    const Rule character = grammar_.add_rule({
         {ascii},
         lit("\\") + ref(escape),
         {Grammar::byte_range(0xC2, 0xDF), tail},
@@ -156,27 +151,24 @@ class SchemaCompiler {
         {Grammar::byte(0xF4), Grammar::byte_range(0x80, 0x8F), tail, tail},
     });
     character_ = character;
-    const Rule characters = grammar_.add_rule();
-    grammar_.add_alternative(characters, {});
-    grammar_.add_alternative(characters, {ref(character), ref(characters)});
-    string_ = rule_of({lit("\"") + ref(characters) + lit("\"")});
+    const Rule characters = grammar_.add_repetition(ref(character));
+    string_ = grammar_.add_rule({lit("\"") + ref(characters) + lit("\"")});
 
     // -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
     const Symbol digit = Grammar::byte_range('0', '9');
-    digits_ = grammar_.add_rule();
+    digits_ = grammar_.add_repetition(digit);
     const Rule digits = digits_;
-    grammar_.add_alternative(digits, {});
-    grammar_.add_alternative(digits, {digit, ref(digits)});
-    const Rule whole = rule_of({lit("0"), {Grammar::byte_range('1', '9'), ref(digits)}});
-    const Rule sign = rule_of({{}, lit("-")});
-    const Rule fraction = rule_of({{}, {Grammar::byte('.'), digit, ref(digits)}});
-    const Rule exponent = rule_of(
+    const Rule whole = grammar_.add_rule({lit("0"), {Grammar::byte_range('1', '9'), ref(digits)}});
+    const Rule sign = grammar_.add_rule({{}, lit("-")});
+    const Rule fraction = grammar_.add_rule({{}, {Grammar::byte('.'), digit, ref(digits)}});
+    const Rule exponent = grammar_.add_rule(
         {{},
-         {Grammar::any_of("eE"), ref(rule_of({{}, {Grammar::any_of("+-")}})), digit, ref(digits)}});
-    integer_ = rule_of({{ref(sign), ref(whole)}});
-    number_ = rule_of({{ref(sign), ref(whole), ref(fraction), ref(exponent)}});
-    boolean_ = rule_of({lit("true"), lit("false")});
-    null_ = rule_of({lit("null")});
+         {Grammar::any_of("eE"), ref(grammar_.add_rule({{}, {Grammar::any_of("+-")}})), digit,
+          ref(digits)}});
+    integer_ = grammar_.add_rule({{ref(sign), ref(whole)}});
+    number_ = grammar_.add_rule({{ref(sign), ref(whole), ref(fraction), ref(exponent)}});
+    boolean_ = grammar_.add_rule({lit("true"), lit("false")});
+    null_ = grammar_.add_rule({lit("null")});
   }
 
   // "{" gap ("}" | member gap ("," gap member gap)* "}"), member = key gap ":" gap value.
@@ -186,7 +178,7 @@ class SchemaCompiler {
     const Rule rest = grammar_.add_rule();
     grammar_.add_alternative(rest, lit("}"));
     grammar_.add_alternative(rest, lit(",") + ref(gap_) + member + ref(gap_) + ref(rest));
-    return rule_of(
+    return grammar_.add_rule(
         {lit("{") + ref(gap_) + lit("}"), lit("{") + ref(gap_) + member + ref(gap_) + ref(rest)});
   }
 
@@ -222,7 +214,7 @@ class SchemaCompiler {
       alternatives.push_back({ref(free_keyed_object(inner))});
       alternatives.push_back({ref(counted_array(inner, 0, -1))});
     }
-    free_values_[open] = rule_of(alternatives);
+    free_values_[open] = grammar_.add_rule(alternatives);
     return *free_values_[open];
   }
 
@@ -284,7 +276,7 @@ class SchemaCompiler {
         const std::string at = where + "/" + keyword + "/" + std::to_string(i);
         alternatives.push_back({ref(value(options[i], at))});
       }
-      return rule_of(alternatives);
+      return grammar_.add_rule(alternatives);
     }
     if (schema.contains("const") || schema.contains("enum")) {
       // The values listed, less those of another type than `type` names.
@@ -296,7 +288,7 @@ class SchemaCompiler {
         if (of_type(v, schema.value("type", Schema()))) alternatives.push_back(lit(v.dump()));
       }
       if (alternatives.empty()) refuse(where + ": no value listed is of the type named");
-      return rule_of(alternatives);
+      return grammar_.add_rule(alternatives);
     }
     return typed(schema, where);
   }
@@ -359,7 +351,7 @@ class SchemaCompiler {
         refuse(where + ": unknown type \"" + name + "\"");
       }
     }
-    return rule_of(alternatives);
+    return grammar_.add_rule(alternatives);
   }
 
   Rule object(const Schema& schema, const std::string& where) {
@@ -377,7 +369,7 @@ class SchemaCompiler {
     const Schema extra = schema.value("additionalProperties", Schema(true));
     if (properties.empty()) {
       if (extra.is_boolean() && !extra.get<bool>())
-        return rule_of({lit("{") + ref(gap_) + lit("}")});
+        return grammar_.add_rule({lit("{") + ref(gap_) + lit("}")});
       return free_keyed_object(extra.is_boolean() ? free_value(1)
                                                   : value(extra, where + "/additionalProperties"));
     }
@@ -408,7 +400,7 @@ class SchemaCompiler {
         if (all_optional) grammar_.add_alternative(rest[k][written], lit("}"));
       }
     }
-    return rule_of({lit("{") + ref(gap_) + ref(rest[0][0])});
+    return grammar_.add_rule({lit("{") + ref(gap_) + ref(rest[0][0])});
   }
 
   // A string under minLength and maxLength (in characters: code points), format (date, time,
@@ -428,10 +420,10 @@ class SchemaCompiler {
     if (int(counted) + int(shape.has_value()) + int(pattern.is_string()) > 1) {
       refuse(where + ": only one of minLength/maxLength, a format and a pattern is supported");
     }
-    if (shape) return rule_of({lit("\"") + *shape + lit("\"")});
+    if (shape) return grammar_.add_rule({lit("\"") + *shape + lit("\"")});
     if (pattern.is_string()) {
       const Rule contents = add_pattern_rules(grammar_, pattern.get<std::string>());
-      return rule_of({lit("\"") + ref(contents) + lit("\"")});
+      return grammar_.add_rule({lit("\"") + ref(contents) + lit("\"")});
     }
     if (least == 0 && most < 0) return string_;
     // after[k]: the rest once k characters are written.
@@ -444,7 +436,7 @@ class SchemaCompiler {
       const Rule next = most < 0 && k == bound ? after[k] : after[k + 1];
       grammar_.add_alternative(after[k], {ref(character_), ref(next)});
     }
-    return rule_of({lit("\"") + ref(after[0])});
+    return grammar_.add_rule({lit("\"") + ref(after[0])});
   }
 
   // The text between the quotes of a string of `format`, nullopt for a format not enforced.
@@ -455,18 +447,19 @@ class SchemaCompiler {
     const Symbol digit = Grammar::byte_range('0', '9');
     const Symbol hex = Grammar::any_of("0123456789abcdefABCDEF");
     const auto two = [&](int low, int high) {
-      return ref(rule_of(fixed_width(two_digits(low), two_digits(high))));
+      return ref(grammar_.add_rule(fixed_width(two_digits(low), two_digits(high))));
     };
     const Symbols date =
         Symbols{digit, digit, digit, digit} + lit("-") +
-        ref(rule_of({lit("01-") + two(1, 31), lit("02-") + two(1, 29), lit("03-") + two(1, 31),
-                     lit("04-") + two(1, 30), lit("05-") + two(1, 31), lit("06-") + two(1, 30),
-                     lit("07-") + two(1, 31), lit("08-") + two(1, 31), lit("09-") + two(1, 30),
-                     lit("10-") + two(1, 31), lit("11-") + two(1, 30), lit("12-") + two(1, 31)}));
+        ref(grammar_.add_rule(
+            {lit("01-") + two(1, 31), lit("02-") + two(1, 29), lit("03-") + two(1, 31),
+             lit("04-") + two(1, 30), lit("05-") + two(1, 31), lit("06-") + two(1, 30),
+             lit("07-") + two(1, 31), lit("08-") + two(1, 31), lit("09-") + two(1, 30),
+             lit("10-") + two(1, 31), lit("11-") + two(1, 30), lit("12-") + two(1, 31)}));
     const Symbol hour = two(0, 23);
     const Symbol minute = two(0, 59);
-    const Rule fraction = rule_of({{}, {Grammar::byte('.'), digit, ref(digits_)}});
-    const Rule offset = rule_of(
+    const Rule fraction = grammar_.add_rule({{}, {Grammar::byte('.'), digit, ref(digits_)}});
+    const Rule offset = grammar_.add_rule(
         {{Grammar::any_of("Zz")}, Symbols{Grammar::any_of("+-"), hour} + lit(":") + minute});
     const Symbols time =
         Symbols{hour} + lit(":") + minute + lit(":") + two(0, 60) + ref(fraction) + ref(offset);
@@ -580,7 +573,7 @@ class SchemaCompiler {
         alternatives.push_back(lit("-") + magnitude);
       }
     }
-    return rule_of(alternatives);
+    return grammar_.add_rule(alternatives);
   }
 
   // A count keyword's value (minItems, maxLength, ...): `fallback` when absent.
@@ -627,7 +620,7 @@ class SchemaCompiler {
       symbols =
           symbols + ref(value(prefix[at], where + "/prefixItems/" + std::to_string(i))) + ref(gap_);
     }
-    return rule_of({symbols + lit("]")});
+    return grammar_.add_rule({symbols + lit("]")});
   }
 
   const Schema& root_;

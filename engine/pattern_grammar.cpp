@@ -57,20 +57,6 @@ class PatternCompiler {
   bool more() const { return at_ < pattern_.size(); }
   char peek() const { return pattern_[at_]; }
 
-  Rule rule_of(const std::vector<Symbols>& alternatives) {
-    const Rule rule = grammar_.add_rule();
-    for (const Symbols& symbols : alternatives) grammar_.add_alternative(rule, symbols);
-    return rule;
-  }
-
-  // x* as a rule: "" | x x*.
-  Rule star(const Symbol& x) {
-    const Rule rule = grammar_.add_rule();
-    grammar_.add_alternative(rule, {});
-    grammar_.add_alternative(rule, {x, Grammar::rule_symbol(rule)});
-    return rule;
-  }
-
   // One character of `set` as a JSON string writes it: printable ASCII raw but '"' and '\',
   // those two and the control characters escaped.
   Rule characters(const CharSet& set) {
@@ -95,7 +81,7 @@ class PatternCompiler {
           named.empty() ? std::string("\\u00") + kHex[c >> 4] + kHex[c & 15] : std::string(named)));
     }
     if (out.empty()) fail("a class no character matches");
-    return rule_of(out);
+    return grammar_.add_rule(out);
   }
 
   // alternatives := sequence ('|' sequence)*
@@ -105,7 +91,7 @@ class PatternCompiler {
       ++at_;
       out.push_back(sequence(top));
     }
-    return rule_of(out);
+    return grammar_.add_rule(out);
   }
 
   // sequence := ('^')? (atom quantifier?)* ('$')?, the anchors only at the top level; a side
@@ -131,7 +117,7 @@ class PatternCompiler {
     }
     if (!top) return out;
     const Symbol anything =
-        Grammar::rule_symbol(star(Grammar::rule_symbol(characters(~CharSet()))));
+        Grammar::rule_symbol(grammar_.add_repetition(Grammar::rule_symbol(characters(~CharSet()))));
     if (!from_start) out.insert(out.begin(), anything);
     if (!to_end) out.push_back(anything);
     return out;
@@ -150,13 +136,13 @@ class PatternCompiler {
     if (more() && peek() == '?' && (least != 1 || most != 1)) ++at_;  // lazy: the same strings
     for (long i = 0; i < least; ++i) out.push_back(atom_symbol);
     if (most < 0) {
-      out.push_back(Grammar::rule_symbol(star(atom_symbol)));
+      out.push_back(Grammar::rule_symbol(grammar_.add_repetition(atom_symbol)));
       return;
     }
     // Up to most - least more, each optional: rest_k ::= "" | x rest_{k-1}.
-    Rule rest = rule_of({{}});
+    Rule rest = grammar_.add_rule({{}});
     for (long i = least; i < most; ++i) {
-      rest = rule_of({{}, {atom_symbol, Grammar::rule_symbol(rest)}});
+      rest = grammar_.add_rule({{}, {atom_symbol, Grammar::rule_symbol(rest)}});
     }
     if (most > least) out.push_back(Grammar::rule_symbol(rest));
   }
@@ -224,7 +210,7 @@ class PatternCompiler {
     // A non-ASCII character: its UTF-8 bytes as they are (the schema's text is UTF-8).
     std::string bytes(1, c);
     while (more() && (static_cast<unsigned char>(peek()) & 0xC0) == 0x80) bytes += pattern_[at_++];
-    return Grammar::rule_symbol(rule_of({Grammar::literal(bytes)}));
+    return Grammar::rule_symbol(grammar_.add_rule({Grammar::literal(bytes)}));
   }
 
   // After '\': the characters the escape stands for. In a class, \b is a backspace.

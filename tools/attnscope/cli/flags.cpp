@@ -10,9 +10,11 @@
 #include <thread>
 #include <vector>
 
+#include "engine/json_grammar.h"
 #include "models/language_model.h"
 #include "ops/attention/registry.h"
 #include "runtime/error.h"
+#include "runtime/input_file.h"
 
 namespace attnscope::cli {
 
@@ -190,6 +192,20 @@ std::vector<std::int32_t> parse_ids(const std::vector<std::string>& items, const
           "'" + item + "' has a comma with no id beside it");
   }
   return ids;
+}
+
+std::string schema_of_flags(bool json_object, const std::string& schema_file) {
+  if (!json_object && schema_file.empty()) return "";
+  const char* flag = json_object ? "--json-object" : "--json-schema";
+  const std::string schema = json_object
+                                 ? std::string(engine::kJsonObjectSchema)
+                                 : read_input_file(schema_file, std::uint64_t{1} << 20, flag);
+  try {
+    (void)engine::json_schema_grammar(schema);
+  } catch (const Error& e) {
+    throw Error(flag, e.what());
+  }
+  return schema;
 }
 
 }  // namespace attnscope::cli

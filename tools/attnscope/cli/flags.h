@@ -75,4 +75,9 @@ std::uint64_t random_seed();
 
 std::vector<std::int32_t> parse_ids(const std::vector<std::string>& items, const char* flag);
 
+// The JSON schema --json-object (JSON mode's schema) or --json-schema FILE (the file's text, up
+// to 1 MiB) asks for, "" when neither does; checked by engine::json_schema_grammar, an Error
+// naming the flag otherwise.
+std::string schema_of_flags(bool json_object, const std::string& schema_file);
+
 }  // namespace attnscope::cli

@@ -4,12 +4,10 @@
 #include <algorithm>
 #include <iostream>
 
-#include "engine/json_grammar.h"
 #include "ops/attention/registry.h"
 #include "profiler/attach.h"
 #include "profiler/chrome_trace.h"
 #include "runtime/error.h"
-#include "runtime/input_file.h"
 #include "tools/attnscope/cli/engine_flags.h"
 #include "tools/attnscope/cli/flags.h"
 #include "tools/attnscope/cli/model_loading.h"
@@ -149,18 +147,7 @@ json run_serving_grid(const ServingFlags& flags, const ServingGrid& grid, int& t
   const engine::EngineOptions options = engine_options(flags.engine);
   // JSON mode or a JSON schema, checked before any model loads.
   const char* schema_flag = flags.json_object ? "--json-object" : "--json-schema";
-  const std::string schema =
-      flags.json_object ? std::string(engine::kJsonObjectSchema)
-      : flags.json_schema.empty()
-          ? std::string()
-          : read_input_file(flags.json_schema, std::uint64_t{1} << 20, "--json-schema");
-  if (!schema.empty()) {
-    try {
-      (void)engine::json_schema_grammar(schema);
-    } catch (const Error& e) {
-      throw Error(schema_flag, e.what());
-    }
-  }
+  const std::string schema = schema_of_flags(flags.json_object, flags.json_schema);
   json rows = json::array();
   bool traced = false;
   for (const std::string& device : grid.devices) {

@@ -13,7 +13,6 @@
 #include <span>
 #include <sstream>
 
-#include "engine/json_grammar.h"
 #include "engine/json_schema_masks.h"
 #include "engine/token_picker.h"
 #include "models/tokenizer/chat_template.h"
@@ -38,7 +37,6 @@ namespace {
 
 // A conversation file is a request body's size (serve takes 1 MiB by default); far more is not one.
 constexpr std::uint64_t kMaxConversationBytes = std::uint64_t{64} << 20;
-constexpr std::uint64_t kMaxSchemaBytes = std::uint64_t{1} << 20;
 
 struct GenerateFlags {
   std::string model;
@@ -189,14 +187,8 @@ int run_generate(const GenerateFlags& flags) {
     const char* flag = flags.json_object ? "--json-object" : "--json-schema";
     check(tokenizer.has_value(), flag,
           "a JSON reply needs the model's tokenizer: pass --tokenizer DIR");
-    const std::string schema =
-        flags.json_object ? std::string(engine::kJsonObjectSchema)
-                          : read_input_file(flags.json_schema, kMaxSchemaBytes, "--json-schema");
-    try {
-      grammar_mask = engine::JsonSchemaMasks(tokenizer->vocabulary(), config).mask(schema);
-    } catch (const Error& e) {
-      throw Error(flag, e.what());
-    }
+    const std::string schema = schema_of_flags(flags.json_object, flags.json_schema);
+    grammar_mask = engine::JsonSchemaMasks(tokenizer->vocabulary(), config).mask(schema);
     if (std::string why = engine::grammar_prefix_refusal(grammar_mask->grammar(), continued);
         !why.empty()) {
       throw Error(flag, why);
