@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/number_grammar.h"
 #include "engine/pattern_grammar.h"
 #include "runtime/error.h"
 
@@ -33,10 +34,10 @@ const std::set<std::string, std::less<>> kEnforced = {
     "minLength", "maxLength", "format", "pattern",
     "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"};
 // clang-format on
+// Integer bounds are within 1e17, so that 10 times any power of ten up to them fits a long long.
+constexpr int kIntegerBoundPower = 17;
 const std::set<std::string, std::less<>> kNumberBounds = {"minimum", "exclusiveMinimum", "maximum",
                                                           "exclusiveMaximum"};
-// Integer bounds past this are refused (so that 10 times any power of ten up to it fits).
-constexpr long long kLargestBound = 100'000'000'000'000'000LL;
 
 // Whether `v` is of `type` (a name, a list of names, or null: any).
 bool of_type(const Schema& v, const Schema& type) {
@@ -325,7 +326,7 @@ class SchemaCompiler {
                schema.contains("format") || schema.contains("pattern")) {
       types.push_back("string");
     } else {  // only bounds of numbers remain
-      refuse(where + ": minimum and maximum need \"type\": \"integer\"");
+      refuse(where + ": minimum and maximum need a \"type\": \"integer\" or \"number\"");
     }
     std::vector<Symbols> alternatives;
     for (const std::string& name : types) {
@@ -336,10 +337,7 @@ class SchemaCompiler {
       } else if (name == "string") {
         alternatives.push_back({ref(string(schema, where))});
       } else if (name == "number") {
-        if (has_number_bounds(schema)) {
-          refuse(where + ": minimum and maximum are enforced on integers, not on numbers");
-        }
-        alternatives.push_back({ref(number_)});
+        alternatives.push_back({ref(has_number_bounds(schema) ? number(schema, where) : number_)});
       } else if (name == "integer") {
         alternatives.push_back(
             {ref(has_number_bounds(schema) ? integer(schema, where) : integer_)});
@@ -447,7 +445,7 @@ class SchemaCompiler {
     const Symbol digit = Grammar::byte_range('0', '9');
     const Symbol hex = Grammar::any_of("0123456789abcdefABCDEF");
     const auto two = [&](int low, int high) {
-      return ref(grammar_.add_rule(fixed_width(two_digits(low), two_digits(high))));
+      return ref(grammar_.add_rule(fixed_width_range(two_digits(low), two_digits(high))));
     };
     const Symbols date =
         Symbols{digit, digit, digit, digit} + lit("-") +
@@ -481,99 +479,74 @@ class SchemaCompiler {
     return {static_cast<char>('0' + n / 10), static_cast<char>('0' + n % 10)};
   }
 
-  // Every decimal text of `low.size()` digits from `low` to `high` (the same length), after
-  // `prefix`: where the two differ first, the lower edge, the digits between, the upper edge.
-  static std::vector<Symbols> fixed_width(const std::string& low, const std::string& high,
-                                          const Symbols& prefix = {}) {
-    if (low.empty()) return {prefix};
-    const auto first_low = static_cast<unsigned char>(low[0]);
-    const auto first_high = static_cast<unsigned char>(high[0]);
-    const std::string rest_low = low.substr(1), rest_high = high.substr(1);
-    if (first_low == first_high) {
-      return fixed_width(rest_low, rest_high, prefix + Grammar::byte(first_low));
-    }
-    const std::size_t rest = rest_low.size();
-    std::vector<Symbols> out =
-        fixed_width(rest_low, std::string(rest, '9'), prefix + Grammar::byte(first_low));
-    if (first_low + 1 < first_high) {
-      Symbols middle = prefix + Grammar::byte_range(first_low + 1, first_high - 1);
-      middle.insert(middle.end(), rest, Grammar::byte_range('0', '9'));
-      out.push_back(middle);
-    }
-    for (Symbols& upper :
-         fixed_width(std::string(rest, '0'), rest_high, prefix + Grammar::byte(first_high))) {
-      out.push_back(std::move(upper));
-    }
-    return out;
-  }
-
-  // Every decimal text, without leading zeros, of a whole number from `low` (>= 0) to `high`
-  // (none: no bound): digit count by digit count.
-  std::vector<Symbols> magnitudes(long long low, std::optional<long long> high) {
-    std::vector<Symbols> out;
-    const auto digits_of = [](long long n) { return static_cast<int>(std::to_string(n).size()); };
-    const int fewest = digits_of(low);
-    const int most = high ? digits_of(*high) : fewest;
-    long long power = 1;  // 10^(d-1)
-    for (int d = 1; d < fewest; ++d) power *= 10;
-    for (int d = fewest; d <= most; ++d, power *= 10) {
-      const long long from = std::max(low, d == 1 ? 0LL : power);
-      const long long to = high ? std::min(*high, power * 10 - 1) : power * 10 - 1;
-      if (from > to) continue;
-      for (Symbols& text : fixed_width(std::to_string(from), std::to_string(to))) {
-        out.push_back(std::move(text));
-      }
-    }
-    if (!high) {  // and every number with more digits
-      Symbols longer = {Grammar::byte_range('1', '9')};
-      longer.insert(longer.end(), static_cast<std::size_t>(fewest), Grammar::byte_range('0', '9'));
-      out.push_back(longer + ref(digits_));
-    }
-    return out;
-  }
-
   static bool has_number_bounds(const Schema& schema) {
     return std::any_of(kNumberBounds.begin(), kNumberBounds.end(),
                        [&](const std::string& k) { return schema.contains(k); });
   }
 
-  // An integer under minimum, exclusiveMinimum, maximum, exclusiveMaximum (a number, or
-  // draft 4's boolean beside minimum or maximum): its non-negative texts and its negative ones.
+  // The bounds of one side: minimum and exclusiveMinimum (lower) or maximum and
+  // exclusiveMaximum, each value with whether it is exclusive (draft 4 writes "exclusiveMinimum":
+  // true beside minimum). Each value must be a number within +-10^`power` (10^`power` itself
+  // allowed where `up_to_largest`).
+  static std::vector<std::pair<Schema, bool>> bounds(const Schema& schema, bool lower, int power,
+                                                     bool up_to_largest, const std::string& where) {
+    const char* keyword = lower ? "minimum" : "maximum";
+    const char* exclusive = lower ? "exclusiveMinimum" : "exclusiveMaximum";
+    std::vector<std::pair<Schema, bool>> out;
+    for (const char* name : {keyword, exclusive}) {
+      const Schema v = schema.value(name, Schema());
+      if (v.is_null() || v.is_boolean()) continue;
+      const double limit = std::pow(10.0, power);
+      const double size = v.is_number() ? std::fabs(v.get<double>()) : limit;
+      if (!(size < limit || (up_to_largest && size == limit))) {
+        refuse(where + ": " + name + " must be a number " +
+               (up_to_largest ? "within 1e" : "strictly within 1e") + std::to_string(power));
+      }
+      out.emplace_back(v, name == exclusive || schema.value(exclusive, Schema()) == Schema(true));
+    }
+    return out;
+  }
+
+  // An integer under minimum, maximum and their exclusive forms (number_grammar.h).
   Rule integer(const Schema& schema, const std::string& where) {
-    const auto bound = [&](const char* keyword, const char* exclusive, bool lower) {
-      std::optional<long long> found;
-      for (const char* name : {keyword, exclusive}) {
-        const Schema v = schema.value(name, Schema());
-        if (v.is_null() || v.is_boolean()) continue;
-        if (!v.is_number() || !std::isfinite(v.get<double>()) ||
-            std::fabs(v.get<double>()) > static_cast<double>(kLargestBound)) {
-          refuse(where + ": " + name + " must be a number within 1e17");
-        }
-        const bool strict =
-            name == exclusive || (schema.value(exclusive, Schema()) == Schema(true));
+    std::optional<long long> low, high;
+    for (const bool lower : {true, false}) {
+      std::optional<long long>& found = lower ? low : high;
+      for (const auto& [v, exclusive] : bounds(schema, lower, kIntegerBoundPower, true, where)) {
         const double x = v.get<double>();
         long long whole = static_cast<long long>(lower ? std::ceil(x) : std::floor(x));
         if (v.is_number_integer()) whole = v.get<long long>();
-        if (strict && static_cast<double>(whole) == x) whole += lower ? 1 : -1;
+        if (exclusive && static_cast<double>(whole) == x) whole += lower ? 1 : -1;
         found = !found ? whole : lower ? std::max(*found, whole) : std::min(*found, whole);
       }
-      return found;
-    };
-    const std::optional<long long> low = bound("minimum", "exclusiveMinimum", true);
-    const std::optional<long long> high = bound("maximum", "exclusiveMaximum", false);
-    if (low && high && *low > *high) refuse(where + ": no integer lies between its bounds");
-    std::vector<Symbols> alternatives;
-    if (!high || *high >= 0) {
-      alternatives = magnitudes(low ? std::max(*low, 0LL) : 0, high);
     }
-    if (!low || *low < 0) {  // -m for m from max(1, -high) to -low
-      const long long least = high ? std::max(1LL, -std::min(*high, -1LL)) : 1;
-      const std::optional<long long> most = low ? std::optional(-*low) : std::nullopt;
-      for (Symbols& magnitude : magnitudes(least, most)) {
-        alternatives.push_back(lit("-") + magnitude);
+    if (low && high && *low > *high) refuse(where + ": no integer lies between its bounds");
+    return add_integer_range(grammar_, low, high);
+  }
+
+  // A number under the same keywords, written as number_grammar.h's plain decimals of at most
+  // kNumberDigits significant digits.
+  Rule number(const Schema& schema, const std::string& where) {
+    std::optional<NumberBound> low, high;
+    for (const bool lower : {true, false}) {
+      std::optional<NumberBound>& found = lower ? low : high;
+      for (const auto& [v, exclusive] : bounds(schema, lower, kNumberDigits, false, where)) {
+        const NumberBound bound{v.get<double>(), exclusive};
+        if (exclusive && significant_digits(bound.value) > kNumberDigits) {
+          refuse(where + ": an exclusive bound of a number needs at most 15 significant digits " +
+                 "(a number written next to it could read as the bound itself)");
+        }
+        const bool tighter = !found ||
+                             (lower ? bound.value > found->value : bound.value < found->value) ||
+                             (bound.value == found->value && exclusive);
+        if (tighter) found = bound;
       }
     }
-    return grammar_.add_rule(alternatives);
+    const std::optional<Rule> rule = add_number_range(grammar_, low, high);
+    if (!rule) {
+      refuse(where + ": no number of at most 15 significant digits lies between its bounds");
+    }
+    return *rule;
   }
 
   // A count keyword's value (minItems, maxLength, ...): `fallback` when absent.

@@ -23,16 +23,16 @@
 //   date-time (RFC 3339; February 29th in any year) and uuid (any other format is an
 //   annotation, as in JSON Schema's default vocabulary), pattern (pattern_grammar.h's subset
 //   of ECMA-262), one of the three;
-//   integers: minimum, maximum, exclusiveMinimum, exclusiveMaximum (numbers, or draft 4's
-//   booleans), written digit by digit: where the two bounds' digits part, the lower edge, the
-//   digits between, the upper edge.
+//   integers and numbers: minimum, maximum, exclusiveMinimum, exclusiveMaximum (numbers, or
+//   draft 4's booleans), written digit by digit (number_grammar.h), numbers as plain decimals
+//   of at most 15 significant digits.
 // A schema nests at most kMaxSchemaNesting schemas inside one another.
 // A value the schema leaves free (true, {}, an object's free values) is any JSON value with at
 // most kMaxDepth containers open inside it. Annotations (title, description, default, ...) are
-// ignored; any other keyword (multipleOf, bounds on a non-integer number, not, ...) is refused
+// ignored; any other keyword (multipleOf, not, if, ...) is refused
 // rather than silently not enforced.
 // Cost: a few rules per schema node; a free value's rules once per depth; a counted string or
-// array one rule per count; integer bounds O(digits^2) alternatives.
+// array one rule per count; bounds O(digits^2) alternatives.
 #pragma once
 
 #include <string_view>

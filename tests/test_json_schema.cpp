@@ -91,6 +91,13 @@ const std::vector<std::string> kSchemas = {
         "cafe": {"type": "string", "pattern": "^caf\u00e9 .$"},
         "quoted": {"type": "string", "pattern": "^\"q\" \\\\ [\\t\\n]$"}},
       "required": ["code", "phone", "email", "colour", "word", "words", "mix", "cafe", "quoted"]})",
+    // Number bounds, as pydantic writes confloat or Field(ge=..., lt=...).
+    R"({"type": "object", "properties": {
+        "score": {"type": "number", "minimum": 0, "maximum": 1},
+        "kelvin": {"type": "number", "exclusiveMinimum": -273.15},
+        "ratio": {"type": ["number", "null"], "minimum": -0.25, "exclusiveMaximum": 0.5},
+        "debt": {"type": "number", "maximum": -1000.5}},
+      "required": ["score"]})",
     // An enum of every kind of value.
     R"({"type": "object", "properties": {"v": {"enum": [1, "two", null, [3], {"k": true}]}},
       "required": ["v"]})",
@@ -259,6 +266,98 @@ TEST_CASE("json schema: integer bounds take exactly the integers between them") 
   }
 }
 
+// n / 1000 as a decimal text with `places` fraction digits (0: none), and shortest without them
+// when places < 0.
+std::string thousandths(long n, int places) {
+  const std::string sign = n < 0 ? "-" : "";
+  const long size = std::labs(n);
+  std::string fraction = std::to_string(1000 + size % 1000).substr(1);
+  if (places < 0) {
+    while (!fraction.empty() && fraction.back() == '0') fraction.pop_back();
+  } else {
+    fraction = (fraction + "0000").substr(0, static_cast<std::size_t>(places));
+  }
+  return sign + std::to_string(size / 1000) + (fraction.empty() ? "" : "." + fraction);
+}
+
+TEST_CASE("json schema: number bounds take exactly the plain decimals between them") {
+  constexpr long kNone = 1'000'000'000;  // no bound on that side (in thousandths)
+  struct Bounds {
+    std::string keywords;
+    long least, most;              // in thousandths
+    bool above_least, below_most;  // exclusive
+  };
+  std::vector<Bounds> bounds = {
+      {R"("minimum": 0, "maximum": 1)", 0, 1000, false, false},
+      {R"("minimum": 0.25, "exclusiveMaximum": 0.375)", 250, 375, false, true},
+      {R"("exclusiveMinimum": -1.5, "maximum": 2)", -1500, 2000, true, false},
+      {R"("exclusiveMinimum": 0)", 0, kNone, true, false},
+      {R"("maximum": -0.005)", -kNone, -5, false, false},
+      {R"("exclusiveMaximum": 0)", -kNone, 0, false, true},
+      {R"("minimum": -2.999, "maximum": -2.001)", -2999, -2001, false, false},
+      {R"("minimum": 1.5, "maximum": 1.5)", 1500, 1500, false, false},
+      {R"("minimum": 0.1, "exclusiveMinimum": 0.1, "maximum": 0.9, "exclusiveMaximum": 1)", 100,
+       900, true, false},  // the tighter of each pair
+      {R"("minimum": 1, "exclusiveMinimum": true, "maximum": 2, "exclusiveMaximum": true)", 1000,
+       2000, true, true},  // draft 4
+      {R"("minimum": 12, "maximum": 2345.5)", 12000, 2345500, false, false}};
+  // And random ones, so that every way two bounds' digits part meets the grammar.
+  std::mt19937 random(31);
+  for (int i = 0; i < 16; ++i) {
+    long least = std::uniform_int_distribution<long>(-2600, 2600)(random);
+    long most = std::uniform_int_distribution<long>(-2600, 2600)(random);
+    if (least > most) std::swap(least, most);
+    const bool above = random() % 2 == 0, below = random() % 2 == 0;
+    if (least == most && (above || below)) continue;
+    bounds.push_back({std::string(above ? R"("exclusiveMinimum": )" : R"("minimum": )") +
+                          thousandths(least, -1) +
+                          (below ? R"(, "exclusiveMaximum": )" : R"(, "maximum": )") +
+                          thousandths(most, -1),
+                      least, most, above, below});
+  }
+  for (const Bounds& b : bounds) {
+    CAPTURE(b.keywords);
+    const engine::Grammar grammar = engine::json_schema_grammar(
+        R"({"type": "object", "properties": {"v": {"type": "number", )" + b.keywords +
+        R"(}}, "required": ["v"]})");
+    for (long n = -3000; n <= 3000; ++n) {
+      const bool inside =
+          (b.above_least ? n > b.least : n >= b.least) && (b.below_most ? n < b.most : n <= b.most);
+      for (const int places : {-1, 1, 3, 4}) {
+        if (places == 1 && n % 100 != 0) continue;  // 1 place writes tenths only
+        const std::string text = thousandths(n, places);
+        CAPTURE(text);
+        CHECK(takes(grammar, "{\"v\": " + text + "}") == inside);
+      }
+    }
+    CHECK_FALSE(takes(grammar, R"({"v": 1e0})"));  // no exponents
+    CHECK_FALSE(takes(grammar, R"({"v": 0.5E+0})"));
+    CHECK_FALSE(takes(grammar, R"({"v": -0})"));  // no negative zero
+    CHECK_FALSE(takes(grammar, R"({"v": -0.0})"));
+    CHECK_FALSE(takes(grammar, R"({"v": 01.5})"));
+    CHECK_FALSE(takes(grammar, R"({"v": .5})"));
+    CHECK_FALSE(takes(grammar, R"({"v": 1.})"));
+  }
+  // At most 15 significant digits, wherever the decimal point is.
+  const engine::Grammar grammar = engine::json_schema_grammar(
+      R"({"type": "object", "properties": {"v": {"type": "number", "minimum": -1e14,
+          "exclusiveMaximum": 1}}, "required": ["v"]})");
+  for (const auto& [text, valid] : std::vector<std::pair<std::string, bool>>{
+           {"0.999999999999999", true},    // 15 digits, below 1 as a double too
+           {"0.9999999999999999", false},  // 16
+           {"0.000000000000001", true},    // 1 significant digit
+           {"0.0000000000000001", false},  // more than 15 fraction digits
+           {"-12345.6789012345", true},    // 15
+           {"-12345.67890123456", false},  // 16
+           {"-99999999999999.9", true},    // 15 digits, whole part 14
+           {"-100000000000000", true},     // the bound
+           {"-100000000000000.1", false},  // below it
+           {"-100000000000000.0", false}}) {  // 16 digits
+    CAPTURE(text);
+    CHECK(takes(grammar, "{\"v\": " + text + "}") == valid);
+  }
+}
+
 TEST_CASE("json schema: formats, string lengths and tuples take exactly what the reference does") {
   const std::string text = kSchemas[6];
   const OrderedJson schema = OrderedJson::parse(text);
@@ -398,9 +497,18 @@ TEST_CASE("json schema: what is not enforced, or admits no reply, is refused wit
        }(),
        "the schema nests deeper than 64"},
       {R"({"type": "object", "properties": {"a": {"minimum": 1}}})",
-       "minimum and maximum need \"type\": \"integer\""},
-      {R"({"type": "object", "properties": {"a": {"type": "number", "maximum": 1}}})",
-       "enforced on integers, not on numbers"},
+       "minimum and maximum need a \"type\": \"integer\" or \"number\""},
+      {R"({"type": "object", "properties": {"a": {"type": "number", "maximum": 1e15}}})",
+       "maximum must be a number strictly within 1e15"},
+      {R"({"type": "object", "properties": {"a": {"type": "number",
+          "exclusiveMaximum": 0.30000000000000004}}})",
+       "an exclusive bound of a number needs at most 15 significant digits"},
+      {R"({"type": "object", "properties": {"a": {"type": "number", "minimum": 0.1234567890123456,
+          "maximum": 0.1234567890123457}}})",
+       "no number of at most 15 significant digits lies between its bounds"},
+      {R"({"type": "object", "properties": {"a": {"type": "number", "minimum": 2.5,
+          "exclusiveMaximum": 2.5}}})",
+       "no number of at most 15 significant digits lies between its bounds"},
       {R"({"type": "object", "properties": {"a": {"type": "integer", "minimum": 3,
           "exclusiveMaximum": 3}}})",
        "no integer lies between its bounds"},
