@@ -61,28 +61,50 @@ void Grammar::add_alternative(Rule rule, const std::vector<Symbol>& symbols) {
 }
 
 std::string Grammar::defect() const {
-  // Which rules match the empty text, and which match some text: least fixed points.
-  std::vector<bool> nullable(rules(), false);
-  std::vector<bool> productive(rules(), false);
-  const auto all_of = [&](std::uint32_t place, const std::vector<bool>& rule_has, bool bytes_have) {
-    for (; elements_[place].kind != Kind::end; ++place) {
-      const Element& e = elements_[place];
-      if (e.kind == Kind::bytes ? !bytes_have : !rule_has[e.index]) return false;
-    }
-    return true;
-  };
-  for (bool changed = true; changed;) {
-    changed = false;
+  // Which rules match the empty text, and which match some text: least fixed points, found by
+  // a worklist in time linear in the grammar's size. An alternative waits on each rule it
+  // refers to (a byte waits for ever for nullable, never for productive); once none is left,
+  // its rule is marked, and the alternatives waiting on that rule wait on one fewer.
+  const auto fixed_point = [&](bool bytes_count) {
+    std::vector<bool> marked(rules(), false);
+    std::vector<Rule> owner;             // [alternative]: its rule
+    std::vector<std::uint32_t> waiting;  // [alternative]: symbols not yet satisfied
+    std::vector<std::vector<std::uint32_t>> waits_on(rules());  // [rule]: alternatives
+    std::vector<Rule> newly_marked;
     for (Rule rule = 0; rule < rules(); ++rule) {
-      for (const std::uint32_t alternative : alternatives_[rule]) {
-        if (!nullable[rule] && all_of(alternative, nullable, false))
-          nullable[rule] = changed = true;
-        if (!productive[rule] && all_of(alternative, productive, true)) {
-          productive[rule] = changed = true;
+      for (std::uint32_t place : alternatives_[rule]) {
+        const auto alternative = static_cast<std::uint32_t>(owner.size());
+        owner.push_back(rule);
+        std::uint32_t count = 0;
+        for (; elements_[place].kind != Kind::end; ++place) {
+          if (elements_[place].kind == Kind::rule) {
+            waits_on[elements_[place].index].push_back(alternative);
+            ++count;
+          } else if (!bytes_count) {
+            count = ~0U / 2;  // a byte: never satisfied
+          }
+        }
+        waiting.push_back(count);
+        if (count == 0 && !marked[rule]) {
+          marked[rule] = true;
+          newly_marked.push_back(rule);
         }
       }
     }
-  }
+    while (!newly_marked.empty()) {
+      const Rule rule = newly_marked.back();
+      newly_marked.pop_back();
+      for (const std::uint32_t alternative : waits_on[rule]) {
+        if (--waiting[alternative] == 0 && !marked[owner[alternative]]) {
+          marked[owner[alternative]] = true;
+          newly_marked.push_back(owner[alternative]);
+        }
+      }
+    }
+    return marked;
+  };
+  const std::vector<bool> nullable = fixed_point(false);
+  const std::vector<bool> productive = fixed_point(true);
   // The rules each rule can begin with: those before which only empty texts can stand.
   const auto leading = [&](Rule rule) {
     std::vector<Rule> found;
@@ -110,11 +132,12 @@ std::string Grammar::defect() const {
     }
     leading_mark[rule] = Mark::done;
   };
+  bool unproductive = false;  // some reached rule matches no text
   while (!to_visit.empty() && found.empty()) {
     const Rule rule = to_visit.back();
     to_visit.pop_back();
     if (leading_mark[rule] == Mark::unseen) visit_leading(visit_leading, rule);
-    if (found.empty() && !productive[rule]) found = "a rule matches no text";
+    unproductive = unproductive || !productive[rule];
     for (const std::uint32_t alternative : alternatives_[rule]) {
       for (std::uint32_t place = alternative; elements_[place].kind != Kind::end; ++place) {
         const Element& e = elements_[place];
@@ -125,6 +148,7 @@ std::string Grammar::defect() const {
       }
     }
   }
+  if (found.empty() && unproductive) found = "a rule matches no text";
   return found;
 }
 

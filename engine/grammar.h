@@ -66,6 +66,8 @@ class Grammar {
   // Where each alternative of `rule` starts.
   const std::vector<std::uint32_t>& alternatives(Rule rule) const { return alternatives_[rule]; }
   std::size_t rules() const { return alternatives_.size(); }
+  // Symbols stored, end marks included (the grammar's size).
+  std::size_t size() const { return elements_.size(); }
 
  private:
   std::vector<Element> elements_;

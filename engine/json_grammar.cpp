@@ -93,6 +93,16 @@ class SchemaCompiler {
   static Symbol ref(Rule rule) { return Grammar::rule_symbol(rule); }
   static Symbols lit(std::string_view text) { return Grammar::literal(text); }
 
+  // Refuses a schema whose grammar has grown past kMaxGrammarSymbols (checked as each value
+  // starts and as an object's properties are joined, between which it grows by a bounded step).
+  void check_size(const std::string& where) const {
+    if (grammar_.size() > kMaxGrammarSymbols) {
+      refuse(where + ": the schema is too large to enforce (its grammar passes " +
+             std::to_string(kMaxGrammarSymbols) + " symbols; counted strings and arrays, " +
+             "and optional properties, cost the most)");
+    }
+  }
+
   // The schema a $ref chain at `schema` ends at (for the root check).
   const Schema& resolved(const Schema& schema) const {
     const Schema* at = &schema;
@@ -224,6 +234,7 @@ class SchemaCompiler {
     if (++nesting_ > kMaxSchemaNesting) {
       refuse(where + ": the schema nests deeper than " + std::to_string(kMaxSchemaNesting));
     }
+    check_size(where);
     const Rule rule = value_nested(schema, where);
     --nesting_;
     return rule;
@@ -371,12 +382,14 @@ class SchemaCompiler {
       return free_keyed_object(extra.is_boolean() ? free_value(1)
                                                   : value(extra, where + "/additionalProperties"));
     }
-    // member[k]: "key" gap ":" gap value, the k-th property.
+    // member[k]: "key" gap ":" gap value, the k-th property (a rule, as rest refers to it from
+    // up to k places).
     std::vector<Symbols> member;
     std::vector<bool> needed;
     for (const auto& [name, property] : properties.items()) {
       const Rule v = value(property, where + "/properties/" + name);
-      member.push_back(lit(Schema(name).dump()) + ref(gap_) + lit(":") + ref(gap_) + ref(v));
+      member.push_back({ref(grammar_.add_rule(
+          {lit(Schema(name).dump()) + ref(gap_) + lit(":") + ref(gap_) + ref(v)}))});
       needed.push_back(required.contains(name));
     }
     // rest[k][w]: what follows once the properties before k are written or skipped (w: some
@@ -386,6 +399,7 @@ class SchemaCompiler {
     std::vector<std::array<Rule, 2>> rest(n + 1);
     for (auto& pair : rest) pair = {grammar_.add_rule(), grammar_.add_rule()};
     for (std::size_t k = 0; k <= n; ++k) {
+      check_size(where);
       for (int written = 0; written < 2; ++written) {
         for (std::size_t next = k; next < n; ++next) {
           const Symbols comma = written ? lit(",") + ref(gap_) : Symbols{};
@@ -424,6 +438,9 @@ class SchemaCompiler {
       return grammar_.add_rule({lit("\"") + ref(contents) + lit("\"")});
     }
     if (least == 0 && most < 0) return string_;
+    if (const auto known = counted_strings_.find({least, most}); known != counted_strings_.end()) {
+      return known->second;
+    }
     // after[k]: the rest once k characters are written.
     const long bound = most >= 0 ? most : least;
     std::vector<Rule> after(static_cast<std::size_t>(bound) + 1);
@@ -434,7 +451,7 @@ class SchemaCompiler {
       const Rule next = most < 0 && k == bound ? after[k] : after[k + 1];
       grammar_.add_alternative(after[k], {ref(character_), ref(next)});
     }
-    return grammar_.add_rule({lit("\"") + ref(after[0])});
+    return counted_strings_[{least, most}] = grammar_.add_rule({lit("\"") + ref(after[0])});
   }
 
   // The text between the quotes of a string of `format`, nullopt for a format not enforced.
@@ -605,6 +622,7 @@ class SchemaCompiler {
   std::vector<std::optional<Rule>> free_values_ =  // [open]: any value inside `open` containers
       std::vector<std::optional<Rule>>(kMaxDepth + 1);
   std::map<std::string, Rule> references_;
+  std::map<std::pair<long, long>, Rule> counted_strings_;  // [least, most]: made once
   int nesting_ = 0;  // schemas being compiled inside one another
 };
 

@@ -26,7 +26,8 @@
 //   integers and numbers: minimum, maximum, exclusiveMinimum, exclusiveMaximum (numbers, or
 //   draft 4's booleans), written digit by digit (number_grammar.h), numbers as plain decimals
 //   of at most 15 significant digits.
-// A schema nests at most kMaxSchemaNesting schemas inside one another.
+// A schema nests at most kMaxSchemaNesting schemas inside one another, and its grammar holds at
+// most kMaxGrammarSymbols symbols (a bounded compile, whatever a request sends).
 // A value the schema leaves free (true, {}, an object's free values) is any JSON value with at
 // most kMaxDepth containers open inside it. Annotations (title, description, default, ...) are
 // ignored; any other keyword (multipleOf, not, if, ...) is refused
@@ -35,6 +36,7 @@
 // array one rule per count; bounds O(digits^2) alternatives.
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 
 #include "engine/grammar.h"
@@ -45,6 +47,7 @@ inline constexpr int kMaxDepth = 32;
 inline constexpr int kMaxIndent = 20;
 inline constexpr int kMaxCountedItems = 1024;
 inline constexpr int kMaxSchemaNesting = 64;  // schemas inside schemas (compiled recursively)
+inline constexpr std::size_t kMaxGrammarSymbols = 1 << 20;  // 8 MiB of grammar
 
 // JSON mode's schema: any JSON object.
 inline constexpr std::string_view kJsonObjectSchema = R"({"type": "object"})";

@@ -343,15 +343,15 @@ TEST_CASE("json schema: number bounds take exactly the plain decimals between th
       R"({"type": "object", "properties": {"v": {"type": "number", "minimum": -1e14,
           "exclusiveMaximum": 1}}, "required": ["v"]})");
   for (const auto& [text, valid] : std::vector<std::pair<std::string, bool>>{
-           {"0.999999999999999", true},    // 15 digits, below 1 as a double too
-           {"0.9999999999999999", false},  // 16
-           {"0.000000000000001", true},    // 1 significant digit
-           {"0.0000000000000001", false},  // more than 15 fraction digits
-           {"-12345.6789012345", true},    // 15
-           {"-12345.67890123456", false},  // 16
-           {"-99999999999999.9", true},    // 15 digits, whole part 14
-           {"-100000000000000", true},     // the bound
-           {"-100000000000000.1", false},  // below it
+           {"0.999999999999999", true},       // 15 digits, below 1 as a double too
+           {"0.9999999999999999", false},     // 16
+           {"0.000000000000001", true},       // 1 significant digit
+           {"0.0000000000000001", false},     // more than 15 fraction digits
+           {"-12345.6789012345", true},       // 15
+           {"-12345.67890123456", false},     // 16
+           {"-99999999999999.9", true},       // 15 digits, whole part 14
+           {"-100000000000000", true},        // the bound
+           {"-100000000000000.1", false},     // below it
            {"-100000000000000.0", false}}) {  // 16 digits
     CAPTURE(text);
     CHECK(takes(grammar, "{\"v\": " + text + "}") == valid);
@@ -496,6 +496,15 @@ TEST_CASE("json schema: what is not enforced, or admits no reply, is refused wit
          return deep + "{}" + std::string(70, '}') + "}}";
        }(),
        "the schema nests deeper than 64"},
+      {[] {  // 1024 strings of different counted lengths: ~2.7 million symbols
+         std::string wide = R"({"type": "object", "properties": {)";
+         for (int i = 1; i <= 1024; ++i) {
+           wide += (i > 1 ? ", " : "") + ("\"p" + std::to_string(i)) +
+                   R"(": {"type": "string", "maxLength": )" + std::to_string(i) + "}";
+         }
+         return wide + "}}";
+       }(),
+       "the schema is too large to enforce"},
       {R"({"type": "object", "properties": {"a": {"minimum": 1}}})",
        "minimum and maximum need a \"type\": \"integer\" or \"number\""},
       {R"({"type": "object", "properties": {"a": {"type": "number", "maximum": 1e15}}})",
@@ -558,6 +567,20 @@ TEST_CASE("json schema: what is not enforced, or admits no reply, is refused wit
       CHECK(what.find(r.says) != std::string::npos);
     }
   }
+  // Many properties alike share their counted strings' rules, and 300 optional properties (each
+  // may follow any before it) stay within the bound, each compiled in well under a second.
+  std::string alike = R"({"type": "object", "properties": {)", optional = alike;
+  for (int i = 0; i < 3000; ++i) {
+    alike += (i > 0 ? ", " : "") + ("\"p" + std::to_string(i)) +
+             R"(": {"type": "string", "maxLength": 1024})";
+  }
+  for (int i = 0; i < 300; ++i) {
+    optional += (i > 0 ? ", " : "") + ("\"p" + std::to_string(i)) + R"(": {"type": "integer"})";
+  }
+  std::string names;
+  for (int i = 0; i < 3000; ++i) names += (i > 0 ? ", " : "") + ("\"p" + std::to_string(i)) + "\"";
+  CHECK(engine::json_schema_grammar(alike + "}, \"required\": [" + names + "]}").size() < 100'000);
+  CHECK(engine::json_schema_grammar(optional + "}}").size() < engine::kMaxGrammarSymbols);
   // Annotations are read past, and JSON mode's schema compiles.
   CHECK_NOTHROW((void)engine::json_schema_grammar(
       R"({"title": "t", "description": "d", "$schema": "x", "type": "object",
