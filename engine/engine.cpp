@@ -78,6 +78,10 @@ Engine::Engine(const LanguageModel& model, Context& ctx, const EngineOptions& op
 
 Engine::~Engine() = default;
 
+std::int64_t Engine::longest_sequence() const {
+  return std::min(model_.config().context_length, total_blocks_ * cache_.block_tokens());
+}
+
 std::string Engine::refusal(const Request& request) const {
   const ModelConfig& shape = model_.config();
   const auto length = static_cast<std::int64_t>(request.prompt.size());

@@ -82,6 +82,9 @@ class Engine {
   // from then on every request in flight and every new one fails with it at once, instead of
   // each running into it again. Any thread may ask (a server's health check does).
   std::string device_failure() const;
+  // The most positions one sequence can hold: the model's context, or the whole KV cache when
+  // that is smaller. A request reaching it finishes with FinishReason::length. Any thread.
+  std::int64_t longest_sequence() const;
 
   // Queues a request and returns its id. One that can never run (no prompt, an id outside the
   // vocabulary, a prompt that fills the context or the whole cache, max_tokens < 1, bad sampling

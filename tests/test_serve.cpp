@@ -1157,6 +1157,57 @@ TEST_CASE("serve: malformed and out-of-range requests get a 4xx with an OpenAI e
     CHECK(answer.find("POST needs a Content-Length header") != std::string::npos);
     close(fd);
   }
+  // A body's framing is judged from its headers, at once (not after the read timeout): chunks
+  // (411), a Content-Length past --max-body-bytes (413), copies that differ or a length that is
+  // not a number (400); the answer says to close the connection.
+  for (const auto& [headers, status, says] : std::vector<std::tuple<std::string, int, std::string>>{
+           {"Transfer-Encoding: chunked\r\n", 411, "a chunked body is not accepted"},
+           {"Content-Length: 2000000\r\n", 413, "more than --max-body-bytes 65536"},
+           {"Content-Length: 100000000000000000000000\r\n", 413, "too large"},
+           {"Content-Length: 2\r\nContent-Length: 3\r\n", 400,
+            "Content-Length headers that differ"},
+           {"Content-Length: -5\r\n", 400, "Content-Length must be a decimal number"}}) {
+    CAPTURE(headers);
+    const int fd = connect_raw(server.port());
+    const timeval wait{3, 0};
+    REQUIRE(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait) == 0);
+    const std::string request =
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+        "Content-Type: application/json\r\n" +
+        headers + "\r\n{}";
+    CHECK(send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size()));
+    std::string answer;
+    char chunk[4096];
+    while (answer.find(says) == std::string::npos) {
+      const ssize_t got = recv(fd, chunk, sizeof chunk, 0);
+      if (got <= 0) break;
+      answer.append(chunk, static_cast<std::size_t>(got));
+    }
+    CAPTURE(answer);
+    CHECK(answer.rfind("HTTP/1.1 " + std::to_string(status), 0) == 0);
+    CHECK(answer.find(says) != std::string::npos);
+    CHECK(answer.find("Connection: close") != std::string::npos);
+    close(fd);
+  }
+  // A known endpoint asked with another method: 405, saying which it answers.
+  const httplib::Result wrong_method = c.Get("/v1/completions");
+  REQUIRE(wrong_method);
+  CHECK(wrong_method->status == 405);
+  CHECK(wrong_method->get_header_value("Allow") == "POST");
+  CHECK(c.Delete("/health")->status == 405);
+  // max_tokens past the context is a 400 (OpenAI's and vLLM's answer); left out, it is cut to
+  // the room left.
+  const httplib::Result past_context = post(c, greedy_body({1, 2, 3}, 126));
+  REQUIRE(past_context);
+  CHECK(past_context->status == 400);
+  CHECK(past_context->body.find("need 129 positions; a sequence holds at most 128") !=
+        std::string::npos);
+  json no_limit = greedy_body({1, 2, 3}, 1);
+  no_limit.erase("max_tokens");
+  no_limit["ignore_eos"] = true;
+  const httplib::Result default_limit = post(c, no_limit);
+  REQUIRE(default_limit);
+  CHECK(default_limit->status == 200);
   CHECK(drained(c));
   CHECK(server.stop(SIGINT, 10) == 0);
 }
@@ -1201,6 +1252,14 @@ TEST_CASE("serve: the API key guards every endpoint but /health; a full queue an
   CHECK(full->status == 429);
   CHECK(full->get_header_value("Retry-After") == "1");
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+  // n choices are n requests in flight: more than --max-queue can never be served (400, not
+  // 429's "retry later").
+  json many = greedy_body({4, 5}, 2);
+  many["n"] = 2;
+  const httplib::Result too_many = post(c, many);
+  REQUIRE(too_many);
+  CHECK(too_many->status == 400);
+  CHECK(too_many->body.find("n (2) is more than --max-queue (1)") != std::string::npos);
   first.join();
   CHECK(drained(c));
   CHECK(metrics(c)["attnscope_request_rejected_total"] >= 1);
@@ -1348,6 +1407,52 @@ TEST_CASE("serve: a client gone mid-stream cancels its request; 64 streaming cli
   CHECK(in_flight_status == 200);
   CHECK(in_flight_body["usage"]["completion_tokens"] == 60);
   CHECK(server.log().find("stopped") != std::string::npos);
+}
+
+TEST_CASE("serve: --request-timeout and the shutdown cut a request short with an error") {
+  // GPT-2's shape on one thread writes far fewer than 600 tokens a second.
+  const std::vector<std::string> args = {
+      "--model", "synthetic:gpt2",   "--threads", "1", "--request-timeout",
+      "1",       "--shutdown-grace", "1"};
+  ServerProcess server(kBinary, args);
+  httplib::Client c = client(server);
+  json body = greedy_body({1, 2, 3}, 600);
+  body["model"] = "synthetic:gpt2";
+  // Whole: 504 once the time is up, though tokens keep coming.
+  const auto start = std::chrono::steady_clock::now();
+  const httplib::Result whole = post(c, body);
+  REQUIRE(whole);
+  CHECK(whole->status == 504);
+  CHECK(json::parse(whole->body)["error"]["type"] == "timeout");
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(8));
+  // Streamed: the chunks so far, then an error event in a chunked response closed as it must
+  // be (cpp-httplib's client reports a cut stream as a failure), and no [DONE].
+  const Streamed streamed = post_streamed(c, body);
+  CHECK(streamed.status == 200);
+  REQUIRE(!streamed.chunks.empty());
+  CHECK(streamed.chunks.back()["error"]["type"] == "timeout");
+  CHECK_FALSE(streamed.done);
+  CHECK(drained(c));
+  CHECK(server.stop(SIGTERM, 10) == 0);
+  // The shutdown's grace (1 s) passes with a stream in flight: it ends with a 503 error event.
+  std::vector<std::string> patient = args;
+  patient[5] = "600";  // --request-timeout
+  ServerProcess stopping(kBinary, patient);
+  httplib::Client d = client(stopping);
+  Streamed cut;
+  std::thread reader([&] {
+    httplib::Client mine = client(stopping);
+    cut = post_streamed(mine, body);
+  });
+  for (int i = 0; i < 500 && metrics(d)["attnscope_num_requests_running"] == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CHECK(stopping.stop(SIGTERM, 30) == 0);
+  reader.join();
+  CHECK(cut.status == 200);
+  REQUIRE(!cut.chunks.empty());
+  CHECK(cut.chunks.back()["error"]["message"] == "the server is shutting down");
+  CHECK_FALSE(cut.done);
 }
 
 TEST_CASE("serve: OpenAI's Python client, as a user would drive it") {

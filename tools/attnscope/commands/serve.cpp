@@ -23,9 +23,12 @@
 // thread of its own that ends, so the loop's OpenMP team is the only one.
 //
 // Limits: --host 127.0.0.1 unless told otherwise; --api-key makes every endpoint but /health
-// need "Authorization: Bearer KEY" (compared in constant time); request bodies up to
-// --max-body-bytes (413 beyond), a read timeout for slow clients, --request-timeout for a whole
-// request (504), nothing on disk is ever served. An engine step that fails (out of memory)
+// need "Authorization: Bearer KEY" (compared in constant time); request bodies sent with a
+// Content-Length of up to --max-body-bytes (413 beyond, answered from the headers; chunked
+// bodies 411), a read timeout for a client that stops sending (one that trickles a byte at a
+// time keeps its connection thread: put a proxy in front for untrusted clients),
+// --request-timeout for a whole request (504, or an error event when streamed), nothing on disk
+// is ever served. An engine step that fails (out of memory)
 // answers 500 to the requests it ran; the others and the server go on. After a device error
 // (a kernel fault leaves the CUDA context unusable) every request answers 503 with it and
 // /health says 503 "device failed", so whatever supervises the server restarts it. SIGINT or
@@ -37,6 +40,7 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <ctime>
 #include <exception>
@@ -113,6 +117,9 @@ std::optional<ApiError> finish_error(const engine::Event& event) {
   return std::nullopt;
 }
 
+const ApiError kTimedOut{504, "timeout", "the request took longer than --request-timeout", ""};
+const ApiError kShuttingDown{503, "server_error", "the server is shutting down", ""};
+
 // Everything a handler needs, alive for the whole server.
 struct Service {
   const ServeFlags& flags;
@@ -125,6 +132,7 @@ struct Service {
   std::string model_name;
   std::optional<ToolCallParser> tool_call_parser;
   std::optional<ReasoningParser> reasoning_parser;
+  std::uint64_t max_body_bytes = 0;
   std::time_t started = std::time(nullptr);
   std::atomic<std::int64_t> next_id{1};
   std::atomic<bool> shutting_down{false};
@@ -258,12 +266,12 @@ void answer_whole(Service& service, const CompletionRequest& asked, Choices& cho
     engine::Event event;
     for (;;) {
       try {
-        if (!choices.next(index, event, std::chrono::milliseconds(100))) {
-          if (std::chrono::steady_clock::now() < deadline) continue;
+        const bool arrived = choices.next(index, event, std::chrono::milliseconds(100));
+        if (std::chrono::steady_clock::now() >= deadline) {
           choices.cancel();
-          return send_error(res,
-                            {504, "timeout", "the request took longer than --request-timeout", ""});
+          return send_error(res, kTimedOut);
         }
+        if (!arrived) continue;
       } catch (const ApiError& error) {
         return send_error(res, error);
       }
@@ -277,9 +285,9 @@ void answer_whole(Service& service, const CompletionRequest& asked, Choices& cho
       choices.cancel();
       return send_error(res, *error);
     }
-    if (event.reason == engine::FinishReason::cancelled) {
+    if (event.reason == engine::FinishReason::cancelled) {  // only the shutdown cancels
       choices.cancel();
-      return send_error(res, {503, "server_error", "the server is shutting down", ""});
+      return send_error(res, kShuttingDown);
     }
     body_text += text.finish();
     body["choices"].push_back(whole_choice(asked, index, body_text, events, text, offset,
@@ -342,6 +350,15 @@ void answer_streamed(Service& service, const CompletionRequest& asked,
         const auto send = [&](const std::string& data) {
           return sink.write(data.data(), data.size());
         };
+        // An error ends the stream with an error event (no [DONE]), closed as a chunked
+        // response must be, and cancels every choice.
+        const auto end_with = [&](const ApiError& error) {
+          send("data: " + error_body(error) + "\n\n");
+          sink.done();
+          state->choices->cancel();
+          state->finished = true;
+          return true;
+        };
         // An exception must not leave this callback (it would end the server): the stream ends
         // with the error, and the request is cancelled.
         try {
@@ -361,17 +378,13 @@ void answer_streamed(Service& service, const CompletionRequest& asked,
             state->offset = state->asked.echo ? state->asked.prompt_text.size() : 0;
           }
           engine::Event event;
-          if (!state->choices->next(state->index, event, std::chrono::milliseconds(100))) {
-            // No event yet: still connected and in time? (A false return cancels the request.)
-            return sink.is_writable() && std::chrono::steady_clock::now() < state->deadline;
-          }
-          if (const std::optional<ApiError> error = finish_error(event)) {
-            send("data: " + error_body(*error) + "\n\n");
-            sink.done();
-            state->choices->cancel();
-            state->finished = true;
-            return true;
-          }
+          const bool arrived =
+              state->choices->next(state->index, event, std::chrono::milliseconds(100));
+          if (std::chrono::steady_clock::now() >= state->deadline) return end_with(kTimedOut);
+          // No event yet: still connected? (A false return cancels the request.)
+          if (!arrived) return sink.is_writable();
+          if (const std::optional<ApiError> error = finish_error(event)) return end_with(*error);
+          if (event.reason == engine::FinishReason::cancelled) return end_with(kShuttingDown);
           std::string piece;
           json logprobs = nullptr;
           if (event.has_token) {
@@ -388,24 +401,22 @@ void answer_streamed(Service& service, const CompletionRequest& asked,
             if (part.content.empty() && part.reasoning.empty() && logprobs.is_null()) return true;
             return send(chunk(part.content, logprobs, nullptr, part.reasoning));
           }
-          const bool cancelled = event.reason == engine::FinishReason::cancelled;
-          json reason = cancelled ? json(nullptr) : json(finish_reason(event.reason));
+          json reason = finish_reason(event.reason);
           const ChatReply last = state->parts.finish(piece + state->text.finish());
           json tool_calls = nullptr;
           if (!last.tool_calls.empty()) {
             tool_calls = tool_calls_json(last.tool_calls, call_id(state->id, state->index), true);
-            if (!cancelled) reason = "tool_calls";
+            reason = "tool_calls";
           }
           if (!send(chunk(last.content, logprobs, reason, last.reasoning, tool_calls))) {
             return false;
           }
-          if (!cancelled && ++state->index < state->choices->size()) {
+          if (++state->index < state->choices->size()) {
             state->started = false;  // the next choice, from its first chunk
             state->text = CompletionText(service.text(), state->asked.request.stop);
             state->parts = ChatReplyStream(state->asked.reasoning, state->asked.tool_calls);
             return true;
           }
-          if (cancelled) state->choices->cancel();
           if (state->asked.include_usage) {
             json usage = completion_head(service, state->id, state->asked.chat, true);
             usage["choices"] = json::array();
@@ -418,12 +429,10 @@ void answer_streamed(Service& service, const CompletionRequest& asked,
           sink.done();
           return true;
         } catch (const ApiError& error) {  // a later choice refused by a full queue
-          send("data: " + error_body(error) + "\n\n");
-          return false;
+          return end_with(error);
         } catch (const std::exception& error) {
           std::cerr << "attnscope serve: streamed " << state->id << ": " << error.what() << "\n";
-          send("data: " + error_body({500, "server_error", error.what(), ""}) + "\n\n");
-          return false;
+          return end_with({500, "server_error", error.what(), ""});
         }
       },
       [state](bool /*success*/) {
@@ -452,12 +461,30 @@ void handle_completion(Service& service, const httplib::Request& req, httplib::R
     return send_error(res, error);
   }
   if (chat) asked.reasoning = service.reasoning_parser;
+  if (asked.n > service.flags.max_queue) {  // each choice is a request in flight
+    return send_error(res, {400, "invalid_request_error",
+                            "n (" + std::to_string(asked.n) + ") is more than --max-queue (" +
+                                std::to_string(service.flags.max_queue) +
+                                "), the requests the server holds at once",
+                            "n"});
+  }
   if (std::string why = service.engine.refusal(asked.request); !why.empty()) {
     return send_error(res, {400, "invalid_request_error", why, "prompt"});
   }
-  if (service.shutting_down) {
-    return send_error(res, {503, "server_error", "the server is shutting down", ""});
+  const auto prompt_tokens = static_cast<std::int64_t>(asked.request.prompt.size());
+  const std::int64_t longest = service.engine.longest_sequence();
+  if (asked.max_tokens_given && prompt_tokens + asked.request.max_tokens > longest) {
+    return send_error(
+        res, {400, "invalid_request_error",
+              "the prompt (" + std::to_string(prompt_tokens) + " tokens) and max_tokens (" +
+                  std::to_string(asked.request.max_tokens) + ") need " +
+                  std::to_string(prompt_tokens + asked.request.max_tokens) +
+                  " positions; a sequence holds at most " + std::to_string(longest) +
+                  (longest < config.context_length ? " (the KV cache's size; raise --kv-memory)"
+                                                   : " (the model's context)"),
+              "max_tokens"});
   }
+  if (service.shutting_down) return send_error(res, kShuttingDown);
   if (std::string failure = service.engine.device_failure(); !failure.empty()) {
     return send_error(res, {503, "server_error", std::move(failure), ""});
   }
@@ -475,15 +502,52 @@ void handle_completion(Service& service, const httplib::Request& req, httplib::R
   answer_whole(service, asked, *choices, res);
 }
 
+// What is wrong with a request's framing, checked from its headers before a byte of its body
+// is read (cpp-httplib 0.11 would read it first): a POST needs a Content-Length, one decimal
+// number (copies that differ are a 400, as RFC 9112 asks, since two readers could cut the
+// stream differently), at most `max_body` (413 at once, not after reading the whole body to
+// discard it). A chunked body is refused (411): its size is known only at its end, and
+// cpp-httplib would read all of it past the limit.
+std::optional<ApiError> framing_error(const httplib::Request& req, std::uint64_t max_body) {
+  const bool sends_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH";
+  if (!sends_body) return std::nullopt;
+  if (req.has_header("Transfer-Encoding")) {
+    return ApiError{411, "invalid_request_error",
+                    "a chunked body is not accepted: send the body with a Content-Length header",
+                    ""};
+  }
+  const std::size_t lengths = req.get_header_value_count("Content-Length");
+  if (lengths == 0) {
+    return ApiError{411, "invalid_request_error", req.method + " needs a Content-Length header",
+                    ""};
+  }
+  const std::string length = req.get_header_value("Content-Length");
+  for (std::size_t i = 1; i < lengths; ++i) {
+    if (req.get_header_value("Content-Length", i) != length) {
+      return ApiError{400, "invalid_request_error", "Content-Length headers that differ", ""};
+    }
+  }
+  std::uint64_t bytes = 0;
+  const auto [end, error] = std::from_chars(length.data(), length.data() + length.size(), bytes);
+  if (length.empty() || error == std::errc::invalid_argument ||
+      end != length.data() + length.size()) {
+    return ApiError{400, "invalid_request_error",
+                    "Content-Length must be a decimal number of bytes", ""};
+  }
+  if (error == std::errc::result_out_of_range || bytes > max_body) {
+    return ApiError{413, "invalid_request_error",
+                    "the request body is too large (more than --max-body-bytes " +
+                        std::to_string(max_body) + ")",
+                    ""};
+  }
+  return std::nullopt;
+}
+
 void add_routes(httplib::Server& server, Service& service) {
   server.set_pre_routing_handler([&service](const httplib::Request& req, httplib::Response& res) {
-    // A request body needs a length (or chunks): without either, cpp-httplib would read until the
-    // client closes or the read timeout passes. Refused before any byte of it is read.
-    const bool sends_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH";
-    if (sends_body && !req.has_header("Content-Length") &&
-        req.get_header_value("Transfer-Encoding").find("chunked") == std::string::npos) {
-      send_error(res, {411, "invalid_request_error",
-                       req.method + " needs a Content-Length header (or chunked encoding)", ""});
+    if (std::optional<ApiError> error = framing_error(req, service.max_body_bytes)) {
+      res.set_header("Connection", "close");  // the unread body must not be read as a request
+      send_error(res, *error);
       return httplib::Server::HandlerResponse::Handled;
     }
     if (service.flags.api_key.empty() || req.path == "/health") {
@@ -541,9 +605,18 @@ void add_routes(httplib::Server& server, Service& service) {
       });
   server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;  // a handler's own error answer
-    const std::string what = res.status == 404 ? "no such endpoint: " + req.method + " " + req.path
-                             : res.status == 413 ? "the request body is too large"
-                                                 : "the request could not be served";
+    const bool posted_to = req.path == "/v1/completions" || req.path == "/v1/chat/completions";
+    const bool got_from =
+        req.path == "/health" || req.path == "/v1/models" || req.path == "/metrics";
+    if (res.status == 404 && (posted_to || got_from)) {
+      res.status = 405;
+      res.set_header("Allow", posted_to ? "POST" : "GET");
+    }
+    const std::string what =
+        res.status == 405   ? req.path + " answers " + res.get_header_value("Allow") + " only"
+        : res.status == 404 ? "no such endpoint: " + req.method + " " + req.path
+        : res.status == 413 ? "the request body is too large"
+                            : "the request could not be served";
     send_error(res, {res.status, "invalid_request_error", what, ""});
   });
 }
@@ -608,7 +681,8 @@ int run_serve(const ServeFlags& flags) {
                   loop,
                   flags.served_model_name.empty() ? flags.model : flags.served_model_name,
                   tool_call_parser_named(flags.tool_call_parser),
-                  reasoning_parser_named(flags.reasoning_parser)};
+                  reasoning_parser_named(flags.reasoning_parser),
+                  max_body};
   httplib::Server server;
   const int threads =
       flags.http_threads > 0 ? flags.http_threads : static_cast<int>(flags.max_queue) + 8;

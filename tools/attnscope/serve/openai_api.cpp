@@ -425,6 +425,7 @@ CompletionRequest parse_completion_request(const std::string& body, const TextTo
   read_common_fields(parsed, body, tokenizer, vocab_size, out);
   engine::Request& request = out.request;
   request.max_tokens = integer(parsed, "max_tokens", 16, 1, std::int64_t{1} << 30);
+  out.max_tokens_given = parsed.contains("max_tokens") && !parsed["max_tokens"].is_null();
   request.logprobs = integer(parsed, "logprobs", -1, 0, 20);
   out.echo = boolean(parsed, "echo");
   if (out.echo && request.logprobs >= 0) {
@@ -493,6 +494,7 @@ CompletionRequest parse_chat_request(const std::string& body, const TextTokenize
   const char* limit_field =
       parsed.contains("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
   out.request.max_tokens = integer(parsed, limit_field, room, 1, std::int64_t{1} << 30);
+  out.max_tokens_given = parsed.contains(limit_field) && !parsed[limit_field].is_null();
   return out;
 }
 

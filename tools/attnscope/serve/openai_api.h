@@ -52,6 +52,9 @@ struct CompletionRequest {
   bool stream = false;
   bool echo = false;
   bool include_usage = false;  // stream_options.include_usage
+  // Whether the client set max_tokens (or max_completion_tokens): one past what a sequence can
+  // hold is then a 400, as OpenAI's and vLLM's; the default is cut to fit.
+  bool max_tokens_given = false;
   // How a chat's reply is read for tool calls: tool_choice "auto" by the server's parser, a
   // named function or "required" as a forced call (request.json_schema then holds its schema).
   ToolCallReading tool_calls;
