@@ -1412,8 +1412,8 @@ TEST_CASE("serve: a client gone mid-stream cancels its request; 64 streaming cli
 TEST_CASE("serve: --request-timeout and the shutdown cut a request short with an error") {
   // GPT-2's shape on one thread writes far fewer than 600 tokens a second.
   const std::vector<std::string> args = {
-      "--model", "synthetic:gpt2",   "--threads", "1", "--request-timeout",
-      "1",       "--shutdown-grace", "1"};
+      "--model", "synthetic:gpt2",    "--threads", "1", "--shutdown-grace", "1", "--read-timeout",
+      "2",       "--request-timeout", "1"};
   ServerProcess server(kBinary, args);
   httplib::Client c = client(server);
   json body = greedy_body({1, 2, 3}, 600);
@@ -1436,7 +1436,7 @@ TEST_CASE("serve: --request-timeout and the shutdown cut a request short with an
   CHECK(server.stop(SIGTERM, 10) == 0);
   // The shutdown's grace (1 s) passes with a stream in flight: it ends with a 503 error event.
   std::vector<std::string> patient = args;
-  patient[5] = "600";  // --request-timeout
+  patient.back() = "600";  // --request-timeout
   ServerProcess stopping(kBinary, patient);
   httplib::Client d = client(stopping);
   Streamed cut;
@@ -1444,10 +1444,27 @@ TEST_CASE("serve: --request-timeout and the shutdown cut a request short with an
     httplib::Client mine = client(stopping);
     cut = post_streamed(mine, body);
   });
+  // And a client that trickles its request a byte at a time: it must not keep the process alive
+  // past the read timeout (2 s) after the grace.
+  const int trickling = connect_raw(stopping.port());
+  std::atomic<bool> stop_trickling{false};
+  std::thread trickle([&] {
+    const std::string start = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Pad: ";
+    send(trickling, start.data(), start.size(), MSG_NOSIGNAL);
+    while (!stop_trickling && send(trickling, "a", 1, MSG_NOSIGNAL) == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+  });
   for (int i = 0; i < 500 && metrics(d)["attnscope_num_requests_running"] == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  const auto stopped_at = std::chrono::steady_clock::now();
   CHECK(stopping.stop(SIGTERM, 30) == 0);
+  CHECK(std::chrono::steady_clock::now() - stopped_at < std::chrono::seconds(10));
+  CHECK(stopping.log().find("a connection is still sending its request") != std::string::npos);
+  stop_trickling = true;
+  trickle.join();
+  close(trickling);
   reader.join();
   CHECK(cut.status == 200);
   REQUIRE(!cut.chunks.empty());

@@ -42,6 +42,8 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
+#include <cstdlib>
 #include <ctime>
 #include <exception>
 #include <filesystem>
@@ -720,6 +722,9 @@ int run_serve(const ServeFlags& flags) {
             << (service.reasoning_parser ? ", reasoning read as " + flags.reasoning_parser : "")
             << ") listening on http://" << flags.host << ":" << port << std::endl;
 
+  std::mutex listening_mutex;
+  std::condition_variable listening_ended;
+  bool still_listening = true;
   std::thread waiter([&] {
     int signal = 0;
     sigwait(&signals, &signal);
@@ -732,8 +737,23 @@ int run_serve(const ServeFlags& flags) {
         loop.drain(std::chrono::steady_clock::now() + std::chrono::seconds(flags.shutdown_grace_s));
     if (cancelled > 0) std::cerr << "attnscope serve: cancelled " << cancelled << " requests\n";
     server.stop();
+    // listen_after_bind returns once every connection thread has ended, and one still reading a
+    // request (a client trickling a byte at a time) never does: after the read timeout, the
+    // process exits without it (the engine has stopped; nothing is left to finish).
+    std::unique_lock lock(listening_mutex);
+    const auto patience = std::chrono::seconds(flags.read_timeout_s + 1);
+    if (!listening_ended.wait_for(lock, patience, [&] { return !still_listening; })) {
+      std::cerr << "attnscope serve: a connection is still sending its request; exiting without it"
+                << std::endl;
+      std::_Exit(0);
+    }
   });
   const bool listened = server.listen_after_bind();
+  {
+    std::lock_guard lock(listening_mutex);
+    still_listening = false;
+  }
+  listening_ended.notify_all();
   waiter.join();
   check(listened, "serve", "the server stopped listening on an error");
   std::cerr << "attnscope serve: stopped" << std::endl;
