@@ -1,6 +1,7 @@
 // The `attnscope` binary from the outside: exit codes, one-line errors, JSON output, and
 // end-to-end greedy generation on a Hugging Face fixture.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -980,7 +981,13 @@ TEST_CASE("profile and compare reject bad flags with one line") {
   check_one_line_error(run("compare --model synthetic:tiny --out x --attn fastest"), 2,
                        "valid: naive");
   check_one_line_error(run("compare --diff a.json"), 2, "diff");
-  check_one_line_error(run("compare --diff /no/such/a.json /no/such/b.json"), 1, "cannot open");
+  check_one_line_error(run("compare --diff /no/such/a.json /no/such/b.json"), 1, "no such file");
+  // A FIFO or a directory is refused before a byte is read (a FIFO would block for ever).
+  attnscope::testing::TempDir dir;
+  const std::string fifo = dir.file("fifo.json");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  check_one_line_error(run("compare --diff " + fifo + " " + fifo), 1, "not a regular file");
+  check_one_line_error(run("compare --diff /tmp /tmp"), 1, "/tmp: not a regular file");
 }
 
 // The header dict and the f32 values of a .npy file of any rank.
@@ -1463,6 +1470,24 @@ TEST_CASE("perplexity refuses bad input with one line") {
   check_one_line_error(run(model + text + " --kl-divergence " + dir.file("none.npy")), 1,
                        "none.npy: no such file");
   check_one_line_error(run(model + text + " --save-logits a --kl-divergence b"), 2, "excludes");
+  // A baseline with a logit that is not finite is refused, naming it (a KL divergence against
+  // +inf would read 0); a FIFO as its description is refused, not waited on.
+  for (const std::uint32_t bits : {0x7f800000u, 0xff800000u, 0x7fc00000u}) {  // +inf, -inf, NaN
+    std::string bytes = read_all(baseline);
+    const std::size_t header_len =
+        static_cast<unsigned char>(bytes[8]) | static_cast<unsigned char>(bytes[9]) << 8;
+    std::memcpy(bytes.data() + 10 + header_len + 4 * 5, &bits, sizeof bits);
+    const std::string broken = dir.file("broken.npy");
+    attnscope::testing::write_file(broken, bytes);
+    attnscope::testing::write_file(broken + ".json", read_all(baseline + ".json"));
+    check_one_line_error(run(model + text + " --ctx 32 --stride 8 --kl-divergence " + broken), 1,
+                         "broken.npy: holds a logit that is not finite (row 0)");
+  }
+  const std::string fifo_baseline = dir.file("fifo.npy");
+  attnscope::testing::write_file(fifo_baseline, read_all(baseline));
+  REQUIRE(::mkfifo((fifo_baseline + ".json").c_str(), 0600) == 0);
+  check_one_line_error(run(model + text + " --ctx 32 --stride 8 --kl-divergence " + fifo_baseline),
+                       1, "fifo.npy.json: not a regular file");
 }
 
 TEST_CASE("study predicts, observes and sets the study's numbers beside them") {

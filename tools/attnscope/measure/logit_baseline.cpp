@@ -3,10 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 
 #include "runtime/error.h"
+#include "runtime/input_file.h"
 #include "runtime/log_probs.h"
+#include "runtime/strict_json.h"
 #include "tools/attnscope/cli/output_files.h"
 
 namespace attnscope::cli {
@@ -28,17 +29,19 @@ BaselineWriter::BaselineWriter(const std::string& path, const BaselineSource& so
 BaselineComparison::BaselineComparison(const std::string& path, const BaselineSource& source,
                                        std::int64_t scored, std::int64_t vocab)
     : path_(path), rows_(path), baseline_row_(static_cast<std::size_t>(vocab)) {
-  std::ifstream in(source_path(path));
-  check(in.good(), source_path(path),
-        "cannot be read (written by --save-logits next to the baseline)");
+  const std::string sidecar = source_path(path);
+  const nlohmann::json json =
+      parse_json_refusing_duplicates(read_input_file(sidecar, kMaxConfigBytes,
+                                                     "a baseline description (written by "
+                                                     "--save-logits next to the baseline)"),
+                                     sidecar, "");
   BaselineSource saved;
   try {
-    const nlohmann::json json = nlohmann::json::parse(in);
     saved.tokens = json.at("tokens").get<std::vector<std::int32_t>>();
     saved.ctx = json.at("ctx").get<std::int64_t>();
     saved.stride = json.at("stride").get<std::int64_t>();
   } catch (const nlohmann::json::exception& e) {
-    throw Error(source_path(path), std::string("not a baseline description: ") + e.what());
+    throw Error(sidecar, std::string("not a baseline description: ") + json_parser_message(e));
   }
   check(saved.tokens == source.tokens, path,
         "the baseline was computed on another text or tokenizer (" +
@@ -55,6 +58,11 @@ BaselineComparison::BaselineComparison(const std::string& path, const BaselineSo
 
 void BaselineComparison::add(std::span<const float> logits) {
   rows_.read_row(baseline_row_);
+  for (const float logit : baseline_row_) {
+    check(std::isfinite(logit), path_,
+          "holds a logit that is not finite (row " + std::to_string(count_) +
+              "): a KL divergence against it means nothing");
+  }
   const std::vector<double> log_p = log_softmax(baseline_row_);
   const std::vector<double> log_q = log_softmax(logits);
   const double kl = kl_divergence(log_p, log_q);

@@ -5,13 +5,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <iomanip>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "runtime/error.h"
+#include "runtime/input_file.h"
+#include "runtime/strict_json.h"
 
 namespace attnscope::cli {
 
@@ -24,14 +25,8 @@ struct Side {
 };
 
 std::map<std::string, Side> read_summary(const std::string& path) {
-  std::ifstream in(path);
-  check(in.good(), path, "cannot open");
-  nlohmann::json json;
-  try {
-    in >> json;
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path, std::string("not valid JSON: ") + e.what());
-  }
+  const nlohmann::json json = parse_json_refusing_duplicates(
+      read_input_file(path, kMaxConfigBytes, "a profile summary"), path, "");
   check(json.is_object() && json.value("format", "") == "attnscope-profile-summary" &&
             json.contains("rows") && json["rows"].is_array(),
         path, "not a summary written by `attnscope profile --json`");
