@@ -962,6 +962,24 @@ TEST_CASE("profile prints a summary, writes a trace and JSON, and measures its o
   CHECK(diff.out.find("| forward | 2 |") != std::string::npos);
 }
 
+TEST_CASE("two output flags naming one file are a usage error, before any work") {
+  attnscope::testing::TempDir dir;
+  const std::string same = dir.file("out"), again = (dir.path() / "." / "out").string();
+  for (const auto& [command, says] : std::vector<std::pair<std::string, std::string>>{
+           {"generate -m synthetic:tiny -n 1 --logits-out " + same + " --attention-out " + again,
+            "--attention-out: names the same file as --logits-out"},
+           {"profile -m synthetic:tiny --prompt-len 4 --gen 1 --trace " + same + " --json " + again,
+            "--json: names the same file as --trace"},
+           {"diverge -m synthetic:tiny --prompt-ids 1,2 --json " + same + " --heatmap " + again,
+            "--heatmap: names the same file as --json"},
+           {"explain --json " + same + " --roofline " + again,
+            "--roofline: names the same file as --json"}}) {
+    CAPTURE(command);
+    check_one_line_error(run(command), 2, says);
+    CHECK_FALSE(std::filesystem::exists(same));
+  }
+}
+
 TEST_CASE("profile and compare reject bad flags with one line") {
   check_one_line_error(run("profile"), 2, "--model");
   check_one_line_error(run("profile --model synthetic:tiny --op attention"), 2, "excludes");

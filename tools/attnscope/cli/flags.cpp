@@ -3,6 +3,7 @@
 #include "tools/attnscope/cli/flags.h"
 
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <random>
@@ -206,6 +207,24 @@ std::string schema_of_flags(bool json_object, const std::string& schema_file) {
     throw Error(flag, e.what());
   }
   return schema;
+}
+
+void refuse_shared_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    for (std::size_t j = i + 1; j < outputs.size(); ++j) {
+      const auto& [flag, path] = outputs[i];
+      const auto& [other_flag, other_path] = outputs[j];
+      if (path.empty() || other_path.empty()) continue;
+      const auto normal = [](const std::string& file) {
+        return std::filesystem::weakly_canonical(std::filesystem::absolute(file))
+            .lexically_normal();
+      };
+      if (normal(path) == normal(other_path)) {
+        throw CLI::ValidationError(other_flag, "names the same file as " + flag + " (" + path +
+                                                   "): each output needs a file of its own");
+      }
+    }
+  }
 }
 
 }  // namespace attnscope::cli

@@ -80,4 +80,9 @@ std::vector<std::int32_t> parse_ids(const std::vector<std::string>& items, const
 // naming the flag otherwise.
 std::string schema_of_flags(bool json_object, const std::string& schema_file);
 
+// Throws CLI::ValidationError (a usage error) when two output flags name one file, so that the
+// later write would replace or corrupt the earlier: `outputs` are (flag, path) pairs, an empty
+// path meaning the flag is unset. Paths are compared made absolute and normal.
+void refuse_shared_outputs(const std::vector<std::pair<std::string, std::string>>& outputs);
+
 }  // namespace attnscope::cli

@@ -273,6 +273,9 @@ Subcommand add_diverge(CLI::App& app) {
   sub->add_option("--heatmap", flags->heatmap_path,
                   "Write an SVG heat map of layers x heads of the largest attention-output "
                   "difference (log colour scale)");
+  sub->callback([flags] {
+    refuse_shared_outputs({{"--json", flags->json_path}, {"--heatmap", flags->heatmap_path}});
+  });
   return {sub, [flags] { return run_diverge(*flags); }};
 }
 

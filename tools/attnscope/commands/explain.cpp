@@ -434,6 +434,7 @@ Subcommand add_explain(CLI::App& app) {
                   "Write an SVG roofline with every explained call as a point");
   sub->callback([sub, flags, kv_heads, model] {
     finish_attention_shape(flags->shape, *kv_heads);
+    refuse_shared_outputs({{"--json", flags->json_path}, {"--roofline", flags->roofline_path}});
     if (flags->shape.block_tokens != 0) {
       throw CLI::ValidationError("--paged", "explain reads contiguous calls only");
     }

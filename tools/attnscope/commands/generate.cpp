@@ -395,6 +395,10 @@ Subcommand add_generate(CLI::App& app) {
   add_attention_map_flags(*sub, flags->attention_map,
                           "every position the model ran, the prompt's rows and then one row per "
                           "decode step");
+  sub->callback([flags] {
+    refuse_shared_outputs(
+        {{"--logits-out", flags->logits_out}, {"--attention-out", flags->attention_map.path}});
+  });
   return {sub, [flags] { return run_generate(*flags); }};
 }
 

@@ -414,6 +414,10 @@ Subcommand add_profile(CLI::App& app) {
       throw CLI::ValidationError("--model", "profile needs --model M or --op attention");
     }
     if (model->count() > 0 && batch->count() > 0) flags->model_batch = flags->shape.batch;
+    refuse_shared_outputs({{"--trace", flags->trace_path},
+                           {"--json", flags->json_path},
+                           {"--roofline", flags->roofline_path},
+                           {"--attention-out", flags->attention_map.path}});
   });
   return {sub, [flags] { return run_profile(*flags); }};
 }
