@@ -900,12 +900,18 @@ TEST_CASE("bench --op serving: the engine at each concurrency, every request ans
   check_one_line_error(run("bench --op serving -m synthetic:tiny --kv-memory lots"), 1,
                        "--kv-memory");
   check_one_line_error(run("bench --op serving -m synthetic:tiny --kv-dtype i32"), 2, "--kv-dtype");
-  check_one_line_error(run("bench --op serving -m synthetic:tiny --kv-dtype q8_0 -r 1"), 1,
-                       "q8_0 needs heads a multiple of 32 wide (whole blocks), not 16");
   check_one_line_error(
-      run("bench --op serving -m synthetic:tiny --input-len 100 --kv-memory 64KiB -r 1 "
-          "--warmup 0"),
+      run("bench --op serving -m synthetic:tiny --kv-dtype q8_0 -r 1 --input-len 8 "
+          "--output-len 8"),
+      1, "q8_0 needs heads a multiple of 32 wide (whole blocks), not 16");
+  check_one_line_error(
+      run("bench --op serving -m synthetic:tiny --input-len 100 --output-len 8 --kv-memory 64KiB "
+          "-r 1 --warmup 0"),
       1, "needs more than the whole KV cache");
+  // A workload the context would cut short is refused, not measured short.
+  check_one_line_error(
+      run("bench --op serving -m synthetic:tiny --input-len 8 --output-len 121 -r 1 --warmup 0"), 1,
+      "a request of 8 prompt tokens and 121 new ones passes synthetic:tiny's context of 128");
   check_one_line_error(run("bench --op serving -m synthetic:tiny --dataset " + dir.file("none")), 1,
                        "none");
 }

@@ -172,6 +172,16 @@ json run_serving_grid(const ServingFlags& flags, const ServingGrid& grid, int& t
                                   flags.shared_prefix, model->config().vocab_size, grid.seed)
                 : dataset_workload(flags.dataset, flags.requests,
                                    parse_range(flags.output_len, "--output-len").max);
+        // A request the context cuts short would measure fewer tokens than the workload says.
+        for (const engine::Request& request : workload.requests) {
+          const auto prompt = static_cast<std::int64_t>(request.prompt.size());
+          check(prompt + request.max_tokens <= model->config().context_length, "--output-len",
+                "a request of " + std::to_string(prompt) + " prompt tokens and " +
+                    std::to_string(request.max_tokens) + " new ones passes " + spec +
+                    "'s context of " + std::to_string(model->config().context_length) +
+                    " (a sequence holds its prompt and its new tokens): lower --input-len or "
+                    "--output-len");
+        }
         if (!schema.empty()) {
           for (engine::Request& request : workload.requests) request.json_schema = schema;
           workload.description += flags.json_object ? ", JSON mode" : ", JSON schema";
