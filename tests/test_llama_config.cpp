@@ -319,6 +319,21 @@ TEST_CASE("llama config: transformers 5's rope_parameters (theta and scaling in 
   CHECK(failure(ConfigText().set("rope_parameters", R"({"rope_type": "yarn", "factor": 4.0})")) ==
         std::string(kLabel) +
             ": rope_parameters type 'yarn' is not supported (only 'llama3', or none)");
+  // Beside it, an older rope_scaling must say the same (transformers would apply it).
+  const std::string llama3 = R"({"rope_type": "llama3", "factor": 32, "low_freq_factor": 1,
+                                 "high_freq_factor": 4, "original_max_position_embeddings": 8192})";
+  CHECK(llama::parse_llama_config(
+            ConfigText().set("rope_parameters", llama3).set("rope_scaling", llama3).json(), kLabel)
+            .rope_scaling->factor == 32.0);
+  CHECK(failure(ConfigText()
+                    .set("rope_parameters", R"({"rope_type": "default", "rope_theta": 1e4})")
+                    .set("rope_scaling", R"({"type": "linear", "factor": 2.0})")) ==
+        std::string(kLabel) +
+            ": rope_scaling type 'linear' is not supported (only 'llama3', or none)");
+  CHECK(failure(ConfigText()
+                    .set("rope_parameters", R"({"rope_type": "default", "rope_theta": 1e4})")
+                    .set("rope_scaling", llama3)) ==
+        std::string(kLabel) + ": rope_scaling and rope_parameters disagree on the RoPE scaling");
 }
 
 TEST_CASE("llama config: unsupported features are refused with one clear line") {

@@ -224,6 +224,20 @@ LlamaConfig parse_llama_config(std::string_view json_text, const std::string& la
   config.rope_scaling = rope_parameters != nullptr
                             ? read_rope_scaling(root, "rope_parameters", label)
                             : read_rope_scaling(root, "rope_scaling", label);
+  // Both keys: transformers folds the older rope_scaling into rope_parameters, so a scaling in
+  // one that the other does not repeat would be read differently by the two; refused.
+  if (rope_parameters != nullptr && present(root, "rope_scaling") != nullptr) {
+    const std::optional<ops::Llama3RopeScaling> legacy =
+        read_rope_scaling(root, "rope_scaling", label);
+    const auto same = [](const ops::Llama3RopeScaling& a, const ops::Llama3RopeScaling& b) {
+      return a.factor == b.factor && a.low_freq_factor == b.low_freq_factor &&
+             a.high_freq_factor == b.high_freq_factor &&
+             a.original_max_position_embeddings == b.original_max_position_embeddings;
+    };
+    check(legacy.has_value() == config.rope_scaling.has_value() &&
+              (!legacy || same(*legacy, *config.rope_scaling)),
+          label, "rope_scaling and rope_parameters disagree on the RoPE scaling");
+  }
   config.max_position_embeddings = optional_integer(root, "max_position_embeddings", label)
                                        .value_or(config.max_position_embeddings);
   config.tie_word_embeddings =
