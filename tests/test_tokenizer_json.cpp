@@ -355,6 +355,15 @@ TEST_CASE("load refuses what it does not support, in one line naming it") {
     model = tokenizer;
     model["model"]["vocab"]["b"] = 97;
     CHECK(contains(load_error(model), "id 97 is used by another token too"));
+    // An id past 2^24 is refused, not given a table of gigabytes.
+    model = tokenizer;
+    model["added_tokens"] =
+        Json::array({{{"id", 1000000000}, {"content", "<x>"}, {"special", true}}});
+    CHECK(contains(load_error(model),
+                   "added token \"<x>\": id 1000000000 is not an integer in [0, 2^24)"));
+    model = tokenizer;
+    model["model"]["vocab"]["b"] = -1;
+    CHECK(contains(load_error(model), "id -1 is not an integer in [0, 2^24)"));
   }
   SUBCASE("the pre-tokenizer") {
     Json pre = tokenizer;

@@ -2,7 +2,6 @@
 
 #include <array>
 #include <filesystem>
-#include <limits>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 #include <utility>
@@ -18,6 +17,7 @@
 #include "models/tokenizer/utf8.h"
 #include "runtime/error.h"
 #include "runtime/input_file.h"
+#include "runtime/strict_json.h"
 
 namespace attnscope::tokenizer {
 namespace {
@@ -41,11 +41,12 @@ std::string type_of(const Json& spec, std::string_view part, const std::string& 
   return spec.is_null() ? "" : component_type(spec, part, where);
 }
 
+// A token's id: below 2^24, as a config's vocab_size (tables are sized by the largest id, so a
+// stray 10^9 would ask for gigabytes).
 std::int32_t token_id_of(const Json& value, const std::string& where, const std::string& what) {
-  check(value.is_number_unsigned() &&
-            value.get<std::uint64_t>() <
-                static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max()),
-        where, what + ": id " + value.dump() + " is not an integer in [0, 2^31 - 1)");
+  constexpr std::uint64_t kIdLimit = std::uint64_t{1} << 24;
+  check(value.is_number_unsigned() && value.get<std::uint64_t>() < kIdLimit, where,
+        what + ": id " + json_excerpt(value) + " is not an integer in [0, 2^24)");
   return static_cast<std::int32_t>(value.get<std::uint64_t>());
 }
 
