@@ -918,6 +918,14 @@ TEST_CASE("bench --op serving: the engine at each concurrency, every request ans
 
 TEST_CASE("bench rejects bad values, other devices and dtypes, and depths past the context") {
   check_one_line_error(run("bench --batch 0"), 2, "--batch");
+  // Numbers past an integer flag's type are refused, not saturated (CLI11 2.1 would run them
+  // as 2^63 - 1, and -1 as 2^64 - 1 in an unsigned one).
+  check_one_line_error(run("generate -m synthetic:tiny -n 1 --seed 9223372036854775808"), 2,
+                       "--seed: 9223372036854775808 is out of range (a 64-bit integer)");
+  check_one_line_error(run("generate -m synthetic:tiny -n 1 --top-k 99999999999999999999"), 2,
+                       "--top-k: 99999999999999999999 is out of range");
+  check_one_line_error(run("bench-attention --seed -1"), 2,
+                       "--seed: -1 is out of range (0 to 2^64 - 1)");
   check_one_line_error(run("bench --attn bogus"), 2, "valid: all, naive");
   check_one_line_error(run("bench -o xml"), 2, "--output");
   check_one_line_error(run("bench -r 0"), 2, "--repetitions");

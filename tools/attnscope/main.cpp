@@ -11,6 +11,7 @@
 
 #include "runtime/cpu_features.h"
 #include "runtime/error.h"
+#include "tools/attnscope/cli/flags.h"
 #include "tools/attnscope/cli/output_files.h"
 #include "tools/attnscope/commands/commands.h"
 
@@ -85,6 +86,7 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(args);
+    cli::refuse_out_of_range_integers(app);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

@@ -2,6 +2,7 @@
 // describe, and token ids given on the command line.
 #include "tools/attnscope/cli/flags.h"
 
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -225,6 +226,28 @@ void refuse_shared_outputs(const std::vector<std::pair<std::string, std::string>
       }
     }
   }
+}
+
+void refuse_out_of_range_integers(const CLI::App& app) {
+  for (const CLI::Option* option : app.get_options()) {
+    const std::string type = option->get_type_name();
+    const bool is_signed = type.starts_with("INT");
+    if (!is_signed && !type.starts_with("UINT")) continue;
+    for (const std::string& text : option->results()) {
+      const char* end = text.data() + text.size();
+      std::int64_t signed_value = 0;
+      std::uint64_t unsigned_value = 0;
+      const std::from_chars_result read = is_signed
+                                              ? std::from_chars(text.data(), end, signed_value)
+                                              : std::from_chars(text.data(), end, unsigned_value);
+      if (read.ec == std::errc::result_out_of_range || (!is_signed && text.starts_with('-'))) {
+        throw CLI::ValidationError(
+            option->get_name(),
+            text + " is out of range (" + (is_signed ? "a 64-bit integer" : "0 to 2^64 - 1") + ")");
+      }
+    }
+  }
+  for (const CLI::App* sub : app.get_subcommands()) refuse_out_of_range_integers(*sub);
 }
 
 }  // namespace attnscope::cli

@@ -80,6 +80,11 @@ std::vector<std::int32_t> parse_ids(const std::vector<std::string>& items, const
 // naming the flag otherwise.
 std::string schema_of_flags(bool json_object, const std::string& schema_file);
 
+// Throws CLI::ValidationError (a usage error) when an integer flag of `app` or of its parsed
+// subcommands was given a number its type cannot hold: CLI11 2.1 saturates it (--seed
+// 99999999999999999999 would run with 2^63 - 1) and reads -1 into an unsigned as 2^64 - 1.
+void refuse_out_of_range_integers(const CLI::App& app);
+
 // Throws CLI::ValidationError (a usage error) when two output flags name one file, so that the
 // later write would replace or corrupt the earlier: `outputs` are (flag, path) pairs, an empty
 // path meaning the flag is unset. Paths are compared made absolute and normal.
