@@ -194,9 +194,10 @@ TEST_CASE("bad models and bad inputs exit with 1 and one line") {
                        "2 prompt tokens + 64 new tokens need 65 positions, more than the context "
                        "length of 64");
   check_one_line_error(run(tiny_a + " --prompt-ids 1,512"), 1, "vocabulary");
-  check_one_line_error(run(tiny_a + " --prompt-ids 1,-2"), 1, "not a token id");
+  // A malformed id is a usage error (2), said before the model loads.
+  check_one_line_error(run(tiny_a + " --prompt-ids 1,-2"), 2, "not a token id");
   for (const char* typo : {"1,,2", ",1", "1,"}) {
-    check_one_line_error(run(tiny_a + " --prompt-ids " + typo), 1, "a comma with no id beside it");
+    check_one_line_error(run(tiny_a + " --prompt-ids " + typo), 2, "a comma with no id beside it");
   }
   check_one_line_error(run(tiny_a + " --prompt hello"), 1, "tokenizer");
 }
@@ -1409,8 +1410,10 @@ TEST_CASE("generate --presence-penalty, --frequency-penalty and --logit-bias, as
   };
   CHECK(distinct(steps.chosen) > distinct(plain.chosen));
   check_one_line_error(run("generate --model synthetic:tiny --presence-penalty 3"), 2, "[-2, 2]");
-  for (const char* bad : {"42", "42:x", ":5", "42:101"}) {
-    check_one_line_error(run(std::string("generate --model synthetic:tiny --logit-bias ") + bad), 1,
+  check_one_line_error(run("generate --model synthetic:tiny --logit-bias 42:101"), 1,
+                       "a logit_bias must be in [-100, 100]");
+  for (const char* bad : {"42", "42:x", ":5"}) {
+    check_one_line_error(run(std::string("generate --model synthetic:tiny --logit-bias ") + bad), 2,
                          "--logit-bias");
   }
   check_one_line_error(run("generate --model synthetic:tiny --logit-bias 99999999:1"), 1,

@@ -228,6 +228,14 @@ void refuse_shared_outputs(const std::vector<std::pair<std::string, std::string>
   }
 }
 
+void as_usage_error(const std::function<void()>& check_syntax) {
+  try {
+    check_syntax();
+  } catch (const Error& e) {
+    throw CLI::ValidationError(e.what());
+  }
+}
+
 void refuse_out_of_range_integers(const CLI::App& app) {
   for (const CLI::Option* option : app.get_options()) {
     const std::string type = option->get_type_name();

@@ -80,6 +80,10 @@ std::vector<std::int32_t> parse_ids(const std::vector<std::string>& items, const
 // naming the flag otherwise.
 std::string schema_of_flags(bool json_object, const std::string& schema_file);
 
+// Runs `check_syntax` while the flags are parsed (in a subcommand's callback): an Error it throws
+// becomes a usage error (exit 2), said before any model loads.
+void as_usage_error(const std::function<void()>& check_syntax);
+
 // Throws CLI::ValidationError (a usage error) when an integer flag of `app` or of its parsed
 // subcommands was given a number its type cannot hold: CLI11 2.1 saturates it (--seed
 // 99999999999999999999 would run with 2^63 - 1) and reads -1 into an unsigned as 2^64 - 1.

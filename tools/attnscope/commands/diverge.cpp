@@ -275,6 +275,7 @@ Subcommand add_diverge(CLI::App& app) {
                   "difference (log colour scale)");
   sub->callback([flags] {
     refuse_shared_outputs({{"--json", flags->json_path}, {"--heatmap", flags->heatmap_path}});
+    as_usage_error([&] { (void)parse_ids(flags->prompt_ids, "--prompt-ids"); });
   });
   return {sub, [flags] { return run_diverge(*flags); }};
 }

@@ -398,6 +398,10 @@ Subcommand add_generate(CLI::App& app) {
   sub->callback([flags] {
     refuse_shared_outputs(
         {{"--logits-out", flags->logits_out}, {"--attention-out", flags->attention_map.path}});
+    as_usage_error([&] {
+      (void)parse_ids(flags->prompt_ids, "--prompt-ids");
+      (void)parse_logit_bias(flags->logit_bias);
+    });
   });
   return {sub, [flags] { return run_generate(*flags); }};
 }
