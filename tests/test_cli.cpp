@@ -474,6 +474,18 @@ TEST_CASE("tokenize and detokenize read a tokenizer.json (Llama 3 style)") {
   const Result decoded = run("detokenize --tokenizer " + dir + " 0,44,73,80,334");
   CHECK(decoded.out == "<|begin_of_text|>Hello\n");
   check_one_line_error(run("detokenize --tokenizer " + dir + " 703"), 1, "703");
+  // A FIFO in the folder's place of a tokenizer file is refused as one, not taken for a missing
+  // file (and never waited on); a tokenizer_config.json that is not an object is refused.
+  attnscope::testing::TempDir broken;
+  REQUIRE(::mkfifo((broken.path() / "tokenizer.json").c_str(), 0600) == 0);
+  check_one_line_error(run("tokenize --tokenizer " + broken.path().string() + " --text hi"), 1,
+                       "tokenizer.json: not a regular file");
+  attnscope::testing::TempDir copied;
+  std::filesystem::copy_file(dir + "/tokenizer.json", copied.path() / "tokenizer.json");
+  attnscope::testing::write_file(copied.file("tokenizer_config.json"), "[]");
+  check_one_line_error(run("generate -m synthetic:tiny -n 1 --chat --prompt hi --tokenizer " +
+                           copied.path().string()),
+                       1, "tokenizer_config.json: expected a JSON object");
 }
 
 TEST_CASE("tokenize, detokenize and generate read a SentencePiece tokenizer.json (Llama 2 style)") {

@@ -65,9 +65,14 @@ jinja::Value message_content(const jinja::Value& content, const std::string& mes
 }
 
 std::optional<nlohmann::json> tokenizer_config(const fs::path& dir) {
+  // Present means anything there: a FIFO or a directory is refused by the reader, not taken
+  // for a missing file.
   const fs::path path = dir / "tokenizer_config.json";
-  if (!fs::is_regular_file(path)) return std::nullopt;
-  return read_json_file(path);
+  std::error_code error;
+  if (!fs::exists(path, error)) return std::nullopt;
+  nlohmann::json config = read_json_file(path);
+  check(config.is_object(), path.string(), "expected a JSON object");
+  return config;
 }
 
 }  // namespace
@@ -77,7 +82,8 @@ std::optional<ChatTemplate> ChatTemplate::find_in(const std::string& dir,
   const std::optional<nlohmann::json> config = tokenizer_config(dir);
   jinja::Value tokens = special_tokens(config, default_tokens);
   const fs::path file = fs::path(dir) / "chat_template.jinja";
-  if (fs::is_regular_file(file)) {
+  std::error_code error;
+  if (fs::exists(file, error)) {
     return parse(read_input_file(file, kMaxTemplateBytes, "chat template"), std::move(tokens),
                  file.string());
   }

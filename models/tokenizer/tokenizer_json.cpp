@@ -341,13 +341,13 @@ TokenizerJson TokenizerJson::load(const std::string& path) {
   const fs::path file = fs::is_directory(path, error)
                             ? model_folder_file(path, std::string(kFileName))
                             : fs::path(path);
-  check(fs::is_regular_file(file, error), file.string(), "missing (expected a tokenizer.json)");
+  check(fs::exists(file, error), file.string(), "missing (expected a tokenizer.json)");
   return TokenizerJson(std::make_unique<Impl>(file));
 }
 
 bool TokenizerJson::present_in(const std::string& dir) {
   std::error_code error;
-  return fs::is_regular_file(fs::path(dir) / kFileName, error);
+  return fs::exists(fs::path(dir) / kFileName, error);  // a FIFO there is refused by the reader
 }
 
 std::vector<std::int32_t> TokenizerJson::encode(std::string_view text,
