@@ -1022,6 +1022,8 @@ TEST_CASE("profile and compare reject bad flags with one line") {
   check_one_line_error(
       run("profile --model synthetic:tiny --prompt-len 4 --gen 1 --trace /no/such/dir/t.json"), 1,
       "cannot open");
+  check_one_line_error(run("profile --model synthetic:tiny --gen 0 --steps decode"), 2,
+                       "--steps: decode with --gen 0 would profile no step");
   check_one_line_error(run("compare --model synthetic:tiny"), 2, "--out");
   check_one_line_error(run("compare --model synthetic:tiny --out x --attn fastest"), 2,
                        "valid: naive");
@@ -1715,6 +1717,15 @@ TEST_CASE("a failed write is an error naming the output, never a silent success"
                       .c_str());
   const Result to_full{WIFEXITED(status) ? WEXITSTATUS(status) : -1, "", read_all(err)};
   check_one_line_error(to_full, 1, "standard output: write failed");
+  // So is the help or the version text lost.
+  for (const char* asked : {"--help", "generate --help", "--version"}) {
+    CAPTURE(asked);
+    const int help_status =
+        std::system((std::string(ATTNSCOPE_BINARY) + " " + asked + " >/dev/full 2>" + err).c_str());
+    check_one_line_error(
+        {WIFEXITED(help_status) ? WEXITSTATUS(help_status) : -1, "", read_all(err)}, 1,
+        "standard output: write failed");
+  }
 
   const std::string tiny = "profile --model synthetic:tiny --prompt-len 4 --gen 1 --threads 1 ";
   check_one_line_error(run(tiny + "--trace /dev/full"), 1, "/dev/full: write failed");

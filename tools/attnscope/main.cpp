@@ -54,6 +54,18 @@ std::string unknown_command_message(const CLI::App& app, const std::string& word
          "; the commands are " + names;
 }
 
+// `exit_code` once the help or version text printed reached standard output; 1 when it was lost
+// (a full disk, /dev/full).
+int help_printed(int exit_code) {
+  try {
+    attnscope::cli::flush_standard_output();
+  } catch (const attnscope::Error& e) {
+    std::cerr << "attnscope: error: " << e.what() << "\n";
+    return 1;
+  }
+  return exit_code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -88,11 +100,11 @@ int main(int argc, char** argv) {
     app.parse(args);
     cli::refuse_out_of_range_integers(app);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return help_printed(app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return help_printed(app.exit(e));
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return help_printed(app.exit(e));
   } catch (const CLI::ParseError& e) {
     std::cerr << "attnscope: error: " << e.what() << " (see --help)\n";
     return 2;

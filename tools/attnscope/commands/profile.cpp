@@ -414,6 +414,9 @@ Subcommand add_profile(CLI::App& app) {
       throw CLI::ValidationError("--model", "profile needs --model M or --op attention");
     }
     if (model->count() > 0 && batch->count() > 0) flags->model_batch = flags->shape.batch;
+    if (model->count() > 0 && flags->steps == "decode" && flags->gen == 0) {
+      throw CLI::ValidationError("--steps", "decode with --gen 0 would profile no step");
+    }
     refuse_shared_outputs({{"--trace", flags->trace_path},
                            {"--json", flags->json_path},
                            {"--roofline", flags->roofline_path},
