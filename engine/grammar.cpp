@@ -152,4 +152,14 @@ std::string Grammar::defect() const {
   return found;
 }
 
+Symbols operator+(Symbols a, const Symbols& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+Symbols operator+(Symbols a, const Grammar::Symbol& b) {
+  a.push_back(b);
+  return a;
+}
+
 }  // namespace attnscope::engine

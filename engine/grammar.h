@@ -76,4 +76,10 @@ class Grammar {
   Rule start_ = 0;
 };
 
+// The symbols of an alternative as the compilers build them: `a + b` appends b's symbols (or one
+// symbol) to a's.
+using Symbols = std::vector<Grammar::Symbol>;
+Symbols operator+(Symbols a, const Symbols& b);
+Symbols operator+(Symbols a, const Grammar::Symbol& b);
+
 }  // namespace attnscope::engine

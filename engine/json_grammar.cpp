@@ -21,7 +21,6 @@ namespace {
 using Schema = nlohmann::ordered_json;  // ordered: properties are written in the schema's order
 using Rule = Grammar::Rule;
 using Symbol = Grammar::Symbol;
-using Symbols = std::vector<Symbol>;
 
 const std::set<std::string, std::less<>> kAnnotations = {
     "title",    "description", "default",  "examples",  "$schema", "$id",
@@ -56,15 +55,6 @@ bool of_type(const Schema& v, const Schema& type) {
 }
 
 [[noreturn]] void refuse(const std::string& what) { throw Error("json_schema", what); }
-
-Symbols operator+(Symbols a, const Symbols& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-Symbols operator+(Symbols a, const Symbol& b) {
-  a.push_back(b);
-  return a;
-}
 
 class SchemaCompiler {
  public:

@@ -11,16 +11,7 @@ namespace {
 
 using Rule = Grammar::Rule;
 using Symbol = Grammar::Symbol;
-using Symbols = std::vector<Symbol>;
 
-Symbols operator+(Symbols a, const Symbols& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-Symbols operator+(Symbols a, const Symbol& b) {
-  a.push_back(b);
-  return a;
-}
 Symbol ref(Rule rule) { return Grammar::rule_symbol(rule); }
 Symbols lit(std::string_view text) { return Grammar::literal(text); }
 

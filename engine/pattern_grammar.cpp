@@ -14,7 +14,6 @@ namespace {
 
 using Rule = Grammar::Rule;
 using Symbol = Grammar::Symbol;
-using Symbols = std::vector<Symbol>;
 
 constexpr long kMaxCount = 1024;
 

@@ -128,6 +128,12 @@ std::string random_reply(const engine::Grammar& grammar, std::mt19937& random, s
   return reply + (rest.found == testing::Completion::Found::text ? rest.text : "<stuck>");
 }
 
+// The grammar of {"v": V} with V of `type` under `keywords` (JSON members, comma-separated).
+engine::Grammar one_value(const std::string& type, const std::string& keywords) {
+  return engine::json_schema_grammar(R"({"type": "object", "properties": {"v": {"type": ")" + type +
+                                     "\", " + keywords + R"(}}, "required": ["v"]})");
+}
+
 bool takes(const engine::Grammar& grammar, std::string_view text) {
   GrammarRecognizer recognizer(grammar);
   return recognizer.accept(text) && recognizer.finished();
@@ -249,9 +255,7 @@ TEST_CASE("json schema: integer bounds take exactly the integers between them") 
   }
   for (const Bounds& b : bounds) {
     CAPTURE(b.keywords);
-    const engine::Grammar grammar = engine::json_schema_grammar(
-        R"({"type": "object", "properties": {"v": {"type": "integer", )" + b.keywords +
-        R"(}}, "required": ["v"]})");
+    const engine::Grammar grammar = one_value("integer", b.keywords);
     for (long n = -1500; n <= 1500; ++n) {
       CAPTURE(n);
       CHECK(takes(grammar, "{\"v\": " + std::to_string(n) + "}") == (b.least <= n && n <= b.most));
@@ -317,9 +321,7 @@ TEST_CASE("json schema: number bounds take exactly the plain decimals between th
   }
   for (const Bounds& b : bounds) {
     CAPTURE(b.keywords);
-    const engine::Grammar grammar = engine::json_schema_grammar(
-        R"({"type": "object", "properties": {"v": {"type": "number", )" + b.keywords +
-        R"(}}, "required": ["v"]})");
+    const engine::Grammar grammar = one_value("number", b.keywords);
     for (long n = -3000; n <= 3000; ++n) {
       const bool inside =
           (b.above_least ? n > b.least : n >= b.least) && (b.below_most ? n < b.most : n <= b.most);
