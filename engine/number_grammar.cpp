@@ -101,7 +101,6 @@ struct Decimal {
     if (point != std::string_view::npos) fraction = written.substr(point + 1);
     while (!fraction.empty() && fraction.back() == '0') fraction.pop_back();
   }
-  Decimal(long long w, std::string f) : whole(w), fraction(std::move(f)) {}
   auto operator<=>(const Decimal&) const = default;  // the fractions compare as digit strings
 };
 
@@ -296,8 +295,9 @@ Rule add_integer_range(Grammar& grammar, std::optional<long long> low,
                        std::optional<long long> high) {
   const Rule digits = grammar.add_repetition(kDigit);
   std::vector<Symbols> alternatives;
-  if (!high || *high >= 0)
+  if (!high || *high >= 0) {
     alternatives = whole_numbers(low ? std::max(*low, 0LL) : 0, high, digits);
+  }
   if (!low || *low < 0) {  // -m for m from max(1, -high) to -low
     const long long least = high ? std::max(1LL, -std::min(*high, -1LL)) : 1;
     std::optional<long long> most;
