@@ -1060,6 +1060,13 @@ TEST_CASE("--attention-out saves the map of generate's whole sequence and of pro
   CAPTURE(generated.err);
   CHECK(generated.exit_code == 0);
   CHECK(generated.err.find("flash never materialises") != std::string::npos);
+  // A path that cannot be written fails before the run: no token is generated.
+  const Result unwritable =
+      run("generate --model synthetic:tiny --prompt-ids 1,2,3 -n 3 --threads 1 --json "
+          "--attention-out " +
+          dir.file("none/map.npy"));
+  check_one_line_error(unwritable, 1, "map.npy: cannot open for writing");
+  CHECK(unwritable.out.empty());
   const std::pair<std::string, std::vector<float>> npy = read_npy(map);
   const std::vector<float>& values = npy.second;
   CHECK(npy.first.find("'shape': (1, 2, 5, 5)") != std::string::npos);

@@ -117,6 +117,8 @@ void with_attention_map(Context& ctx, const LanguageModel& model,
     body();
     return;
   }
+  // Created empty first, so that a path that cannot be written fails before the run, not after.
+  write_output_file(options.path, [](std::ostream&) {});
   AttentionMapRecorder recorder(model.config(), options, steps);
   struct Attached {
     Context& ctx;
