@@ -619,9 +619,19 @@ class SchemaCompiler {
 }  // namespace
 
 Grammar json_schema_grammar(std::string_view schema) {
+  // JSON deeper than any schema that compiles (each schema level is an object inside another's
+  // properties or items: two JSON levels) is refused as it is read, before a deep value is
+  // built (a million levels would overflow the stack of the recursive code that handles it).
+  constexpr int kMaxJsonDepth = 4 * kMaxSchemaNesting;
+  const auto shallow = [](int depth, Schema::parse_event_t, Schema&) {
+    if (depth > kMaxJsonDepth) {
+      refuse("the schema nests deeper than " + std::to_string(kMaxJsonDepth) + " JSON levels");
+    }
+    return true;
+  };
   Schema parsed;
   try {
-    parsed = Schema::parse(schema);
+    parsed = Schema::parse(schema, shallow);
   } catch (const nlohmann::json::exception& e) {
     refuse(std::string("not JSON: ") + e.what());
   }

@@ -13,6 +13,7 @@
 #include <pybind11/stl.h>
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -87,8 +88,16 @@ class Model {
     tokenizer_ = cli::find_tokenizer(tokenizer_dir, spec);
   }
 
-  std::string attention() const { return std::string(model_->attention().name()); }
-  void set_attention(const std::string& name) { model_->set_attention(name); }
+  std::string attention() const {
+    py::gil_scoped_release released;
+    const std::lock_guard running(running_);
+    return std::string(model_->attention().name());
+  }
+  void set_attention(const std::string& name) {
+    py::gil_scoped_release released;
+    const std::lock_guard running(running_);
+    model_->set_attention(name);
+  }
 
   py::dict config() const {
     const ModelConfig& c = model_->config();
@@ -153,6 +162,7 @@ class Model {
     Tensor host;
     {
       py::gil_scoped_release released;
+      const std::lock_guard running(running_);
       prepare(length, length, true);
       KVCache cache = model_->new_cache(*ctx_, 1, length);
       host = to_host(*ctx_, model_->forward(*ctx_, ids, 1, cache, true));
@@ -177,14 +187,7 @@ class Model {
     options.adjustments = {presence_penalty, frequency_penalty, logit_bias};
     const std::string why = options.adjustments.refusal(model_->config().vocab_size);
     check(why.empty(), "generate", why);
-    if (!json_schema.empty()) {
-      if (!schema_masks_) schema_masks_.emplace(tokenizer().vocabulary(), model_->config());
-      try {
-        options.grammar_mask = schema_masks_->mask(json_schema);
-      } catch (const Error& e) {
-        throw py::value_error(e.what());
-      }
-    }
+    if (!json_schema.empty()) (void)tokenizer();  // JSON needs the vocabulary's text
     const auto length = static_cast<std::int64_t>(prompt.size());
     const std::int64_t positions = length + std::max<std::int64_t>(max_new_tokens - 1, 0);
     const std::int64_t vocab = model_->config().vocab_size;
@@ -200,6 +203,15 @@ class Model {
     };
     {
       py::gil_scoped_release released;
+      const std::lock_guard running(running_);
+      if (!json_schema.empty()) {
+        if (!schema_masks_) schema_masks_.emplace(tokenizer().vocabulary(), model_->config());
+        try {
+          options.grammar_mask = schema_masks_->mask(json_schema);
+        } catch (const Error& e) {
+          throw py::value_error(e.what());
+        }
+      }
       prepare(positions, length, false);
       KVCache cache = model_->new_cache(*ctx_, 1, positions);
       StepRunner runner;
@@ -228,6 +240,7 @@ class Model {
                                        cli::AttentionMapSteps::All);
     {
       py::gil_scoped_release released;
+      const std::lock_guard running(running_);
       prepare(length, length, false);
       KVCache cache = model_->new_cache(*ctx_, 1, length);
       ctx_->set_attention_tap(&recorder);
@@ -251,9 +264,14 @@ class Model {
     nlohmann::json summary, steps = nlohmann::json::array();
     {
       py::gil_scoped_release released;
+      const std::lock_guard running(running_);
       cli::ModelRunOptions options;
       options.batch = batch;
-      options.prompt_len = prompt_len;
+      // 0: the command line's default, 128 or fewer when the context holds less beside gen.
+      options.prompt_len = prompt_len > 0
+                               ? prompt_len
+                               : std::min<std::int64_t>(128, model_->config().context_length -
+                                                                 cli::decode_steps_run(gen));
       options.gen = gen;
       run = cli::profile_model(*ctx_, *model_, options);
       const profiler::Trace& trace = run.tracer->trace();
@@ -283,7 +301,9 @@ class Model {
         steps.push_back(entry);
       }
       std::ostringstream text;
-      profiler::write_chrome_trace(trace, "attnscope " + spec_ + " attention " + attention(), text);
+      profiler::write_chrome_trace(
+          trace, "attnscope " + spec_ + " attention " + std::string(model_->attention().name()),
+          text);
       trace_text = text.str();
     }
     py::dict d;
@@ -318,6 +338,10 @@ class Model {
   std::unique_ptr<LanguageModel> model_;
   std::optional<cli::TextTokenizer> tokenizer_;
   std::optional<engine::JsonSchemaMasks> schema_masks_;  // generate's JSON schemas, on first use
+  // One call at a time runs the model: its context's scratch memory, attention tap and profiler
+  // are the model's own. Python threads wait their turn with the GIL released (taken only after
+  // it is released, so a running call may take the GIL back to check for Ctrl-C).
+  mutable std::mutex running_;
 };
 
 // The attention op alone, as `attnscope bench-attention` times it (measure/attention_timing.h):

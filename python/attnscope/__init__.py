@@ -48,18 +48,35 @@ def _check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
     return value
 
 
-def _check_int(name: str, value: Any, low: int) -> int:
+# The command line's ceilings: --threads, -n/--gen and --prompt-len, a 64-bit seed.
+_MAX_THREADS = 4096
+_MAX_TOKENS = 1 << 20
+_MAX_SEED = (1 << 64) - 1
+
+
+def _check_int(name: str, value: Any, low: int, high: Optional[int] = None) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if value < low:
         raise ValueError(f"{name} must be at least {low}, got {value}")
+    if high is not None and value > high:
+        raise ValueError(f"{name} must be at most {high}, got {value}")
     return int(value)
+
+
+def _check_ints(name: str, values: Any, high: int) -> list[int]:
+    """A sequence (list, tuple, NumPy array) of ints in [0, high], or [] for None."""
+    if values is None:
+        return []
+    if isinstance(values, (str, bytes, numbers.Number)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of ints, got {type(values).__name__}")
+    return [_check_int(f"{name}[i]", v, 0, high) for v in values]
 
 
 @dataclass
 class Generation:
     """What Model.generate returned: the new ids (and text when the model has a tokenizer),
-    why it stopped ("length" or "eos"), and the timings."""
+    why it stopped ("length", "eos", or "stop": the JSON reply closed), and the timings."""
 
     prompt_ids: list[int]
     ids: list[int]
@@ -194,8 +211,8 @@ class Model:
         options = _attnscope.SamplingOptions()
         if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
             raise TypeError(f"temperature must be a float, got {type(temperature).__name__}")
-        if not math.isfinite(temperature) or temperature < 0:
-            raise ValueError(f"temperature must be finite and at least 0, got {temperature}")
+        if not math.isfinite(temperature) or not 0 <= temperature <= np.finfo(np.float32).max:
+            raise ValueError(f"temperature must be a finite float32 of at least 0, got {temperature}")
         if isinstance(top_p, bool) or not isinstance(top_p, numbers.Real):
             raise TypeError(f"top_p must be a float, got {type(top_p).__name__}")
         if not 0 < top_p <= 1:
@@ -203,28 +220,35 @@ class Model:
         options.temperature = float(temperature)
         options.top_k = _check_int("top_k", top_k, 0)
         options.top_p = float(top_p)
-        options.seed = _check_int("seed", seed, 0)
+        options.seed = _check_int("seed", seed, 0, _MAX_SEED)
         for name, penalty in (("presence_penalty", presence_penalty),
                               ("frequency_penalty", frequency_penalty)):
             if isinstance(penalty, bool) or not isinstance(penalty, numbers.Real):
                 raise TypeError(f"{name} must be a float, got {type(penalty).__name__}")
             if not -2 <= penalty <= 2:
                 raise ValueError(f"{name} must lie in [-2, 2], got {penalty}")
+        if logit_bias is not None and not isinstance(logit_bias, dict):
+            raise TypeError(f"logit_bias must be a dict of token id: bias, got "
+                            f"{type(logit_bias).__name__}")
         biases = []
         for token, bias in (logit_bias or {}).items():
             if isinstance(bias, bool) or not isinstance(bias, numbers.Real):
                 raise TypeError(f"logit_bias values must be floats, got {type(bias).__name__}")
             if not -100 <= bias <= 100:
                 raise ValueError(f"logit_bias values must lie in [-100, 100], got {bias}")
-            biases.append((_check_int("logit_bias key", token, 0), float(bias)))
+            biases.append((_check_int("logit_bias key", token, 0,
+                                      self.config["vocab_size"] - 1), float(bias)))
         if json_object and json_schema is not None:
             raise ValueError("pass json_object or json_schema, not both")
         if isinstance(json_schema, dict):
             json_schema = json.dumps(json_schema)  # keeps the properties' order
         elif json_schema is not None and not isinstance(json_schema, str):
             raise TypeError(f"json_schema must be a dict or a str, got {type(json_schema).__name__}")
+        if json_schema == "":
+            raise ValueError("json_schema is empty: pass a schema, or None for none")
         schema = _attnscope.JSON_OBJECT_SCHEMA if json_object else (json_schema or "")
-        result = self._native.generate(ids, _check_int("max_new_tokens", max_new_tokens, 0),
+        result = self._native.generate(ids, _check_int("max_new_tokens", max_new_tokens, 0,
+                                                       _MAX_TOKENS),
                                        options, bool(ignore_eos), bool(logits),
                                        float(presence_penalty), float(frequency_penalty), biases,
                                        schema)
@@ -241,8 +265,8 @@ class Model:
         (every layer and head unless chosen), 0 beyond each query's position. The eager
         backends' are their own; flash never materialises them, so they are recomputed from its
         q and k (and a warning says so)."""
-        chosen_layers = [_check_int("layers[i]", l, 0) for l in (layers or [])]
-        chosen_heads = [_check_int("heads[i]", h, 0) for h in (heads or [])]
+        chosen_layers = _check_ints("layers", layers, self.config["n_layers"] - 1)
+        chosen_heads = _check_ints("heads", heads, self.config["n_heads"] - 1)
         maps, recomputed = self._native.attention_maps(self._prompt(ids), chosen_layers,
                                                        chosen_heads)
         if recomputed:
@@ -286,7 +310,7 @@ def load(model: str, device: str = "cpu", dtype: str = "f32", attn: str = "flash
     _check_choice("device", device, _DEVICES)
     _check_choice("dtype", dtype, _DTYPES)
     _check_choice("attn", attn, backends())
-    _check_int("threads", threads, 0)
+    _check_int("threads", threads, 0, _MAX_THREADS)
     if tokenizer is not None and not isinstance(tokenizer, str):
         raise TypeError(f"tokenizer must be a str, got {type(tokenizer).__name__}")
     return Model(_attnscope.Model(model, device, dtype, attn, threads, tokenizer or ""))
@@ -313,15 +337,20 @@ def bench_attention(attn: str, batch: int = 8, heads: int = 16, kv_heads: Option
     return dict(_attnscope.bench_attention(
         attn, _check_int("batch", batch, 1), heads, kv_heads, _check_int("seq_len", seq_len, 1),
         _check_int("head_dim", head_dim, 1), bool(decode), dtype, device,
-        _check_int("threads", threads, 0), _check_int("reps", reps, 1), _check_int("seed", seed, 0)))
+        _check_int("threads", threads, 0, _MAX_THREADS), _check_int("reps", reps, 1, 100000),
+        _check_int("seed", seed, 0, _MAX_SEED)))
 
 
-def profile(model: Model, prompt_len: int = 128, gen: int = 16, batch: int = 1) -> Profile:
-    """Profiles `model` as `attnscope profile` does: a prefill of `prompt_len` random ids, then
-    2 x `gen` decode steps of which `gen` are profiled (the others measure the overhead)."""
+def profile(model: Model, prompt_len: Optional[int] = None, gen: int = 16,
+            batch: int = 1) -> Profile:
+    """Profiles `model` as `attnscope profile` does: a prefill of `prompt_len` random ids (by
+    default 128, fewer when the context holds less beside the decode steps), then 2 x `gen`
+    decode steps of which `gen` are profiled (the others measure the overhead)."""
     if not isinstance(model, Model):
         raise TypeError(f"model must be an attnscope.Model, got {type(model).__name__}")
-    result = model._native.profile(_check_int("prompt_len", prompt_len, 1),
-                                   _check_int("gen", gen, 0), _check_int("batch", batch, 1))
+    result = model._native.profile(0 if prompt_len is None else
+                                   _check_int("prompt_len", prompt_len, 1, _MAX_TOKENS),
+                                   _check_int("gen", gen, 0, _MAX_TOKENS),
+                                   _check_int("batch", batch, 1, _MAX_TOKENS))
     summary = result["summary"]
     return Profile(summary["rows"], result["steps"], result["trace"], summary)

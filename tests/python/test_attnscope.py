@@ -255,9 +255,56 @@ def test_bad_arguments_raise_the_right_exceptions(tmp_path):
         model.generate([1], frequency_penalty="high")
     with pytest.raises(ValueError, match="logit_bias"):
         model.generate([1], logit_bias={1: 101})
-    with pytest.raises(attnscope.Error, match="outside the vocabulary"):
+    with pytest.raises(ValueError, match="logit_bias key must be at most"):
         model.generate([1], logit_bias={10**6: 1})
+    with pytest.raises(TypeError, match="logit_bias must be a dict"):
+        model.generate([1], logit_bias=[(1, 2.0)])
+    # The command line's ceilings hold here too, before anything runs.
+    with pytest.raises(ValueError, match="threads must be at most 4096"):
+        attnscope.load("synthetic:tiny", threads=100000)
+    with pytest.raises(ValueError, match="max_new_tokens must be at most"):
+        model.generate([1], max_new_tokens=2**63 - 1)
+    with pytest.raises(ValueError, match="seed must be at most"):
+        model.generate([1], seed=2**64)
+    with pytest.raises(ValueError, match="temperature"):
+        model.generate([1], temperature=1e308)
+    with pytest.raises(ValueError, match="gen must be at most"):
+        attnscope.profile(model, prompt_len=8, gen=2**62)
+    with pytest.raises(ValueError, match="json_schema is empty"):
+        model.generate([1], json_schema="")
+    with_vocabulary = attnscope.load(str(FIXTURES / "hf/tiny-a"), threads=1,
+                                     tokenizer=str(FIXTURES / "hf/perplexity"))
+    deep = '{"type":"object","properties":{"a":' * 60000 + '{}' + '}}' * 60000
+    with pytest.raises(ValueError, match="nests deeper than 256 JSON levels"):
+        with_vocabulary.generate([1], json_schema=deep)
+    # layers and heads: any sequence of ints, NumPy's included, within the model.
+    assert model.attention_maps([1, 2], layers=np.array([0])).shape[0] == 1
+    with pytest.raises(TypeError, match="layers must be a sequence"):
+        model.attention_maps([1, 2], layers=0)
+    with pytest.raises(ValueError, match="layers\\[i\\] must be at most"):
+        model.attention_maps([1, 2], layers=[5])
     assert issubclass(attnscope.Error, RuntimeError)
+
+
+def test_threads_sharing_a_model_take_turns():
+    # attention_maps and profile attach to the model's context for a whole pass: run beside
+    # other calls on the same model, they must neither crash nor see the other's steps.
+    model = attnscope.load("synthetic:tiny", threads=1)
+    stop = threading.Event()
+
+    def other():
+        while not stop.is_set():
+            model.logits(list(range(1, 60)))
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    try:
+        for _ in range(5):
+            assert model.attention_maps(list(range(1, 50))).shape == (2, 4, 49, 49)
+            attnscope.profile(model, prompt_len=16, gen=2)
+    finally:
+        stop.set()
+        thread.join()
 
 
 def resident_kib():
