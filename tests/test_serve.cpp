@@ -1455,9 +1455,10 @@ TEST_CASE("serve: --request-timeout and the shutdown cut a request short with an
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
     }
   });
-  for (int i = 0; i < 500 && metrics(d)["attnscope_num_requests_running"] == 0; ++i) {
+  for (int i = 0; i < 2000 && metrics(d)["attnscope_num_requests_running"] == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  REQUIRE(metrics(d)["attnscope_num_requests_running"] == 1);
   const auto stopped_at = std::chrono::steady_clock::now();
   CHECK(stopping.stop(SIGTERM, 30) == 0);
   CHECK(std::chrono::steady_clock::now() - stopped_at < std::chrono::seconds(10));
