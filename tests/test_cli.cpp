@@ -255,6 +255,13 @@ TEST_CASE("generation stops at any id of config.json's eos_token_id list, as tra
       success_json(run("inspect --model " + dir.path().string() + " --json"));
   CHECK(inspected["config"]["eos_token_ids"] == nlohmann::json::array({2, stop_at}));
   CHECK(inspected["config"]["eos_token_id"] == 2);
+  // An empty list: no end-of-text token, said as such (not as an id -1 outside the vocabulary).
+  config["eos_token_id"] = nlohmann::json::array();
+  attnscope::testing::write_file(dir.file("config.json"), config.dump());
+  const Result none = run("generate --model " + dir.path().string() + " --prompt-ids 3 -n 2");
+  CHECK(none.exit_code == 0);
+  CHECK(none.err.find("warning: the config names no eos_token_id") != std::string::npos);
+  CHECK(none.err.find("-1") == std::string::npos);
 }
 
 TEST_CASE("generate --json reproduces Hugging Face's greedy continuation with every backend") {
@@ -992,7 +999,7 @@ TEST_CASE("profile prints a summary, writes a trace and JSON, and measures its o
 TEST_CASE("two output flags naming one file are a usage error, before any work") {
   attnscope::testing::TempDir dir;
   const std::string same = dir.file("out"), again = (dir.path() / "." / "out").string();
-  for (const auto& [command, says] : std::vector<std::pair<std::string, std::string>>{
+  for (const auto& entry : std::vector<std::pair<std::string, std::string>>{
            {"generate -m synthetic:tiny -n 1 --logits-out " + same + " --attention-out " + again,
             "--attention-out: names the same file as --logits-out"},
            {"profile -m synthetic:tiny --prompt-len 4 --gen 1 --trace " + same + " --json " + again,
@@ -1001,8 +1008,9 @@ TEST_CASE("two output flags naming one file are a usage error, before any work")
             "--heatmap: names the same file as --json"},
            {"explain --json " + same + " --roofline " + again,
             "--roofline: names the same file as --json"}}) {
+    const std::string& command = entry.first;  // not a structured binding: clang 14's CAPTURE
     CAPTURE(command);
-    check_one_line_error(run(command), 2, says);
+    check_one_line_error(run(command), 2, entry.second);
     CHECK_FALSE(std::filesystem::exists(same));
   }
 }

@@ -344,7 +344,7 @@ TEST_CASE("json schema: number bounds take exactly the plain decimals between th
   const engine::Grammar grammar = engine::json_schema_grammar(
       R"({"type": "object", "properties": {"v": {"type": "number", "minimum": -1e14,
           "exclusiveMaximum": 1}}, "required": ["v"]})");
-  for (const auto& [text, valid] : std::vector<std::pair<std::string, bool>>{
+  for (const auto& entry : std::vector<std::pair<std::string, bool>>{
            {"0.999999999999999", true},       // 15 digits, below 1 as a double too
            {"0.9999999999999999", false},     // 16
            {"0.000000000000001", true},       // 1 significant digit
@@ -355,8 +355,9 @@ TEST_CASE("json schema: number bounds take exactly the plain decimals between th
            {"-100000000000000", true},        // the bound
            {"-100000000000000.1", false},     // below it
            {"-100000000000000.0", false}}) {  // 16 digits
+    const std::string& text = entry.first;    // not a structured binding: clang 14's CAPTURE
     CAPTURE(text);
-    CHECK(takes(grammar, "{\"v\": " + text + "}") == valid);
+    CHECK(takes(grammar, "{\"v\": " + text + "}") == entry.second);
   }
 }
 

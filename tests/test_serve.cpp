@@ -1160,13 +1160,20 @@ TEST_CASE("serve: malformed and out-of-range requests get a 4xx with an OpenAI e
   // A body's framing is judged from its headers, at once (not after the read timeout): chunks
   // (411), a Content-Length past --max-body-bytes (413), copies that differ or a length that is
   // not a number (400); the answer says to close the connection.
-  for (const auto& [headers, status, says] : std::vector<std::tuple<std::string, int, std::string>>{
+  struct Framing {
+    std::string headers;
+    int status;
+    std::string says;
+  };
+  for (const Framing& framing : std::vector<Framing>{
            {"Transfer-Encoding: chunked\r\n", 411, "a chunked body is not accepted"},
            {"Content-Length: 2000000\r\n", 413, "more than --max-body-bytes 65536"},
            {"Content-Length: 100000000000000000000000\r\n", 413, "too large"},
            {"Content-Length: 2\r\nContent-Length: 3\r\n", 400,
             "Content-Length headers that differ"},
            {"Content-Length: -5\r\n", 400, "Content-Length must be a decimal number"}}) {
+    const std::string& headers = framing.headers;
+    const std::string& says = framing.says;
     CAPTURE(headers);
     const int fd = connect_raw(server.port());
     const timeval wait{3, 0};
@@ -1184,7 +1191,7 @@ TEST_CASE("serve: malformed and out-of-range requests get a 4xx with an OpenAI e
       answer.append(chunk, static_cast<std::size_t>(got));
     }
     CAPTURE(answer);
-    CHECK(answer.rfind("HTTP/1.1 " + std::to_string(status), 0) == 0);
+    CHECK(answer.rfind("HTTP/1.1 " + std::to_string(framing.status), 0) == 0);
     CHECK(answer.find(says) != std::string::npos);
     CHECK(answer.find("Connection: close") != std::string::npos);
     close(fd);

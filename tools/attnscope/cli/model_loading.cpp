@@ -19,7 +19,10 @@ std::unique_ptr<LanguageModel> load_model(const std::string& spec, Context& ctx,
             << static_cast<double>(model->parameter_count()) / 1e6 << "M parameters) in " << took
             << " s\n";
   const ModelConfig& config = model->config();
-  if (!config.eos_in_vocabulary()) {
+  if (config.eos_token_ids.empty()) {
+    std::cerr << "attnscope: warning: the config names no eos_token_id: generation will not stop "
+                 "at an end-of-text token\n";
+  } else if (!config.eos_in_vocabulary()) {
     std::cerr << "attnscope: warning: eos_token_id = " << config.eos_token_id()
               << " is outside the vocabulary [0, " << config.vocab_size
               << "): generation will not stop at an end-of-text token\n";
