@@ -261,7 +261,7 @@ TEST_CASE("generation stops at any id of config.json's eos_token_id list, as tra
   const Result none = run("generate --model " + dir.path().string() + " --prompt-ids 3 -n 2");
   CHECK(none.exit_code == 0);
   CHECK(none.err.find("warning: the config names no eos_token_id") != std::string::npos);
-  CHECK(none.err.find("-1") == std::string::npos);
+  CHECK(none.err.find("eos_token_id = -1") == std::string::npos);
 }
 
 TEST_CASE("generate --json reproduces Hugging Face's greedy continuation with every backend") {
