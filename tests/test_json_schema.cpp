@@ -268,6 +268,14 @@ TEST_CASE("json schema: integer bounds take exactly the integers between them") 
     CHECK_FALSE(takes(grammar, R"({"v": 007})"));
     CHECK_FALSE(takes(grammar, R"({"v": 5.0})"));
   }
+  // A bound of 17 digits: each digit count's range is a few alternatives, not 2^17 (which would
+  // pass the grammar's size bound and be refused).
+  const engine::Grammar wide = one_value("integer", R"("minimum": 10000000000000000)");
+  CHECK(wide.size() < 10'000);
+  CHECK(takes(wide, R"({"v": 10000000000000000})"));
+  CHECK(takes(wide, R"({"v": 99999999999999999})"));
+  CHECK(takes(wide, R"({"v": 123456789012345678901})"));
+  CHECK_FALSE(takes(wide, R"({"v": 9999999999999999})"));
 }
 
 // n / 1000 as a decimal text with `places` fraction digits (0: none), and shortest without them
