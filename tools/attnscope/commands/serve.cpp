@@ -138,6 +138,7 @@ struct Service {
   std::time_t started = std::time(nullptr);
   std::atomic<std::int64_t> next_id{1};
   std::atomic<bool> shutting_down{false};
+  std::atomic<std::int64_t> open_streams{0};  // streamed answers not yet ended
 
   const TextTokenizer* text() const { return tokenizer ? &*tokenizer : nullptr; }
 };
@@ -437,9 +438,11 @@ void answer_streamed(Service& service, const CompletionRequest& asked,
           return end_with({500, "server_error", error.what(), ""});
         }
       },
-      [state](bool /*success*/) {
+      [&service, state](bool /*success*/) {
         if (!state->finished) state->choices->cancel();  // the client went away
+        --service.open_streams;
       });
+  ++service.open_streams;
 }
 
 void handle_completion(Service& service, const httplib::Request& req, httplib::Response& res,
@@ -736,6 +739,13 @@ int run_serve(const ServeFlags& flags) {
     const std::int64_t cancelled =
         loop.drain(std::chrono::steady_clock::now() + std::chrono::seconds(flags.shutdown_grace_s));
     if (cancelled > 0) std::cerr << "attnscope serve: cancelled " << cancelled << " requests\n";
+    // cpp-httplib ends every stream where it is once stopped: the streams send their last
+    // event (a cancelled one's error) first, for up to the read timeout.
+    const auto sent_by =
+        std::chrono::steady_clock::now() + std::chrono::seconds(flags.read_timeout_s);
+    while (service.open_streams > 0 && std::chrono::steady_clock::now() < sent_by) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     server.stop();
     // listen_after_bind returns once every connection thread has ended, and one still reading a
     // request (a client trickling a byte at a time) never does: after the read timeout, the
