@@ -210,8 +210,8 @@ inline void check_change_within_bound(Context& ctx, const LanguageModel& model,
 // and of the original weights (`original`), all over the same ids. Where prefill keeps x in f32,
 // widening is exact: the logits must be the widened model's within `parity` (relative). Where it
 // narrows x too (`x_narrowed`: q8_0 at avx512vnni and avx512bf16 quantizes x in blocks of 32 as
-// decode does, ops/cpu/gemm_q8_0_vnni.cpp; bf16 at avx512bf16 rounds it to bf16,
-// ops/cpu/gemm.h), that is a second perturbation of the same relative size per value as the
+// decode does, ops/cpu/gemm_q8_0_vnni.cpp; bf16 at avx512bf16 and amx rounds it to bf16,
+// ops/cpu/output_blocks.h's bf16_linear_rounds_x), that is a second perturbation of the same relative size per value as the
 // weights' (D, the change the weights alone make): as the decode tests bound it, the change from
 // the original logits stays within 2 (D + D) + 2 parity, and it differs from the widened model's
 // by more than parity (x really is narrowed). Either way the original weights give other logits.
@@ -285,9 +285,9 @@ void for_each_stored_16bit_fixture(const std::string& base, std::string (*dir)(c
     const nlohmann::json reference = read(fixture);
     Context ctx(2);
     const Model model = Model::open(dir(fixture), ctx, 0, dtype);
-    // At avx512bf16 bf16 products of 5 rows or more round x to bf16 (checked by the tests
-    // "bf16 weights on the cpu: prefill computes the f32 model of the same weights"): these
-    // checks of the f32 math run one level down.
+    // Where bf16 products round x to bf16 (avx512bf16 from 5 rows, amx's prefill: checked by the
+    // tests "bf16 weights on the cpu: prefill computes the f32 model of the same weights"), these
+    // checks of the f32 math run at avx512vnni.
     const auto rows =
         static_cast<std::int64_t>(reference["input_ids"].size() * reference["input_ids"][0].size());
     std::optional<CpuLevelCap> f32_math;

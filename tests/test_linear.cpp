@@ -12,16 +12,15 @@
 // Against the original f32 weights w, storing w~ = w (1 + d) + e adds sum_k |x_k| (u_w |w_k| + e)
 // with u_w = 2^-8 (bf16 keeps 8 significant bits) or 2^-11 (f16: 11), and e the absolute error of
 // f16's subnormals, 2^-25 (half their spacing; bf16 has f32's range and no such term).
-// At the amx level 16-bit prefill multiplies x split in two bf16 parts that keep 16 of its 24 bits
-// (ops/cpu/gemm_amx.cpp), and the tiles round each pair of products and then its sum into
-// y. bf16: 2K products (x_hi w, x_lo w), so gamma_{2K+2}, plus 2^-16 sum_k |x_k w~_k| from the
-// split. f16: w~ = w_hi + w_lo exactly and 3K products (x_lo w_lo dropped), so gamma_{3K+2}, plus
+// At the amx level f16 prefill multiplies x split in two bf16 parts that keep 16 of its 24 bits
+// (ops/cpu/gemm_amx.cpp), and the tiles round each pair of products and then its sum into y:
+// w~ = w_hi + w_lo exactly and 3K products (x_lo w_lo dropped), so gamma_{3K+2}, plus
 // 2^-15 (1 + 2^-9) sum_k |x_k w~_k|. The parts' products sum to at most (1 + 2^-6) |x_k w~_k|
 // in magnitude, which scales the products in gamma's term.
-// At the avx512bf16 level bf16 weights from 5 rows on (ops/cpu/output_blocks.h:
-// bf16_linear_rounds_x) round x to bf16 and multiply the pairs x~ w~ exactly, summing in f32:
-// against the operands it multiplies, gamma_{K+2} as with f32; against the f32 x, x~ = x (1 + d)
-// with |d| <= 2^-8 adds 2^-8 sum_k |x_k w~_k| to both comparisons.
+// bf16 weights at the avx512bf16 level from 5 rows on, and in the amx level's prefill
+// (ops/cpu/output_blocks.h: bf16_linear_rounds_x), round x to bf16 and multiply the pairs x~ w~
+// exactly, summing in f32: against the operands it multiplies, gamma_{K+2} as with f32; against
+// the f32 x, x~ = x (1 + d) with |d| <= 2^-8 adds 2^-8 sum_k |x_k w~_k| to both comparisons.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -84,15 +83,13 @@ void check_linear(Context& ctx, const Case& c, DType dtype, bool with_bias, bool
   const double subnormal = dtype == DType::F16 ? std::ldexp(1.0, -25) : 0.0;
   // From gemm_min_rows rows on linear runs its prefill path (ops/cpu/output_blocks.h).
   const bool prefill = c.rows >= ops::cpu::gemm_min_rows(cpu_level(), dtype);
-  const bool on_tiles = dtype != DType::F32 && cpu_level() >= CpuLevel::Amx && prefill;
+  // f16 prefill on AMX tiles: x and the weights in two bf16 parts each (see the top).
+  const bool split = dtype == DType::F16 && cpu_level() >= CpuLevel::Amx && prefill;
   const bool rounds_x = dtype == DType::BF16 && ops::cpu::bf16_linear_rounds_x(cpu_level(), c.rows);
   const double x_unit = rounds_x ? std::ldexp(1.0, -8) : 0.0;
-  const std::int64_t products_per_input = !on_tiles ? 1 : dtype == DType::BF16 ? 2 : 3;
-  const double split_unit = !on_tiles ? 0.0
-                            : dtype == DType::BF16
-                                ? std::ldexp(1.0, -16)
-                                : std::ldexp(1.0, -15) * (1.0 + std::ldexp(1.0, -9));
-  const double parts_magnitude = on_tiles ? 1.0 + std::ldexp(1.0, -6) : 1.0;
+  const std::int64_t products_per_input = split ? 3 : 1;
+  const double split_unit = split ? std::ldexp(1.0, -15) * (1.0 + std::ldexp(1.0, -9)) : 0.0;
+  const double parts_magnitude = split ? 1.0 + std::ldexp(1.0, -6) : 1.0;
   const float* xs = x.data<float>();
   const float* w = weight.data<float>();
   const float* w_rounded = rounded.data<float>();

@@ -133,8 +133,8 @@ TEST_CASE("llama: q8_0 weights on the cpu: prefill computes the f32 model of deq
 
 TEST_CASE("llama: bf16 weights on the cpu: prefill computes the f32 model of the same weights") {
   // As for GPT-2: wide-heads-bf16 at --dtype bf16 gives the logits of the same checkpoint at f32
-  // within the parity bound where prefill keeps x in f32; at avx512bf16 it rounds x to bf16
-  // (testing::check_narrow_weights_prefill).
+  // within the parity bound where prefill keeps x in f32; at avx512bf16 and amx it rounds x to
+  // bf16 (testing::check_narrow_weights_prefill).
   check_bf16_prefill<llama::Model>("wide-heads", fixture_dir,
                                    [](const llama::Model& model, const Prefill& prefill) {
                                      return logit_bound(model.llama_config(), prefill.length);

@@ -6,22 +6,22 @@
 // C += A B for A [16 x 32] bf16, B [32 x 16] bf16 and C [16 x 16] f32, 16,384 FLOPs in one
 // instruction (~16 cycles on Sapphire Rapids: 1,024 FLOPs a cycle, 16x AVX-512's two f32 FMAs).
 //
-// The precision. x is f32, and rounding it to bf16 would keep 8 of its 24 significant bits
-// (linear_16bit.cpp: activations stay f32). So each x is split into two bf16 numbers, hi = bf16(x)
-// and lo = bf16(x - hi) (x - hi is exact in f32), which hold 16 bits between them:
-// |x - hi - lo| <= 2^-16 |x|, and |x - hi| <= 2^-8 |x|. A product of two bf16 numbers is exact in
-// f32; TDPBF16PS adds each pair of products, then the pair's sum to C, both in f32.
-//  - bf16 weights are tiles as they are: each tile of x is multiplied twice, hi W^T + lo W^T, 2K
-//    roundings for K inputs. Against the exact x W^T (W as stored) the error is at most
-//    2^-16 sum_k |x_k w_k| from the split plus f32 summation's bound for 2K + 2 terms.
-//  - f16 and q8_0 weights are split as x is, W_hi = bf16(W) and W_lo = bf16(W - W_hi) (Sapphire
-//    Rapids has no f16 or int8-times-f32 tiles). Three products are kept,
+// The precision. x is f32; a product of two bf16 numbers is exact in f32, and TDPBF16PS adds each
+// pair of products, then the pair's sum to C, both in f32.
+//  - bf16 weights are tiles as they are, and x is rounded to bf16 (Bf16Format::narrow, as the
+//    avx512bf16 level rounds it: output_blocks.h's bf16_linear_rounds_x), the precision a bf16
+//    model has on the GPU and in PyTorch: |x~ - x| <= 2^-8 |x|, the size of the weights' own
+//    rounding. Against x~ W^T (W as stored) the error is f32 summation's bound for K + 2 terms.
+//  - f16 and q8_0 weights hold more bits than bf16, so x keeps 16 of its 24: it is split into two
+//    bf16 numbers, hi = bf16(x) and lo = bf16(x - hi) (x - hi is exact in f32), with
+//    |x - hi - lo| <= 2^-16 |x|; and W is split as x is, W_hi = bf16(W) and W_lo = bf16(W - W_hi)
+//    (Sapphire Rapids has no f16 or int8-times-f32 tiles). Three products are kept,
 //    hi W_hi^T + lo W_hi^T + hi W_lo^T, 3K roundings; the one dropped, lo W_lo^T, is below
 //    2^-16 |x w|. An f16 weight is exactly W_hi + W_lo (11 significant bits = 8 + at most 3, and
 //    f16's range lies inside bf16's), so its error is at most 2^-15 (1 + 2^-9) sum_k |x_k w_k|.
 //    A q8_0 weight d q is exact in f32 but has up to 18 bits (an 11-bit d times a 7-bit q), so
 //    W_hi + W_lo misses it by up to 2^-16 |w|: at most 2^-16 (3 + 2^-7) sum_k |x_k w_k| in all.
-//    Both plus the bound for 3K + 2 terms; 1.5x the tile work of bf16.
+//    Both plus the bound for 3K + 2 terms; 3x the tile work of bf16.
 // tests/test_linear.cpp and tests/test_q8_0.cpp check exactly those bounds at this level. Storing
 // W in bf16, f16 or q8_0 already moved each weight by about 2^-8, 2^-11 or 2^-8 of itself, 8 to
 // 256x more. The limits: the conversion and the tiles treat subnormal inputs as zero and flush
@@ -30,25 +30,28 @@
 // or inf.
 //
 // Layout (a tile load reads 16 rows of 64 bytes at a stride):
-//  - x: hi and lo, each [N' x K'] bf16 row by row, N' and K' rounded up to 32 with zeros. An A
-//    tile is 16 rows of 32 inputs.
+//  - x: rounded (bf16 weights), or hi and lo, each [N' x K'] bf16 row by row, N' and K' rounded up
+//    to 32 with zeros. An A tile is 16 rows of 32 inputs.
 //  - W: for each group of 16 outputs and each step of 32 inputs (for q8_0 one block) one 1 KB B
 //    tile per part (bf16: the weights; f16 and q8_0: W_hi, then W_lo), whose row p holds for each
 //    of the 16 outputs its inputs 2p and 2p + 1 side by side (the pairs TDPBF16PS multiplies).
 //    Each thread packs its own outputs once per call, as widened_gemm.h widens them, in panels of
 //    at most kMaxPanelBytes.
 //  - The kernel keeps a 32 x 32 block of y in four C tiles (tmm0-3); per step of 32 inputs it
-//    loads two B tiles (tmm6-7), two A tiles of lo (tmm4-5), then of hi; with two parts it then
-//    loads W_lo's two B tiles and multiplies them by hi, still in tmm4-5. One part: 8 tile
-//    products per 6 tile loads; two: 12 per 8, in AMX's 8 tile registers.
-// Cost: W is read and packed once per call (2 M K bytes for 16-bit weights), x split once (4 N K
-// bytes) in passes of at most kMaxPassRows rows (the split's memory stays bounded); the tiles run
-// 2 x 2 N M K FLOPs (bf16) or 3 x 2 N M K (f16, q8_0) at 16x the f32 FMA rate, so about 8x (5.3x)
-// the f32 GEMM's peak. Each thread's packed panel (up to 16 MiB) is read again for every block of
-// 32 rows: N / 32 passes from L2 or L3.
+//    loads two B tiles (tmm6-7), then two A tiles of x (tmm4-5): x rounded, or its lo and then its
+//    hi; with two parts it then loads W_lo's two B tiles and multiplies them by hi, still in
+//    tmm4-5. bf16: 4 tile products per 4 tile loads; f16 and q8_0: 12 per 8, in AMX's 8 tile
+//    registers.
+// Cost: W is read and packed once per call (2 M K bytes for 16-bit weights), x rounded (2 N K
+// bytes) or split (4 N K) once in passes of at most kMaxPassRows rows (that memory stays
+// bounded); the tiles run 2 N M K FLOPs (bf16) or 3 x 2 N M K (f16, q8_0) at 16x the f32 FMA
+// rate, so about 16x (5.3x) the f32 GEMM's peak. Each thread's packed panel (up to 16 MiB) is
+// read again for every block of 32 rows: N / 32 passes from L2 or L3.
 // Measured (2-core Xeon at 2.6 GHz, bf16 pp512, docs/results/2026-12-04-amx-prefill/): GPT-2's
-// linear layers at ~940 GFLOP/s of x W^T against ~300 through the f32 GEMM, a third of the
-// tiles' peak; buffers on 64-byte lines (one line per tile row) gave 1.05x. Tried and slower:
+// linear layers at ~940 GFLOP/s of x W^T against ~300 through the f32 GEMM, with x then split in
+// two parts for bf16 weights too; buffers on 64-byte lines (one line per tile row) gave 1.05x.
+// x rounded instead (one part, docs/results/2026-12-06-amx-bf16-rounding/): pp512 1.35x, GPT-2's
+// linear layers at ~1,000-1,400 GFLOP/s, a quarter of the tiles' peak. Tried and slower:
 // the rows' x kept in L1 in slices of 256 inputs while the weight tiles stream past (0.9x); the
 // columns outer and the rows inner (0.9x); panels of 1 MB or 512 KB, to stay in L2 (0.85x).
 #include "ops/cpu/gemm_amx.h"
@@ -96,6 +99,18 @@ struct alignas(64) TileConfig {
   std::uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
 };
 
+// One row of x (`in` floats) rounded to bf16 (see the top), `depth` bf16, zeros after `in`.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void round_row(
+    const float* x, std::int64_t in, std::int64_t depth, std::uint16_t* rounded) {
+  std::int64_t k = 0;
+  for (; k < in; k += 16) {
+    const auto valid = static_cast<__mmask16>(in - k >= 16 ? 0xFFFF : (1u << (in - k)) - 1);
+    const __m256i bits = Bf16Format::narrow(_mm512_maskz_loadu_ps(valid, x + k));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(rounded + k), bits);
+  }
+  std::fill(rounded + k, rounded + depth, std::uint16_t{0});
+}
+
 // One row of x (`in` floats) as hi and lo (see the top), `depth` bf16 each, zeros after `in`.
 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c,avx512bf16"))) void split_row(
     const float* x, std::int64_t in, std::int64_t depth, std::uint16_t* hi, std::uint16_t* lo) {
@@ -129,7 +144,7 @@ std::uint16_t one_part(float value, int part) {
 }
 
 // How a weight format becomes bf16 tiles (see the top): kParts B tiles per 16 outputs and 32
-// inputs. row() finds weight row `index` of W [outputs, in]; pairs() reads inputs
+// inputs, multiplied by x rounded to bf16 (kSplitsX false) or by its hi and lo. row() finds weight row `index` of W [outputs, in]; pairs() reads inputs
 // [32 step, 32 step + 32) of a row as 16 pairs of bf16 in one register, one() input k alone,
 // both as part `part` (0: the weight, or its hi; 1: its lo).
 struct SixteenBitRows {  // bf16 and f16: `in` 16-bit words a row
@@ -141,6 +156,7 @@ struct SixteenBitRows {  // bf16 and f16: `in` 16-bit words a row
 
 struct Bf16Parts : SixteenBitRows {
   static constexpr int kParts = 1;
+  static constexpr bool kSplitsX = false;
   __attribute__((target("avx512f"))) static __m512 pairs(const Weight* row, std::int64_t step,
                                                          int) {
     return _mm512_loadu_ps(row + step * kTileDepth);  // bf16 bits, no arithmetic
@@ -150,6 +166,7 @@ struct Bf16Parts : SixteenBitRows {
 
 struct F16Parts : SixteenBitRows {
   static constexpr int kParts = 2;
+  static constexpr bool kSplitsX = true;
   __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c,avx512bf16"))) static __m512 pairs(
       const Weight* row, std::int64_t step, int part) {
     const auto* bits = reinterpret_cast<const __m256i*>(row + step * kTileDepth);
@@ -166,6 +183,7 @@ struct F16Parts : SixteenBitRows {
 struct Q8_0Parts {
   using Weight = BlockQ8_0;
   static constexpr int kParts = 2;
+  static constexpr bool kSplitsX = true;
   static const Weight* row(const Weight* w, std::int64_t index, std::int64_t in) {
     return w + index * (in / kQ8_0BlockElements);
   }
@@ -265,15 +283,16 @@ __attribute__((target("amx-tile"))) void configure_tiles() {
 __attribute__((target("amx-tile"))) void release_tiles() { _tile_release(); }
 
 // Columns [first, first + count) of y from one packed panel (`tiles`, count rounded up to kBlock)
-// and the split x (`padded_rows` x `depth` each). The tiles must be configured on this thread.
-template <int kParts>
+// and x as Parts multiplies it (`padded_rows` x `depth` each; x_lo unused when x is rounded). The
+// tiles must be configured on this thread.
+template <typename Parts>
 __attribute__((target("amx-tile,amx-bf16"))) void multiply_panel(
     const std::uint16_t* x_hi, const std::uint16_t* x_lo, std::int64_t rows,
     std::int64_t padded_rows, std::int64_t depth, const std::uint32_t* tiles, const float* b,
     float* y, std::int64_t outputs, std::int64_t first, std::int64_t count, bool accumulate) {
   const std::int64_t steps = depth / kTileDepth;
   const std::int64_t x_stride = depth * static_cast<std::int64_t>(sizeof(std::uint16_t));
-  constexpr std::int64_t kStepPairs = kParts * kPairsPerTile;  // one step's B tiles, all parts
+  constexpr std::int64_t kStepPairs = Parts::kParts * kPairsPerTile;  // one step's B tiles
   constexpr std::int64_t kBlockStride = kBlock * sizeof(float);
   alignas(64) float block[kBlock * kBlock];
   for (std::int64_t row = 0; row < padded_rows; row += kBlock) {
@@ -287,7 +306,9 @@ __attribute__((target("amx-tile,amx-bf16"))) void multiply_panel(
       for (std::int64_t s = 0; s < steps; ++s) {
         _tile_loadd(6, left + s * kStepPairs, 64);
         _tile_loadd(7, right + s * kStepPairs, 64);
-        for (const std::uint16_t* x_part : {x_lo, x_hi}) {  // hi last: W_lo's products reuse it
+        // hi last: W_lo's products reuse it
+        for (const std::uint16_t* x_part : {x_lo, x_hi}) {
+          if (x_part == nullptr) continue;  // x rounded: one part
           const std::uint16_t* top = x_part + row * depth + s * kTileDepth;
           _tile_loadd(4, top, x_stride);
           _tile_loadd(5, top + kTileRows * depth, x_stride);
@@ -296,7 +317,7 @@ __attribute__((target("amx-tile,amx-bf16"))) void multiply_panel(
           _tile_dpbf16ps(2, 5, 6);
           _tile_dpbf16ps(3, 5, 7);
         }
-        if constexpr (kParts == 2) {  // f16: hi W_lo^T
+        if constexpr (Parts::kParts == 2) {  // f16 and q8_0: hi W_lo^T
           _tile_loadd(6, left + s * kStepPairs + kPairsPerTile, 64);
           _tile_loadd(7, right + s * kStepPairs + kPairsPerTile, 64);
           _tile_dpbf16ps(0, 4, 6);
@@ -331,13 +352,18 @@ void multiply_pass(const Context& ctx, const float* x, const void* weights, cons
   const std::int64_t depth = round_up(in, kTileDepth);
   const std::int64_t padded_rows = round_up(rows, kBlock);
   thread_local std::vector<std::uint16_t> x_hi, x_lo;  // the calling thread's, read by every one
-  const auto split_size = static_cast<std::size_t>(padded_rows * depth);
-  std::uint16_t* hi = line_aligned(x_hi, split_size);
-  std::uint16_t* lo = line_aligned(x_lo, split_size);
+  const auto part_size = static_cast<std::size_t>(padded_rows * depth);
+  std::uint16_t* hi = line_aligned(x_hi, part_size);
+  std::uint16_t* lo = Parts::kSplitsX ? line_aligned(x_lo, part_size) : nullptr;
 #pragma omp parallel for num_threads(ctx.threads()) schedule(static)
   for (std::int64_t r = 0; r < padded_rows; ++r) {
-    split_row(x + std::min(r, rows - 1) * in, r < rows ? in : 0, depth, hi + r * depth,
-              lo + r * depth);
+    const float* x_row = x + std::min(r, rows - 1) * in;
+    const std::int64_t valid = r < rows ? in : 0;
+    if (Parts::kSplitsX) {
+      split_row(x_row, valid, depth, hi + r * depth, lo + r * depth);
+    } else {
+      round_row(x_row, valid, depth, hi + r * depth);
+    }
   }
   const std::int64_t panel_bytes_per_output = depth * 2 * Parts::kParts;
   const std::int64_t panel_outputs =
@@ -354,7 +380,7 @@ void multiply_pass(const Context& ctx, const float* x, const void* weights, cons
       // GCC 12's _tile_loadd names no memory operand: without this compiler barrier the packing's
       // stores could be moved past the tile loads that read them.
       std::atomic_signal_fence(std::memory_order_seq_cst);
-      multiply_panel<Parts::kParts>(hi, lo, rows, padded_rows, depth, tiles, b, y, outputs, p,
+      multiply_panel<Parts>(hi, lo, rows, padded_rows, depth, tiles, b, y, outputs, p,
                                     count, accumulate);
     }
     release_tiles();

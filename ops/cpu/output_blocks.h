@@ -74,9 +74,12 @@ inline std::int64_t gemm_min_rows(CpuLevel level, DType weights) {
 constexpr std::int64_t kBf16PairMinRows = 5;
 
 // Whether a linear layer with bf16 weights at `level` multiplies its `rows` input rows rounded to
-// bf16 (above) rather than in f32 (every other level, and fewer rows; at amx prefill splits x in
-// two bf16 parts that keep 16 of its 24 bits, ops/cpu/gemm_amx.cpp).
+// bf16 rather than in f32: at avx512bf16 from kBf16PairMinRows rows (above), at amx in the GEMM
+// on AMX's tiles (ops/cpu/gemm_amx.cpp). The decode kernels at amx keep x in f32: there the pair
+// tiles ran at 0.89x (0.88-0.89) the f32 tiles at 8 and 12 rows, and 0.75x the tiles' GEMM at
+// 16 (Xeon, synthetic:gpt2, 3 interleaved rounds, docs/results/2026-12-06-amx-bf16-rounding/).
 inline bool bf16_linear_rounds_x(CpuLevel level, std::int64_t rows) {
+  if (level == CpuLevel::Amx) return rows >= gemm_min_rows(level, DType::BF16);
   return level == CpuLevel::Avx512Bf16 && rows >= kBf16PairMinRows;
 }
 
