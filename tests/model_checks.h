@@ -211,10 +211,11 @@ inline void check_change_within_bound(Context& ctx, const LanguageModel& model,
 // widening is exact: the logits must be the widened model's within `parity` (relative). Where it
 // narrows x too (`x_narrowed`: q8_0 at avx512vnni and avx512bf16 quantizes x in blocks of 32 as
 // decode does, ops/cpu/gemm_q8_0_vnni.cpp; bf16 at avx512bf16 and amx rounds it to bf16,
-// ops/cpu/output_blocks.h's bf16_linear_rounds_x), that is a second perturbation of the same relative size per value as the
-// weights' (D, the change the weights alone make): as the decode tests bound it, the change from
-// the original logits stays within 2 (D + D) + 2 parity, and it differs from the widened model's
-// by more than parity (x really is narrowed). Either way the original weights give other logits.
+// ops/cpu/output_blocks.h's bf16_linear_rounds_x), that is a second perturbation of the same
+// relative size per value as the weights' (D, the change the weights alone make): as the decode
+// tests bound it, the change from the original logits stays within 2 (D + D) + 2 parity, and it
+// differs from the widened model's by more than parity (x really is narrowed). Either way the
+// original weights give other logits.
 inline void check_narrow_weights_prefill(const std::vector<double>& actual,
                                          const std::vector<double>& widened,
                                          const std::vector<double>& original, double parity,

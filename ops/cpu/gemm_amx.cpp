@@ -24,8 +24,8 @@
 //    Both plus the bound for 3K + 2 terms; 3x the tile work of bf16.
 // tests/test_linear.cpp and tests/test_q8_0.cpp check exactly those bounds at this level. Storing
 // W in bf16, f16 or q8_0 already moved each weight by about 2^-8, 2^-11 or 2^-8 of itself, 8 to
-// 256x more. The limits: the conversion and the tiles treat subnormal inputs as zero and flush
-// subnormal results (a product below 2^-126 is lost), and |x| >= 0x1.FEp127, an infinite x or an
+// 256x more. The limits: the tiles treat subnormal inputs as zero and flush subnormal results (a
+// product below 2^-126 is lost), and where x is split, |x| >= 0x1.FEp127, an infinite x or an
 // infinite f16 weight gives NaN (hi rounds to inf, and inf - inf is NaN) where f32 gives a number
 // or inf.
 //
@@ -144,9 +144,10 @@ std::uint16_t one_part(float value, int part) {
 }
 
 // How a weight format becomes bf16 tiles (see the top): kParts B tiles per 16 outputs and 32
-// inputs, multiplied by x rounded to bf16 (kSplitsX false) or by its hi and lo. row() finds weight row `index` of W [outputs, in]; pairs() reads inputs
-// [32 step, 32 step + 32) of a row as 16 pairs of bf16 in one register, one() input k alone,
-// both as part `part` (0: the weight, or its hi; 1: its lo).
+// inputs, multiplied by x rounded to bf16 (kSplitsX false) or by its hi and lo. row() finds weight
+// row `index` of W [outputs, in]; pairs() reads inputs [32 step, 32 step + 32) of a row as 16 pairs
+// of bf16 in one register, one() input k alone, both as part `part` (0: the weight, or its hi; 1:
+// its lo).
 struct SixteenBitRows {  // bf16 and f16: `in` 16-bit words a row
   using Weight = std::uint16_t;
   static const Weight* row(const Weight* w, std::int64_t index, std::int64_t in) {
@@ -380,8 +381,8 @@ void multiply_pass(const Context& ctx, const float* x, const void* weights, cons
       // GCC 12's _tile_loadd names no memory operand: without this compiler barrier the packing's
       // stores could be moved past the tile loads that read them.
       std::atomic_signal_fence(std::memory_order_seq_cst);
-      multiply_panel<Parts>(hi, lo, rows, padded_rows, depth, tiles, b, y, outputs, p,
-                                    count, accumulate);
+      multiply_panel<Parts>(hi, lo, rows, padded_rows, depth, tiles, b, y, outputs, p, count,
+                            accumulate);
     }
     release_tiles();
   });

@@ -23,14 +23,14 @@
 //    (ops/cpu/widened_gemm.h: why whole blocks, and the memory it costs). Widening while packing
 //    saves that buffer's 4 M K bytes written and read again: pp512 1.01-1.05x (Zen 4, 2 threads,
 //    5 interleaved rounds, docs/results/2026-12-05-gemm-16bit-pack/). At the amx level both formats
-//    go to AMX's bf16 tiles instead, x split in two bf16 parts and f16 weights in two as well
-//    (ops/cpu/gemm_amx.cpp). At the avx512bf16 level (AVX-512 BF16 without AMX: Zen 4, Cooper
-//    Lake) bf16 weights stay bf16 and x is rounded to bf16 as it is packed, for vdpbf16ps: 32
-//    multiply-adds an instruction where an FMA does 16 (ops/cpu/gemm.cpp's Bf16DotRecipe), the
-//    precision a bf16 model has on the GPU and in PyTorch. pp512 1.75x (1.58-1.86, GPT-2) and
-//    1.77x (1.61-1.83, SmolLM2 shape) the f32 arithmetic on widened weights, with f32 weights
-//    unchanged (0.99-1.00x; Zen 4, 2 threads, 5 interleaved rounds,
-//    docs/results/2026-12-05-bf16-dot-prefill/).
+//    go to AMX's bf16 tiles instead, x rounded to bf16 for bf16 weights (as at avx512bf16), split
+//    in two bf16 parts for f16 weights, which are split in two as well (ops/cpu/gemm_amx.cpp). At
+//    the avx512bf16 level (AVX-512 BF16 without AMX: Zen 4, Cooper Lake) bf16 weights stay bf16 and
+//    x is rounded to bf16 as it is packed, for vdpbf16ps: 32 multiply-adds an instruction where an
+//    FMA does 16 (ops/cpu/gemm.cpp's Bf16DotRecipe), the precision a bf16 model has on the GPU and
+//    in PyTorch. pp512 1.75x (1.58-1.86, GPT-2) and 1.77x (1.61-1.83, SmolLM2 shape) the f32
+//    arithmetic on widened weights, with f32 weights unchanged (0.99-1.00x; Zen 4, 2 threads, 5
+//    interleaved rounds, docs/results/2026-12-05-bf16-dot-prefill/).
 // Kernels at three levels (runtime/cpu_features.h explains why the level is chosen at run time;
 // its avx512vnni, avx512bf16 (but bf16's pair tiles) and amx levels run the avx512 kernels here):
 // avx512 (16 lanes, masked tails), avx2 (8 lanes, F16C, FMA) and portable (dtype.h's conversions in
