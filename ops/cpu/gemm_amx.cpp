@@ -29,9 +29,10 @@
 // infinite f16 weight gives NaN (hi rounds to inf, and inf - inf is NaN) where f32 gives a number
 // or inf.
 //
-// Layout (a tile load reads 16 rows of 64 bytes at a stride):
-//  - x: rounded (bf16 weights), or hi and lo, each [N' x K'] bf16 row by row, N' and K' rounded up
-//    to 32 with zeros. An A tile is 16 rows of 32 inputs.
+// Layout (a tile load reads 16 rows of 64 bytes at a stride; here every tile is 1 KB in a row):
+//  - x: rounded (bf16 weights), or hi and lo, each [N' x K'] bf16, N' and K' rounded up to 32 with
+//    zeros, as A tiles of 16 rows of 32 inputs: for each 16 rows, their tiles for inputs 0-31,
+//    32-63, ... (a_tile_index).
 //  - W: for each group of 16 outputs and each step of 32 inputs (for q8_0 one block) one 1 KB B
 //    tile per part (bf16: the weights; f16 and q8_0: W_hi, then W_lo), whose row p holds for each
 //    of the 16 outputs its inputs 2p and 2p + 1 side by side (the pairs TDPBF16PS multiplies).
@@ -41,12 +42,14 @@
 //    loads two B tiles (tmm6-7), then two A tiles of x (tmm4-5): x rounded, or its lo and then its
 //    hi; with two parts it then loads W_lo's two B tiles and multiplies them by hi, still in
 //    tmm4-5. bf16: 4 tile products per 4 tile loads; f16 and q8_0: 12 per 8, in AMX's 8 tile
-//    registers.
+//    registers. The blocks go down a column of 32 outputs before the next: that column's B tiles
+//    (K / 16 KB per part) stay in L1 or L2 while x's tiles stream past in order.
 // Cost: W is read and packed once per call (2 M K bytes for 16-bit weights), x rounded (2 N K
 // bytes) or split (4 N K) once in passes of at most kMaxPassRows rows (that memory stays
 // bounded); the tiles run 2 N M K FLOPs (bf16) or 3 x 2 N M K (f16, q8_0) at 16x the f32 FMA
-// rate, so about 16x (5.3x) the f32 GEMM's peak. Each thread's packed panel (up to 16 MiB) is
-// read again for every block of 32 rows: N / 32 passes from L2 or L3.
+// rate, so about 16x (5.3x) the f32 GEMM's peak. x's tiles (2 N K or 4 N K bytes, one copy both
+// threads read) are read again for every column of 32 outputs: M / 32 passes, from L2 where they
+// fit it.
 // Measured (2-core Xeon at 2.6 GHz, bf16 pp512, docs/results/2026-12-04-amx-prefill/): GPT-2's
 // linear layers at ~940 GFLOP/s of x W^T against ~300 through the f32 GEMM, with x then split in
 // two parts for bf16 weights too; buffers on 64-byte lines (one line per tile row) gave 1.05x.
@@ -99,32 +102,41 @@ struct alignas(64) TileConfig {
   std::uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
 };
 
-// One row of x (`in` floats) rounded to bf16 (see the top), `depth` bf16, zeros after `in`.
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void round_row(
-    const float* x, std::int64_t in, std::int64_t depth, std::uint16_t* rounded) {
-  std::int64_t k = 0;
-  for (; k < in; k += 16) {
-    const auto valid = static_cast<__mmask16>(in - k >= 16 ? 0xFFFF : (1u << (in - k)) - 1);
-    const __m256i bits = Bf16Format::narrow(_mm512_maskz_loadu_ps(valid, x + k));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(rounded + k), bits);
-  }
-  std::fill(rounded + k, rounded + depth, std::uint16_t{0});
+// Where input k of row r lands in x's A tiles (see the top): tile (r / 16, k / 32), row r % 16.
+std::int64_t a_tile_index(std::int64_t r, std::int64_t k, std::int64_t depth) {
+  return (r / kTileRows) * kTileRows * depth + (k / kTileDepth) * kTileRows * kTileDepth +
+         (r % kTileRows) * kTileDepth + k % kTileDepth;
 }
 
-// One row of x (`in` floats) as hi and lo (see the top), `depth` bf16 each, zeros after `in`.
+// Row r of x (`in` floats at `x`) rounded to bf16 (see the top) into A tiles, zeros from `in` to
+// `depth`.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void round_row(
+    const float* x, std::int64_t in, std::int64_t depth, std::int64_t r, std::uint16_t* rounded) {
+  for (std::int64_t k = 0; k < depth; k += 16) {
+    const auto valid = static_cast<__mmask16>(in - k >= 16 ? 0xFFFF
+                                              : in > k     ? (1u << (in - k)) - 1
+                                                           : 0u);
+    const __m256i bits = Bf16Format::narrow(_mm512_maskz_loadu_ps(valid, x + k));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(rounded + a_tile_index(r, k, depth)), bits);
+  }
+}
+
+// Row r of x (`in` floats at `x`) as hi and lo (see the top) into A tiles, zeros from `in` to
+// `depth`.
 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c,avx512bf16"))) void split_row(
-    const float* x, std::int64_t in, std::int64_t depth, std::uint16_t* hi, std::uint16_t* lo) {
-  std::int64_t k = 0;
-  for (; k < in; k += 16) {
-    const auto valid = static_cast<__mmask16>(in - k >= 16 ? 0xFFFF : (1u << (in - k)) - 1);
+    const float* x, std::int64_t in, std::int64_t depth, std::int64_t r, std::uint16_t* hi,
+    std::uint16_t* lo) {
+  for (std::int64_t k = 0; k < depth; k += 16) {
+    const auto valid = static_cast<__mmask16>(in - k >= 16 ? 0xFFFF
+                                              : in > k     ? (1u << (in - k)) - 1
+                                                           : 0u);
     const __m512 value = _mm512_maskz_loadu_ps(valid, x + k);
     const auto high = (__m256i)_mm512_cvtneps_pbh(value);
     const auto low = (__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(value, Bf16Format::widen(high)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(hi + k), high);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(lo + k), low);
+    const std::int64_t at = a_tile_index(r, k, depth);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(hi + at), high);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(lo + at), low);
   }
-  std::fill(hi + k, hi + depth, std::uint16_t{0});
-  std::fill(lo + k, lo + depth, std::uint16_t{0});
 }
 
 // The hi or lo part (see the top; part 0 or 1) of 32 f32 values, inputs 0-15 in `low` and 16-31
@@ -284,20 +296,19 @@ __attribute__((target("amx-tile"))) void configure_tiles() {
 __attribute__((target("amx-tile"))) void release_tiles() { _tile_release(); }
 
 // Columns [first, first + count) of y from one packed panel (`tiles`, count rounded up to kBlock)
-// and x as Parts multiplies it (`padded_rows` x `depth` each; x_lo unused when x is rounded). The
-// tiles must be configured on this thread.
+// and x's A tiles as Parts multiplies it (`padded_rows` x `depth` each; x_lo unused when x is
+// rounded), column by column (see the top). The tiles must be configured on this thread.
 template <typename Parts>
 __attribute__((target("amx-tile,amx-bf16"))) void multiply_panel(
     const std::uint16_t* x_hi, const std::uint16_t* x_lo, std::int64_t rows,
     std::int64_t padded_rows, std::int64_t depth, const std::uint32_t* tiles, const float* b,
     float* y, std::int64_t outputs, std::int64_t first, std::int64_t count, bool accumulate) {
   const std::int64_t steps = depth / kTileDepth;
-  const std::int64_t x_stride = depth * static_cast<std::int64_t>(sizeof(std::uint16_t));
   constexpr std::int64_t kStepPairs = Parts::kParts * kPairsPerTile;  // one step's B tiles
   constexpr std::int64_t kBlockStride = kBlock * sizeof(float);
   alignas(64) float block[kBlock * kBlock];
-  for (std::int64_t row = 0; row < padded_rows; row += kBlock) {
-    for (std::int64_t col = 0; col < count; col += kBlock) {
+  for (std::int64_t col = 0; col < count; col += kBlock) {
+    for (std::int64_t row = 0; row < padded_rows; row += kBlock) {
       const std::uint32_t* left = tiles + (col / kTileRows) * steps * kStepPairs;
       const std::uint32_t* right = left + steps * kStepPairs;
       _tile_zero(0);
@@ -310,9 +321,9 @@ __attribute__((target("amx-tile,amx-bf16"))) void multiply_panel(
         // hi last: W_lo's products reuse it
         for (const std::uint16_t* x_part : {x_lo, x_hi}) {
           if (x_part == nullptr) continue;  // x rounded: one part
-          const std::uint16_t* top = x_part + row * depth + s * kTileDepth;
-          _tile_loadd(4, top, x_stride);
-          _tile_loadd(5, top + kTileRows * depth, x_stride);
+          const std::uint16_t* top = x_part + a_tile_index(row, s * kTileDepth, depth);
+          _tile_loadd(4, top, 64);
+          _tile_loadd(5, top + kTileRows * depth, 64);
           _tile_dpbf16ps(0, 4, 6);
           _tile_dpbf16ps(1, 4, 7);
           _tile_dpbf16ps(2, 5, 6);
@@ -361,9 +372,9 @@ void multiply_pass(const Context& ctx, const float* x, const void* weights, cons
     const float* x_row = x + std::min(r, rows - 1) * in;
     const std::int64_t valid = r < rows ? in : 0;
     if (Parts::kSplitsX) {
-      split_row(x_row, valid, depth, hi + r * depth, lo + r * depth);
+      split_row(x_row, valid, depth, r, hi, lo);
     } else {
-      round_row(x_row, valid, depth, hi + r * depth);
+      round_row(x_row, valid, depth, r, hi);
     }
   }
   const std::int64_t panel_bytes_per_output = depth * 2 * Parts::kParts;
