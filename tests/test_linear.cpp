@@ -275,6 +275,9 @@ TEST_CASE("linear with bf16 and f16 weights on AMX tiles: padding, thread blocks
     check_linear(ctx, {fewest + 15, 4096, 4200}, dtype, true, false, rng);
     // 600 rows: a pass of 512 and one of 88.
     check_linear(ctx, {600, 67, 70}, dtype, true, true, rng);
+    // 300 rows of K 4096: x's tiles in chunks of 1 MiB (128 rows for bf16, 64 for f16), the last
+    // one partial.
+    check_linear(ctx, {300, 4096, 40}, dtype, true, true, rng);
     // K 1 and 15: one step of inputs, nearly all padding.
     check_linear(ctx, {fewest, 1, 40}, dtype, false, true, rng);
     check_linear(ctx, {fewest, 15, 40}, dtype, true, true, rng);

@@ -42,21 +42,24 @@
 //    loads two B tiles (tmm6-7), then two A tiles of x (tmm4-5): x rounded, or its lo and then its
 //    hi; with two parts it then loads W_lo's two B tiles and multiplies them by hi, still in
 //    tmm4-5. bf16: 4 tile products per 4 tile loads; f16 and q8_0: 12 per 8, in AMX's 8 tile
-//    registers. The blocks go down a column of 32 outputs before the next: that column's B tiles
-//    (K / 16 KB per part) stay in L1 or L2 while x's tiles stream past in order.
+//    registers. The rows go in chunks whose x tiles take at most kMaxChunkBytes (within L2), and
+//    in a chunk the blocks go down a column of 32 outputs before the next: that column's B tiles
+//    (K / 16 KB per part) stay in L1 or L2 while the chunk's x tiles stream past in order.
 // Cost: W is read and packed once per call (2 M K bytes for 16-bit weights), x rounded (2 N K
 // bytes) or split (4 N K) once in passes of at most kMaxPassRows rows (that memory stays
 // bounded); the tiles run 2 N M K FLOPs (bf16) or 3 x 2 N M K (f16, q8_0) at 16x the f32 FMA
-// rate, so about 16x (5.3x) the f32 GEMM's peak. x's tiles (2 N K or 4 N K bytes, one copy both
-// threads read) are read again for every column of 32 outputs: M / 32 passes, from L2 where they
-// fit it.
+// rate, so about 16x (5.3x) the f32 GEMM's peak. A chunk's x tiles (one copy both threads read)
+// are read again for every column of 32 outputs, M / 32 times, from L2; each thread's packed
+// panel (up to 16 MiB) once per chunk.
 // Measured (2-core Xeon at 2.6 GHz, bf16 pp512, docs/results/2026-12-04-amx-prefill/): GPT-2's
 // linear layers at ~940 GFLOP/s of x W^T against ~300 through the f32 GEMM, with x then split in
 // two parts for bf16 weights too; buffers on 64-byte lines (one line per tile row) gave 1.05x.
 // x rounded instead (one part, docs/results/2026-12-06-amx-bf16-rounding/): pp512 1.35x, GPT-2's
-// linear layers at ~1,000-1,400 GFLOP/s, a quarter of the tiles' peak. Tried and slower:
-// the rows' x kept in L1 in slices of 256 inputs while the weight tiles stream past (0.9x); the
-// columns outer and the rows inner (0.9x); panels of 1 MB or 512 KB, to stay in L2 (0.85x).
+// linear layers at ~1,000-1,400 GFLOP/s, a quarter of the tiles' peak. Then x in whole tiles and
+// the blocks column by column (before: row by row, x's tiles read at a stride of 2 K bytes),
+// and the rows in chunks (docs/results/2026-12-06-amx-column-order/). Tried and slower: the
+// rows' x kept in L1 in slices of 256 inputs while the weight tiles stream past (0.9x); panels
+// of 1 MB or 512 KB, to stay in L2 (0.85x); chunks of 512 KB.
 #include "ops/cpu/gemm_amx.h"
 
 #include <algorithm>
@@ -87,6 +90,7 @@ constexpr std::int64_t kBlock = 32;      // a block of y: 2 x 2 C tiles
 constexpr std::int64_t kPairsPerTile = kTileRows * kTileDepth / 2;
 constexpr std::int64_t kMaxPanelBytes = std::int64_t{16} << 20;
 constexpr std::int64_t kMaxPassRows = 512;
+constexpr std::int64_t kMaxChunkBytes = std::int64_t{1} << 20;
 
 std::int64_t round_up(std::int64_t n, std::int64_t multiple) {
   return (n + multiple - 1) / multiple * multiple;
@@ -307,48 +311,53 @@ __attribute__((target("amx-tile,amx-bf16"))) void multiply_panel(
   constexpr std::int64_t kStepPairs = Parts::kParts * kPairsPerTile;  // one step's B tiles
   constexpr std::int64_t kBlockStride = kBlock * sizeof(float);
   alignas(64) float block[kBlock * kBlock];
-  for (std::int64_t col = 0; col < count; col += kBlock) {
-    for (std::int64_t row = 0; row < padded_rows; row += kBlock) {
-      const std::uint32_t* left = tiles + (col / kTileRows) * steps * kStepPairs;
-      const std::uint32_t* right = left + steps * kStepPairs;
-      _tile_zero(0);
-      _tile_zero(1);
-      _tile_zero(2);
-      _tile_zero(3);
-      for (std::int64_t s = 0; s < steps; ++s) {
-        _tile_loadd(6, left + s * kStepPairs, 64);
-        _tile_loadd(7, right + s * kStepPairs, 64);
-        // hi last: W_lo's products reuse it
-        for (const std::uint16_t* x_part : {x_lo, x_hi}) {
-          if (x_part == nullptr) continue;  // x rounded: one part
-          const std::uint16_t* top = x_part + a_tile_index(row, s * kTileDepth, depth);
-          _tile_loadd(4, top, 64);
-          _tile_loadd(5, top + kTileRows * depth, 64);
-          _tile_dpbf16ps(0, 4, 6);
-          _tile_dpbf16ps(1, 4, 7);
-          _tile_dpbf16ps(2, 5, 6);
-          _tile_dpbf16ps(3, 5, 7);
+  const std::int64_t row_bytes = depth * 2 * (Parts::kSplitsX ? 2 : 1);  // x's, in A tiles
+  const std::int64_t chunk_rows = std::max(kBlock, kMaxChunkBytes / row_bytes / kBlock * kBlock);
+  for (std::int64_t chunk = 0; chunk < padded_rows; chunk += chunk_rows) {
+    const std::int64_t chunk_end = std::min(padded_rows, chunk + chunk_rows);
+    for (std::int64_t col = 0; col < count; col += kBlock) {
+      for (std::int64_t row = chunk; row < chunk_end; row += kBlock) {
+        const std::uint32_t* left = tiles + (col / kTileRows) * steps * kStepPairs;
+        const std::uint32_t* right = left + steps * kStepPairs;
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        for (std::int64_t s = 0; s < steps; ++s) {
+          _tile_loadd(6, left + s * kStepPairs, 64);
+          _tile_loadd(7, right + s * kStepPairs, 64);
+          // hi last: W_lo's products reuse it
+          for (const std::uint16_t* x_part : {x_lo, x_hi}) {
+            if (x_part == nullptr) continue;  // x rounded: one part
+            const std::uint16_t* top = x_part + a_tile_index(row, s * kTileDepth, depth);
+            _tile_loadd(4, top, 64);
+            _tile_loadd(5, top + kTileRows * depth, 64);
+            _tile_dpbf16ps(0, 4, 6);
+            _tile_dpbf16ps(1, 4, 7);
+            _tile_dpbf16ps(2, 5, 6);
+            _tile_dpbf16ps(3, 5, 7);
+          }
+          if constexpr (Parts::kParts == 2) {  // f16 and q8_0: hi W_lo^T
+            _tile_loadd(6, left + s * kStepPairs + kPairsPerTile, 64);
+            _tile_loadd(7, right + s * kStepPairs + kPairsPerTile, 64);
+            _tile_dpbf16ps(0, 4, 6);
+            _tile_dpbf16ps(1, 4, 7);
+            _tile_dpbf16ps(2, 5, 6);
+            _tile_dpbf16ps(3, 5, 7);
+          }
         }
-        if constexpr (Parts::kParts == 2) {  // f16 and q8_0: hi W_lo^T
-          _tile_loadd(6, left + s * kStepPairs + kPairsPerTile, 64);
-          _tile_loadd(7, right + s * kStepPairs + kPairsPerTile, 64);
-          _tile_dpbf16ps(0, 4, 6);
-          _tile_dpbf16ps(1, 4, 7);
-          _tile_dpbf16ps(2, 5, 6);
-          _tile_dpbf16ps(3, 5, 7);
-        }
-      }
-      _tile_stored(0, block, kBlockStride);
-      _tile_stored(1, block + kTileRows, kBlockStride);
-      _tile_stored(2, block + kTileRows * kBlock, kBlockStride);
-      _tile_stored(3, block + kTileRows * kBlock + kTileRows, kBlockStride);
-      const std::int64_t block_rows = std::min(kBlock, rows - row);
-      const std::int64_t block_cols = std::min(kBlock, count - col);
-      for (std::int64_t r = 0; r < block_rows; ++r) {
-        float* out = y + (row + r) * outputs + first + col;
-        for (std::int64_t c = 0; c < block_cols; ++c) {
-          const float value = block[r * kBlock + c] + (b ? b[first + col + c] : 0.0f);
-          out[c] = accumulate ? out[c] + value : value;
+        _tile_stored(0, block, kBlockStride);
+        _tile_stored(1, block + kTileRows, kBlockStride);
+        _tile_stored(2, block + kTileRows * kBlock, kBlockStride);
+        _tile_stored(3, block + kTileRows * kBlock + kTileRows, kBlockStride);
+        const std::int64_t block_rows = std::min(kBlock, rows - row);
+        const std::int64_t block_cols = std::min(kBlock, count - col);
+        for (std::int64_t r = 0; r < block_rows; ++r) {
+          float* out = y + (row + r) * outputs + first + col;
+          for (std::int64_t c = 0; c < block_cols; ++c) {
+            const float value = block[r * kBlock + c] + (b ? b[first + col + c] : 0.0f);
+            out[c] = accumulate ? out[c] + value : value;
+          }
         }
       }
     }
