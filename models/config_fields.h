@@ -1,13 +1,15 @@
 // What the families' config.json readers (models/gpt2/config.cpp, models/llama/config.cpp)
-// share: how a wrongly typed value and a double are written in a message, and the bounds check
-// every integer field takes. Each reader keeps its own key lookups, because the families differ
-// in which keys may be null or absent.
+// share: how a wrongly typed value and a double are written in a message, how an integer is read,
+// the bounds check every integer field takes, and eos_token_id. Each reader keeps its own key
+// lookups, because the families differ in which keys may be null or absent.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "runtime/error.h"
 
@@ -26,6 +28,31 @@ inline std::string format_double(double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%g", value);
   return text;
+}
+
+// `value` as an int64; Error "<label>: <key> must be an integer, found ..." or "... is too large".
+inline std::int64_t as_integer(const nlohmann::json& value, const std::string& key,
+                               const std::string& label) {
+  check(value.is_number_integer(), label, key + " must be an integer, found " + describe(value));
+  check(!value.is_number_unsigned() ||
+            value.get<std::uint64_t>() <=
+                static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
+        label, key + " = " + value.dump() + " is too large");
+  return value.get<std::int64_t>();
+}
+
+// eos_token_id: one integer or a list of them (transformers accepts both in every family), null
+// for none, `defaults` when absent.
+inline std::vector<std::int64_t> read_eos_token_ids(const nlohmann::json& root,
+                                                    const std::vector<std::int64_t>& defaults,
+                                                    const std::string& label) {
+  const auto found = root.find("eos_token_id");
+  if (found == root.end()) return defaults;
+  if (found->is_null()) return {};
+  if (!found->is_array()) return {as_integer(*found, "eos_token_id", label)};
+  std::vector<std::int64_t> ids;
+  for (const nlohmann::json& id : *found) ids.push_back(as_integer(id, "eos_token_id", label));
+  return ids;
 }
 
 // Throws Error "<label>: <key> = <value> is outside [<low>, <high>]" unless low <= value <= high.

@@ -279,6 +279,17 @@ TEST_CASE("config: activation_function and model_type must be ones attnscope imp
         "config.json: model_type \"llama\" is not supported (only \"gpt2\")");
 }
 
+TEST_CASE("config: eos_token_id is one id, a list of them or null, as in every family") {
+  CHECK(gpt2::parse_gpt2_config(ConfigText().set("eos_token_id", "[7, 99]").json(), kLabel)
+            .eos_token_ids == std::vector<std::int64_t>{7, 99});
+  CHECK(gpt2::parse_gpt2_config(ConfigText().set("eos_token_id", "null").json(), kLabel)
+            .eos_token_ids.empty());
+  CHECK(gpt2::parse_gpt2_config(ConfigText().set("eos_token_id", "[]").json(), kLabel)
+            .eos_token_ids.empty());
+  CHECK(config_failure(ConfigText().set("eos_token_id", "[7, \"8\"]")) ==
+        "config.json: eos_token_id must be an integer, found a string");
+}
+
 TEST_CASE("config: an eos_token_id outside the vocabulary is kept, as transformers keeps it") {
   for (const char* eos : {"100", "-1"}) {
     const gpt2::Gpt2Config config =

@@ -13,7 +13,6 @@
 
 #include <array>
 #include <cmath>
-#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -49,14 +48,7 @@ std::optional<std::int64_t> optional_integer(const json& root, const char* key,
                                              const std::string& label) {
   const auto found = root.find(key);
   if (found == root.end()) return std::nullopt;
-  check(found->is_number_integer(), label,
-        std::string(key) + " must be an integer, found " + describe(*found));
-  if (found->is_number_unsigned()) {
-    check(found->get<std::uint64_t>() <=
-              static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
-          label, std::string(key) + " = " + found->dump() + " is too large");
-  }
-  return found->get<std::int64_t>();
+  return as_integer(*found, key, label);
 }
 
 std::int64_t required_integer(const json& root, const char* key, const std::string& label) {
@@ -117,9 +109,7 @@ Gpt2Config parse_gpt2_config(std::string_view json_text, const std::string& labe
           optional_string(root, "activation_function", label)) {
     config.activation = *activation;
   }
-  if (const std::optional<std::int64_t> eos = optional_integer(root, "eos_token_id", label)) {
-    config.eos_token_ids = {*eos};
-  }
+  config.eos_token_ids = read_eos_token_ids(root, config.eos_token_ids, label);
   for (const auto& [key, destination] :
        {std::pair{"scale_attn_weights", &config.scale_attn_weights},
         std::pair{"scale_attn_by_inverse_layer_idx", &config.scale_attn_by_inverse_layer_idx}}) {

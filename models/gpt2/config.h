@@ -2,11 +2,11 @@
 //
 // GPT-2 spells its hyperparameters n_embd, n_layer, n_head, n_positions (or n_ctx), vocab_size,
 // n_inner (null: 4 x n_embd), layer_norm_epsilon, activation_function, scale_attn_weights,
-// scale_attn_by_inverse_layer_idx, eos_token_id. They are read into the family-neutral summary
-// (ModelConfig, models/model_config.h: head_dim = n_embd / n_head) plus GPT-2's own score
-// scaling, and checked: every value must be present where required, of the right JSON type, and
-// inside sane bounds, so a hostile or broken file is refused with a clear message before any
-// memory is sized from it.
+// scale_attn_by_inverse_layer_idx, eos_token_id (one id or a list; null: none). They are read into
+// the family-neutral summary (ModelConfig, models/model_config.h: head_dim = n_embd / n_head)
+// plus GPT-2's own score scaling, and checked: every value must be present where required, of the
+// right JSON type, and inside sane bounds, so a hostile or broken file is refused with a clear
+// message before any memory is sized from it.
 #pragma once
 
 #include <cstdint>

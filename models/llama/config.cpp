@@ -7,7 +7,6 @@
 #include "models/llama/config.h"
 
 #include <cmath>
-#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "models/config_fields.h"
@@ -33,15 +32,6 @@ constexpr std::int64_t kMaxHeadDim = 1024;
 const json* present(const json& object, const char* key) {
   const auto found = object.find(key);
   return found == object.end() || found->is_null() ? nullptr : &*found;
-}
-
-std::int64_t as_integer(const json& value, const std::string& key, const std::string& label) {
-  check(value.is_number_integer(), label, key + " must be an integer, found " + describe(value));
-  check(!value.is_number_unsigned() ||
-            value.get<std::uint64_t>() <=
-                static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
-        label, key + " = " + value.dump() + " is too large");
-  return value.get<std::int64_t>();
 }
 
 std::optional<std::int64_t> optional_integer(const json& object, const char* key,
@@ -119,18 +109,6 @@ std::optional<ops::Llama3RopeScaling> read_rope_scaling(const json& root, const 
   check_range(llama3.original_max_position_embeddings, 1, kMaxPositions,
               (name + " original_max_position_embeddings").c_str(), label);
   return llama3;
-}
-
-// eos_token_id: one integer or a list of them (null: none).
-std::vector<std::int64_t> read_eos_token_ids(const json& root, const LlamaConfig& defaults,
-                                             const std::string& label) {
-  const auto found = root.find("eos_token_id");
-  if (found == root.end()) return defaults.eos_token_ids;
-  if (found->is_null()) return {};
-  if (!found->is_array()) return {as_integer(*found, "eos_token_id", label)};
-  std::vector<std::int64_t> ids;
-  for (const json& id : *found) ids.push_back(as_integer(id, "eos_token_id", label));
-  return ids;
 }
 
 void validate(const LlamaConfig& config, const std::string& label) {
@@ -247,7 +225,7 @@ LlamaConfig parse_llama_config(std::string_view json_text, const std::string& la
     config.bos_token_id =
         bos->is_null() ? std::nullopt : std::optional(as_integer(*bos, "bos_token_id", label));
   }
-  config.eos_token_ids = read_eos_token_ids(root, config, label);
+  config.eos_token_ids = read_eos_token_ids(root, config.eos_token_ids, label);
   validate(config, label);
   return config;
 }
