@@ -455,6 +455,13 @@ TEST_CASE("tokenize and detokenize use OpenAI's GPT-2 vocabulary") {
   CHECK(encoded.out == "[15496,11,995,0]\n");
   const Result from_stdin = run("tokenize --tokenizer " + dir, "Attention is all you need.");
   CHECK(from_stdin.out == "[8086,1463,318,477,345,761,13]\n");
+  // One file of the pair names its folder (it was read as a tokenizer.json).
+  for (const char* file : {"/encoder.json", "/vocab.bpe"}) {
+    CAPTURE(file);
+    const Result named = run("tokenize --tokenizer " + dir + file + " --text 'Hello, world!'");
+    CHECK(named.exit_code == 0);
+    CHECK(named.out == "[15496,11,995,0]\n");
+  }
   const Result decoded = run("detokenize --tokenizer " + dir + " 464,2068 7586");
   CHECK(decoded.exit_code == 0);
   CHECK(decoded.out == "The quick brown\n");

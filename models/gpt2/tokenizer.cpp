@@ -253,6 +253,12 @@ bool Tokenizer::present_in(const std::string& dir) {
   });
 }
 
+bool Tokenizer::is_file_name(std::string_view name) {
+  return std::ranges::any_of(kFileNames, [&](const FileNames& names) {
+    return name == names.vocabulary || name == names.merges;
+  });
+}
+
 std::vector<std::int32_t> Tokenizer::encode(std::string_view text) const {
   std::vector<std::int32_t> ids;
   for (std::size_t begin = 0;;) {

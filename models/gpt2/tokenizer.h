@@ -27,6 +27,8 @@ class Tokenizer {
   static Tokenizer load(const std::string& dir);
   // True when `dir` holds either pair of files.
   static bool present_in(const std::string& dir);
+  // True when `name` is one of those files' names ("vocab.json", "encoder.json", ...).
+  static bool is_file_name(std::string_view name);
 
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;

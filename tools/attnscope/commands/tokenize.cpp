@@ -1,6 +1,7 @@
 // `attnscope tokenize` and `attnscope detokenize`: BPE from the command line, with GPT-2's
 // vocab.json + merges.txt (or OpenAI's encoder.json + vocab.bpe) or a Hugging Face
 // tokenizer.json (byte-level: SmolLM2, Qwen2, Llama 3; SentencePiece: Llama 2, TinyLlama).
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -17,7 +18,7 @@ namespace {
 
 constexpr const char* kTokenizerHelp =
     "Directory with vocab.json + merges.txt (or encoder.json + vocab.bpe), or with a "
-    "tokenizer.json (or that file)";
+    "tokenizer.json; or one of those files";
 
 struct TokenizeFlags {
   std::string tokenizer;
@@ -33,7 +34,12 @@ struct DetokenizeFlags {
 using AnyTokenizer = std::variant<gpt2::Tokenizer, tokenizer::TokenizerJson>;
 
 // GPT-2's files when the directory holds them, else its tokenizer.json (or `path` is that file).
+// One file of GPT-2's pair (encoder.json, say) names its folder.
 AnyTokenizer load_tokenizer(const std::string& path) {
+  const std::filesystem::path file(path);
+  if (gpt2::Tokenizer::is_file_name(file.filename().string())) {
+    return gpt2::Tokenizer::load(file.parent_path().string());
+  }
   const bool tokenizer_json =
       path.ends_with(".json") ||
       (!gpt2::Tokenizer::present_in(path) && tokenizer::TokenizerJson::present_in(path));
