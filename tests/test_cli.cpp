@@ -2032,6 +2032,14 @@ TEST_CASE("profile: attention per layer adds up to each step's attention; --roof
     CHECK(sum == doctest::Approx(step["attention_ms"].get<double>()));
   }
   CHECK(profiled == 3);  // the prefill and 2 decode steps
+  // First an unprofiled prefill and decode step, so that no profiled op pays for a first touch.
+  const nlohmann::json& steps = summary["facts"]["steps"];
+  REQUIRE(steps.size() == 7);  // 2 warm-up, the prefill, 4 decode steps (2 profiled)
+  CHECK(steps[0]["phase"] == "warm-up prefill");
+  CHECK(steps[1]["phase"] == "warm-up decode");
+  CHECK(steps[2]["phase"] == "prefill");
+  CHECK(steps[2]["kv_len"] == 8);  // the warm-up's tokens left the cache
+  CHECK_FALSE(steps[0]["profiled"].get<bool>());
   const std::string svg = read_all(out.file("r.svg"));
   CHECK(svg.find(">attention.flash<") != std::string::npos);
   CHECK(svg.find(">linear<") != std::string::npos);

@@ -153,13 +153,13 @@ ProfiledRun profile_model(Context& ctx, const LanguageModel& model,
   // graph saves.
   StepRunner runner(options.cuda_graphs, /*under_profiler=*/true);
   auto forward_step = [&](const std::string& phase, std::span<const std::int32_t> ids,
-                          bool profiled) {
+                          bool profiled, StepRunner& launcher) {
     StepRecord step;
     step.phase = phase;
     step.q_len = static_cast<std::int64_t>(ids.size()) / batch;
     step.kv_len = cache.length() + step.q_len;
     step.profiled = profiled;
-    run_step(ctx, run, step, [&] { model.forward(ctx, ids, batch, cache, runner); });
+    run_step(ctx, run, step, [&] { model.forward(ctx, ids, batch, cache, launcher); });
     if (profiled) {
       shape.q_len = step.q_len;
       shape.kv_len = step.kv_len;
@@ -175,11 +175,21 @@ ProfiledRun profile_model(Context& ctx, const LanguageModel& model,
     run.steps.push_back(step);
   };
 
-  forward_step("prefill", prompt, options.capture != Capture::Decode);
+  // A prefill and a decode step first, unprofiled and eager, their tokens then dropped from the
+  // cache: the first call of each op pays for touching its buffers for the first time (on the
+  // GPU also for loading its kernels), which is not what a step costs. They are in run.steps as
+  // "warm-up prefill" and "warm-up decode".
   std::vector<std::int32_t> next(static_cast<std::size_t>(batch));
+  StepRunner eager(/*cuda_graphs=*/false, /*under_profiler=*/true);
+  forward_step("warm-up prefill", prompt, false, eager);
+  if (decode_steps > 0) forward_step("warm-up decode", next, false, eager);
+  cache.clear();
+
+  forward_step("prefill", prompt, options.capture != Capture::Decode, runner);
   for (std::int64_t i = 0; i < decode_steps; ++i) {
     for (std::int32_t& id : next) id = token(rng);
-    forward_step("decode", next, options.capture != Capture::Prefill && profiled_in_turn(i));
+    forward_step("decode", next, options.capture != Capture::Prefill && profiled_in_turn(i),
+                 runner);
   }
   return run;
 }
