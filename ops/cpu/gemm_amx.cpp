@@ -54,13 +54,13 @@
 // Measured (2-core Xeon at 2.6 GHz, bf16 pp512, docs/results/2026-12-04-amx-prefill/): GPT-2's
 // linear layers at ~940 GFLOP/s of x W^T against ~300 through the f32 GEMM, with x then split in
 // two parts for bf16 weights too; buffers on 64-byte lines (one line per tile row) gave 1.05x.
-// x rounded instead (one part, docs/results/2026-12-06-amx-bf16-rounding/): pp512 1.28-1.38x,
-// GPT-2's linear layers at ~1,100-1,550 GFLOP/s. Then x in whole tiles and the blocks column by
-// column (before: row by row, x's tiles read at a stride of 2 K bytes), and the rows in chunks:
-// pp512 1.07-1.23x (bf16), 1.21-1.30x (f16, q8_0), the linear layers at ~1,280-1,880 GFLOP/s, a
-// quarter to a third of the tiles' peak (docs/results/2026-12-06-amx-column-order/). Tried and
-// slower: the rows' x kept in L1 in slices of 256 inputs while the weight tiles stream past (0.9x);
-// panels of 1 MB or 512 KB, to stay in L2 (0.85x); chunks of 512 KB.
+// x rounded instead (one part, docs/results/2026-12-06-amx-bf16-rounding/): pp512 1.28-1.38x.
+// Then x in whole tiles and the blocks column by column (before: row by row, x's tiles read at a
+// stride of 2 K bytes), and the rows in chunks: pp512 1.07-1.23x (bf16), 1.21-1.30x (f16,
+// q8_0); GPT-2's linear layers then at ~1,700-1,950 GFLOP/s in a warm profile, a third of the
+// tiles' peak (docs/results/2026-12-06-amx-column-order/). Tried and slower: the rows' x kept in
+// L1 in slices of 256 inputs while the weight tiles stream past (0.9x); panels of 1 MB or
+// 512 KB, to stay in L2 (0.85x); chunks of 512 KB.
 #include "ops/cpu/gemm_amx.h"
 
 #include <algorithm>
