@@ -343,9 +343,10 @@ def bench_attention(attn: str, batch: int = 8, heads: int = 16, kv_heads: Option
 
 def profile(model: Model, prompt_len: Optional[int] = None, gen: int = 16,
             batch: int = 1) -> Profile:
-    """Profiles `model` as `attnscope profile` does: a prefill of `prompt_len` random ids (by
-    default 128, fewer when the context holds less beside the decode steps), then 2 x `gen`
-    decode steps of which `gen` are profiled (the others measure the overhead)."""
+    """Profiles `model` as `attnscope profile` does: after an unprofiled warm-up prefill and
+    decode step (steps "warm-up prefill" and "warm-up decode"), a prefill of `prompt_len` random
+    ids (by default 128, fewer when the context holds less beside the decode steps), then 2 x
+    `gen` decode steps of which `gen` are profiled (the others measure the overhead)."""
     if not isinstance(model, Model):
         raise TypeError(f"model must be an attnscope.Model, got {type(model).__name__}")
     result = model._native.profile(0 if prompt_len is None else

@@ -99,6 +99,7 @@ def test_profile_returns_rows_steps_per_layer_and_a_chrome_trace(tmp_path):
     assert {"forward", "layer", "linear", "attention.flash"} <= names
     profiled = [s for s in profile.steps if s["profiled"]]
     assert [s["phase"] for s in profiled] == ["prefill", "decode", "decode"]
+    assert [s["phase"] for s in profile.steps[:2]] == ["warm-up prefill", "warm-up decode"]
     for step in profiled:
         assert step["observed"]["steps_min"] == step["predicted"]["steps"]
         layers = step["attention_by_layer"]
