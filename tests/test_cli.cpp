@@ -953,6 +953,15 @@ TEST_CASE("bench rejects bad values, other devices and dtypes, and depths past t
                        "--top-k: 99999999999999999999 is out of range");
   check_one_line_error(run("bench-attention --seed -1"), 2,
                        "--seed: -1 is out of range (0 to 2^64 - 1)");
+  // A comma list with an empty item is refused, not read without it (CLI11 2.1 drops it).
+  check_one_line_error(run("bench -m synthetic:tiny -b 1,,2 -p 8 -n 0"), 2,
+                       "--batch: '1,,2' has an empty item");
+  check_one_line_error(run("bench -m synthetic:tiny --dtype=f32, -p 8 -n 0"), 2,
+                       "--dtype: 'f32,' has an empty item");
+  check_one_line_error(run("bench -m synthetic:tiny -b , -p 8 -n 0"), 2,
+                       "--batch: ',' has an empty item");
+  check_one_line_error(run("compare -m synthetic:tiny --prompt-lens ,8"), 2,
+                       "--prompt-lens: ',8' has an empty item");
   check_one_line_error(run("bench --attn bogus"), 2, "valid: all, naive");
   check_one_line_error(run("bench -o xml"), 2, "--output");
   check_one_line_error(run("bench -r 0"), 2, "--repetitions");

@@ -94,9 +94,10 @@ int main(int argc, char** argv) {
     std::cerr << "attnscope: error: " << unknown << " (see --help)\n";
     return 2;
   }
-  std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last first
 
   try {
+    cli::refuse_empty_list_items(app, args);
+    std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last first
     app.parse(args);
     cli::refuse_out_of_range_integers(app);
   } catch (const CLI::CallForHelp& e) {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -256,6 +257,46 @@ void refuse_out_of_range_integers(const CLI::App& app) {
     }
   }
   for (const CLI::App* sub : app.get_subcommands()) refuse_out_of_range_integers(*sub);
+}
+
+void refuse_empty_list_items(const CLI::App& app, const std::vector<std::string>& args) {
+  // The app's flags and its subcommand's, named by the first argument (this runs before parsing:
+  // CLI11 misreads some values with empty items, `-b ,` taking the next flag as its value).
+  std::vector<const CLI::App*> owners = {&app};
+  if (!args.empty()) {
+    const std::string& command = args.front();
+    for (const CLI::App* sub : app.get_subcommands(
+             [&](const CLI::App* candidate) { return candidate->check_name(command); })) {
+      owners.push_back(sub);
+    }
+  }
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& token = args[i];
+    if (!token.starts_with('-') || token == "--") continue;
+    // The flag's name and, when written in the same argument, its value: --flag=VALUE, -fVALUE.
+    std::string name = token;
+    std::optional<std::string> value;
+    if (const std::size_t equals = token.find('=');
+        token.starts_with("--") && equals != std::string::npos) {
+      name = token.substr(0, equals);
+      value = token.substr(equals + 1);
+    } else if (!token.starts_with("--") && token.size() > 2) {
+      name = token.substr(0, 2);
+      value = token.substr(2);
+    }
+    for (const CLI::App* owner : owners) {
+      const CLI::Option* option = owner->get_option_no_throw(name);
+      if (option == nullptr) continue;
+      const char delimiter = option->get_delimiter();
+      if (!value && i + 1 < args.size()) value = args[i + 1];
+      if (delimiter != '\0' && value &&
+          (value->empty() || value->front() == delimiter || value->back() == delimiter ||
+           value->find(std::string(2, delimiter)) != std::string::npos)) {
+        throw CLI::ValidationError(option->get_name(), "'" + *value + "' has an empty item");
+      }
+      break;
+    }
+  }
 }
 
 }  // namespace attnscope::cli

@@ -89,6 +89,12 @@ void as_usage_error(const std::function<void()>& check_syntax);
 // 99999999999999999999 would run with 2^63 - 1) and reads -1 into an unsigned as 2^64 - 1.
 void refuse_out_of_range_integers(const CLI::App& app);
 
+// Throws CLI::ValidationError (a usage error) when `args` (the command line, in order, before
+// parsing) give a comma list flag of `app` or of the subcommand args[0] names a value with an
+// empty item ("1,,2", ",", "1,"): CLI11 2.1 drops empty items before any check sees them, so
+// `-b 1,,2` ran as `-b 1,2`.
+void refuse_empty_list_items(const CLI::App& app, const std::vector<std::string>& args);
+
 // Throws CLI::ValidationError (a usage error) when two output flags name one file, so that the
 // later write would replace or corrupt the earlier: `outputs` are (flag, path) pairs, an empty
 // path meaning the flag is unset. Paths are compared made absolute and normal.
