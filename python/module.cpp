@@ -273,6 +273,7 @@ class Model {
                                : std::min<std::int64_t>(128, model_->config().context_length -
                                                                  cli::decode_steps_run(gen));
       options.gen = gen;
+      options.names = {"batch", "prompt_len", "gen"};
       run = cli::profile_model(*ctx_, *model_, options);
       const profiler::Trace& trace = run.tracer->trace();
       const auto rows = profiler::summarize(trace.events, profiler::SortKey::Total);

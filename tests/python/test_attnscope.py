@@ -246,6 +246,13 @@ def test_bad_arguments_raise_the_right_exceptions(tmp_path):
         model.generate([1], max_new_tokens=-1)
     with pytest.raises(attnscope.Error, match="context length"):
         model.generate([1] * 10, max_new_tokens=model.config["context_length"])
+    # The runtime's own refusals name Python's arguments, not the command line's flags.
+    with pytest.raises(attnscope.Error, match=r"^prompt_len: .* exceed the context length"):
+        attnscope.profile(model, prompt_len=model.config["context_length"], gen=1)
+    # 2^20 rows of GPT-2's vocabulary: ~200 GiB of logits, refused before any is allocated.
+    with pytest.raises(attnscope.Error, match=r"^batch: .*\(lower batch, prompt_len or gen\)$"):
+        attnscope.profile(attnscope.load("synthetic:tiny", threads=1), prompt_len=8, gen=1,
+                          batch=1 << 20)
     with pytest.raises(attnscope.Error, match="tokenizer"):
         model.generate("text needs a tokenizer")  # synthetic Llama shapes have none
     with pytest.raises(attnscope.Error, match="tokenizer"):

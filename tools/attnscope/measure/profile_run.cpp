@@ -120,16 +120,18 @@ Capture parse_capture(const std::string& text) {
 ProfiledRun profile_model(Context& ctx, const LanguageModel& model,
                           const ModelRunOptions& options) {
   const ModelConfig& config = model.config();
-  check(options.prompt_len >= 1, "--prompt-len", "must be at least 1");
-  check(options.batch >= 1, "--batch", "must be at least 1");
+  const ModelRunOptions::Names& names = options.names;
+  check(options.prompt_len >= 1, names.prompt_len, "must be at least 1");
+  check(options.batch >= 1, names.batch, "must be at least 1");
   const std::int64_t decode_steps = decode_steps_run(options.gen);
-  check(options.prompt_len + decode_steps <= config.context_length, "--prompt-len",
+  check(options.prompt_len + decode_steps <= config.context_length, names.prompt_len,
         std::to_string(options.prompt_len) + " prompt tokens + " + std::to_string(decode_steps) +
             " decode steps (" + std::to_string(options.gen) +
             " profiled, as many not) exceed the context length of " +
             std::to_string(config.context_length));
   model.require_memory(ctx, options.batch, options.prompt_len + decode_steps, options.prompt_len,
-                       false, "--batch", "lower --batch, --prompt-len or --gen");
+                       false, names.batch,
+                       "lower " + names.batch + ", " + names.prompt_len + " or " + names.gen);
   std::mt19937_64 rng(options.seed);
   std::uniform_int_distribution<std::int32_t> token(
       0, static_cast<std::int32_t>(config.vocab_size - 1));

@@ -80,6 +80,10 @@ struct ModelRunOptions {
   // GPU runs: decode steps (profiled and not) replay a CUDA graph, each replayed kernel given
   // to the scope that captured it (profiler/graph_replay.h); off, every step launches eagerly.
   bool cuda_graphs = false;
+  // How errors name batch, prompt_len and gen: the command line's flags, or Python's arguments.
+  struct Names {
+    std::string batch = "--batch", prompt_len = "--prompt-len", gen = "--gen";
+  } names;
 };
 
 // The decode steps a run of `gen` profiled ones takes: as many unprofiled ones go between them
