@@ -267,9 +267,9 @@ TEST_CASE("linear with bf16 and f16 weights on AMX tiles: padding, thread blocks
   std::mt19937 rng(17);
   for (DType dtype : {DType::BF16, DType::F16}) {
     CAPTURE(dtype_name(dtype));
-    // The fewest rows that take the tiles (16 for bf16, 32 for f16: ops/cpu/output_blocks.h).
+    // The fewest rows that take the tiles (16 for bf16, 24 for f16: ops/cpu/output_blocks.h).
     const std::int64_t fewest = ops::cpu::gemm_min_rows(CpuLevel::Amx, dtype);
-    // fewest + 15 rows: a padded last block of 32 (31 rows of 32, or 47 of 64). K 4096: panels
+    // fewest + 15 rows: a padded last block of 32 (31 rows of 32, or 39 of 64). K 4096: panels
     // of 16 MiB of tiles hold 2048 outputs (bf16) or 1024 (f16, two parts), so each thread's
     // outputs (2112 and 2088) take whole panels and one of 64 or 40.
     check_linear(ctx, {fewest + 15, 4096, 4200}, dtype, true, false, rng);

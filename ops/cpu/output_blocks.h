@@ -41,7 +41,10 @@ namespace attnscope::ops::cpu {
 //    interleaved rounds, docs/results/2026-12-05-bf16-dot-prefill/decode-rows/): GEMM / decode
 //    tiles 0.81x (0.79-0.84) at 24 rows, 0.93x at 32, 1.02x at 48 and 64, 1.14x at 96.
 //  - amx: bf16 at 16 688 against 638, at 24 578 against 851; f16 at 24 662 against 533, at 32
-//    700 against 714; q8_0 at 48 760-774 against 702-717, at 64 748-781 against 896-922.
+//    700 against 714; q8_0 at 48 760-774 against 702-717, at 64 748-781 against 896-922. Since
+//    the AMX GEMM reads its tiles in order (3 interleaved rounds, GEMM / decode kernels,
+//    docs/results/2026-12-06-amx-column-order/decode-rows/): f16 0.71x (0.69-0.74) at 16 rows,
+//    1.10x (1.05-1.11) at 24; q8_0 0.72x at 24, 1.04x (0.95-1.16) at 32, 1.35x (1.15-1.37) at 48.
 //  - avx2: Eigen's GEMM packs the weights on every call, and the avx2 tiles (dot_tile.h) stay
 //    ahead of it for f32 and 16-bit weights up to 64 rows (AMD EPYC Zen 3,
 //    docs/results/2026-12-02-engine/); q8_0 at 16 405 against 322, at 48 481 against 635.
@@ -60,8 +63,8 @@ inline std::int64_t gemm_min_rows(CpuLevel level, DType weights) {
     case CpuLevel::Amx:
       return weights == DType::F32    ? 48
              : weights == DType::BF16 ? 16
-             : weights == DType::F16  ? 32
-                                      : 64;
+             : weights == DType::F16  ? 24
+                                      : 48;
   }
   return 16;
 }
