@@ -962,6 +962,8 @@ TEST_CASE("bench rejects bad values, other devices and dtypes, and depths past t
                        "--batch: ',' has an empty item");
   check_one_line_error(run("compare -m synthetic:tiny --prompt-lens ,8"), 2,
                        "--prompt-lens: ',8' has an empty item");
+  // A flag's value is not read as a flag, whatever it looks like.
+  CHECK(run("generate -m synthetic:tiny --prompt '-b ,' -n 1").exit_code == 0);
   check_one_line_error(run("bench --attn bogus"), 2, "valid: all, naive");
   check_one_line_error(run("bench -o xml"), 2, "--output");
   check_one_line_error(run("bench -r 0"), 2, "--repetitions");

@@ -288,7 +288,10 @@ void refuse_empty_list_items(const CLI::App& app, const std::vector<std::string>
       const CLI::Option* option = owner->get_option_no_throw(name);
       if (option == nullptr) continue;
       const char delimiter = option->get_delimiter();
-      if (!value && i + 1 < args.size()) value = args[i + 1];
+      // A value in the next argument is the flag's, never a flag itself (--prompt "-b ,").
+      if (!value && option->get_items_expected_max() > 0 && i + 1 < args.size()) {
+        value = args[++i];
+      }
       if (delimiter != '\0' && value &&
           (value->empty() || value->front() == delimiter || value->back() == delimiter ||
            value->find(std::string(2, delimiter)) != std::string::npos)) {
