@@ -118,9 +118,7 @@ std::int64_t a_tile_index(std::int64_t r, std::int64_t k, std::int64_t depth) {
 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void round_row(
     const float* x, std::int64_t in, std::int64_t depth, std::int64_t r, std::uint16_t* rounded) {
   for (std::int64_t k = 0; k < depth; k += 16) {
-    const auto valid = static_cast<__mmask16>(in - k >= 16 ? 0xFFFF
-                                              : in > k     ? (1u << (in - k)) - 1
-                                                           : 0u);
+    const __mmask16 valid = first_lanes(std::max<std::int64_t>(in - k, 0));
     const __m256i bits = Bf16Format::narrow(_mm512_maskz_loadu_ps(valid, x + k));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(rounded + a_tile_index(r, k, depth)), bits);
   }
@@ -132,9 +130,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c,avx512bf16"))) vo
     const float* x, std::int64_t in, std::int64_t depth, std::int64_t r, std::uint16_t* hi,
     std::uint16_t* lo) {
   for (std::int64_t k = 0; k < depth; k += 16) {
-    const auto valid = static_cast<__mmask16>(in - k >= 16 ? 0xFFFF
-                                              : in > k     ? (1u << (in - k)) - 1
-                                                           : 0u);
+    const __mmask16 valid = first_lanes(std::max<std::int64_t>(in - k, 0));
     const __m512 value = _mm512_maskz_loadu_ps(valid, x + k);
     const auto high = (__m256i)_mm512_cvtneps_pbh(value);
     const auto low = (__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(value, Bf16Format::widen(high)));
