@@ -300,6 +300,16 @@ Tensor LanguageModel::embed(Context& ctx, const StepInputs& inputs,
   return hidden;
 }
 
+ops::attention::Shape LanguageModel::attention_shape(std::int64_t batch, std::int64_t q_len,
+                                                     std::int64_t kv_len) const {
+  ops::attention::Shape shape{batch,  config().n_heads,  config().n_kv_heads, q_len,
+                              kv_len, config().head_dim, dtypes_.activations};
+  // Weights stored in bf16: q, k, v and p may be too (their precision on the GPU and in PyTorch),
+  // as bf16 weights let the linear layers round x (ops/cpu/output_blocks.h).
+  shape.bf16_products = dtypes_.weights == DType::BF16;
+  return shape;
+}
+
 Tensor LanguageModel::attend(Context& ctx, std::int64_t layer_index, Tensor& qkv,
                              const AttentionHeads& heads, const StepKv& kv) const {
   if (heads.rotary != nullptr) {
@@ -332,6 +342,7 @@ Tensor LanguageModel::attend(Context& ctx, std::int64_t layer_index, Tensor& qkv
     call.kv_lens = kv.kv_lens;
   }
   call.scale = heads.scale;
+  call.bf16_products = attention_shape(kv.batch, kv.tokens, call.kv_len).bf16_products;
   ops::split_qkv(ctx, qkv.reshape({kv.batch, kv.tokens, qkv.dim(1)}), call.q, call.k, call.v,
                  kv.positions);
   call.out = Tensor::empty(call.q.shape(), dtypes_.activations, ctx.allocator());

@@ -46,6 +46,12 @@ class LanguageModel {
   // The storage dtype of activations, the other parameters and the KV cache: the weight dtype on
   // cuda, f32 on the cpu (ModelDTypes in models/checkpoint.h). Logits are always f32.
   DType activation_dtype() const { return dtypes_.activations; }
+  // The shape of one layer's attention call in a step of `batch` rows of q_len new tokens behind
+  // kv_len - q_len cached ones: q, k and v in the activation dtype, and with bf16 weights the
+  // leave to round the products' operands to bf16 (ops::attention::Call::bf16_products), as
+  // forward() calls it.
+  ops::attention::Shape attention_shape(std::int64_t batch, std::int64_t q_len,
+                                        std::int64_t kv_len) const;
   // Bytes of all parameters as stored (a tied LM head counted once): what a decode step reads.
   std::uint64_t weight_bytes() const;
   // Whether the LM head is the token embedding matrix itself (one copy), as the weights were

@@ -815,6 +815,25 @@ TEST_CASE("bench --op attention and --op membw") {
   CHECK(low >= *std::min_element(samples.begin(), samples.end()));
   CHECK(high <= *std::max_element(samples.begin(), samples.end()));
   CHECK(naive.contains("time_ms_stddev"));
+  CHECK(naive["bf16_products"] == false);
+
+  // --bf16-products: the calls say so, and flash's temporaries are its cost model's whether or not
+  // the amx level packs K and V for its tiles (test_flash.cpp checks the numbers). A flag of the
+  // contiguous op alone: refused with --paged and beside the other ops.
+  const nlohmann::json rounded =
+      success_json(run("bench --op attention --attn flash --batch 1 --heads 2 --seq-len 40 "
+                       "--head-dim 64 -r 1 --warmup 0 --bf16-products -o json"));
+  REQUIRE(rounded["results"].size() == 1);
+  CHECK(rounded["results"][0]["bf16_products"] == true);
+  CHECK(rounded["results"][0]["peak_temporary_bytes"] ==
+        rounded["results"][0]["predicted_temporary_bytes"]);
+  check_one_line_error(run("bench --op attention --bf16-products --paged 16"), 2,
+                       "--bf16-products");
+  check_one_line_error(run("bench --op model --model synthetic:tiny --bf16-products"), 2,
+                       "--bf16-products");
+  check_one_line_error(run("bench --op serving --model synthetic:tiny --seq-len 8"), 2,
+                       "--seq-len");
+  check_one_line_error(run("explain --model synthetic:tiny --bf16-products"), 2, "excludes");
 
   const Result membw = require_success(run("bench --op membw --membw-mib 4 -r 2 -o csv"));
   CHECK(

@@ -22,6 +22,7 @@ namespace {
 
 struct FlashCase {
   std::int64_t batch, q_heads, kv_heads, q_len, kv_len, capacity, head_dim;
+  bool bf16_products = false;  // Call::bf16_products
 };
 
 const ops::attention::Backend& flash() { return ops::attention::find_backend("flash"); }
@@ -35,7 +36,13 @@ ops::attention::Call random_call(const FlashCase& c, std::mt19937& rng, Allocato
   std::fill_n(call.out.data<float>(), call.out.numel(), NAN);  // unwritten outputs show up
   call.kv_len = c.kv_len;
   call.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  call.bf16_products = c.bf16_products;
   return call;
+}
+
+// t's values rounded to bf16 (to nearest, ties to even), kept in f32.
+Tensor rounded_to_bf16(const Tensor& t, Allocator& allocator) {
+  return t.to_dtype(DType::BF16, allocator).to_dtype(DType::F32, allocator);
 }
 
 // Runs flash on `call` and returns its largest error against float64 attention.
@@ -130,6 +137,75 @@ TEST_CASE("flash's query tiles match float64 at every cpu level, in kernels and 
   });
 }
 
+TEST_CASE("with bf16 products, flash rounds q, k, v and p to bf16 on AMX tiles, and only there") {
+  // Call::bf16_products lets flash multiply on AMX's bf16 tiles (ops/attention/cpu/
+  // query_tile_amx.cpp) where its plan says so: at the amx level, for query tiles of enough rows
+  // and head dims that are multiples of 32. Against float64 attention of q, k and v rounded to
+  // bf16, only p's rounding then remains: at most 2^-8 sum_j p_j |v_j| / sum_j p_j per output,
+  // which float64 attention of |v| gives. Everywhere else the flag changes nothing. Row counts
+  // around the tiles' 32-row blocks and the 64-row query tiles, keys around the 32-key groups and
+  // the 256-key tiles, grouped-query heads, a cache longer than kv_len.
+  std::mt19937 rng(19);
+  Context ctx(2);
+  std::vector<FlashCase> cases;
+  for (std::int64_t d : {32, 64, 128, 256, 48}) {
+    for (auto [q_len, kv_len] : {std::pair<std::int64_t, std::int64_t>{16, 16},
+                                 {31, 31},
+                                 {33, 33},
+                                 {65, 65},
+                                 {100, 100},
+                                 {257, 257},
+                                 {130, 400},
+                                 {300, 310},
+                                 {9, 700}}) {
+      cases.push_back({1, 4, 2, q_len, kv_len, kv_len + 3, d});
+    }
+  }
+  int amx_calls = 0;
+  testing::for_each_cpu_level([&] {
+    for (const FlashCase& c : cases) {
+      CAPTURE(c.head_dim);
+      CAPTURE(c.q_len);
+      CAPTURE(c.kv_len);
+      ops::attention::Call call = random_call(c, rng, ctx.allocator());
+      flash().attend(ctx, call);
+      const std::vector<double> in_f32 = testing::to_double(call.out);
+      call.bf16_products = true;
+      const std::string engine = flash().plan(ctx, ops::attention::shape_of(call)).engine;
+      flash().attend(ctx, call);
+      if (engine.find("AMX") == std::string::npos) {
+        CHECK(max_relative_error(call.out, in_f32, 1.0) == 0.0);
+        continue;
+      }
+      ++amx_calls;
+      CHECK(cpu_level() == CpuLevel::Amx);
+      CHECK(max_relative_error(call.out, in_f32, 1.0) > 0.0);  // it does round
+      const Tensor q = rounded_to_bf16(call.q, ctx.allocator());
+      const Tensor k = rounded_to_bf16(call.k, ctx.allocator());
+      const Tensor v = rounded_to_bf16(call.v, ctx.allocator());
+      Tensor v_size = v.to_dtype(DType::F32, ctx.allocator());
+      for (std::int64_t i = 0; i < v_size.numel(); ++i) {
+        v_size.data<float>()[i] = std::abs(v_size.data<float>()[i]);
+      }
+      const std::vector<double> expected =
+          testing::reference_attention(q, k, v, call.kv_len, call.scale);
+      const std::vector<double> weight =
+          testing::reference_attention(q, k, v_size, call.kv_len, call.scale);
+      double worst = 0.0;  // the error as a share of its bound
+      for (std::size_t i = 0; i < expected.size(); ++i) {
+        const double bound = std::ldexp(weight[i], -8) + 1e-5 * (1.0 + weight[i]);
+        worst = std::max(worst, std::abs(call.out.data<float>()[i] - expected[i]) / bound);
+      }
+      CHECK(worst <= 1.0);
+    }
+  });
+  if (testing::levels_of_this_cpu().back() == CpuLevel::Amx) {
+    CHECK(amx_calls == 32);  // d 32 to 256, every case with 16 rows or more
+  } else {
+    MESSAGE("this CPU has no amx level: flash's AMX products not tested");
+  }
+}
+
 TEST_CASE("flash takes the split-KV path for few rows against a long cache, and is exact there") {
   // Split when the (batch, head) pairs do not share out evenly among the threads: into
   // threads / gcd(pairs, threads) chunks of at least 256 keys.
@@ -198,12 +274,13 @@ TEST_CASE("flash allocates exactly the bytes its cost model states, on both path
   std::mt19937 rng(14);
   int split_calls = 0;
   const std::vector<FlashCase> cases = {
-      {2, 4, 2, 130, 130, 140, 64},  // tiled, several query tiles
-      {1, 3, 3, 5, 40, 40, 33},      // tiled, tiles smaller than the defaults
-      {1, 2, 1, 1, 1001, 1024, 64},  // split-KV
-      {2, 1, 1, 4, 900, 900, 128},   // split-KV, several rows
-      {1, 1, 1, 0, 600, 600, 64},    // no query rows at all
-      {0, 2, 2, 4, 4, 4, 64},        // no batch
+      {2, 4, 2, 130, 130, 140, 64},        // tiled, several query tiles
+      {2, 4, 2, 130, 130, 140, 64, true},  // at the amx level: K and V packed as bf16 tiles
+      {1, 3, 3, 5, 40, 40, 33},            // tiled, tiles smaller than the defaults
+      {1, 2, 1, 1, 1001, 1024, 64},        // split-KV
+      {2, 1, 1, 4, 900, 900, 128},         // split-KV, several rows
+      {1, 1, 1, 0, 600, 600, 64},          // no query rows at all
+      {0, 2, 2, 4, 4, 4, 64},              // no batch
   };
   for (int threads : {1, 2, 3}) {
     Context ctx(threads);

@@ -11,8 +11,10 @@
 namespace attnscope::ops::attention {
 
 Shape shape_of(const Call& call) {
-  return {call.batch(), call.q_heads(),  call.kv_heads(), call.q_len(),
-          call.kv_len,  call.head_dim(), call.q.dtype()};
+  Shape shape{call.batch(), call.q_heads(),  call.kv_heads(), call.q_len(),
+              call.kv_len,  call.head_dim(), call.q.dtype()};
+  shape.bf16_products = call.bf16_products;
+  return shape;
 }
 
 HeadLayout layout_of(const Call& call) { return {shape_of(call), call.k.dim(2)}; }

@@ -49,6 +49,12 @@ struct Call {
   // the same. Only a backend whose reads_row_lengths() says so takes it (flash's split-KV path on
   // a GPU); validate_call refuses it elsewhere.
   Tensor kv_lens;
+  // The caller's leave to round the products' operands to bf16: q and k for the scores, the
+  // softmax weights p and v for the output; the sums, the softmax and the output stay f32. A model
+  // stored in bf16 gives it (its q, k and v are bf16 on the GPU and in PyTorch): flash then
+  // multiplies on AMX's bf16 tiles where the cpu has them (cpu/query_tile_amx.h); every other path
+  // computes as without it.
+  bool bf16_products = false;
 
   std::int64_t batch() const { return q.dim(0); }
   std::int64_t q_heads() const { return q.dim(1); }
@@ -61,8 +67,9 @@ struct Call {
 // shape_of(call) gives it for a call. Every call the backends serve is causal.
 struct Shape {
   std::int64_t batch = 0, q_heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, head_dim = 0;
-  DType dtype = DType::F32;  // of q, k, v and out
-  bool causal = true;        // query i sees keys 0..kv_len - Tq + i (backend.h's top comment)
+  DType dtype = DType::F32;    // of q, k, v and out
+  bool causal = true;          // query i sees keys 0..kv_len - Tq + i (backend.h's top comment)
+  bool bf16_products = false;  // Call::bf16_products
 
   std::int64_t heads() const { return batch * q_heads; }  // (batch, query head) pairs
   std::int64_t score_elements() const { return heads() * q_len * kv_len; }
@@ -76,12 +83,14 @@ Shape shape_of(const Call& call);
 struct HeadLayout : Shape {
   std::int64_t capacity = 0;
 
-  // Offset of the first K/V row that query head `bh` (= b * q_heads + h) reads.
-  std::int64_t kv_offset(std::int64_t bh) const {
+  // Which (batch, kv head) pair, b * kv_heads + kv head, query head `bh` (= b * q_heads + h) reads.
+  std::int64_t kv_index(std::int64_t bh) const {
     const std::int64_t b = bh / q_heads;
     const std::int64_t kv_head = (bh % q_heads) / (q_heads / kv_heads);
-    return (b * kv_heads + kv_head) * capacity * head_dim;
+    return b * kv_heads + kv_head;
   }
+  // Offset of the first K/V row that query head `bh` reads.
+  std::int64_t kv_offset(std::int64_t bh) const { return kv_index(bh) * capacity * head_dim; }
 };
 
 HeadLayout layout_of(const Call& call);

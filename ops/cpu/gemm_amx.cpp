@@ -69,6 +69,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/cpu/amx_tiles.h"
 #include "ops/cpu/dot_tile.h"
 #include "ops/cpu/output_blocks.h"
 #include "ops/cpu/transpose16.h"
@@ -85,9 +86,7 @@ namespace attnscope::ops::cpu {
 
 namespace {
 
-constexpr std::int64_t kTileRows = 16;   // rows of every tile
-constexpr std::int64_t kTileDepth = 32;  // bf16 inputs in a tile row of 64 bytes
-constexpr std::int64_t kBlock = 32;      // a block of y: 2 x 2 C tiles
+constexpr std::int64_t kBlock = 32;  // a block of y: 2 x 2 C tiles
 constexpr std::int64_t kPairsPerTile = kTileRows * kTileDepth / 2;
 constexpr std::int64_t kMaxPanelBytes = std::int64_t{16} << 20;
 constexpr std::int64_t kMaxPassRows = 512;
@@ -96,16 +95,6 @@ constexpr std::int64_t kMaxChunkBytes = std::int64_t{1} << 20;
 std::int64_t round_up(std::int64_t n, std::int64_t multiple) {
   return (n + multiple - 1) / multiple * multiple;
 }
-
-// What LDTILECFG reads: palette 1, then each tile's bytes per row and rows. All 8 tiles here are
-// 16 rows of 64 bytes (16 f32 outputs, or 32 bf16 inputs).
-struct alignas(64) TileConfig {
-  std::uint8_t palette = 1;
-  std::uint8_t start_row = 0;
-  std::uint8_t reserved[14] = {};
-  std::uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 64, 64};
-  std::uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
-};
 
 // Where input k of row r lands in x's A tiles (see the top): tile (r / 16, k / 32), row r % 16.
 std::int64_t a_tile_index(std::int64_t r, std::int64_t k, std::int64_t depth) {
@@ -286,15 +275,6 @@ T* line_aligned(std::vector<T>& buffer, std::size_t count) {
   const auto address = reinterpret_cast<std::uintptr_t>(buffer.data());
   return buffer.data() + ((kLine - address % kLine) % kLine) / sizeof(T);
 }
-
-// The config in read-only data, not on the stack: GCC 12's _tile_loadconfig tells the compiler it
-// reads 8 of the 64 bytes, and a stack copy's other stores may then be dropped.
-__attribute__((target("amx-tile"))) void configure_tiles() {
-  static constexpr TileConfig kConfig{};
-  _tile_loadconfig(&kConfig);
-}
-
-__attribute__((target("amx-tile"))) void release_tiles() { _tile_release(); }
 
 // Columns [first, first + count) of y from one packed panel (`tiles`, count rounded up to kBlock)
 // and x's A tiles as Parts multiplies it (`padded_rows` x `depth` each; x_lo unused when x is

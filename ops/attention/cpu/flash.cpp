@@ -13,7 +13,10 @@
 // apply (the avx512 levels, D a multiple of 16) the two products are hand-written kernels instead
 // of Eigen's general ones: decode_row.h's for a tile of one query row (decode; measured: 1.25x
 // per layer at 16 sequences behind 512 tokens, docs/results/2026-12-04-decode-attention/),
-// query_tile.h's for more (D <= 256; measured there).
+// query_tile.h's for more (D <= 256; measured there). Where the call may round its operands to
+// bf16 (Call::bf16_products: a bf16 model) and the cpu has AMX, tiles of at least kAmxMinRows
+// rows at head dims that are multiples of 32 multiply on bf16 tiles instead
+// (query_tile_amx.h), K and V packed for them once per call before the tasks start.
 //
 // Split-KV path: at most kSplitKvMaxQueries rows, with (batch, head) pairs that do not share out
 // evenly among the threads (one head, two threads). Split when chunks >= 2, where
@@ -48,7 +51,9 @@
 // lines): tiled, threads (Bq Bk + Bq (D + 2)) floats: per thread one score tile and one
 // (O, m, l) state, and for a paged cache of another element type Bk D more, its rows as f32;
 // split-KV, threads Tq Bk floats of score tiles plus the partials (flash.h), both live during
-// the first step. Eigen's GEMM packing buffers (stack memory up to 128 KiB, heap beyond, as in
+// the first step. With the AMX products, per thread also the tile's q and p rounded to bf16
+// (Bq' D + Bq' Bk' bf16, Bq' and Bk' rounded up to 32), and once the packed K and V,
+// 2 B Hkv kv_len' D bf16 (kv_len' rounded up to 32). Eigen's GEMM packing buffers (stack memory up to 128 KiB, heap beyond, as in
 // the other CPU GEMMs) and query_tile's transposed keys (32 D floats on the stack) are not
 // counted.
 
@@ -65,6 +70,7 @@
 
 #include "ops/attention/cpu/decode_row.h"
 #include "ops/attention/cpu/query_tile.h"
+#include "ops/attention/cpu/query_tile_amx.h"
 #include "ops/cpu/eigen_maps.h"
 #include "ops/cpu/element_rows.h"
 
@@ -79,6 +85,9 @@ constexpr std::int64_t kKeyBlock = 256;
 constexpr std::int64_t kMinChunkKeys = 256;
 constexpr std::int64_t kCacheLineBytes = 64;
 constexpr std::int64_t kCacheLineFloats = kCacheLineBytes / sizeof(float);
+// The fewest query rows per tile for the AMX products: below, the packing of K and V costs more
+// than the tiles save.
+constexpr std::int64_t kAmxMinRows = 16;
 static_assert(kSplitKvMaxQueries <= kMinChunkKeys,
               "a split-KV chunk must start at or before the first query row's position");
 
@@ -104,10 +113,16 @@ struct Tiling {
   std::int64_t scratch_floats = 0;  // per thread
   StateLayout partial;              // split-KV: one per (batch, head, chunk)
   std::int64_t partial_count = 0;
+  // AMX products (query_tile_amx.h): K and V of every (batch, kv head) packed as bf16 tiles, this
+  // many bf16 each; a thread's scratch then also holds its tile's q and p rounded to bf16.
+  bool amx = false;
+  std::int64_t packed_heads = 0;
+  std::int64_t packed_elements = 0;
 
   std::size_t temporary_bytes() const {
     return static_cast<std::size_t>(threads * scratch_floats + partial_count * partial.floats()) *
-           sizeof(float);
+               sizeof(float) +
+           static_cast<std::size_t>(2 * packed_heads * packed_elements) * sizeof(std::uint16_t);
   }
 };
 
@@ -132,8 +147,19 @@ Tiling tiling_of(const Context& ctx, const Shape& l) {
     plan.partial_count = l.heads() * chunks;
   } else {
     plan.query_block = std::clamp(l.q_len, std::int64_t{1}, kQueryBlock);
-    plan.scratch_floats = round_up_to_cache_line(
-        plan.query_block * plan.key_block + StateLayout{plan.query_block, l.head_dim}.floats());
+    plan.amx =
+        l.bf16_products && plan.query_block >= kAmxMinRows && amx_tile_products_apply(l.head_dim);
+    std::int64_t rounded_floats = 0;
+    if (plan.amx) {
+      plan.packed_heads = l.batch * l.kv_heads;
+      plan.packed_elements = amx_packed_elements(l.kv_len, l.head_dim);
+      rounded_floats = (amx_rounded_elements(plan.query_block, l.head_dim) +
+                        amx_rounded_elements(plan.query_block, plan.key_block)) /
+                       2;
+    }
+    plan.scratch_floats =
+        round_up_to_cache_line(plan.query_block * plan.key_block +
+                               StateLayout{plan.query_block, l.head_dim}.floats() + rounded_floats);
   }
   return plan;
 }
@@ -154,6 +180,9 @@ struct KeyRows {
   std::int64_t block_tokens = 0;
   std::int64_t block_stride = 0;  // rows from one block to the next
   float* widened = nullptr;       // not f32: room for a key tile's rows as f32
+  // AMX products (Tiling::amx): the kv head's keys and values packed as bf16 tiles.
+  const std::uint16_t* packed_keys = nullptr;
+  const std::uint16_t* packed_values = nullptr;
 
   // Which rows a pass over the runs reads: keys (S = Q K^T) or values (O += P V).
   enum class Reading { keys, values };
@@ -223,15 +252,23 @@ struct Head {
 using StridedConstMap = Eigen::Map<const RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>>;
 using StridedMap = Eigen::Map<RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>>;
 
-Head head_of(const Call& call, const HeadLayout& l, std::int64_t bh) {
+// Query head bh of a contiguous call; `packed`: the call's packed keys and values
+// (pack_keys_values), or null.
+Head head_of(const Call& call, const HeadLayout& l, std::int64_t bh, const Tiling& plan,
+             const std::uint16_t* packed) {
   const std::int64_t first_row = bh * l.q_len * l.head_dim;
-  return {call.q.data<float>() + first_row,
-          call.out.data<float>() + first_row,
-          l.head_dim,
-          {call.k.data<float>() + l.kv_offset(bh), call.v.data<float>() + l.kv_offset(bh),
-           l.head_dim, DType::F32, l.head_dim * static_cast<std::int64_t>(sizeof(float))},
-          l.head_dim,
-          l.kv_len - l.q_len};
+  Head head{call.q.data<float>() + first_row,
+            call.out.data<float>() + first_row,
+            l.head_dim,
+            {call.k.data<float>() + l.kv_offset(bh), call.v.data<float>() + l.kv_offset(bh),
+             l.head_dim, DType::F32, l.head_dim * static_cast<std::int64_t>(sizeof(float))},
+            l.head_dim,
+            l.kv_len - l.q_len};
+  if (packed != nullptr) {
+    head.kv.packed_keys = packed + 2 * l.kv_index(bh) * plan.packed_elements;
+    head.kv.packed_values = head.kv.packed_keys + plan.packed_elements;
+  }
+  return head;
 }
 
 // Query head h of sequence s of a paged call; `widened`: the thread's rows for a cache not in f32.
@@ -255,10 +292,12 @@ Head head_of(const PagedCall& call, std::int64_t s, std::int64_t h, float* widen
 }
 
 // What multiplies a tile of `rows` query rows by its keys and values: hand-written kernels where
-// they apply, decode_row.h's for one row (decode), query_tile.h's for more; Eigen's products
+// they apply, query_tile_amx.h's on bf16 tiles where the call's tiling packed K and V for them
+// (`amx`), else decode_row.h's for one row (decode), query_tile.h's for more; Eigen's products
 // elsewhere.
-enum class TileProducts { one_row, query_tile, eigen };
-TileProducts tile_products(std::int64_t rows, std::int64_t head_dim) {
+enum class TileProducts { one_row, query_tile, amx, eigen };
+TileProducts tile_products(std::int64_t rows, std::int64_t head_dim, bool amx) {
+  if (amx) return TileProducts::amx;
   if (rows == 1 && decode_row_kernels_apply(head_dim)) return TileProducts::one_row;
   if (rows > 1 && query_tile_kernels_apply(head_dim)) return TileProducts::query_tile;
   return TileProducts::eigen;
@@ -294,11 +333,12 @@ void online_softmax_update(Eigen::Ref<Eigen::RowVectorXf> scores, float scale, b
 
 // Attends query rows [first_row, first_row + layout.rows) of `head` to keys
 // [key_begin, key_end), one tile of up to `key_block` keys at a time, leaving the unnormalised
-// state in `state` (see StateLayout). `scores` holds rows x key_block floats. Requires
+// state in `state` (see StateLayout). `scores` holds rows x key_block floats; `rounded`, for the
+// AMX products (head.kv packed), the rows' q and p rounded to bf16 (Tiling's scratch). Requires
 // key_begin <= the first row's position, so that every row sees a key of the first tile.
 void attend_key_range(const Head& head, std::int64_t first_row, const StateLayout& layout,
                       std::int64_t key_begin, std::int64_t key_end, std::int64_t key_block,
-                      float scale, float* scores, float* state) {
+                      float scale, float* scores, float* state, std::uint16_t* rounded) {
   const std::int64_t rows = layout.rows, d = head.head_dim;
   const std::int64_t first_position = head.first_position + first_row;
   const StridedConstMap q_tile(head.q + first_row * head.row_stride, rows, d,
@@ -307,28 +347,36 @@ void attend_key_range(const Head& head, std::int64_t first_row, const StateLayou
   float* running_max = state + layout.max_offset();
   float* row_sum = state + layout.sum_offset();
   // s's one row is `scores`, O's is `state` (decode_row.h's products).
-  const TileProducts products = tile_products(rows, d);
+  const TileProducts products = tile_products(rows, d, head.kv.packed_keys != nullptr);
   const bool one_row = products == TileProducts::one_row;
   const bool query_tile = products == TileProducts::query_tile;
+  const bool amx = products == TileProducts::amx;
+  std::uint16_t* rounded_q = rounded;
+  std::uint16_t* rounded_p = amx ? rounded + amx_rounded_elements(rows, d) : nullptr;
+  if (amx) amx_round_rows(q_tile.data(), head.row_stride, rows, d, rounded_q);
   for (std::int64_t key_start = key_begin; key_start < key_end; key_start += key_block) {
     const std::int64_t cols = std::min(key_block, key_end - key_start);
     MatrixMap s(scores, rows, cols);
-    head.kv.for_each_run(key_start, cols, KeyRows::Reading::keys,
-                         [&](std::int64_t column, std::int64_t count, const void* run) {
-                           if (one_row) {
-                             decode_row_scores(q_tile.data(), run, head.kv.dtype, count, d,
-                                               scores + column);
-                             return;
-                           }
-                           const float* k_rows = head.kv.as_f32(run, count);
-                           if (query_tile) {
-                             query_tile_scores(q_tile.data(), head.row_stride, rows, k_rows, count,
-                                               d, scores + column, cols);
-                             return;
-                           }
-                           s.middleCols(column, count).noalias() =
-                               q_tile * ConstMatrixMap(k_rows, count, d).transpose();
-                         });
+    if (amx) {
+      amx_tile_scores(rounded_q, rows, head.kv.packed_keys, key_start, cols, d, scores, cols);
+    } else {
+      head.kv.for_each_run(key_start, cols, KeyRows::Reading::keys,
+                           [&](std::int64_t column, std::int64_t count, const void* run) {
+                             if (one_row) {
+                               decode_row_scores(q_tile.data(), run, head.kv.dtype, count, d,
+                                                 scores + column);
+                               return;
+                             }
+                             const float* k_rows = head.kv.as_f32(run, count);
+                             if (query_tile) {
+                               query_tile_scores(q_tile.data(), head.row_stride, rows, k_rows,
+                                                 count, d, scores + column, cols);
+                               return;
+                             }
+                             s.middleCols(column, count).noalias() =
+                                 q_tile * ConstMatrixMap(k_rows, count, d).transpose();
+                           });
+    }
     const bool first_tile = key_start == key_begin;
     const bool diagonal = key_start + cols - 1 > first_position;
     for (std::int64_t r = 0; r < rows; ++r) {
@@ -339,6 +387,12 @@ void attend_key_range(const Head& head, std::int64_t first_row, const StateLayou
       if (visible == 0) continue;
       online_softmax_update(row.head(visible), scale, first_tile, running_max[r], row_sum[r],
                             out.row(r));
+    }
+    if (amx) {
+      amx_round_rows(scores, cols, rows, cols, rounded_p);
+      amx_tile_values(rounded_p, rows, head.kv.packed_values, key_start, cols, d, state,
+                      first_tile);
+      continue;
     }
     head.kv.for_each_run(key_start, cols, KeyRows::Reading::values,
                          [&](std::int64_t column, std::int64_t count, const void* run) {
@@ -427,7 +481,7 @@ void flash_paged(Context& ctx, const PagedCall& call) {
     const Head head = head_of(call, task.sequence, task.head, widened);
     const std::int64_t key_end = head.first_position + task.first_row + layout.rows;
     attend_key_range(head, task.first_row, layout, 0, key_end, plan.key_block, call.scale, scores,
-                     state);
+                     state, nullptr);
     write_tile(head, task.first_row, layout, state);
   }
 }
@@ -435,12 +489,14 @@ void flash_paged(Context& ctx, const PagedCall& call) {
 namespace {
 
 // flash_plan's words for tile_products.
-std::string products_words(std::int64_t rows, std::int64_t head_dim) {
-  switch (tile_products(rows, head_dim)) {
+std::string products_words(std::int64_t rows, std::int64_t head_dim, bool amx) {
+  switch (tile_products(rows, head_dim, amx)) {
     case TileProducts::one_row:
       return "AVX-512 one-row products";
     case TileProducts::query_tile:
       return "AVX-512 register-tiled products";
+    case TileProducts::amx:
+      return "AMX bf16-tile products (q, k, p and v rounded to bf16)";
     case TileProducts::eigen:
       break;
   }
@@ -460,7 +516,7 @@ FlashPlan flash_plan(const Context& ctx, const Shape& shape) {
   if (tiling.path == FlashPath::split_kv) {
     plan.how = std::to_string(shape.heads() * tiling.chunks) + " tasks (" +
                std::to_string(tiling.chunks) + " key chunks per head) of " +
-               products_words(shape.q_len, shape.head_dim) + " over tiles of " +
+               products_words(shape.q_len, shape.head_dim, false) + " over tiles of " +
                std::to_string(tiling.key_block) + " keys, over " + threads + "; then the combine";
     plan.why = std::to_string(shape.q_len) + " query rows per head (split-KV takes at most " +
                std::to_string(kSplitKvMaxQueries) + ") and " + heads +
@@ -472,8 +528,8 @@ FlashPlan flash_plan(const Context& ctx, const Shape& shape) {
   const std::int64_t tiles = (shape.q_len + tiling.query_block - 1) / tiling.query_block;
   plan.how = std::to_string(shape.heads() * tiles) + " tasks (" + std::to_string(tiles) +
              " query tiles of " + std::to_string(tiling.query_block) + " rows per head), " +
-             products_words(tiling.query_block, shape.head_dim) + " over key tiles of " +
-             std::to_string(tiling.key_block) + ", over " + threads;
+             products_words(tiling.query_block, shape.head_dim, tiling.amx) +
+             " over key tiles of " + std::to_string(tiling.key_block) + ", over " + threads;
   if (shape.q_len > kSplitKvMaxQueries) {
     plan.why = std::to_string(shape.q_len) + " query rows per head give every thread work " +
                "without splitting the keys (split-KV takes at most " +
@@ -488,9 +544,29 @@ FlashPlan flash_plan(const Context& ctx, const Shape& shape) {
   return plan;
 }
 
+// The AMX products' keys and values of every (batch, kv head) pair, packed once per call
+// (query_tile_amx.h), each pair's K then V, plan.packed_elements bf16 each.
+void pack_keys_values(const Call& call, const HeadLayout& l, const Tiling& plan,
+                      std::uint16_t* packed) {
+#pragma omp parallel for num_threads(plan.threads) schedule(static)
+  for (std::int64_t pair = 0; pair < plan.packed_heads; ++pair) {
+    const std::int64_t offset = pair * l.capacity * l.head_dim;
+    std::uint16_t* keys = packed + 2 * pair * plan.packed_elements;
+    amx_pack_keys(call.k.data<float>() + offset, l.kv_len, l.head_dim, keys);
+    amx_pack_values(call.v.data<float>() + offset, l.kv_len, l.head_dim,
+                    keys + plan.packed_elements);
+  }
+}
+
 void flash_tiled(Context& ctx, const Call& call) {
   const Tiling plan = tiling_of(ctx, shape_of(call));
   const HeadLayout l = layout_of(call);
+  Tensor packed;  // the AMX products' K and V (Tiling::amx)
+  if (plan.amx) {
+    packed =
+        Tensor::empty({plan.packed_heads, 2, plan.packed_elements}, DType::BF16, ctx.allocator());
+    pack_keys_values(call, l, plan, packed.data<std::uint16_t>());
+  }
   Tensor scratch = Tensor::empty({plan.threads, plan.scratch_floats}, DType::F32, ctx.allocator());
   const std::int64_t query_tiles = (l.q_len + plan.query_block - 1) / plan.query_block;
 #pragma omp parallel for num_threads(plan.threads) schedule(dynamic, 1)
@@ -501,10 +577,12 @@ void flash_tiled(Context& ctx, const Call& call) {
     const StateLayout layout{std::min(plan.query_block, l.q_len - first_row), l.head_dim};
     float* scores = scratch.data<float>() + omp_get_thread_num() * plan.scratch_floats;
     float* state = scores + plan.query_block * plan.key_block;
-    const Head head = head_of(call, l, bh);
+    auto* rounded = reinterpret_cast<std::uint16_t*>(
+        state + StateLayout{plan.query_block, l.head_dim}.floats());
+    const Head head = head_of(call, l, bh, plan, plan.amx ? packed.data<std::uint16_t>() : nullptr);
     const std::int64_t key_end = head.first_position + first_row + layout.rows;
-    attend_key_range(head, first_row, layout, 0, key_end, plan.key_block, call.scale, scores,
-                     state);
+    attend_key_range(head, first_row, layout, 0, key_end, plan.key_block, call.scale, scores, state,
+                     rounded);
     write_tile(head, first_row, layout, state);
   }
 }
@@ -523,8 +601,8 @@ void flash_split_kv_partials(Context& ctx, const Call& call, const FlashPlan& /*
     const std::int64_t key_end = (chunk + 1) * l.kv_len / plan.chunks;
     float* scores = scratch.data<float>() + omp_get_thread_num() * plan.scratch_floats;
     float* state = partials.data<float>() + task * plan.partial.floats();
-    attend_key_range(head_of(call, l, bh), 0, plan.partial, key_begin, key_end, plan.key_block,
-                     call.scale, scores, state);
+    attend_key_range(head_of(call, l, bh, plan, nullptr), 0, plan.partial, key_begin, key_end,
+                     plan.key_block, call.scale, scores, state, nullptr);
   }
 }
 

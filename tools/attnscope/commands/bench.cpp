@@ -499,8 +499,18 @@ Subcommand add_bench(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
   add_serving_flags(*sub, flags->serving);
-  // Runs once the flags are parsed, so that a bad head split is a usage error (exit 2).
-  sub->callback([flags] { finish_attention_shape(flags->attention, *flags->kv_heads_option); });
+  // Runs once the flags are parsed, so that a bad head split, or a shape flag of the attention op
+  // beside another op (which would ignore it), is a usage error (exit 2).
+  sub->callback([sub, flags] {
+    finish_attention_shape(flags->attention, *flags->kv_heads_option);
+    if (flags->op == "attention") return;
+    for (const char* name : {"--heads", "--kv-heads", "--seq-len", "--head-dim", "--decode",
+                             "--bf16-products", "--paged"}) {
+      if (sub->get_option(name)->count() > 0) {
+        throw CLI::ValidationError(name, "is a shape flag of --op attention");
+      }
+    }
+  });
   return {sub, [flags] { return run_bench(*flags); }};
 }
 

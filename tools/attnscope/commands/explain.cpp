@@ -172,13 +172,10 @@ std::vector<Explained> explain_model_steps(Context& ctx, LanguageModel& model,
   options.prompt_len = prompt_len;
   options.gen = 1;  // one profiled decode step (and one unprofiled one after it)
   const ProfiledRun run = profile_model(ctx, model, options);
-  const ModelConfig& config = model.config();
   std::vector<Explained> explained;
   for (const StepRecord& step : run.steps) {
     if (!step.profiled || step.attention_calls == 0) continue;
-    const attention::Shape shape = {
-        1,           config.n_heads,  config.n_kv_heads,       step.q_len,
-        step.kv_len, config.head_dim, model.activation_dtype()};
+    const attention::Shape shape = model.attention_shape(1, step.q_len, step.kv_len);
     Explained e{std::string(backend.name()),    step.phase, shape, backend.plan(ctx, shape),
                 backend.cost_model(ctx, shape), {},         0,     {}};
     e.observed = observed_steps(run.tracer->trace(), step.first_event, step.end_event);
@@ -293,17 +290,8 @@ int run_explain(const ExplainFlags& flags) {
     check(
         flags.prompt_len + 2 <= config.context_length, "--prompt-len",
         "must leave 2 decode positions in the context of " + std::to_string(config.context_length));
-    const attention::Shape prefill = {1,
-                                      config.n_heads,
-                                      config.n_kv_heads,
-                                      flags.prompt_len,
-                                      flags.prompt_len,
-                                      config.head_dim,
-                                      model->activation_dtype()};
-    attention::Shape decode = prefill;
-    decode.q_len = 1;
-    decode.kv_len = flags.prompt_len + 1;
-    cases = {{"prefill", prefill}, {"decode", decode}};
+    cases = {{"prefill", model->attention_shape(1, flags.prompt_len, flags.prompt_len)},
+             {"decode", model->attention_shape(1, 1, flags.prompt_len + 1)}};
   } else {
     attention::Shape shape = {flags.shape.batch,
                               flags.shape.heads,
@@ -312,10 +300,16 @@ int run_explain(const ExplainFlags& flags) {
                               flags.shape.seq_len,
                               flags.shape.head_dim,
                               parse_attention_dtype(flags.device.dtype)};
+    shape.bf16_products = flags.shape.bf16_products;
     cases = {{"attention", shape}};
   }
-  const Ceilings ceilings =
-      machine_ceilings(*ctx, cases.front().second.dtype, flags.refresh_ceilings);
+  // The roof of the products the calls run: on the cpu the f32 GEMM's, or the bf16 tiles' where
+  // the calls may round to bf16 (a bf16 model's); on a GPU the dtype's.
+  const attention::Shape& first = cases.front().second;
+  const DType roof_dtype = ctx->device() == Device::CUDA ? first.dtype
+                           : first.bf16_products         ? DType::BF16
+                                                         : DType::F32;
+  const Ceilings ceilings = machine_ceilings(*ctx, roof_dtype, flags.refresh_ceilings);
 
   std::vector<Explained> explained;
   std::vector<Refused> refused;
@@ -439,7 +433,8 @@ Subcommand add_explain(CLI::App& app) {
       throw CLI::ValidationError("--paged", "explain reads contiguous calls only");
     }
     // A model's shapes are its own: the op's shape flags are refused beside it, not ignored.
-    for (const char* name : {"--heads", "--kv-heads", "--seq-len", "--head-dim", "--decode"}) {
+    for (const char* name :
+         {"--heads", "--kv-heads", "--seq-len", "--head-dim", "--decode", "--bf16-products"}) {
       if (model->count() > 0 && sub->get_option(name)->count() > 0) {
         throw CLI::ValidationError(name, "excludes --model (the model's shapes are used)");
       }

@@ -140,13 +140,19 @@ std::string describe_shape(const attention::Shape& shape) {
   std::ostringstream text;
   text << "batch " << shape.batch << ", heads " << shape.q_heads << " (kv " << shape.kv_heads
        << "), q_len " << shape.q_len << ", kv_len " << shape.kv_len << ", head_dim "
-       << shape.head_dim << ", causal " << (shape.q_len == 1 ? "decode" : "prefill");
+       << shape.head_dim << ", causal " << (shape.q_len == 1 ? "decode" : "prefill")
+       << (shape.bf16_products ? ", bf16 products" : "");
   return text.str();
 }
 
 nlohmann::json shape_json(const attention::Shape& shape) {
-  return {{"batch", shape.batch}, {"heads", shape.q_heads}, {"kv_heads", shape.kv_heads},
-          {"q_len", shape.q_len}, {"kv_len", shape.kv_len}, {"head_dim", shape.head_dim}};
+  return {{"batch", shape.batch},
+          {"heads", shape.q_heads},
+          {"kv_heads", shape.kv_heads},
+          {"q_len", shape.q_len},
+          {"kv_len", shape.kv_len},
+          {"head_dim", shape.head_dim},
+          {"bf16_products", shape.bf16_products}};
 }
 
 attention::Call random_attention_call(Context& ctx, const attention::Shape& shape,
@@ -168,6 +174,7 @@ attention::Call random_attention_call(Context& ctx, const attention::Shape& shap
   call.out = Tensor::empty(q_dims, shape.dtype, ctx.allocator());
   call.kv_len = shape.kv_len;
   call.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
+  call.bf16_products = shape.bf16_products;
   return call;
 }
 
@@ -214,6 +221,9 @@ void add_attention_shape_flags(CLI::App& app, AttentionBenchFlags& flags,
       ->check(positive);
   app.add_flag("--decode", flags.decode,
                "One new query token against a cache of --seq-len (default: causal prefill)");
+  app.add_flag("--bf16-products", flags.bf16_products,
+               "Allow q, k, v and the softmax weights rounded to bf16 for the products, as a "
+               "bf16 model's calls do (flash multiplies on AMX tiles where the cpu has them)");
   app.add_option("--paged", flags.block_tokens,
                  "Through a paged KV cache of blocks of N positions in a random order "
                  "(Backend::attend_paged; 0: the contiguous call)")
@@ -226,6 +236,10 @@ void add_attention_shape_flags(CLI::App& app, AttentionBenchFlags& flags,
 
 void finish_attention_shape(AttentionBenchFlags& flags, const CLI::Option& kv_heads_option) {
   if (kv_heads_option.count() == 0) flags.kv_heads = flags.heads;
+  if (flags.bf16_products && flags.block_tokens != 0) {
+    throw CLI::ValidationError("--bf16-products",
+                               "is for contiguous calls: the paged ones compute in f32");
+  }
   if (flags.heads % flags.kv_heads != 0) {
     throw CLI::ValidationError("--kv-heads", "--heads (" + std::to_string(flags.heads) +
                                                  ") must be a multiple of --kv-heads (" +
@@ -235,13 +249,14 @@ void finish_attention_shape(AttentionBenchFlags& flags, const CLI::Option& kv_he
 
 AttentionReport measure_attention(const AttentionBenchFlags& flags, const std::string& label) {
   AttentionReport report;
-  const attention::Shape shape = {flags.batch,
-                                  flags.heads,
-                                  flags.kv_heads,
-                                  flags.decode ? 1 : flags.seq_len,
-                                  flags.seq_len,
-                                  flags.head_dim,
-                                  parse_attention_dtype(flags.dtype)};
+  attention::Shape shape = {flags.batch,
+                            flags.heads,
+                            flags.kv_heads,
+                            flags.decode ? 1 : flags.seq_len,
+                            flags.seq_len,
+                            flags.head_dim,
+                            parse_attention_dtype(flags.dtype)};
+  shape.bf16_products = flags.bf16_products;
   report.shape = shape;
   const std::vector<const attention::Backend*> backends =
       attention::resolve_backends(flags.backends);

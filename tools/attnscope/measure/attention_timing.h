@@ -69,6 +69,7 @@ struct AttentionBenchFlags {
   std::int64_t seq_len = 1024;
   std::int64_t head_dim = 64;
   bool decode = false;
+  bool bf16_products = false;     // Call::bf16_products: as a bf16 model's calls on the cpu
   std::int64_t block_tokens = 0;  // --paged: blocks of this many positions; 0 contiguous
   std::string dtype = "f32";
   std::string kv_dtype;  // --paged: the blocks' element type; empty: dtype's
@@ -98,8 +99,9 @@ struct AttentionReport {
   std::vector<BackendResult> results;  // one per chosen backend, in the order asked
 };
 
-// --heads, --kv-heads, --seq-len, --head-dim, --decode, --paged and --seed. `kv_heads_option`
-// receives the --kv-heads option so that the caller can default it to --heads once parsed.
+// --heads, --kv-heads, --seq-len, --head-dim, --decode, --bf16-products, --paged and --seed.
+// `kv_heads_option` receives the --kv-heads option so that the caller can default it to --heads
+// once parsed.
 void add_attention_shape_flags(CLI::App& app, AttentionBenchFlags& flags,
                                CLI::Option*& kv_heads_option);
 // Fills kv_heads from heads when --kv-heads was not given; throws CLI::ValidationError (a usage

@@ -56,20 +56,22 @@ double fastest_seconds(Context& ctx, Work work) {
   return best;
 }
 
-// x [n, n] times W^T [n, n] through ops::linear, inputs drawn once on the host.
+// x [n, n] times W^T [n, n] through ops::linear, inputs drawn once on the host; W in `dtype`, x
+// and y too on a GPU (f32 on the cpu).
 void measure_gemm(Context& ctx, DType dtype, Ceilings& ceilings) {
   const std::int64_t n = ctx.device() == Device::CUDA ? 4096 : 1024;
   Allocator& staging = ctx.device() == Device::CPU ? ctx.allocator() : ctx.host_allocator();
   std::mt19937 rng(0);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  auto random = [&] {
+  const DType activations = ctx.device() == Device::CPU ? DType::F32 : dtype;
+  auto random = [&](DType stored) {
     Tensor t = Tensor::empty({n, n}, DType::F32, staging);
     for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = uniform(rng);
-    return to_device(ctx, dtype == DType::F32 ? t : t.to_dtype(dtype, staging));
+    return to_device(ctx, stored == DType::F32 ? t : t.to_dtype(stored, staging));
   };
-  const Tensor x = random();
-  const Tensor weight = random();
-  Tensor out = Tensor::empty({n, n}, dtype, ctx.allocator());
+  const Tensor x = random(activations);
+  const Tensor weight = random(dtype);
+  Tensor out = Tensor::empty({n, n}, activations, ctx.allocator());
   const double seconds = fastest_seconds(ctx, [&] { ops::linear(ctx, x, weight, Tensor(), out); });
   ceilings.flops_per_s = 2.0 * static_cast<double>(n * n * n) / seconds;
   ceilings.compute_probe = std::string(dtype_name(dtype)) + " GEMM " + std::to_string(n) +
@@ -121,12 +123,11 @@ double Ceilings::attainable(double intensity) const {
 }
 
 Ceilings machine_ceilings(Context& ctx, DType dtype, bool refresh) {
-  const DType gemm_dtype = ctx.device() == Device::CPU ? DType::F32 : dtype;
   Ceilings ceilings;
   ceilings.machine = ctx.device() == Device::CPU
                          ? cpu_model() + ", " + std::to_string(ctx.threads()) + " threads"
                          : ctx.describe();
-  const std::string key = ceilings.machine + " | " + std::string(dtype_name(gemm_dtype));
+  const std::string key = ceilings.machine + " | " + std::string(dtype_name(dtype));
   const std::filesystem::path path = cache_file();
   nlohmann::json cache = read_cache(path);
   if (!refresh && cache.contains(key)) {
@@ -145,7 +146,7 @@ Ceilings machine_ceilings(Context& ctx, DType dtype, bool refresh) {
     }
   }
   std::cerr << "attnscope: measuring this machine's ceilings (GEMM FLOP/s, memory bandwidth)\n";
-  measure_gemm(ctx, gemm_dtype, ceilings);
+  measure_gemm(ctx, dtype, ceilings);
   measure_memory(ctx, ceilings);
   ceilings.source = "measured now";
   cache[key] = {{"flops_per_s", ceilings.flops_per_s},

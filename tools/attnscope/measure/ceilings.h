@@ -2,8 +2,10 @@
 // that `explain`, `profile --roofline` and `study` do not pay for them on every run.
 //
 //   compute roof   the best FLOP/s of ops::linear on a square GEMM (N = M = K = 1024 on the
-//                  cpu, 4096 on a GPU) in the dtype asked for: the project's own packed GEMM on
-//                  the cpu (always f32 there: the cpu's activations are f32), cublasLt on a GPU.
+//                  cpu, 4096 on a GPU) in the dtype asked for: on the cpu, f32 activations times
+//                  weights stored in it (f32: the project's packed f32 GEMM; bf16: at the amx
+//                  level the bf16 tiles, which flash's products use too for bf16 models,
+//                  ops/attention/cpu/query_tile_amx.h), cublasLt on a GPU.
 //                  2 N M K FLOPs per call, best of `repetitions` after a warm-up.
 //   memory roof    on the cpu the read-bandwidth probe's best way (measure/read_bandwidth.h,
 //                  512 MiB); on a GPU a device-to-device copy of 1 GiB, counted as 2 bytes moved
@@ -43,8 +45,8 @@ struct Ceilings {
   std::string caption() const { return compute_probe + "; " + memory_probe + "; " + machine; }
 };
 
-// The ceilings of ctx's device for `dtype`: from the cache, or measured (and cached) when absent
-// or when `refresh`.
+// The ceilings of ctx's device for `dtype` (on the cpu: of the weights): from the cache, or
+// measured (and cached) when absent or when `refresh`.
 Ceilings machine_ceilings(Context& ctx, DType dtype, bool refresh);
 
 }  // namespace attnscope::cli

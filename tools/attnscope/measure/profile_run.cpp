@@ -139,9 +139,6 @@ ProfiledRun profile_model(Context& ctx, const LanguageModel& model,
   std::vector<std::int32_t> prompt(static_cast<std::size_t>(batch * options.prompt_len));
   for (std::int32_t& id : prompt) id = token(rng);
 
-  // One layer's attention call of a step: q, k and v in the activation dtype.
-  attention::Shape shape = {batch, config.n_heads,  config.n_kv_heads,       0,
-                            0,     config.head_dim, model.activation_dtype()};
   const auto weight_bytes = static_cast<double>(model.weight_bytes());
   const double projection_flops_per_token = 2.0 * static_cast<double>(model.projection_weights());
   // The LM head [V, C] runs on one row per step and batch row (the last position's).
@@ -163,9 +160,8 @@ ProfiledRun profile_model(Context& ctx, const LanguageModel& model,
     step.profiled = profiled;
     run_step(ctx, run, step, [&] { model.forward(ctx, ids, batch, cache, launcher); });
     if (profiled) {
-      shape.q_len = step.q_len;
-      shape.kv_len = step.kv_len;
-      step.expected = model.attention().cost_model(ctx, shape);
+      step.expected =
+          model.attention().cost_model(ctx, model.attention_shape(batch, step.q_len, step.kv_len));
       read_attention_calls(run.tracer->events(), step);
       profiler::Event& forward = run.tracer->events()[step.end_event - 1];
       forward.flops = static_cast<std::uint64_t>(

@@ -99,7 +99,12 @@ std::vector<Column> columns_for(const std::string& op) {
       };
     };
     return {text_column("backend", "attn"),
-            text_column("dtype", "dtype"),
+            {"dtype", "dtype",
+             [](const json& r) {
+               const std::string dtype = r["dtype"].get<std::string>();
+               return r.value("bf16_products", false) ? dtype + " (bf16 products)" : dtype;
+             }},
+            {"bf16_products", "", nullptr},
             text_column("threads", "threads"),
             text_column("batch", "batch"),
             text_column("heads", "heads"),

@@ -1,0 +1,43 @@
+// What every kernel on AMX's tiles shares (ops/cpu/gemm_amx.cpp, the prefill GEMM;
+// ops/attention/cpu/query_tile_amx.cpp, flash's products): the one tile shape they use and how a
+// thread takes and gives back the tiles. Eight tile registers, each 16 rows of 64 bytes: an A
+// tile of 16 rows x 32 bf16, a B tile of 16 rows holding 16 pairs of bf16 (row p: inputs 2p and
+// 2p + 1 of 16 columns, the pairs TDPBF16PS multiplies), a C tile of 16 x 16 f32.
+#pragma once
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace attnscope::ops::cpu {
+
+constexpr std::int64_t kTileRows = 16;   // rows of every tile
+constexpr std::int64_t kTileDepth = 32;  // bf16 inputs in a tile row of 64 bytes
+constexpr std::int64_t kTileElements = kTileRows * kTileDepth;  // bf16 in one 1 KB tile
+
+// What LDTILECFG reads: palette 1, then each tile's bytes per row and rows. All 8 tiles here are
+// 16 rows of 64 bytes (16 f32 outputs, or 32 bf16 inputs).
+struct alignas(64) TileConfig {
+  std::uint8_t palette = 1;
+  std::uint8_t start_row = 0;
+  std::uint8_t reserved[14] = {};
+  std::uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  std::uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+
+// Configures this thread's tiles (call before the first tile instruction; Linux must have lent the
+// process the tiles, as the amx level of runtime/cpu_features.h ensures). The config lives in
+// read-only data, not on the stack: GCC 12's _tile_loadconfig tells the compiler it reads 8 of the
+// 64 bytes, and a stack copy's other stores may then be dropped.
+__attribute__((target("amx-tile"))) inline void configure_tiles() {
+  static constexpr TileConfig kConfig{};
+  _tile_loadconfig(&kConfig);
+}
+
+// Gives this thread's tiles back (their state no longer saved on a context switch).
+__attribute__((target("amx-tile"))) inline void release_tiles() { _tile_release(); }
+
+}  // namespace attnscope::ops::cpu
+
+#endif  // __x86_64__
