@@ -53,9 +53,9 @@
 // split-KV, threads Tq Bk floats of score tiles plus the partials (flash.h), both live during
 // the first step. With the AMX products, per thread also the tile's q and p rounded to bf16
 // (Bq' D + Bq' Bk' bf16, Bq' and Bk' rounded up to 32), and once the packed K and V,
-// 2 B Hkv kv_len' D bf16 (kv_len' rounded up to 32). Eigen's GEMM packing buffers (stack memory up to 128 KiB, heap beyond, as in
-// the other CPU GEMMs) and query_tile's transposed keys (32 D floats on the stack) are not
-// counted.
+// 2 B Hkv kv_len' D bf16 (kv_len' rounded up to 32). Eigen's GEMM packing buffers (stack memory
+// up to 128 KiB, heap beyond, as in the other CPU GEMMs) and query_tile's transposed keys (32 D
+// floats on the stack) are not counted.
 
 #include "ops/attention/cpu/flash.h"
 
