@@ -13,6 +13,8 @@
 #   BASE_SERVING_FLAGS, NEW_SERVING_FLAGS  more flags for one side's serving runs, to compare
 #            one binary against itself with an option (BASE and NEW the same path), e.g.
 #            NEW_SERVING_FLAGS="--kv-dtype bf16"
+#   BASE_ATTENTION_FLAGS, NEW_ATTENTION_FLAGS  the same for one side's op-alone runs, e.g.
+#            NEW_ATTENTION_FLAGS="--bf16-products"
 set -euo pipefail
 base=$1 new=$2 out=$3 rounds=${4:-3}
 attn=${ATTN:-flash}
@@ -27,10 +29,11 @@ for round in $(seq 1 "$rounds"); do
   order=(base new); ((round % 2 == 0)) && order=(new base)
   for tool in "${order[@]}"; do
     binary=$base; [[ $tool == new ]] && binary=$new
+    flags=${BASE_ATTENTION_FLAGS:-}; [[ $tool == new ]] && flags=${NEW_ATTENTION_FLAGS:-}
     for shape in "${shapes[@]}"; do
       # shellcheck disable=SC2086
-      "$binary" bench --op attention --attn "$attn" $shape -t 2 -r 10 -o jsonl 2>/dev/null \
-        >> "$out/attention-$round-$tool.jsonl"
+      "$binary" bench --op attention --attn "$attn" $shape $flags -t 2 -r 10 -o jsonl \
+        2>/dev/null >> "$out/attention-$round-$tool.jsonl"
     done
     extra=${BASE_SERVING_FLAGS:-}; [[ $tool == new ]] && extra=${NEW_SERVING_FLAGS:-}
     for dtype in $serving; do

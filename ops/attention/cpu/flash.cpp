@@ -85,9 +85,11 @@ constexpr std::int64_t kKeyBlock = 256;
 constexpr std::int64_t kMinChunkKeys = 256;
 constexpr std::int64_t kCacheLineBytes = 64;
 constexpr std::int64_t kCacheLineFloats = kCacheLineBytes / sizeof(float);
-// The fewest query rows per tile for the AMX products: below, the packing of K and V costs more
-// than the tiles save.
-constexpr std::int64_t kAmxMinRows = 16;
+// The fewest query rows per tile for the AMX products (a whole tile of kQueryBlock): with fewer,
+// packing K and V and the tiles' latency cost more than they save. Measured (2 threads of a
+// Xeon with AMX, 4 x 12 heads of 64, prefill): T = 16 0.58x f32's speed, 48 0.94x, 64 1.45x,
+// 128 1.36x (docs/results/2026-12-06-amx-attention/).
+constexpr std::int64_t kAmxMinRows = kQueryBlock;
 static_assert(kSplitKvMaxQueries <= kMinChunkKeys,
               "a split-KV chunk must start at or before the first query row's position");
 
