@@ -8,6 +8,7 @@
 //   cpu:  cpu/flash.cpp             tiles of 64 queries x 256 keys per task, the online-softmax
 //                                   update of one row, Eigen GEMMs per tile where the kernels
 //         cpu/query_tile.cpp        (AVX-512) of a tile's two products
+//         cpu/query_tile_amx.cpp    (AMX's bf16 tiles, for a call with bf16_products)
 //         cpu/decode_row.cpp        and of one query row's (decode) do not apply
 //   cuda: cuda/flash_mma.cu         tensor-core kernel (f16/bf16, D = 64 or 128)
 //         cuda/flash_simt.cu        f32-FMA kernel (f32 storage, or any D up to 256); picks
