@@ -391,14 +391,15 @@ PYBIND11_MODULE(_attnscope, m) {
   m.def("bench_attention", [](const std::string& backend, std::int64_t batch, std::int64_t heads,
                               std::int64_t kv_heads, std::int64_t seq_len, std::int64_t head_dim,
                               bool decode, const std::string& dtype, const std::string& device,
-                              int threads, int reps, std::uint64_t seed) {
-    const ops::attention::Shape shape = {batch,
-                                         heads,
-                                         kv_heads,
-                                         decode ? 1 : seq_len,
-                                         seq_len,
-                                         head_dim,
-                                         cli::parse_attention_dtype(dtype)};
+                              int threads, int reps, std::uint64_t seed, bool bf16_products) {
+    ops::attention::Shape shape = {batch,
+                                   heads,
+                                   kv_heads,
+                                   decode ? 1 : seq_len,
+                                   seq_len,
+                                   head_dim,
+                                   cli::parse_attention_dtype(dtype)};
+    shape.bf16_products = bf16_products;
     return python::bench_attention(backend, shape, device, threads, reps, seed);
   });
 

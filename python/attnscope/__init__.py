@@ -319,14 +319,16 @@ def load(model: str, device: str = "cpu", dtype: str = "f32", attn: str = "flash
 def bench_attention(attn: str, batch: int = 8, heads: int = 16, kv_heads: Optional[int] = None,
                     seq_len: int = 1024, head_dim: int = 64, decode: bool = False,
                     dtype: str = "f32", device: str = "cpu", threads: int = 0, reps: int = 5,
-                    seed: int = 0) -> dict[str, Any]:
+                    seed: int = 0, bf16_products: bool = False) -> dict[str, Any]:
     """Times the attention op alone, as `attnscope bench-attention` does: causal attention of
     `seq_len` queries (one with `decode`) against `seq_len` keys, `heads` query heads on
     `kv_heads` (default: as many) key/value heads, random inputs. One untimed call, then `reps`
     timed ones. Returns the times (ms) beside the backend's cost model: flops (4 D per visible
     query-key pair), bytes it must move at least, temporary_bytes, steps. The defaults are the
-    study's shape (B=8, H=16, T=1024, D=64). attnscope.Error when the backend refuses the shape
-    (e.g. bf16 on the cpu for all but math)."""
+    study's shape (B=8, H=16, T=1024, D=64). `bf16_products`: the calls may round q, k, v and
+    the softmax weights to bf16, as a bf16 model's do (flash then multiplies on AMX tiles where
+    the cpu has them). attnscope.Error when the backend refuses the shape (e.g. bf16 on the cpu
+    for all but math)."""
     _check_choice("attn", attn, backends())
     _check_choice("device", device, _DEVICES)
     _check_choice("dtype", dtype, ("f32", "f16", "bf16"))
@@ -338,7 +340,7 @@ def bench_attention(attn: str, batch: int = 8, heads: int = 16, kv_heads: Option
         attn, _check_int("batch", batch, 1), heads, kv_heads, _check_int("seq_len", seq_len, 1),
         _check_int("head_dim", head_dim, 1), bool(decode), dtype, device,
         _check_int("threads", threads, 0, _MAX_THREADS), _check_int("reps", reps, 1, 100000),
-        _check_int("seed", seed, 0, _MAX_SEED)))
+        _check_int("seed", seed, 0, _MAX_SEED), bool(bf16_products)))
 
 
 def profile(model: Model, prompt_len: Optional[int] = None, gen: int = 16,

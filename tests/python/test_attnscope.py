@@ -395,6 +395,12 @@ def test_bench_attention_times_the_op_beside_its_cost_model():
     decode = attnscope.bench_attention("flash", batch=1, heads=2, seq_len=300, head_dim=8,
                                        decode=True, reps=1, threads=1)
     assert decode["flops"] == 4 * 2 * 8 * 300
+    # bf16_products: the same work; where the cpu has AMX, flash packs K and V for its tiles.
+    plain = attnscope.bench_attention("flash", batch=1, heads=2, seq_len=64, reps=1, threads=1)
+    rounded = attnscope.bench_attention("flash", batch=1, heads=2, seq_len=64, reps=1, threads=1,
+                                        bf16_products=True)
+    assert rounded["flops"] == plain["flops"]
+    assert rounded["temporary_bytes"] >= plain["temporary_bytes"]
     with pytest.raises(attnscope.Error, match="bf16"):
         attnscope.bench_attention("naive", dtype="bf16", seq_len=8, reps=1)
     with pytest.raises(ValueError, match="multiple"):
