@@ -74,7 +74,6 @@ std::int64_t amx_rounded_elements(std::int64_t rows, std::int64_t cols) {
 
 #if defined(__x86_64__)
 
-using ops::cpu::Bf16Format;
 using ops::cpu::first_lanes;
 using ops::cpu::kTileDepth;
 using ops::cpu::kTileElements;
@@ -82,25 +81,32 @@ using ops::cpu::kTileRows;
 
 namespace {
 
+// The rounding (see the top) is VCVTNE(2)PS2BF16's, one instruction for 16 or 32 floats; it also
+// takes subnormals to zero, as the tiles read them anyway.
+
 // The first `valid` (<= 16) of the 16 floats at x rounded to bf16, zeros after them.
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) __m256i rounded16(
-    const float* x, std::int64_t valid) {
+__attribute__((target("avx512f,avx512bf16"))) __m256i rounded16(const float* x,
+                                                                std::int64_t valid) {
   if (valid <= 0) return _mm256_setzero_si256();
-  return Bf16Format::narrow(_mm512_maskz_loadu_ps(first_lanes(valid), x));
+  return (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(first_lanes(valid), x));
 }
 
-// 32 consecutive floats rounded to bf16, as 16 pairs in one register (pair p: x[2p], x[2p + 1]).
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) __m512 rounded_pairs(
-    const float* x) {
-  const __m512i both =
-      _mm512_inserti64x4(_mm512_castsi256_si512(rounded16(x, 16)), rounded16(x + 16, 16), 1);
-  return _mm512_castsi512_ps(both);
+// The first `valid` (<= 32) of the 32 floats at x rounded to bf16, zeros after them, as 16 pairs
+// in one register (pair p: x[2p] and x[2p + 1]).
+__attribute__((target("avx512f,avx512bf16"))) __m512i rounded32(const float* x,
+                                                                std::int64_t valid) {
+  if (valid <= 0) return _mm512_setzero_si512();
+  const __m512 low = _mm512_maskz_loadu_ps(first_lanes(valid), x);
+  const __m512 high =
+      valid > 16 ? _mm512_maskz_loadu_ps(first_lanes(valid - 16), x + 16) : _mm512_setzero_ps();
+  return (__m512i)_mm512_cvtne2ps_pbh(high, low);
 }
 
 }  // namespace
 
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void amx_pack_keys(
-    const float* k, std::int64_t keys, std::int64_t head_dim, std::uint16_t* packed) {
+__attribute__((target("avx512f,avx512bf16"))) void amx_pack_keys(const float* k, std::int64_t keys,
+                                                                 std::int64_t head_dim,
+                                                                 std::uint16_t* packed) {
   const std::int64_t steps = head_dim / kTileDepth;
   const std::int64_t groups = round_up(keys, kAmxKeyGroup) / kTileRows;
   for (std::int64_t g = 0; g < groups; ++g) {
@@ -108,19 +114,23 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void amx_pack
       __m512 pairs[kTileRows];
       for (std::int64_t n = 0; n < kTileRows; ++n) {
         const std::int64_t key = g * kTileRows + n;
-        pairs[n] =
-            key < keys ? rounded_pairs(k + key * head_dim + s * kTileDepth) : _mm512_setzero_ps();
+        pairs[n] = key < keys
+                       ? _mm512_castsi512_ps(rounded32(k + key * head_dim + s * kTileDepth, 32))
+                       : _mm512_setzero_ps();
       }
       ops::cpu::transpose16(pairs);  // row p: pair p of each of the 16 keys
       std::uint16_t* tile = packed + (g * steps + s) * kTileElements;
-      for (std::int64_t p = 0; p < kTileRows; ++p)
+      for (std::int64_t p = 0; p < kTileRows; ++p) {
         _mm512_storeu_ps(tile + p * kTileDepth, pairs[p]);
+      }
     }
   }
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void amx_pack_values(
-    const float* v, std::int64_t keys, std::int64_t head_dim, std::uint16_t* packed) {
+__attribute__((target("avx512f,avx512bf16"))) void amx_pack_values(const float* v,
+                                                                   std::int64_t keys,
+                                                                   std::int64_t head_dim,
+                                                                   std::uint16_t* packed) {
   const std::int64_t column_groups = head_dim / kTileRows;
   const std::int64_t groups = round_up(keys, kAmxKeyGroup) / kAmxKeyGroup;
   for (std::int64_t g = 0; g < groups; ++g) {
@@ -128,9 +138,11 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void amx_pack
       std::uint16_t* tile = packed + (g * column_groups + c) * kTileElements;
       for (std::int64_t p = 0; p < kTileRows; ++p) {
         const std::int64_t even = g * kAmxKeyGroup + 2 * p;  // keys `even` and `even` + 1
-        const float* row = v + even * head_dim + c * kTileRows;
-        const __m256i first = rounded16(row, even < keys ? 16 : 0);
-        const __m256i second = rounded16(row + head_dim, even + 1 < keys ? 16 : 0);
+        const __m256i first = even < keys ? rounded16(v + even * head_dim + c * kTileRows, 16)
+                                          : _mm256_setzero_si256();
+        const __m256i second = even + 1 < keys
+                                   ? rounded16(v + (even + 1) * head_dim + c * kTileRows, 16)
+                                   : _mm256_setzero_si256();
         const __m512i pairs = _mm512_or_si512(_mm512_cvtepu16_epi32(first),
                                               _mm512_slli_epi32(_mm512_cvtepu16_epi32(second), 16));
         _mm512_storeu_si512(tile + p * kTileDepth, pairs);
@@ -139,14 +151,13 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void amx_pack
   }
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void amx_round_rows(
+__attribute__((target("avx512f,avx512bf16"))) void amx_round_rows(
     const float* x, std::int64_t stride, std::int64_t rows, std::int64_t cols, std::uint16_t* out) {
   const std::int64_t ld = round_up(cols, kBlock);
   for (std::int64_t r = 0; r < round_up(rows, kBlock); ++r) {
-    for (std::int64_t c = 0; c < ld; c += 16) {
-      const std::int64_t valid = r < rows ? cols - c : 0;
-      const __m256i bits = rounded16(valid > 0 ? x + r * stride + c : x, valid);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + r * ld + c), bits);
+    for (std::int64_t c = 0; c < ld; c += 32) {
+      const std::int64_t valid = r < rows ? std::min<std::int64_t>(cols - c, 32) : 0;
+      _mm512_storeu_si512(out + r * ld + c, rounded32(valid > 0 ? x + r * stride + c : x, valid));
     }
   }
 }
