@@ -326,6 +326,7 @@ Tensor LanguageModel::attend(Context& ctx, std::int64_t layer_index, Tensor& qkv
     call.out = Tensor::empty(call.q.shape(), dtypes_.activations, ctx.allocator());
     call.batch = &kv.paged->batch;
     call.scale = heads.scale;
+    call.bf16_products = attention_shape(1, rows, rows).bf16_products;
     ops::split_qkv_paged(ctx, qkv, call.q, call.key_blocks, call.value_blocks, kv.paged->slots);
     attention_->attend_paged(ctx, call);
     return call.out.reshape({rows, width});  // token-major already

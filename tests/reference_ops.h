@@ -24,6 +24,34 @@ inline std::vector<double> to_double(const Tensor& t) {
   return std::vector<double>(t.data<float>(), t.data<float>() + t.numel());
 }
 
+// t's values rounded to bf16 (to nearest, ties to even), kept in f32.
+inline Tensor rounded_to_bf16(const Tensor& t, Allocator& allocator) {
+  return t.to_dtype(DType::BF16, allocator).to_dtype(DType::F32, allocator);
+}
+
+// |t| elementwise, in f32.
+inline Tensor magnitudes(const Tensor& t, Allocator& allocator) {
+  Tensor out = t.to_dtype(DType::F32, allocator);
+  for (std::int64_t i = 0; i < out.numel(); ++i)
+    out.data<float>()[i] = std::abs(out.data<float>()[i]);
+  return out;
+}
+
+// Attention whose softmax weights p were rounded to bf16 for P V (flash's bf16 products): the
+// largest error of actual[i] against `expected` (float64 attention of the same rounded q, k and v)
+// over i in [first, last), as a share of p's rounding's bound 2^-8 sum_j p_j |v_j| / sum_j p_j
+// (`weight`: float64 attention of |v|) plus f32's noise. At most 1 when within the bound.
+inline double share_of_rounded_p_bound(const Tensor& actual, const std::vector<double>& expected,
+                                       const std::vector<double>& weight, std::size_t first,
+                                       std::size_t last) {
+  double worst = 0.0;
+  for (std::size_t i = first; i < last; ++i) {
+    const double bound = std::ldexp(weight[i], -8) + 1e-5 * (1.0 + weight[i]);
+    worst = std::max(worst, std::abs(actual.data<float>()[i] - expected[i]) / bound);
+  }
+  return worst;
+}
+
 // Largest |a - b| / max(|b|, floor) over the elements; NaN when any output is NaN.
 inline double max_relative_error(const Tensor& actual, const std::vector<double>& expected,
                                  double floor = 1e-3) {

@@ -40,11 +40,6 @@ ops::attention::Call random_call(const FlashCase& c, std::mt19937& rng, Allocato
   return call;
 }
 
-// t's values rounded to bf16 (to nearest, ties to even), kept in f32.
-Tensor rounded_to_bf16(const Tensor& t, Allocator& allocator) {
-  return t.to_dtype(DType::BF16, allocator).to_dtype(DType::F32, allocator);
-}
-
 // Runs flash on `call` and returns its largest error against float64 attention.
 double flash_error(Context& ctx, const ops::attention::Call& call) {
   flash().attend(ctx, call);
@@ -180,23 +175,15 @@ TEST_CASE("with bf16 products, flash rounds q, k, v and p to bf16 on AMX tiles, 
       ++amx_calls;
       CHECK(cpu_level() == CpuLevel::Amx);
       CHECK(max_relative_error(call.out, in_f32, 1.0) > 0.0);  // it does round
-      const Tensor q = rounded_to_bf16(call.q, ctx.allocator());
-      const Tensor k = rounded_to_bf16(call.k, ctx.allocator());
-      const Tensor v = rounded_to_bf16(call.v, ctx.allocator());
-      Tensor v_size = v.to_dtype(DType::F32, ctx.allocator());
-      for (std::int64_t i = 0; i < v_size.numel(); ++i) {
-        v_size.data<float>()[i] = std::abs(v_size.data<float>()[i]);
-      }
+      const Tensor q = testing::rounded_to_bf16(call.q, ctx.allocator());
+      const Tensor k = testing::rounded_to_bf16(call.k, ctx.allocator());
+      const Tensor v = testing::rounded_to_bf16(call.v, ctx.allocator());
       const std::vector<double> expected =
           testing::reference_attention(q, k, v, call.kv_len, call.scale);
-      const std::vector<double> weight =
-          testing::reference_attention(q, k, v_size, call.kv_len, call.scale);
-      double worst = 0.0;  // the error as a share of its bound
-      for (std::size_t i = 0; i < expected.size(); ++i) {
-        const double bound = std::ldexp(weight[i], -8) + 1e-5 * (1.0 + weight[i]);
-        worst = std::max(worst, std::abs(call.out.data<float>()[i] - expected[i]) / bound);
-      }
-      CHECK(worst <= 1.0);
+      const std::vector<double> weight = testing::reference_attention(
+          q, k, testing::magnitudes(v, ctx.allocator()), call.kv_len, call.scale);
+      CHECK(testing::share_of_rounded_p_bound(call.out, expected, weight, 0, expected.size()) <=
+            1.0);
     }
   });
   if (testing::levels_of_this_cpu().back() == CpuLevel::Amx) {

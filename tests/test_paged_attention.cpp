@@ -84,15 +84,81 @@ TEST_CASE(
   });
 }
 
+TEST_CASE("with bf16 products, flash's paged prefill chunks round q, k, v and p on AMX tiles") {
+  // As tests/test_flash.cpp's contiguous case: at the amx level the sequences with a whole query
+  // tile (64 rows) at a head dim that is a multiple of 32 take the tiles, and match float64
+  // attention of their rounded q, k and v within p's rounding; every other sequence, and every
+  // sequence below the amx level, computes exactly as without the flag. Decode rows beside the
+  // prefill chunks, a chunk behind cached positions, blocks of 16 and of 7 (key groups across
+  // blocks), f32 and bf16 caches.
+  std::mt19937 rng(47);
+  Context ctx(2);
+  const std::vector<RaggedCase> cases = {
+      {4, 2, 64, 16, {{1, 37}, {100, 100}, {64, 300}, {9, 49}}},
+      {3, 3, 32, 7, {{70, 90}, {1, 15}, {130, 130}}},
+      {2, 1, 128, 16, {{65, 65}, {1, 1}}},
+  };
+  const ops::attention::Backend& flash = ops::attention::find_backend("flash");
+  int amx_sequences = 0;
+  testing::for_each_cpu_level([&] {
+    for (DType cache : {DType::F32, DType::BF16}) {
+      for (const RaggedCase& c : cases) {
+        CAPTURE(dtype_name(cache));
+        CAPTURE(c.block_tokens);
+        RaggedCall r = random_ragged_call(c, rng, ctx.allocator());
+        r.call.key_blocks = r.call.key_blocks.to_dtype(cache, ctx.allocator());
+        r.call.value_blocks = r.call.value_blocks.to_dtype(cache, ctx.allocator());
+        ops::attention::PagedCall call = r.call;
+        call.batch = &r.batch;
+        flash.attend_paged(ctx, call);
+        const std::vector<double> in_f32 = testing::to_double(call.out);
+        call.bf16_products = true;
+        flash.attend_paged(ctx, call);
+        RaggedCall rounded = r;  // q, K and V rounded to bf16, in f32 for the reference
+        rounded.call.q = testing::rounded_to_bf16(r.call.q, ctx.allocator());
+        rounded.call.key_blocks = testing::rounded_to_bf16(r.call.key_blocks, ctx.allocator());
+        rounded.call.value_blocks = testing::rounded_to_bf16(r.call.value_blocks, ctx.allocator());
+        const std::vector<double> expected = reference_paged(rounded, ctx.allocator());
+        RaggedCall sizes = rounded;
+        sizes.call.value_blocks = testing::magnitudes(rounded.call.value_blocks, ctx.allocator());
+        const std::vector<double> weight = reference_paged(sizes, ctx.allocator());
+        const auto row_elements = static_cast<std::size_t>(c.q_heads * c.head_dim);
+        for (std::int64_t seq = 0; seq < r.batch.sequences(); ++seq) {
+          CAPTURE(seq);
+          const auto first = static_cast<std::size_t>(r.batch.first_row(seq)) * row_elements;
+          const auto last = first + static_cast<std::size_t>(r.batch.q_len(seq)) * row_elements;
+          const bool tiles = cpu_level() == CpuLevel::Amx && r.batch.q_len(seq) >= 64;
+          if (!tiles) {
+            CHECK(std::equal(in_f32.begin() + static_cast<std::ptrdiff_t>(first),
+                             in_f32.begin() + static_cast<std::ptrdiff_t>(last),
+                             call.out.data<float>() + first));
+            continue;
+          }
+          ++amx_sequences;
+          CHECK(testing::share_of_rounded_p_bound(call.out, expected, weight, first, last) <= 1.0);
+        }
+      }
+    }
+  });
+  if (testing::levels_of_this_cpu().back() == CpuLevel::Amx) {
+    CHECK(amx_sequences == 10);  // 5 sequences of 64 rows or more, over both caches
+  } else {
+    MESSAGE("this CPU has no amx level: flash's paged AMX products not tested");
+  }
+}
+
 TEST_CASE("paged attention allocates the bytes and runs the kernel steps its cost model states") {
   std::mt19937 rng(42);
   for (int threads : {1, 2}) {
     Context ctx(threads);
     for (const RaggedCase& c : ragged_cases()) {
       RaggedCall r = random_ragged_call(c, rng, ctx.allocator());
-      if (threads == 2) {  // and over a bf16 cache, whose rows as f32 flash allocates
+      // On 2 threads also over a bf16 cache, whose rows as f32 flash allocates, and with bf16
+      // products: at the amx level flash packs the 100-row chunk's keys and values for its tiles.
+      if (threads == 2) {
         r.call.key_blocks = r.call.key_blocks.to_dtype(DType::BF16, ctx.allocator());
         r.call.value_blocks = r.call.value_blocks.to_dtype(DType::BF16, ctx.allocator());
+        r.call.bf16_products = true;
       }
       for (const std::string& name : ops::attention::backend_names()) {
         const ops::attention::Backend& backend = ops::attention::find_backend(name);

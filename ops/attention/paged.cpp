@@ -20,6 +20,7 @@ RaggedShape ragged_shape_of(const PagedCall& call) {
   shape.head_dim = call.head_dim();
   shape.dtype = call.q.dtype();
   shape.kv_dtype = call.key_blocks.dtype();
+  shape.bf16_products = call.bf16_products;
   for (std::int64_t s = 0; s < call.batch->sequences(); ++s) {
     shape.lengths.push_back({call.batch->q_len(s), call.batch->kv_len(s)});
   }

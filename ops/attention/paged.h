@@ -64,6 +64,7 @@ struct PagedCall {
   Tensor out;
   const RaggedBatch* batch = nullptr;
   float scale = 1.0f;
+  bool bf16_products = false;  // Call::bf16_products
 
   std::int64_t q_heads() const { return q.dim(1); }
   std::int64_t kv_heads() const { return key_blocks.dim(1); }
@@ -76,13 +77,16 @@ struct RaggedShape {
   std::int64_t q_heads = 0, kv_heads = 0, head_dim = 0;
   DType dtype = DType::F32;     // of q and out
   DType kv_dtype = DType::F32;  // of the blocks: dtype, or f16, bf16, q8_0 under f32 on the cpu
+  bool bf16_products = false;   // Call::bf16_products
   struct Lengths {
     std::int64_t q_len = 0, kv_len = 0;
   };
   std::vector<Lengths> lengths;
 
   Shape sequence(std::size_t s) const {
-    return {1, q_heads, kv_heads, lengths[s].q_len, lengths[s].kv_len, head_dim, dtype};
+    Shape shape{1, q_heads, kv_heads, lengths[s].q_len, lengths[s].kv_len, head_dim, dtype};
+    shape.bf16_products = bf16_products;
+    return shape;
   }
 };
 

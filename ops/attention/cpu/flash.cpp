@@ -52,8 +52,10 @@
 // (O, m, l) state, and for a paged cache of another element type Bk D more, its rows as f32;
 // split-KV, threads Tq Bk floats of score tiles plus the partials (flash.h), both live during
 // the first step. With the AMX products, per thread also the tile's q and p rounded to bf16
-// (Bq' D + Bq' Bk' bf16, Bq' and Bk' rounded up to 32), and once the packed K and V,
-// 2 B Hkv kv_len' D bf16 (kv_len' rounded up to 32). Eigen's GEMM packing buffers (stack memory
+// (Bq' D + Bq' Bk' bf16, Bq' and Bk' rounded up to 32), and once the packed K and V of every
+// sequence that takes them, 2 Hkv kv_len' D bf16 each (kv_len' rounded up to 32); a paged call
+// also gathers one kv head's rows as f32 per thread before packing them (the longest such
+// kv_len D floats). Eigen's GEMM packing buffers (stack memory
 // up to 128 KiB, heap beyond, as in the other CPU GEMMs) and query_tile's transposed keys (32 D
 // floats on the stack) are not counted.
 
@@ -115,16 +117,21 @@ struct Tiling {
   std::int64_t scratch_floats = 0;  // per thread
   StateLayout partial;              // split-KV: one per (batch, head, chunk)
   std::int64_t partial_count = 0;
-  // AMX products (query_tile_amx.h): K and V of every (batch, kv head) packed as bf16 tiles, this
-  // many bf16 each; a thread's scratch then also holds its tile's q and p rounded to bf16.
+  // AMX products (query_tile_amx.h): the K and V of each sequence whose tiles take them packed as
+  // bf16 tiles once per call, sequence s's at packed_offsets[s] (-1: none), each kv head's K then
+  // V, amx_packed_elements(kv_len, D) bf16 each, packed_total in all. A thread's scratch then also
+  // holds, from rounded_offset on, its tile's q and p rounded to bf16, and for a paged call, from
+  // gathered_offset on, one kv head's key or value rows as f32 to be packed.
   bool amx = false;
-  std::int64_t packed_heads = 0;
-  std::int64_t packed_elements = 0;
+  std::vector<std::int64_t> packed_offsets;
+  std::int64_t packed_total = 0;
+  std::int64_t rounded_offset = 0;   // floats from the start of a thread's scratch
+  std::int64_t gathered_offset = 0;  // floats from the start of a thread's scratch
 
   std::size_t temporary_bytes() const {
     return static_cast<std::size_t>(threads * scratch_floats + partial_count * partial.floats()) *
                sizeof(float) +
-           static_cast<std::size_t>(2 * packed_heads * packed_elements) * sizeof(std::uint16_t);
+           static_cast<std::size_t>(packed_total) * sizeof(std::uint16_t);
   }
 };
 
@@ -132,6 +139,27 @@ struct Tiling {
 // two threads write one line, and every thread sees the same alignment, hence the same result.
 std::int64_t round_up_to_cache_line(std::int64_t floats) {
   return (floats + kCacheLineFloats - 1) / kCacheLineFloats * kCacheLineFloats;
+}
+
+// Plans the AMX products for sequences of `lengths` with `kv_heads` heads of `head_dim`, where the
+// call allows them (bf16_products) and the cpu has them: every sequence with a whole query tile
+// takes them (packed_offsets, packed_total); `amx` says whether any does. Returns the floats of
+// rounded q and p a thread's scratch then needs (none without).
+std::int64_t plan_amx_products(Tiling& plan, bool bf16_products,
+                               const std::vector<RaggedShape::Lengths>& lengths,
+                               std::int64_t kv_heads, std::int64_t head_dim) {
+  plan.packed_offsets.assign(lengths.size(), -1);
+  if (!bf16_products || !amx_tile_products_apply(head_dim)) return 0;
+  for (std::size_t s = 0; s < lengths.size(); ++s) {
+    if (lengths[s].q_len < kAmxMinRows) continue;
+    plan.packed_offsets[s] = plan.packed_total;
+    plan.packed_total += 2 * kv_heads * amx_packed_elements(lengths[s].kv_len, head_dim);
+  }
+  plan.amx = plan.packed_total > 0;
+  if (!plan.amx) return 0;
+  return (amx_rounded_elements(plan.query_block, head_dim) +
+          amx_rounded_elements(plan.query_block, plan.key_block)) /
+         2;
 }
 
 Tiling tiling_of(const Context& ctx, const Shape& l) {
@@ -149,19 +177,13 @@ Tiling tiling_of(const Context& ctx, const Shape& l) {
     plan.partial_count = l.heads() * chunks;
   } else {
     plan.query_block = std::clamp(l.q_len, std::int64_t{1}, kQueryBlock);
-    plan.amx =
-        l.bf16_products && plan.query_block >= kAmxMinRows && amx_tile_products_apply(l.head_dim);
-    std::int64_t rounded_floats = 0;
-    if (plan.amx) {
-      plan.packed_heads = l.batch * l.kv_heads;
-      plan.packed_elements = amx_packed_elements(l.kv_len, l.head_dim);
-      rounded_floats = (amx_rounded_elements(plan.query_block, l.head_dim) +
-                        amx_rounded_elements(plan.query_block, plan.key_block)) /
-                       2;
-    }
-    plan.scratch_floats =
-        round_up_to_cache_line(plan.query_block * plan.key_block +
-                               StateLayout{plan.query_block, l.head_dim}.floats() + rounded_floats);
+    const std::vector<RaggedShape::Lengths> lengths(static_cast<std::size_t>(l.batch),
+                                                    {l.q_len, l.kv_len});
+    const std::int64_t rounded_floats =
+        plan_amx_products(plan, l.bf16_products, lengths, l.kv_heads, l.head_dim);
+    plan.rounded_offset =
+        plan.query_block * plan.key_block + StateLayout{plan.query_block, l.head_dim}.floats();
+    plan.scratch_floats = round_up_to_cache_line(plan.rounded_offset + rounded_floats);
   }
   return plan;
 }
@@ -254,6 +276,26 @@ struct Head {
 using StridedConstMap = Eigen::Map<const RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>>;
 using StridedMap = Eigen::Map<RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>>;
 
+// Where kv head `kv_head` of sequence `s` (of kv_len keys of head_dim) has its packed keys in the
+// call's packed keys and values (Tiling::packed_offsets; its values follow, one
+// amx_packed_elements later), or -1 when that sequence has none.
+std::int64_t packed_keys_offset(const Tiling& plan, std::int64_t s, std::int64_t kv_head,
+                                std::int64_t kv_len, std::int64_t head_dim) {
+  const std::int64_t first = plan.packed_offsets[static_cast<std::size_t>(s)];
+  return first < 0 ? -1 : first + 2 * kv_head * amx_packed_elements(kv_len, head_dim);
+}
+
+// Points `head`'s key rows at kv head `kv_head` of sequence `s` in the call's packed keys and
+// values `packed`, where there are any.
+void attach_packed(Head& head, const Tiling& plan, const std::uint16_t* packed, std::int64_t s,
+                   std::int64_t kv_head, std::int64_t kv_len) {
+  if (!plan.amx) return;
+  const std::int64_t offset = packed_keys_offset(plan, s, kv_head, kv_len, head.head_dim);
+  if (offset < 0) return;
+  head.kv.packed_keys = packed + offset;
+  head.kv.packed_values = head.kv.packed_keys + amx_packed_elements(kv_len, head.head_dim);
+}
+
 // Query head bh of a contiguous call; `packed`: the call's packed keys and values
 // (pack_keys_values), or null.
 Head head_of(const Call& call, const HeadLayout& l, std::int64_t bh, const Tiling& plan,
@@ -266,10 +308,7 @@ Head head_of(const Call& call, const HeadLayout& l, std::int64_t bh, const Tilin
              l.head_dim, DType::F32, l.head_dim * static_cast<std::int64_t>(sizeof(float))},
             l.head_dim,
             l.kv_len - l.q_len};
-  if (packed != nullptr) {
-    head.kv.packed_keys = packed + 2 * l.kv_index(bh) * plan.packed_elements;
-    head.kv.packed_values = head.kv.packed_keys + plan.packed_elements;
-  }
+  attach_packed(head, plan, packed, bh / l.q_heads, l.kv_index(bh) % l.kv_heads, l.kv_len);
   return head;
 }
 
@@ -443,10 +482,57 @@ Tiling paged_tiling_of(const Context& ctx, const RaggedShape& shape) {
   plan.key_block = std::min(longest_kv, kKeyBlock);
   const std::int64_t widened_floats =
       shape.kv_dtype == DType::F32 ? 0 : plan.key_block * shape.head_dim;
-  plan.scratch_floats = round_up_to_cache_line(
-      plan.query_block * plan.key_block + StateLayout{plan.query_block, shape.head_dim}.floats() +
-      widened_floats);
+  const std::int64_t rounded_floats =
+      plan_amx_products(plan, shape.bf16_products, shape.lengths, shape.kv_heads, shape.head_dim);
+  std::int64_t gathered_floats = 0;  // the longest packed sequence's rows of one kv head
+  for (std::size_t s = 0; s < shape.lengths.size(); ++s) {
+    if (plan.packed_offsets[s] < 0) continue;
+    gathered_floats = std::max(gathered_floats, shape.lengths[s].kv_len * shape.head_dim);
+  }
+  plan.rounded_offset = plan.query_block * plan.key_block +
+                        StateLayout{plan.query_block, shape.head_dim}.floats() + widened_floats;
+  plan.gathered_offset = plan.rounded_offset + rounded_floats;
+  plan.scratch_floats = round_up_to_cache_line(plan.gathered_offset + gathered_floats);
   return plan;
+}
+
+}  // namespace
+
+namespace {
+
+// The AMX products' keys and values of every (sequence, kv head) pair that takes them
+// (Tiling::packed_offsets), packed once per call: each kv head's rows are read block by block as
+// f32 into the thread's scratch, then packed as the contiguous call packs them.
+void pack_paged_keys_values(const PagedCall& call, const Tiling& plan, float* scratch,
+                            std::uint16_t* packed) {
+  const RaggedBatch& batch = *call.batch;
+  const std::int64_t d = call.head_dim(), kv_heads = call.kv_heads();
+  const std::int64_t group = call.q_heads() / kv_heads;
+  std::vector<std::pair<std::int64_t, std::int64_t>> pairs;  // (sequence, kv head)
+  for (std::int64_t s = 0; s < batch.sequences(); ++s) {
+    if (plan.packed_offsets[static_cast<std::size_t>(s)] < 0) continue;
+    for (std::int64_t g = 0; g < kv_heads; ++g) pairs.emplace_back(s, g);
+  }
+#pragma omp parallel for num_threads(plan.threads) schedule(dynamic, 1)
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    const std::int64_t s = pairs[i].first, g = pairs[i].second;
+    const std::int64_t kv_len = batch.kv_len(s);
+    float* rows = scratch + omp_get_thread_num() * plan.scratch_floats + plan.gathered_offset;
+    const KeyRows kv = head_of(call, s, g * group, nullptr).kv;
+    const std::int64_t elements = amx_packed_elements(kv_len, d);
+    std::uint16_t* keys = packed + packed_keys_offset(plan, s, g, kv_len, d);
+    for (const auto reading : {KeyRows::Reading::keys, KeyRows::Reading::values}) {
+      kv.for_each_run(0, kv_len, reading,
+                      [&](std::int64_t column, std::int64_t count, const void* run) {
+                        ops::cpu::rows_to_f32(run, kv.dtype, count * d, rows + column * d);
+                      });
+      if (reading == KeyRows::Reading::keys) {
+        amx_pack_keys(rows, kv_len, d, keys);
+      } else {
+        amx_pack_values(rows, kv_len, d, keys + elements);
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -472,6 +558,11 @@ void flash_paged(Context& ctx, const PagedCall& call) {
     }
   }
   Tensor scratch = Tensor::empty({plan.threads, plan.scratch_floats}, DType::F32, ctx.allocator());
+  Tensor packed;  // the AMX products' K and V (Tiling::amx)
+  if (plan.amx) {
+    packed = Tensor::empty({plan.packed_total}, DType::BF16, ctx.allocator());
+    pack_paged_keys_values(call, plan, scratch.data<float>(), packed.data<std::uint16_t>());
+  }
 #pragma omp parallel for num_threads(plan.threads) schedule(dynamic, 1)
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const Task& task = tasks[i];
@@ -480,10 +571,13 @@ void flash_paged(Context& ctx, const PagedCall& call) {
     float* scores = scratch.data<float>() + omp_get_thread_num() * plan.scratch_floats;
     float* state = scores + plan.query_block * plan.key_block;
     float* widened = state + StateLayout{plan.query_block, call.head_dim()}.floats();
-    const Head head = head_of(call, task.sequence, task.head, widened);
+    Head head = head_of(call, task.sequence, task.head, widened);
+    attach_packed(head, plan, plan.amx ? packed.data<std::uint16_t>() : nullptr, task.sequence,
+                  task.head / (call.q_heads() / call.kv_heads()), batch.kv_len(task.sequence));
+    auto* rounded = reinterpret_cast<std::uint16_t*>(scores + plan.rounded_offset);
     const std::int64_t key_end = head.first_position + task.first_row + layout.rows;
     attend_key_range(head, task.first_row, layout, 0, key_end, plan.key_block, call.scale, scores,
-                     state, nullptr);
+                     state, rounded);
     write_tile(head, task.first_row, layout, state);
   }
 }
@@ -547,16 +641,17 @@ FlashPlan flash_plan(const Context& ctx, const Shape& shape) {
 }
 
 // The AMX products' keys and values of every (batch, kv head) pair, packed once per call
-// (query_tile_amx.h), each pair's K then V, plan.packed_elements bf16 each.
+// (query_tile_amx.h; Tiling::packed_offsets: pair after pair, K then V).
 void pack_keys_values(const Call& call, const HeadLayout& l, const Tiling& plan,
                       std::uint16_t* packed) {
+  const std::int64_t elements = amx_packed_elements(l.kv_len, l.head_dim);
 #pragma omp parallel for num_threads(plan.threads) schedule(static)
-  for (std::int64_t pair = 0; pair < plan.packed_heads; ++pair) {
+  for (std::int64_t pair = 0; pair < l.batch * l.kv_heads; ++pair) {
     const std::int64_t offset = pair * l.capacity * l.head_dim;
-    std::uint16_t* keys = packed + 2 * pair * plan.packed_elements;
+    std::uint16_t* keys = packed + packed_keys_offset(plan, pair / l.kv_heads, pair % l.kv_heads,
+                                                      l.kv_len, l.head_dim);
     amx_pack_keys(call.k.data<float>() + offset, l.kv_len, l.head_dim, keys);
-    amx_pack_values(call.v.data<float>() + offset, l.kv_len, l.head_dim,
-                    keys + plan.packed_elements);
+    amx_pack_values(call.v.data<float>() + offset, l.kv_len, l.head_dim, keys + elements);
   }
 }
 
@@ -565,8 +660,7 @@ void flash_tiled(Context& ctx, const Call& call) {
   const HeadLayout l = layout_of(call);
   Tensor packed;  // the AMX products' K and V (Tiling::amx)
   if (plan.amx) {
-    packed =
-        Tensor::empty({plan.packed_heads, 2, plan.packed_elements}, DType::BF16, ctx.allocator());
+    packed = Tensor::empty({plan.packed_total}, DType::BF16, ctx.allocator());
     pack_keys_values(call, l, plan, packed.data<std::uint16_t>());
   }
   Tensor scratch = Tensor::empty({plan.threads, plan.scratch_floats}, DType::F32, ctx.allocator());
@@ -579,8 +673,7 @@ void flash_tiled(Context& ctx, const Call& call) {
     const StateLayout layout{std::min(plan.query_block, l.q_len - first_row), l.head_dim};
     float* scores = scratch.data<float>() + omp_get_thread_num() * plan.scratch_floats;
     float* state = scores + plan.query_block * plan.key_block;
-    auto* rounded = reinterpret_cast<std::uint16_t*>(
-        state + StateLayout{plan.query_block, l.head_dim}.floats());
+    auto* rounded = reinterpret_cast<std::uint16_t*>(scores + plan.rounded_offset);
     const Head head = head_of(call, l, bh, plan, plan.amx ? packed.data<std::uint16_t>() : nullptr);
     const std::int64_t key_end = head.first_position + first_row + layout.rows;
     attend_key_range(head, first_row, layout, 0, key_end, plan.key_block, call.scale, scores, state,

@@ -120,6 +120,7 @@ std::unique_ptr<PagedInputs> random_paged_call(Context& ctx, const attention::Sh
   call.value_blocks = random({blocks, shape.kv_heads, block_tokens, shape.head_dim}, kv_dtype);
   call.out = Tensor::empty(q_dims, shape.dtype, ctx.allocator());
   call.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
+  call.bf16_products = shape.bf16_products;
   if (ctx.device() != Device::CPU) {
     auto upload = [&](const std::vector<std::int32_t>& values) {
       Tensor host = Tensor::empty({static_cast<std::int64_t>(values.size())}, DType::I32, staging);
@@ -236,10 +237,6 @@ void add_attention_shape_flags(CLI::App& app, AttentionBenchFlags& flags,
 
 void finish_attention_shape(AttentionBenchFlags& flags, const CLI::Option& kv_heads_option) {
   if (kv_heads_option.count() == 0) flags.kv_heads = flags.heads;
-  if (flags.bf16_products && flags.block_tokens != 0) {
-    throw CLI::ValidationError("--bf16-products",
-                               "is for contiguous calls: the paged ones compute in f32");
-  }
   if (flags.heads % flags.kv_heads != 0) {
     throw CLI::ValidationError("--kv-heads", "--heads (" + std::to_string(flags.heads) +
                                                  ") must be a multiple of --kv-heads (" +
