@@ -14,9 +14,9 @@
 // of Eigen's general ones: decode_row.h's for a tile of one query row (decode; measured: 1.25x
 // per layer at 16 sequences behind 512 tokens, docs/results/2026-12-04-decode-attention/),
 // query_tile.h's for more (D <= 256; measured there). Where the call may round its operands to
-// bf16 (Call::bf16_products: a bf16 model) and the cpu has AMX, tiles of at least kAmxMinRows
-// rows at head dims that are multiples of 32 multiply on bf16 tiles instead
-// (query_tile_amx.h), K and V packed for them once per call before the tasks start.
+// bf16 (Call::bf16_products: a bf16 model) and the cpu has AMX, the tiles of every sequence of at
+// least kAmxMinRows query rows, at head dims that are multiples of 32, multiply on bf16 tiles
+// instead (query_tile_amx.h), their K and V packed once per call before the tasks start.
 //
 // Split-KV path: at most kSplitKvMaxQueries rows, with (batch, head) pairs that do not share out
 // evenly among the threads (one head, two threads). Split when chunks >= 2, where
@@ -55,9 +55,9 @@
 // (Bq' D + Bq' Bk' bf16, Bq' and Bk' rounded up to 32), and once the packed K and V of every
 // sequence that takes them, 2 Hkv kv_len' D bf16 each (kv_len' rounded up to 32); a paged call
 // also gathers one kv head's rows as f32 per thread before packing them (the longest such
-// kv_len D floats). Eigen's GEMM packing buffers (stack memory
-// up to 128 KiB, heap beyond, as in the other CPU GEMMs) and query_tile's transposed keys (32 D
-// floats on the stack) are not counted.
+// kv_len D floats). Eigen's GEMM packing buffers (stack memory up to 128 KiB, heap beyond, as in
+// the other CPU GEMMs) and query_tile's transposed keys (32 D floats on the stack) are not
+// counted.
 
 #include "ops/attention/cpu/flash.h"
 
@@ -496,10 +496,6 @@ Tiling paged_tiling_of(const Context& ctx, const RaggedShape& shape) {
   return plan;
 }
 
-}  // namespace
-
-namespace {
-
 // The AMX products' keys and values of every (sequence, kv head) pair that takes them
 // (Tiling::packed_offsets), packed once per call: each kv head's rows are read block by block as
 // f32 into the thread's scratch, then packed as the contiguous call packs them.
@@ -538,8 +534,13 @@ void pack_paged_keys_values(const PagedCall& call, const Tiling& plan, float* sc
 }  // namespace
 
 FlashPlan flash_paged_plan(const Context& ctx, const RaggedShape& shape) {
-  return {FlashPath::tiled, 1, paged_tiling_of(ctx, shape).temporary_bytes(),
-          "the tiled loop reading key tiles block by block", "a paged call has one path"};
+  const Tiling tiling = paged_tiling_of(ctx, shape);
+  return {FlashPath::tiled, 1, tiling.temporary_bytes(),
+          std::string("the tiled loop reading key tiles block by block") +
+              (tiling.amx ? ", on AMX bf16 tiles for the sequences of " +
+                                std::to_string(kAmxMinRows) + " rows or more"
+                          : ""),
+          "a paged call has one path"};
 }
 
 void flash_paged(Context& ctx, const PagedCall& call) {
