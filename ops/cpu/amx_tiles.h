@@ -38,6 +38,32 @@ __attribute__((target("amx-tile"))) inline void configure_tiles() {
 // Gives this thread's tiles back (their state no longer saved on a context switch).
 __attribute__((target("amx-tile"))) inline void release_tiles() { _tile_release(); }
 
+// The kernels keep a 32 x 32 block of f32 sums in the four C tiles tmm0-3: tmm0 its top left
+// 16 x 16, tmm1 top right, tmm2 bottom left, tmm3 bottom right. The block set to zero, loaded from
+// c, or stored to c (c's rows ld floats apart).
+__attribute__((target("amx-tile"))) inline void zero_block_tiles() {
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+}
+
+__attribute__((target("amx-tile"))) inline void load_block_tiles(const float* c, std::int64_t ld) {
+  const std::int64_t stride = ld * static_cast<std::int64_t>(sizeof(float));
+  _tile_loadd(0, c, stride);
+  _tile_loadd(1, c + kTileRows, stride);
+  _tile_loadd(2, c + kTileRows * ld, stride);
+  _tile_loadd(3, c + kTileRows * ld + kTileRows, stride);
+}
+
+__attribute__((target("amx-tile"))) inline void store_block_tiles(float* c, std::int64_t ld) {
+  const std::int64_t stride = ld * static_cast<std::int64_t>(sizeof(float));
+  _tile_stored(0, c, stride);
+  _tile_stored(1, c + kTileRows, stride);
+  _tile_stored(2, c + kTileRows * ld, stride);
+  _tile_stored(3, c + kTileRows * ld + kTileRows, stride);
+}
+
 }  // namespace attnscope::ops::cpu
 
 #endif  // __x86_64__

@@ -286,7 +286,6 @@ __attribute__((target("amx-tile,amx-bf16"))) void multiply_panel(
     float* y, std::int64_t outputs, std::int64_t first, std::int64_t count, bool accumulate) {
   const std::int64_t steps = depth / kTileDepth;
   constexpr std::int64_t kStepPairs = Parts::kParts * kPairsPerTile;  // one step's B tiles
-  constexpr std::int64_t kBlockStride = kBlock * sizeof(float);
   alignas(64) float block[kBlock * kBlock];
   const std::int64_t row_bytes = depth * 2 * (Parts::kSplitsX ? 2 : 1);  // x's, in A tiles
   const std::int64_t chunk_rows = std::max(kBlock, kMaxChunkBytes / row_bytes / kBlock * kBlock);
@@ -296,10 +295,7 @@ __attribute__((target("amx-tile,amx-bf16"))) void multiply_panel(
       for (std::int64_t row = chunk; row < chunk_end; row += kBlock) {
         const std::uint32_t* left = tiles + (col / kTileRows) * steps * kStepPairs;
         const std::uint32_t* right = left + steps * kStepPairs;
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
+        zero_block_tiles();
         for (std::int64_t s = 0; s < steps; ++s) {
           _tile_loadd(6, left + s * kStepPairs, 64);
           _tile_loadd(7, right + s * kStepPairs, 64);
@@ -323,10 +319,7 @@ __attribute__((target("amx-tile,amx-bf16"))) void multiply_panel(
             _tile_dpbf16ps(3, 5, 7);
           }
         }
-        _tile_stored(0, block, kBlockStride);
-        _tile_stored(1, block + kTileRows, kBlockStride);
-        _tile_stored(2, block + kTileRows * kBlock, kBlockStride);
-        _tile_stored(3, block + kTileRows * kBlock + kTileRows, kBlockStride);
+        store_block_tiles(block, kBlock);
         const std::int64_t block_rows = std::min(kBlock, rows - row);
         const std::int64_t block_cols = std::min(kBlock, count - col);
         for (std::int64_t r = 0; r < block_rows; ++r) {

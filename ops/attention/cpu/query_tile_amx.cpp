@@ -168,16 +168,12 @@ namespace {
 // it through a block on the stack.
 __attribute__((target("amx-tile"))) void store_block(float* c, std::int64_t ld_c, std::int64_t rows,
                                                      std::int64_t cols) {
-  const bool whole = rows >= kBlock && cols >= kBlock;
+  if (rows >= kBlock && cols >= kBlock) {
+    ops::cpu::store_block_tiles(c, ld_c);
+    return;
+  }
   alignas(64) float block[kBlock * kBlock];
-  float* target = whole ? c : block;
-  const std::int64_t stride = (whole ? ld_c : kBlock) * static_cast<std::int64_t>(sizeof(float));
-  const std::int64_t ld = whole ? ld_c : kBlock;
-  _tile_stored(0, target, stride);
-  _tile_stored(1, target + kTileRows, stride);
-  _tile_stored(2, target + kTileRows * ld, stride);
-  _tile_stored(3, target + kTileRows * ld + kTileRows, stride);
-  if (whole) return;
+  ops::cpu::store_block_tiles(block, kBlock);
   for (std::int64_t r = 0; r < std::min(rows, kBlock); ++r) {
     std::copy_n(block + r * kBlock, std::min(cols, kBlock), c + r * ld_c);
   }
@@ -200,10 +196,7 @@ __attribute__((target("amx-tile,amx-bf16"))) void amx_tile_scores(
     for (std::int64_t j = 0; j < keys; j += kBlock) {
       const std::uint16_t* left = packed_keys + (first_key + j) / kTileRows * steps * kTileElements;
       const std::uint16_t* right = left + steps * kTileElements;
-      _tile_zero(0);
-      _tile_zero(1);
-      _tile_zero(2);
-      _tile_zero(3);
+      ops::cpu::zero_block_tiles();
       for (std::int64_t step = 0; step < steps; ++step) {
         _tile_loadd(4, top + step * kTileDepth, q_stride);
         _tile_loadd(5, bottom + step * kTileDepth, q_stride);
@@ -236,10 +229,7 @@ __attribute__((target("amx-tile,amx-bf16"))) void amx_tile_values(
     for (std::int64_t c = 0; c < head_dim; c += kBlock) {
       float* out = o + r * head_dim + c;
       if (overwrite) {
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
+        ops::cpu::zero_block_tiles();
       } else {
         // O's rows past `rows` are not O's (the state's running max and sum follow it): a short
         // block is loaded from a copy of its rows, zeros under them.
@@ -253,13 +243,9 @@ __attribute__((target("amx-tile,amx-bf16"))) void amx_tile_values(
           from = block;
           ld = kBlock;
         }
-        const std::int64_t stride = ld * static_cast<std::int64_t>(sizeof(float));
-        // amx_tile_scores's compiler barrier, here for the stores of O, of this copy and of P
+        // amx_tile_scores's compiler barrier, here for the stores of O and of this copy
         std::atomic_signal_fence(std::memory_order_seq_cst);
-        _tile_loadd(0, from, stride);
-        _tile_loadd(1, from + kTileRows, stride);
-        _tile_loadd(2, from + kTileRows * ld, stride);
-        _tile_loadd(3, from + kTileRows * ld + kTileRows, stride);
+        ops::cpu::load_block_tiles(from, ld);
       }
       for (std::int64_t j = 0; j < keys; j += kAmxKeyGroup) {
         const std::uint16_t* left =
