@@ -14,7 +14,10 @@
 #include "model_checks.h"
 #include "models/gpt2/model.h"
 #include "models/gpt2/tensor_map.h"
+#include "ops/attention/registry.h"
 #include "ops/cpu/output_blocks.h"
+#include "reference_ops.h"
+#include "runtime/attention_tap.h"
 #include "runtime/cpu_features.h"
 #include "runtime/error.h"
 #include "safetensors_writer.h"
@@ -126,6 +129,52 @@ TEST_CASE("bf16 weights on the cpu: prefill computes the f32 model of the same w
   // rounding makes (testing::check_narrow_weights_prefill).
   check_bf16_prefill<gpt2::Model>("tiny-a", hf_fixture_dir,
                                   [](const gpt2::Model&, const Prefill&) { return 1e-4; });
+}
+
+TEST_CASE("a bf16 model's attention calls let flash round to bf16, on AMX tiles at the amx level") {
+  // LanguageModel::attention_shape says which calls may round their operands (bf16 weights only),
+  // and forward() calls the backend so: layer 0's flash output in a 64-token prefill of GPT-2's
+  // shape (head dim 64) is flash's on the same q, k and v with that leave, bit for bit; at the amx
+  // level it differs from flash's without (tests/test_flash.cpp bounds by how much).
+  struct FirstLayer final : AttentionTap {
+    Tensor q, k, v, out;  // handles: the buffers stay as the call left them
+    std::int64_t kv_len = 0;
+    float scale = 1.0f;
+    void attention(Context& /*ctx*/, const Call& call) override {
+      if (call.layer != 0) return;
+      q = call.q, k = call.k, v = call.v, out = call.out;
+      kv_len = call.kv_len;
+      scale = call.scale;
+    }
+  };
+  Context ctx(2);
+  const std::vector<std::int32_t> prompt(64, 11);
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    CAPTURE(dtype_name(dtype));
+    gpt2::Model model = gpt2::Model::open("synthetic:gpt2", ctx, 0, dtype);
+    model.set_attention("flash");
+    const bool rounds = dtype == DType::BF16;
+    CHECK(model.attention_shape(1, 64, 64).bf16_products == rounds);
+    KVCache cache = model.new_cache(ctx, 1, 64);
+    FirstLayer tap;
+    ctx.set_attention_tap(&tap);
+    model.forward(ctx, prompt, 1, cache);
+    ctx.set_attention_tap(nullptr);
+    REQUIRE(tap.q.defined());
+    const ops::attention::Backend& flash = ops::attention::find_backend("flash");
+    std::vector<double> out_of[2];  // without and with the leave
+    for (bool leave : {false, true}) {
+      ops::attention::Call call{
+          tap.q,      tap.k,    tap.v, Tensor::empty(tap.q.shape(), DType::F32, ctx.allocator()),
+          tap.kv_len, tap.scale};
+      call.bf16_products = leave;
+      flash.attend(ctx, call);
+      out_of[leave ? 1 : 0] = to_double(call.out);
+    }
+    const std::vector<double> model_out = to_double(tap.out);
+    CHECK(model_out == out_of[rounds ? 1 : 0]);
+    CHECK((out_of[0] != out_of[1]) == (cpu_level() == CpuLevel::Amx));
+  }
 }
 
 TEST_CASE("q8_0 weights on the cpu: decode stays near the f32 logits and tokens") {
