@@ -26,6 +26,11 @@
 // Cost per (query row, key): the same 4 head_dim FLOPs as query_tile.cpp's, at up to 16x the f32
 // FMA rate; moved: K and V read once per call to be packed (2 keys head_dim bf16 written per kv
 // head), Q rounded once per tile, P once per key tile.
+// Measured against query_tile.cpp's f32 kernels (Emerald Rapids, 2 threads,
+// docs/results/2026-12-06-amx-attention/): flash 1.54x at GPT-2's 12 heads x 512, 1.95-2.02x
+// with grouped-query heads (K and V packed once for the group), 2.14x at d 128, 1.65x at the
+// study's shape; with fewer than 64 query rows the packing and the tiles' latency lose
+// (flash.cpp's kAmxMinRows).
 #include "ops/attention/cpu/query_tile_amx.h"
 
 #include <algorithm>
@@ -46,8 +51,8 @@ namespace attnscope::ops::attention::cpu {
 
 namespace {
 
-constexpr std::int64_t kBlock =
-    32;  // a block of S or O: 2 x 2 C tiles; Q and P's rows padded to it
+// A block of S or O: 2 x 2 C tiles. Q's and P's rows are padded to a multiple of it.
+constexpr std::int64_t kBlock = 32;
 
 std::int64_t round_up(std::int64_t n, std::int64_t multiple) {
   return (n + multiple - 1) / multiple * multiple;
