@@ -424,13 +424,18 @@ void attend_key_range(const Head& head, std::int64_t first_row, const StateLayou
       const std::int64_t visible =
           diagonal ? std::clamp(first_position + r - key_start + 1, std::int64_t{0}, cols) : cols;
       auto row = s.row(r);
-      row.tail(cols - visible).setZero();
-      if (visible == 0) continue;
-      online_softmax_update(row.head(visible), scale, first_tile, running_max[r], row_sum[r],
-                            out.row(r));
+      if (visible > 0) {
+        online_softmax_update(row.head(visible), scale, first_tile, running_max[r], row_sum[r],
+                              out.row(r));
+      }
+      if (amx) {  // P's row rounded while in L1, zeros past its visible keys
+        amx_round_row(row.data(), visible, cols, r, rounded_p);
+      } else {
+        row.tail(cols - visible).setZero();
+      }
     }
     if (amx) {
-      amx_round_rows(scores, cols, rows, cols, rounded_p);
+      amx_zero_padding(rows, cols, rounded_p);
       amx_tile_values(rounded_p, rows, head.kv.packed_values, key_start, cols, d, state,
                       first_tile);
       continue;

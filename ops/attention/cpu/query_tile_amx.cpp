@@ -77,6 +77,11 @@ std::int64_t amx_rounded_elements(std::int64_t rows, std::int64_t cols) {
   return round_up(rows, kBlock) * round_up(cols, kBlock);
 }
 
+void amx_zero_padding(std::int64_t rows, std::int64_t cols, std::uint16_t* out) {
+  const std::int64_t width = round_up(cols, kBlock);
+  std::fill(out + rows * width, out + round_up(rows, kBlock) * width, std::uint16_t{0});
+}
+
 #if defined(__x86_64__)
 
 using ops::cpu::first_lanes;
@@ -156,15 +161,20 @@ __attribute__((target("avx512f,avx512bf16"))) void amx_pack_values(const float* 
   }
 }
 
-__attribute__((target("avx512f,avx512bf16"))) void amx_round_rows(
-    const float* x, std::int64_t stride, std::int64_t rows, std::int64_t cols, std::uint16_t* out) {
-  const std::int64_t ld = round_up(cols, kBlock);
-  for (std::int64_t r = 0; r < round_up(rows, kBlock); ++r) {
-    for (std::int64_t c = 0; c < ld; c += 32) {
-      const std::int64_t valid = r < rows ? std::min<std::int64_t>(cols - c, 32) : 0;
-      _mm512_storeu_si512(out + r * ld + c, rounded32(valid > 0 ? x + r * stride + c : x, valid));
-    }
+__attribute__((target("avx512f,avx512bf16"))) void amx_round_row(const float* x, std::int64_t valid,
+                                                                 std::int64_t cols, std::int64_t r,
+                                                                 std::uint16_t* out) {
+  const std::int64_t width = round_up(cols, kBlock);
+  for (std::int64_t c = 0; c < width; c += 32) {
+    const std::int64_t count = std::clamp<std::int64_t>(valid - c, 0, 32);
+    _mm512_storeu_si512(out + r * width + c, rounded32(count > 0 ? x + c : x, count));
   }
+}
+
+void amx_round_rows(const float* x, std::int64_t stride, std::int64_t rows, std::int64_t cols,
+                    std::uint16_t* out) {
+  for (std::int64_t r = 0; r < rows; ++r) amx_round_row(x + r * stride, cols, cols, r, out);
+  amx_zero_padding(rows, cols, out);
 }
 
 namespace {
@@ -278,6 +288,9 @@ void amx_pack_keys(const float*, std::int64_t, std::int64_t, std::uint16_t*) {
 }
 void amx_pack_values(const float*, std::int64_t, std::int64_t, std::uint16_t*) {
   check(false, "amx_pack_values", "AMX tiles exist on x86-64 CPUs only");
+}
+void amx_round_row(const float*, std::int64_t, std::int64_t, std::int64_t, std::uint16_t*) {
+  check(false, "amx_round_row", "AMX tiles exist on x86-64 CPUs only");
 }
 void amx_round_rows(const float*, std::int64_t, std::int64_t, std::int64_t, std::uint16_t*) {
   check(false, "amx_round_rows", "AMX tiles exist on x86-64 CPUs only");

@@ -35,6 +35,12 @@ void amx_pack_values(const float* v, std::int64_t keys, std::int64_t head_dim,
 void amx_round_rows(const float* x, std::int64_t stride, std::int64_t rows, std::int64_t cols,
                     std::uint16_t* out);
 std::int64_t amx_rounded_elements(std::int64_t rows, std::int64_t cols);
+// The same row by row (P's rows, each as the softmax leaves it, while it is in L1): row r of out
+// = the first `valid` floats of x rounded, zeros after them up to cols' (x not read when valid
+// is 0); amx_zero_padding then writes rows [rows, rows') as amx_round_rows does.
+void amx_round_row(const float* x, std::int64_t valid, std::int64_t cols, std::int64_t r,
+                   std::uint16_t* out);
+void amx_zero_padding(std::int64_t rows, std::int64_t cols, std::uint16_t* out);
 
 // s[r * ld_s + j] = q_r . k_(first_key + j) for r < rows, j < keys: q the rows rounded
 // (amx_round_rows, head_dim columns), `packed_keys` the kv head's (amx_pack_keys), first_key a
