@@ -77,9 +77,8 @@ void LanguageModel::require_memory(Context& ctx, std::int64_t batch, std::int64_
   const auto activation_size = static_cast<std::int64_t>(dtype_size(dtypes_.activations));
   const double kv_cache = count(
       {2, shape.n_layers, batch, shape.n_kv_heads, capacity, shape.head_dim, activation_size});
-  const ops::attention::Shape step = {batch,  shape.n_heads,  shape.n_kv_heads,   tokens,
-                                      tokens, shape.head_dim, dtypes_.activations};
-  const auto attention = static_cast<double>(attention_->cost_model(ctx, step).temporary_bytes);
+  const auto attention = static_cast<double>(
+      attention_->cost_model(ctx, attention_shape(batch, tokens, tokens)).temporary_bytes);
   const double mlp = count({batch, tokens, shape.d_ff, 2, activation_size});
   const double logits = count({batch, all_positions ? tokens : 1, shape.vocab_size, 4});
   const double needed = static_cast<double>(weight_bytes()) + kv_cache + attention + mlp + logits;
@@ -120,9 +119,7 @@ Tensor LanguageModel::forward(Context& ctx, std::span<const std::int32_t> tokens
             std::to_string(cache.capacity()));
 
   Tensor logits;
-  const ops::attention::Shape decode = {
-      batch,          shape.n_heads,      shape.n_kv_heads, 1, cache.capacity(),
-      shape.head_dim, dtypes_.activations};
+  const ops::attention::Shape decode = attention_shape(batch, 1, cache.capacity());
   if (length == 1 && runner.can_replay(ctx) && attention_->reads_row_lengths(ctx, decode)) {
     // A decode step a CUDA graph replays unchanged: every kernel reads the step's ids, positions
     // and row lengths from the runner's fixed buffer, and attention is bounded by the capacity.
