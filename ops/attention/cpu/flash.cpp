@@ -347,6 +347,24 @@ TileProducts tile_products(std::int64_t rows, std::int64_t head_dim, bool amx) {
 // exp(m - new_max): the rescale factor that moves a state kept relative to max m onto new_max.
 float rescale_factor(float m, float new_max) { return std::exp(m - new_max); }
 
+// x = exp(scale x - shift) over a row of scores. Eigen runs exp on whole SIMD vectors and the
+// rest one value at a time through the C library's expf, and a diagonal tile's rows end on any
+// key; so the last, partial vector of 16 goes through a copy padded to 16 lanes (the padding is
+// exponentiated and dropped). Measured at GPT-2's 12 heads x 512 (Emerald Rapids, 2 threads):
+// the scalar expf took ~8% of flash's AMX path; without it the path ran 1.04x (0.848-0.851 ms
+// against 0.881-0.890), the f32 path within its noise.
+void exponentiate(Eigen::Ref<Eigen::RowVectorXf> row, float scale, float shift) {
+  constexpr Eigen::Index kVector = 16;
+  auto x = row.array();
+  const Eigen::Index whole = x.size() / kVector * kVector;
+  x.head(whole) = (x.head(whole) * scale - shift).exp();
+  const Eigen::Index rest = x.size() - whole;
+  if (rest == 0) return;
+  Eigen::Array<float, 1, kVector> last = Eigen::Array<float, 1, kVector>::Zero();
+  last.head(rest) = x.tail(rest) * scale - shift;
+  x.tail(rest) = last.exp().head(rest);
+}
+
 // The online-softmax update of one query row over one key tile (flash.cpp's algorithm; the
 // pieces named as in flash-attention's softmax.h): `scores` holds the row's visible raw scores
 // q . k and leaves with P = exp(scale q . k - m'), where m' is the new running max; the row sum
@@ -360,13 +378,13 @@ void online_softmax_update(Eigen::Ref<Eigen::RowVectorXf> scores, float scale, b
   const float tile_max = (kept * scale).maxCoeff();
   if (first) {
     running_max = tile_max;
-    kept = (kept * scale - tile_max).exp();
+    exponentiate(scores, scale, tile_max);
     row_sum = kept.sum();
     return;
   }
   const float new_max = std::max(running_max, tile_max);
   const float factor = rescale_factor(running_max, new_max);
-  kept = (kept * scale - new_max).exp();
+  exponentiate(scores, scale, new_max);
   row_sum = row_sum * factor + kept.sum();
   running_max = new_max;
   out_row *= factor;
