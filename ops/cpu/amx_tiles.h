@@ -5,10 +5,19 @@
 // 2p + 1 of 16 columns, the pairs TDPBF16PS multiplies), a C tile of 16 x 16 f32.
 #pragma once
 
+#include <cstdint>
+
+namespace attnscope::ops::cpu {
+
+// n rounded up to a multiple of `multiple`: the kernels pad rows and inputs to whole tiles.
+constexpr std::int64_t round_up(std::int64_t n, std::int64_t multiple) {
+  return (n + multiple - 1) / multiple * multiple;
+}
+
+}  // namespace attnscope::ops::cpu
+
 #if defined(__x86_64__)
 #include <immintrin.h>
-
-#include <cstdint>
 
 namespace attnscope::ops::cpu {
 

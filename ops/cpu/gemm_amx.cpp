@@ -92,10 +92,6 @@ constexpr std::int64_t kMaxPanelBytes = std::int64_t{16} << 20;
 constexpr std::int64_t kMaxPassRows = 512;
 constexpr std::int64_t kMaxChunkBytes = std::int64_t{1} << 20;
 
-std::int64_t round_up(std::int64_t n, std::int64_t multiple) {
-  return (n + multiple - 1) / multiple * multiple;
-}
-
 // Where input k of row r lands in x's A tiles (see the top): tile (r / 16, k / 32), row r % 16.
 std::int64_t a_tile_index(std::int64_t r, std::int64_t k, std::int64_t depth) {
   return (r / kTileRows) * kTileRows * depth + (k / kTileDepth) * kTileRows * kTileDepth +

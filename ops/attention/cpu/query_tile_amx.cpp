@@ -36,13 +36,13 @@
 #include <algorithm>
 #include <atomic>
 
+#include "ops/cpu/amx_tiles.h"
 #include "runtime/cpu_features.h"
 #include "runtime/error.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#include "ops/cpu/amx_tiles.h"
 #include "ops/cpu/dot_tile.h"
 #include "ops/cpu/transpose16.h"
 #endif
@@ -54,9 +54,7 @@ namespace {
 // A block of S or O: 2 x 2 C tiles. Q's and P's rows are padded to a multiple of it.
 constexpr std::int64_t kBlock = 32;
 
-std::int64_t round_up(std::int64_t n, std::int64_t multiple) {
-  return (n + multiple - 1) / multiple * multiple;
-}
+using ops::cpu::round_up;
 
 }  // namespace
 
