@@ -291,6 +291,14 @@ void matrix_vector_tiles(const float* x, const typename Weights::Element* w, con
       });
 }
 
+// sum + a[2i] b[2i] + a[2i+1] b[2i+1] in each f32 lane i, a and b 32 bf16 values each (vdpbf16ps).
+// A function of its own, not a lambda: GCC gives a lambda none of its enclosing function's target
+// attribute, so a build whose -march lacks avx512bf16 could not inline the intrinsic.
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) inline __m512 multiply_add_bf16_pairs(
+    __m512 sum, __m512i a, __m512i b) {
+  return _mm512_dpbf16_ps(sum, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b));
+}
+
 // The tile of bf16 weights at the avx512bf16 level, on vdpbf16ps: x rounded to bf16 once per call
 // (`x` here: bf16 rows `in` apart), 32 values a round, each lane's pair of products added by one
 // instruction: per round 2 weight loads and kInputRows input loads for 2 kInputRows
@@ -302,9 +310,6 @@ dot_tile_bf16_pairs(const std::uint16_t* w0, const std::uint16_t* w1, const std:
   constexpr int kStreamBytesPerRound = 2 * 32 * sizeof(std::uint16_t);
   __m512 acc[kInputRows][2];
   for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
-  const auto multiply_add = [](__m512 sum, __m512i a, __m512i b) {
-    return _mm512_dpbf16_ps(sum, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b));
-  };
   std::int64_t k = 0;
   for (; k + 32 <= in; k += 32) {
     const char* ahead = reinterpret_cast<const char*>(w0 + 2 * k) + kWeightPrefetchBytes;
@@ -315,8 +320,8 @@ dot_tile_bf16_pairs(const std::uint16_t* w0, const std::uint16_t* w1, const std:
     const __m512i second = _mm512_loadu_si512(w1 + k);
     for (int r = 0; r < kInputRows; ++r) {
       const __m512i input = _mm512_loadu_si512(x + r * in + k);
-      acc[r][0] = multiply_add(acc[r][0], first, input);
-      acc[r][1] = multiply_add(acc[r][1], second, input);
+      acc[r][0] = multiply_add_bf16_pairs(acc[r][0], first, input);
+      acc[r][1] = multiply_add_bf16_pairs(acc[r][1], second, input);
     }
   }
   if (k < in) {
@@ -325,8 +330,8 @@ dot_tile_bf16_pairs(const std::uint16_t* w0, const std::uint16_t* w1, const std:
     const __m512i second = _mm512_maskz_loadu_epi16(lanes, w1 + k);
     for (int r = 0; r < kInputRows; ++r) {
       const __m512i input = _mm512_maskz_loadu_epi16(lanes, x + r * in + k);
-      acc[r][0] = multiply_add(acc[r][0], first, input);
-      acc[r][1] = multiply_add(acc[r][1], second, input);
+      acc[r][0] = multiply_add_bf16_pairs(acc[r][0], first, input);
+      acc[r][1] = multiply_add_bf16_pairs(acc[r][1], second, input);
     }
   }
   store_tile_sums<kInputRows>(acc, sums);
