@@ -150,11 +150,13 @@ TEST_CASE("linear with f32 weights: the prefill GEMM at every cpu level, edges a
     Context ctx(2);
     for (bool with_bias : {false, true}) {
       for (bool accumulate : {false, true}) {
-        // 16 rows: one whole 14-row tile and an edge of 2; 130 outputs: thread blocks of 96
-        // (three 32-column panels) and 34 (a panel and an edge of 2); K 67: one partial depth
-        // slice.
+        // 16 rows: one whole 14-row tile and an edge of 2 (avx2: two 6-row tiles and an edge of
+        // 4); 130 outputs: thread blocks of 96 (three 32-column panels) and 34 (a panel and an
+        // edge of 2; avx2: 16-column panels); K 67: one partial depth slice (a tail of 3 values
+        // past the last 16, or 8 at avx2).
         check_linear(ctx, {16, 67, 130}, DType::F32, with_bias, accumulate, rng);
-        // K 520: depth slices of 256, 256 and 8; 130 rows: row blocks of 112 and 18.
+        // K 520: depth slices of 256, 256 and 8; 130 rows: row blocks of 112 and 18 (avx2: 96
+        // and 34).
         check_linear(ctx, {130, 520, 75}, DType::F32, with_bias, accumulate, rng);
       }
     }

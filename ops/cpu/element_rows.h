@@ -16,7 +16,7 @@
 // Cost: one pass, 4 bytes per value on the f32 side, 2 (16-bit) or 34/32 (q8_0) on the other.
 // Used by the KV cache on the cpu (written by ops/cpu/heads.cpp, read by
 // ops/attention/cpu/flash.cpp and the gathered path's ops/attention/cpu/paged.cpp) and by the
-// 16-bit linear layers' prefill below the avx512 level (ops/cpu/linear_16bit.cpp).
+// 16-bit linear layers' prefill at the portable level (ops/cpu/linear_16bit.cpp).
 #pragma once
 
 #include <cstdint>

@@ -7,7 +7,7 @@
 //
 // With AVX-512 (level avx512 and up, runtime/cpu_features.h): the BLIS scheme (Goto and van de
 // Geijn, "Anatomy of high-performance matrix multiplication", 2008) with one micro-kernel:
-//  - The micro-kernel keeps a kTileRows x kTileCols = 14 x 32 tile of y in 28 of the 32 zmm
+//  - The micro-kernel keeps a 14 x 32 tile of y in 28 of the 32 zmm
 //    registers. Per k it loads 32 weights (two vectors) and broadcasts 14 inputs: 28 FMAs for 16
 //    loads, so the two FMA ports, not the load ports, are the bound. The last rows of a block
 //    (N % 14) run a kernel of their own row count.
@@ -16,7 +16,7 @@
 //    rows (for each k, x[n..n+13][k] side by side); the edges are padded with zeros. Packing is a
 //    transpose, done 16 x 16 floats at a time in registers (ops/cpu/transpose16.h).
 //  - Loops: pack the thread's weights whole (at most kMaxPackedWeightBytes; wider blocks go in
-//    column blocks); for each block of kRowBlock = 112 rows, pack its inputs; for each weight
+//    column blocks); for each block of 112 rows (Gemm::kRowBlock), pack its inputs; for each weight
 //    panel, for each slice of kDepth = 256 inputs, run the kernel on every tile of the block:
 //    the panel's slice (32 KB: stays in L1) against each input panel's slice (14 KB each, 112 KB
 //    for the block: stays in L2).
@@ -45,7 +45,13 @@
 // ~270 GFLOP/s): this kernel 190-235 GFLOP/s, Eigen's general kernel 175-195 (1.07-1.29x). In a
 // GPT-2 pp512 on 2 threads the linear layers ran at ~70% of the FMA peak and the prefill 1.22x
 // faster than with Eigen's GEMM (docs/results/2026-12-01-cpu-zen5).
-// Below avx512 (and on other architectures) Eigen's blocked GEMM does the same work.
+// At the avx2 level (AVX2 and FMA, no AVX-512: Zen 2 and 3, Haswell to Alder Lake) the same
+// blocking runs with 8-lane vectors: a 6 x 16 tile in 12 of the 16 ymm registers, panels of 16
+// weight columns and of 6 input rows packed by 8 x 8 transposes (ops/cpu/transpose8.h), row
+// blocks of 96, 16-bit weights widened as they are packed, f32 FMAs only. It replaced Eigen's
+// GEMM there: pp512 medians 1.18-1.38x, GPT-2 and SmolLM2 shapes, every weight type (Zen 3, 3
+// interleaved rounds, docs/results/2026-12-07-avx2-gemm/).
+// Below avx2 (and on other architectures) Eigen's blocked GEMM does the same work.
 #include "ops/cpu/gemm.h"
 
 #include <algorithm>
@@ -56,6 +62,7 @@
 #include "ops/cpu/eigen_maps.h"
 #include "ops/cpu/output_blocks.h"
 #include "ops/cpu/transpose16.h"
+#include "ops/cpu/transpose8.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -76,11 +83,13 @@ void gemm_eigen(const float* x, const float* w_block, float* y_block, std::int64
 
 #if defined(__x86_64__)
 
-constexpr int kTileRows = 14;
-constexpr int kTileCols = 32;
+// The blocking both vector widths share (gemm_packed, below).
 constexpr std::int64_t kDepth = 256;
-constexpr std::int64_t kRowBlock = 8 * kTileRows;
 constexpr std::int64_t kMaxPackedWeightBytes = std::int64_t{8} << 20;
+
+// ---- AVX-512 (the avx512 level and up) ----
+constexpr int kAvx512TileRows = 14;
+constexpr int kAvx512TileCols = 32;
 
 // How pack_panels reads a line's values into 16 lanes of 32 bits (Lanes::load: `values`
 // consecutive values from src, at most 16 kValuesPerLane; lanes past them are zeros). A lane holds
@@ -192,10 +201,10 @@ static_assert(F32Lanes<F32Weights>::kValuesPerLane == 1 &&
               "a recipe packs its weights and inputs alike");
 
 // c[i][j] (=|+=) sum over lanes k of a[k][i] b[k][j] (+ bias[j]) for i < kRows, j < 32 (c's row
-// stride ldc), multiplied by Recipe: a is one packed input panel, b one packed weight panel, both
-// `depth` lanes deep. The first slice of a tile's depth writes it (`overwrite`, unless y
-// accumulates) and adds the bias (`bias`, 32 columns, when there is one); the later slices add to
-// it. kRows is kTileRows but on the last rows of a block (N % 14): there the rows past N are not
+// stride ldc), multiplied by Recipe: a is one packed input panel (14 rows), b one packed weight
+// panel, both `depth` lanes deep. The first slice of a tile's depth writes it (`overwrite`, unless
+// y accumulates) and adds the bias (`bias`, 32 columns, when there is one); the later slices add to
+// it. kRows is 14 but on the last rows of a block (N % 14): there the rows past N are not
 // computed at all (at pp16, a 14-row kernel on the 2-row edge made the prefill 12% slower than
 // Eigen's GEMM). Carries avx512bf16 so that Bf16DotRecipe's vdpbf16ps inlines; F32Recipe's
 // instantiations hold no bf16 instruction (compilers emit them only for bf16 intrinsics and
@@ -215,8 +224,8 @@ __attribute__((target("avx512f,avx512bf16"))) void tile_kernel(std::int64_t dept
       acc[i][0] = Recipe::multiply_add(ai, b0, acc[i][0]);
       acc[i][1] = Recipe::multiply_add(ai, b1, acc[i][1]);
     }
-    a += kTileRows;
-    b += kTileCols;
+    a += kAvx512TileRows;
+    b += kAvx512TileCols;
   }
   const __m512 bias0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
   const __m512 bias1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();
@@ -236,22 +245,155 @@ __attribute__((target("avx512f,avx512bf16"))) void tile_kernel(std::int64_t dept
 using TileKernel = void (*)(std::int64_t, const float*, const float*, float*, std::int64_t,
                             const float*, bool);
 
-// tile_kernels<Recipe>[r - 1] computes r rows.
+// What gemm_packed (below) needs of a vector width: its tile (kTileRows x kTileCols of y), row
+// block, how the operands are packed and the tile kernels (tiles[r - 1] computes r rows).
 template <typename Recipe>
-constexpr std::array<TileKernel, kTileRows> tile_kernels = kernels_by_rows<TileKernel, kTileRows>(
-    [](auto rows) -> TileKernel { return tile_kernel<Recipe, decltype(rows)::value>; });
+struct Avx512Gemm {
+  using WeightElement = typename Recipe::WeightLanes::Element;
+  static constexpr int kTileRows = kAvx512TileRows;
+  static constexpr int kTileCols = kAvx512TileCols;
+  static constexpr std::int64_t kRowBlock = 8 * kTileRows;
+  static std::int64_t depth_lanes(std::int64_t in) {
+    return lanes_of<typename Recipe::InputLanes>(in);
+  }
+  static void pack_weights(const WeightElement* w, std::int64_t in, std::int64_t lines,
+                           float* dst) {
+    pack_panels<typename Recipe::WeightLanes>(w, in, lines, in, kTileCols, dst);
+  }
+  static void pack_inputs(const float* x, std::int64_t in, std::int64_t lines, float* dst) {
+    pack_panels<typename Recipe::InputLanes>(x, in, lines, in, kTileRows, dst);
+  }
+  static constexpr std::array<TileKernel, kTileRows> tiles = kernels_by_rows<TileKernel, kTileRows>(
+      [](auto rows) -> TileKernel { return tile_kernel<Recipe, decltype(rows)::value>; });
+};
 
-// A tile on the right edge (cols < 32) runs on its zero-padded weight panel into a scratch tile,
-// of which the valid columns go to c, as tile_kernel's would (bias and overwrite alike).
+// ---- AVX2 (the avx2 level): 16 registers of 8 lanes, f32 FMAs only ----
+// The tile is 6 x 16: 12 accumulators, two weight vectors and one broadcast input, 15 of the 16
+// ymm registers (the shape of BLIS's Haswell kernel). Per k: 2 weight loads and 6 broadcasts for
+// 12 FMAs, so the two FMA ports stay the bound. 16-bit weights are widened to f32 as they are
+// packed, as F32Recipe does at the avx512 level.
+constexpr int kAvx2TileRows = 6;
+constexpr int kAvx2TileCols = 16;
+
+// `values` (at most 8) consecutive weights from src as 8 f32 lanes, the lanes past them zeros.
+// AVX2 has no masked 16-bit load, so a short tail goes through a zero-padded copy.
+template <typename Weights>
+__attribute__((target("avx2,fma,f16c"))) __m256 load_values(const typename Weights::Element* src,
+                                                            int values) {
+  if (values == 8) return Weights::load8(src);
+  typename Weights::Element tail[8] = {};
+  std::copy(src, src + values, tail);
+  return Weights::load8(tail);
+}
+
+// pack_panels with 8 lanes: the same panels (lane k of line i of a panel at k * panel_width + i),
+// in blocks of 8 lines x 8 values transposed in registers (ops/cpu/transpose8.h); a panel narrower
+// than a multiple of 8 (the inputs' 6) stores the first lanes of each vector with a mask.
+template <typename Weights>
+__attribute__((target("avx2,fma,f16c"))) void pack_panels_avx2(const typename Weights::Element* src,
+                                                               std::int64_t ld, std::int64_t lines,
+                                                               std::int64_t depth, int panel_width,
+                                                               float* dst) {
+  for (std::int64_t first = 0; first < lines; first += panel_width) {
+    for (int group = 0; group < panel_width; group += 8) {
+      const int width = std::min(8, panel_width - group);
+      const auto real_lines =
+          static_cast<int>(std::clamp<std::int64_t>(lines - first - group, 0, width));
+      const __m256i store_mask =
+          _mm256_cmpgt_epi32(_mm256_set1_epi32(width), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+      for (std::int64_t k = 0; k < depth; k += 8) {
+        const auto values = static_cast<int>(std::min<std::int64_t>(8, depth - k));
+        __m256 block[8];
+        for (int i = 0; i < 8; ++i) {
+          block[i] = i < real_lines
+                         ? load_values<Weights>(src + (first + group + i) * ld + k, values)
+                         : _mm256_setzero_ps();
+        }
+        transpose8(block);
+        for (int t = 0; t < values; ++t) {
+          float* line = dst + (k + t) * panel_width + group;
+          if (width == 8) {
+            _mm256_storeu_ps(line, block[t]);
+          } else {
+            _mm256_maskstore_ps(line, store_mask, block[t]);
+          }
+        }
+      }
+    }
+    dst += panel_width * depth;
+  }
+}
+
+// tile_kernel (above) with 8 lanes and f32 FMAs: c (=|+=) a b (+ bias) for kRows <= 6 rows and 16
+// columns, a one packed input panel (6 rows), b one packed weight panel.
+template <int kRows>
+__attribute__((target("avx2,fma"))) void tile_kernel_avx2(std::int64_t depth, const float* a,
+                                                          const float* b, float* c,
+                                                          std::int64_t ldc, const float* bias,
+                                                          bool overwrite) {
+  __m256 acc[kRows][2];
+  for (auto& row : acc) row[0] = row[1] = _mm256_setzero_ps();
+  for (std::int64_t k = 0; k < depth; ++k) {
+    const __m256 b0 = _mm256_loadu_ps(b);
+    const __m256 b1 = _mm256_loadu_ps(b + 8);
+    for (int i = 0; i < kRows; ++i) {
+      // a[i] read as a float, then broadcast (one vbroadcastss all the same): with
+      // _mm256_broadcast_ss(a + i) GCC 12 stored the 12 accumulators to the stack on every k
+      // (GPT-2's pp512 at about half the speed).
+      const __m256 ai = _mm256_set1_ps(a[i]);
+      acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
+      acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+    }
+    a += kAvx2TileRows;
+    b += kAvx2TileCols;
+  }
+  const __m256 bias0 = bias ? _mm256_loadu_ps(bias) : _mm256_setzero_ps();
+  const __m256 bias1 = bias ? _mm256_loadu_ps(bias + 8) : _mm256_setzero_ps();
+  for (int i = 0; i < kRows; ++i) {
+    float* row = c + i * ldc;
+    __m256 low = _mm256_add_ps(acc[i][0], bias0);
+    __m256 high = _mm256_add_ps(acc[i][1], bias1);
+    if (!overwrite) {
+      low = _mm256_add_ps(low, _mm256_loadu_ps(row));
+      high = _mm256_add_ps(high, _mm256_loadu_ps(row + 8));
+    }
+    _mm256_storeu_ps(row, low);
+    _mm256_storeu_ps(row + 8, high);
+  }
+}
+
+template <typename Weights>
+struct Avx2Gemm {
+  using WeightElement = typename Weights::Element;
+  static constexpr int kTileRows = kAvx2TileRows;
+  static constexpr int kTileCols = kAvx2TileCols;
+  static constexpr std::int64_t kRowBlock = 16 * kTileRows;
+  static std::int64_t depth_lanes(std::int64_t in) { return in; }
+  static void pack_weights(const WeightElement* w, std::int64_t in, std::int64_t lines,
+                           float* dst) {
+    pack_panels_avx2<Weights>(w, in, lines, in, kTileCols, dst);
+  }
+  static void pack_inputs(const float* x, std::int64_t in, std::int64_t lines, float* dst) {
+    pack_panels_avx2<F32Weights>(x, in, lines, in, kTileRows, dst);
+  }
+  static constexpr std::array<TileKernel, kTileRows> tiles = kernels_by_rows<TileKernel, kTileRows>(
+      [](auto rows) -> TileKernel { return tile_kernel_avx2<decltype(rows)::value>; });
+};
+
+// ---- The blocking, for either width (Gemm: Avx512Gemm or Avx2Gemm) ----
+
+// A tile on the right edge (cols < kTileCols) runs on its zero-padded weight panel into a scratch
+// tile, of which the valid columns go to c, as the tile kernel's would (bias and overwrite alike).
+template <typename Gemm>
 void edge_columns_tile(TileKernel kernel, std::int64_t depth, const float* a, const float* b,
                        float* c, std::int64_t ldc, std::int64_t rows, std::int64_t cols,
                        const float* bias, bool overwrite) {
-  alignas(64) float scratch[kTileRows * kTileCols];
-  kernel(depth, a, b, scratch, kTileCols, nullptr, true);
+  alignas(64) float scratch[Gemm::kTileRows * Gemm::kTileCols];
+  kernel(depth, a, b, scratch, Gemm::kTileCols, nullptr, true);
   for (std::int64_t i = 0; i < rows; ++i) {
     for (std::int64_t j = 0; j < cols; ++j) {
       const float start = (overwrite ? 0.0f : c[i * ldc + j]) + (bias ? bias[j] : 0.0f);
-      c[i * ldc + j] = start + scratch[i * kTileCols + j];
+      c[i * ldc + j] = start + scratch[i * Gemm::kTileCols + j];
     }
   }
 }
@@ -271,17 +413,18 @@ PackedOperands& packed_operands() {
 }
 
 // y_block = (y_block if accumulate) + x w_block^T + bias: columns [0, width) of y's rows (ldy
-// apart); bias (may be null) is that many columns' bias. Recipe (above) says how the weights and
+// apart); bias (may be null) is that many columns' bias. Gemm (above) says how the weights and
 // inputs are packed and multiplied; the packed panels count depth in its lanes.
-template <typename Recipe>
-void gemm_avx512(const float* x, const typename Recipe::WeightLanes::Element* w_block,
-                 const float* bias, float* y_block, std::int64_t rows, std::int64_t in,
-                 std::int64_t ldy, std::int64_t width, bool accumulate) {
-  using WeightLanes = typename Recipe::WeightLanes;
-  using InputLanes = typename Recipe::InputLanes;
+template <typename Gemm>
+void gemm_packed(const float* x, const typename Gemm::WeightElement* w_block, const float* bias,
+                 float* y_block, std::int64_t rows, std::int64_t in, std::int64_t ldy,
+                 std::int64_t width, bool accumulate) {
+  constexpr std::int64_t kTileRows = Gemm::kTileRows;
+  constexpr std::int64_t kTileCols = Gemm::kTileCols;
+  constexpr std::int64_t kRowBlock = Gemm::kRowBlock;
   std::vector<float>& packed_inputs = packed_operands().inputs;
   std::vector<float>& packed_weights = packed_operands().weights;
-  const std::int64_t depth_lanes = lanes_of<InputLanes>(in);
+  const std::int64_t depth_lanes = Gemm::depth_lanes(in);
   const std::int64_t column_block = std::max<std::int64_t>(
       kTileCols,
       kMaxPackedWeightBytes / (depth_lanes * std::int64_t{sizeof(float)}) / kTileCols * kTileCols);
@@ -294,12 +437,12 @@ void gemm_avx512(const float* x, const typename Recipe::WeightLanes::Element* w_
 
   for (std::int64_t col = 0; col < width; col += column_block) {
     const std::int64_t cols = std::min(column_block, width - col);
-    pack_panels<WeightLanes>(w_block + col * in, in, cols, in, kTileCols, packed_weights.data());
+    Gemm::pack_weights(w_block + col * in, in, cols, packed_weights.data());
     for (std::int64_t row = 0; row < rows; row += kRowBlock) {
       const std::int64_t block_rows = std::min(kRowBlock, rows - row);
-      pack_panels<InputLanes>(x + row * in, in, block_rows, in, kTileRows, packed_inputs.data());
+      Gemm::pack_inputs(x + row * in, in, block_rows, packed_inputs.data());
       for (std::int64_t j = 0; j < cols; j += kTileCols) {
-        const std::int64_t tile_cols = std::min<std::int64_t>(kTileCols, cols - j);
+        const std::int64_t tile_cols = std::min(kTileCols, cols - j);
         for (std::int64_t k = 0; k < depth_lanes; k += kDepth) {
           const std::int64_t depth = std::min(kDepth, depth_lanes - k);
           const bool first_slice = k == 0;
@@ -309,13 +452,13 @@ void gemm_avx512(const float* x, const typename Recipe::WeightLanes::Element* w_
           for (std::int64_t i = 0; i < block_rows; i += kTileRows) {
             const float* a = packed_inputs.data() + i * depth_lanes + k * kTileRows;
             float* c = y_block + (row + i) * ldy + col + j;
-            const std::int64_t tile_rows = std::min<std::int64_t>(kTileRows, block_rows - i);
-            const TileKernel kernel = tile_kernels<Recipe>[static_cast<std::size_t>(tile_rows - 1)];
+            const std::int64_t tile_rows = std::min(kTileRows, block_rows - i);
+            const TileKernel kernel = Gemm::tiles[static_cast<std::size_t>(tile_rows - 1)];
             if (tile_cols == kTileCols) {
               kernel(depth, a, b, c, ldy, tile_bias, overwrite);
             } else {
-              edge_columns_tile(kernel, depth, a, b, c, ldy, tile_rows, tile_cols, tile_bias,
-                                overwrite);
+              edge_columns_tile<Gemm>(kernel, depth, a, b, c, ldy, tile_rows, tile_cols, tile_bias,
+                                      overwrite);
             }
           }
         }
@@ -333,9 +476,15 @@ void gemm_output_columns(CpuLevel level, const float* x, const float* w_block, c
                          std::int64_t first, std::int64_t width, bool accumulate) {
   float* y_block = y + first;
 #if defined(__x86_64__)
+  const float* bias = b ? b + first : nullptr;
   if (level >= CpuLevel::Avx512) {
-    gemm_avx512<F32Recipe<F32Weights>>(x, w_block, b ? b + first : nullptr, y_block, rows, in,
-                                       outputs, width, accumulate);
+    gemm_packed<Avx512Gemm<F32Recipe<F32Weights>>>(x, w_block, bias, y_block, rows, in, outputs,
+                                                   width, accumulate);
+    return;
+  }
+  if (level == CpuLevel::Avx2) {
+    gemm_packed<Avx2Gemm<F32Weights>>(x, w_block, bias, y_block, rows, in, outputs, width,
+                                      accumulate);
     return;
   }
 #endif
@@ -356,14 +505,22 @@ void gemm_output_columns(CpuLevel level, const float* x, const std::uint16_t* w_
                          std::int64_t in, std::int64_t outputs, std::int64_t first,
                          std::int64_t width, bool accumulate) {
   const float* bias = b ? b + first : nullptr;
-  if (weight_dtype == DType::BF16 && bf16_linear_rounds_x(level, rows)) {
-    gemm_avx512<Bf16DotRecipe>(x, w_block, bias, y + first, rows, in, outputs, width, accumulate);
-  } else if (weight_dtype == DType::BF16) {
-    gemm_avx512<F32Recipe<Bf16Weights>>(x, w_block, bias, y + first, rows, in, outputs, width,
-                                        accumulate);
-  } else {
-    gemm_avx512<F32Recipe<F16Weights>>(x, w_block, bias, y + first, rows, in, outputs, width,
+  float* y_block = y + first;
+  if (level == CpuLevel::Avx2 && weight_dtype == DType::BF16) {
+    gemm_packed<Avx2Gemm<Bf16Weights>>(x, w_block, bias, y_block, rows, in, outputs, width,
                                        accumulate);
+  } else if (level == CpuLevel::Avx2) {
+    gemm_packed<Avx2Gemm<F16Weights>>(x, w_block, bias, y_block, rows, in, outputs, width,
+                                      accumulate);
+  } else if (weight_dtype == DType::BF16 && bf16_linear_rounds_x(level, rows)) {
+    gemm_packed<Avx512Gemm<Bf16DotRecipe>>(x, w_block, bias, y_block, rows, in, outputs, width,
+                                           accumulate);
+  } else if (weight_dtype == DType::BF16) {
+    gemm_packed<Avx512Gemm<F32Recipe<Bf16Weights>>>(x, w_block, bias, y_block, rows, in, outputs,
+                                                    width, accumulate);
+  } else {
+    gemm_packed<Avx512Gemm<F32Recipe<F16Weights>>>(x, w_block, bias, y_block, rows, in, outputs,
+                                                   width, accumulate);
   }
 }
 #endif

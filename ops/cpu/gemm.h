@@ -1,7 +1,8 @@
 // The f32 GEMM under every prefill linear layer on the cpu (ops/cpu/linear.cpp with f32 weights,
 // ops/cpu/linear_16bit.cpp with 16-bit ones widened as they are packed, ops/cpu/widened_gemm.h
-// with weights widened to f32 first: 16-bit below the avx512 levels, q8_0). ops/cpu/gemm.cpp holds
-// the math, the cost model and the two implementations (a packed AVX-512 kernel, Eigen below it).
+// with weights widened to f32 first: 16-bit at the portable level, q8_0). ops/cpu/gemm.cpp holds
+// the math, the cost model and the implementations (one packed blocking with an AVX-512 and an
+// AVX2 micro-kernel, Eigen below avx2).
 #pragma once
 
 #include <cstdint>
@@ -21,8 +22,8 @@ void gemm_output_columns(CpuLevel level, const float* x, const float* w_block, c
                          std::int64_t first, std::int64_t width, bool accumulate);
 
 #if defined(__x86_64__)
-// The same with bf16 or f16 weights (`weight_dtype`), from the avx512 level on: the packed AVX-512
-// GEMM widens the weights to f32 as it packs them (ops/cpu/linear_16bit.cpp says what that saves);
+// The same with bf16 or f16 weights (`weight_dtype`), from the avx2 level on: the packed GEMM
+// widens the weights to f32 as it packs them (ops/cpu/linear_16bit.cpp says what that saves);
 // with bf16 weights where bf16_linear_rounds_x (output_blocks.h), it rounds x to bf16 instead and
 // multiplies bf16 pairs with vdpbf16ps (twice the multiply-adds per instruction; ops/cpu/gemm.cpp's
 // recipes).

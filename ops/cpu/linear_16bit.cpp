@@ -17,9 +17,9 @@
 //    dot_tile_bf16_pairs: no widening, vdpbf16ps), 1.36x at 5 rows, 1.62x at 16 the f32 tiles;
 //    1 to 4 rows are bound by reading the weights and stay f32.
 //  - Prefill (from there on): FLOP-bound, so the blocked f32 GEMM (ops/cpu/gemm.h) runs, as
-//    ops/cpu/linear.cpp does with f32 weights. From the avx512 level on it widens each thread's
-//    block of weights in the packing every call does anyway (into its panels); below,
-//    each thread widens its whole block into an f32 buffer first and Eigen's GEMM packs that
+//    ops/cpu/linear.cpp does with f32 weights. From the avx2 level on it widens each thread's
+//    block of weights in the packing every call does anyway (into its panels); at the portable
+//    level each thread widens its whole block into an f32 buffer first and Eigen's GEMM packs that
 //    (ops/cpu/widened_gemm.h: why whole blocks, and the memory it costs). Widening while packing
 //    saves that buffer's 4 M K bytes written and read again: pp512 1.01-1.05x (Zen 4, 2 threads,
 //    5 interleaved rounds, docs/results/2026-12-05-gemm-16bit-pack/). At the amx level both formats
@@ -190,14 +190,14 @@ MatrixVectorBlock select_matrix_vector(DType weight_dtype, CpuLevel level) {
                                      : matrix_vector_for<false>(level);
 }
 
-// Prefill below the amx level: from the avx512 level on, the packed GEMM widens each thread's
-// block of weights as it packs them (bf16 weights at avx512bf16: multiplied as bf16 pairs,
+// Prefill below the amx level: from the avx2 level on, the packed GEMM widens each thread's block
+// of weights as it packs them (bf16 weights at avx512bf16: multiplied as bf16 pairs,
 // ops/cpu/gemm.h); below, the block is widened to f32 first (ops/cpu/widened_gemm.h).
 void gemm_16bit(const Context& ctx, CpuLevel level, const float* x, const std::uint16_t* w,
                 DType weight_dtype, const float* b, float* y, std::int64_t rows, std::int64_t in,
                 std::int64_t outputs, bool accumulate) {
 #if defined(__x86_64__)
-  if (level >= CpuLevel::Avx512) {
+  if (level >= CpuLevel::Avx2) {
     for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
       gemm_output_columns(level, x, w + first * in, weight_dtype, b, y, rows, in, outputs, first,
                           width, accumulate);

@@ -1,0 +1,41 @@
+// transpose8: an 8 x 8 block of floats transposed in eight AVX2 registers, for packing the
+// avx2 level's GEMM operands (ops/cpu/gemm.cpp; transpose16.h is the AVX-512 one).
+//
+// The algorithm, three rounds as in transpose16 (each swaps one bit of the row index with the same
+// bit of the column index), each round with the instruction that fits its block size:
+//  - unpacklo/hi interleave the lanes of rows 2i and 2i + 1: 2 x 2 blocks swapped;
+//  - shuffle with 0x44 / 0xEE takes pairs of lanes from two of those rows: 4 x 4 blocks of pairs;
+//  - permute2f128 joins the 128-bit halves of rows i and i + 4: the two 4 x 4 blocks of halves.
+// 8 + 8 + 8 = 24 shuffles for 64 values.
+#pragma once
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+namespace attnscope::ops::cpu {
+
+__attribute__((target("avx2"), always_inline)) inline void transpose8(__m256 r[8]) {
+  __m256 pairs[8];
+#pragma GCC unroll 4
+  for (int i = 0; i < 8; i += 2) {
+    pairs[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);      // r[i][0] r[i+1][0] r[i][1] r[i+1][1]
+    pairs[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);  // r[i][2] r[i+1][2] r[i][3] r[i+1][3]
+  }
+  __m256 quads[8];
+#pragma GCC unroll 2
+  for (int i = 0; i < 8; i += 4) {
+    quads[i] = _mm256_shuffle_ps(pairs[i], pairs[i + 2], 0x44);      // column 0 (and 4)
+    quads[i + 1] = _mm256_shuffle_ps(pairs[i], pairs[i + 2], 0xEE);  // column 1 (and 5)
+    quads[i + 2] = _mm256_shuffle_ps(pairs[i + 1], pairs[i + 3], 0x44);
+    quads[i + 3] = _mm256_shuffle_ps(pairs[i + 1], pairs[i + 3], 0xEE);
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    r[j] = _mm256_permute2f128_ps(quads[j], quads[j + 4], 0x20);      // columns 0-3: low halves
+    r[j + 4] = _mm256_permute2f128_ps(quads[j], quads[j + 4], 0x31);  // columns 4-7: high halves
+  }
+}
+
+}  // namespace attnscope::ops::cpu
+
+#endif  // __x86_64__
