@@ -47,7 +47,9 @@ namespace attnscope::ops::cpu {
 //    1.10x (1.05-1.11) at 24; q8_0 0.72x at 24, 1.04x (0.95-1.16) at 32, 1.35x (1.15-1.37) at 48.
 //  - avx2: Eigen's GEMM packs the weights on every call, and the avx2 tiles (dot_tile.h) stay
 //    ahead of it for f32 and 16-bit weights up to 64 rows (AMD EPYC Zen 3,
-//    docs/results/2026-12-02-engine/); q8_0 at 16 405 against 322, at 48 481 against 635.
+//    docs/results/2026-12-02-engine/); q8_0 at 16 405 against 322, at 48 481 against 635. The
+//    packed avx2 GEMM (ops/cpu/gemm.cpp) that has since replaced Eigen's there is 1.2-1.4x
+//    faster at pp512; where it crosses the tiles is not measured again yet.
 //  - portable: not measured; 16, as every level had before.
 inline std::int64_t gemm_min_rows(CpuLevel level, DType weights) {
   switch (level) {
