@@ -48,8 +48,10 @@ namespace attnscope::ops::cpu {
 //  - avx2: Eigen's GEMM packs the weights on every call, and the avx2 tiles (dot_tile.h) stay
 //    ahead of it for f32 and 16-bit weights up to 64 rows (AMD EPYC Zen 3,
 //    docs/results/2026-12-02-engine/); q8_0 at 16 405 against 322, at 48 481 against 635. The
-//    packed avx2 GEMM (ops/cpu/gemm.cpp) that has since replaced Eigen's there is 1.2-1.4x
-//    faster at pp512; where it crosses the tiles is not measured again yet.
+//    packed avx2 GEMM (ops/cpu/gemm.cpp) that has since replaced Eigen's there (1.2-1.4x at
+//    pp512) is behind the tiles at 16 rows (f32 0.83x, bf16 0.74x, q8_0 0.48x) and level with
+//    them from 24 to 48 for f32 and bf16, within a noise of +-25% (3 interleaved rounds,
+//    docs/results/2026-12-07-avx2-gemm/decode-rows/): the thresholds stay.
 //  - portable: not measured; 16, as every level had before.
 inline std::int64_t gemm_min_rows(CpuLevel level, DType weights) {
   switch (level) {
