@@ -820,20 +820,17 @@ TEST_CASE("bench --op attention and --op membw") {
   // --bf16-products: the calls say so, and flash's temporaries are its cost model's whether or not
   // the amx level packs K and V for its tiles (test_flash.cpp checks the numbers), contiguous or
   // paged. A flag of the op alone: refused beside the other ops.
-  const nlohmann::json rounded =
-      success_json(run("bench --op attention --attn flash --batch 1 --heads 2 --seq-len 40 "
-                       "--head-dim 64 -r 1 --warmup 0 --bf16-products -o json"));
-  REQUIRE(rounded["results"].size() == 1);
-  CHECK(rounded["results"][0]["bf16_products"] == true);
-  CHECK(rounded["results"][0]["peak_temporary_bytes"] ==
-        rounded["results"][0]["predicted_temporary_bytes"]);
-  const nlohmann::json paged =
-      success_json(run("bench --op attention --attn flash --batch 2 --heads 2 --seq-len 70 "
-                       "--head-dim 64 -r 1 --warmup 0 --bf16-products --paged 16 -o json"));
-  REQUIRE(paged["results"].size() == 1);
-  CHECK(paged["results"][0]["bf16_products"] == true);
-  CHECK(paged["results"][0]["peak_temporary_bytes"] ==
-        paged["results"][0]["predicted_temporary_bytes"]);
+  for (const char* rounded_call :
+       {"--batch 1 --heads 2 --seq-len 40", "--batch 2 --heads 2 --seq-len 70 --paged 16"}) {
+    CAPTURE(rounded_call);
+    const nlohmann::json rounded =
+        success_json(run(std::string("bench --op attention --attn flash ") + rounded_call +
+                         " --head-dim 64 -r 1 --warmup 0 --bf16-products -o json"));
+    REQUIRE(rounded["results"].size() == 1);
+    CHECK(rounded["results"][0]["bf16_products"] == true);
+    CHECK(rounded["results"][0]["peak_temporary_bytes"] ==
+          rounded["results"][0]["predicted_temporary_bytes"]);
+  }
   check_one_line_error(run("bench --op model --model synthetic:tiny --bf16-products"), 2,
                        "--bf16-products");
   check_one_line_error(run("bench --op serving --model synthetic:tiny --seq-len 8"), 2,

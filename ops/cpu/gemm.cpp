@@ -339,7 +339,8 @@ __attribute__((target("avx2,fma"))) void tile_kernel_avx2(std::int64_t depth, co
     for (int i = 0; i < kRows; ++i) {
       // a[i] read as a float, then broadcast (one vbroadcastss all the same): with
       // _mm256_broadcast_ss(a + i) GCC 12 stored the 12 accumulators to the stack on every k
-      // (GPT-2's pp512 at about half the speed).
+      // (perf annotate put most of the kernel's samples on the stores and the broadcasts after
+      // them).
       const __m256 ai = _mm256_set1_ps(a[i]);
       acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
       acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
