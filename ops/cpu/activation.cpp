@@ -19,14 +19,12 @@
 #include <algorithm>
 
 #include "ops/activation_math.h"
+#include "ops/cpu/parallel_threshold.h"
 
 namespace attnscope::ops::cpu {
 
 namespace {
 
-// Below this many elements the op runs on the calling thread: starting and joining a team of
-// threads costs microseconds, more than the work (a decode step's rows are 768 to 3072 wide).
-constexpr std::int64_t kMinParallelElements = 1 << 15;
 // Values per task of the vectorised GELU: a multiple of 16 lanes, 64 KB of f32.
 constexpr std::int64_t kGeluChunk = 1 << 14;
 

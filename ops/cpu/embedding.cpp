@@ -4,13 +4,10 @@
 // table).
 #include "ops/embedding.h"
 
+#include "ops/cpu/parallel_threshold.h"
 #include "runtime/dtype.h"
 
 namespace attnscope::ops::cpu {
-
-// Below this many elements the op runs on the calling thread: starting and joining a team of
-// threads costs microseconds, more than the work (a decode step's rows are 768 to 3072 wide).
-constexpr std::int64_t kMinParallelElements = 1 << 15;
 
 void embedding(Context& ctx, const Tensor& token_table, const Tensor& position_table,
                std::span<const std::int32_t> token_ids, std::span<const std::int64_t> positions,

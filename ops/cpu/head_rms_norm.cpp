@@ -3,13 +3,10 @@
 // heads skipped.
 #include "ops/head_rms_norm.h"
 
+#include "ops/cpu/parallel_threshold.h"
 #include "ops/cpu/rms_norm_row.h"
 
 namespace attnscope::ops::cpu {
-
-// Below this many elements the op runs on the calling thread (a decode step normalises a few
-// thousand).
-constexpr std::int64_t kMinParallelElements = 1 << 15;
 
 void head_rms_norm_(Context& ctx, Tensor& qkv, const Tensor& q_weight, const Tensor& k_weight,
                     std::int64_t q_heads, std::int64_t kv_heads, float eps) {

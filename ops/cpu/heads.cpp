@@ -4,12 +4,9 @@
 #include <algorithm>
 
 #include "ops/cpu/element_rows.h"
+#include "ops/cpu/parallel_threshold.h"
 
 namespace attnscope::ops::cpu {
-
-// Below this many elements the op runs on the calling thread: starting and joining a team of
-// threads costs microseconds, more than the work (a decode step's rows are 768 to 3072 wide).
-constexpr std::int64_t kMinParallelElements = 1 << 15;
 
 void split_qkv(Context& ctx, const Tensor& qkv, Tensor& q_out, Tensor& k_cache, Tensor& v_cache,
                const Tensor& positions) {

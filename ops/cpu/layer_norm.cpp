@@ -4,13 +4,10 @@
 #include <cmath>
 
 #include "ops/cpu/for_each_row.h"
+#include "ops/cpu/parallel_threshold.h"
 #include "ops/cpu/row_sum.h"
 
 namespace attnscope::ops::cpu {
-
-// Below this many elements the op runs on the calling thread (for_each_row; a decode step's
-// rows are 768 to 3072 wide).
-constexpr std::int64_t kMinParallelElements = 1 << 15;
 
 void layer_norm(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
                 Tensor& out) {

@@ -2,13 +2,10 @@
 #include "ops/rms_norm.h"
 
 #include "ops/cpu/for_each_row.h"
+#include "ops/cpu/parallel_threshold.h"
 #include "ops/cpu/rms_norm_row.h"
 
 namespace attnscope::ops::cpu {
-
-// Below this many elements the op runs on the calling thread (for_each_row; a decode step's
-// rows are 576 to 4096 wide).
-constexpr std::int64_t kMinParallelElements = 1 << 15;
 
 void rms_norm(Context& ctx, const Tensor& x, const Tensor& weight, float eps, Tensor& out) {
   const float* w = weight.data<float>();

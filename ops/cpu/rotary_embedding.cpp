@@ -2,15 +2,9 @@
 // ops/rotary_embedding.cpp): each query and key head of each row rotated in place, in f32.
 #include "ops/rotary_embedding.h"
 
+#include "ops/cpu/parallel_threshold.h"
+
 namespace attnscope::ops::cpu {
-
-namespace {
-
-// Below this many elements the op runs on the calling thread: starting and joining a team of
-// threads costs microseconds, more than the work (a decode step rotates (Hq + Hkv) D values).
-constexpr std::int64_t kMinParallelElements = 1 << 15;
-
-}  // namespace
 
 void rotary_embedding_(Context& ctx, Tensor& qkv, std::int64_t rotated_heads,
                        const Tensor& positions, const RotaryTable& table) {

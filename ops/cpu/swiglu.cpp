@@ -13,11 +13,9 @@
 
 #include <Eigen/Core>
 
-namespace attnscope::ops::cpu {
+#include "ops/cpu/parallel_threshold.h"
 
-// Below this many elements the op runs on the calling thread: starting and joining a team of
-// threads costs microseconds, more than the work (a decode step's rows are 1536 to 8192 wide).
-constexpr std::int64_t kMinParallelElements = 1 << 15;
+namespace attnscope::ops::cpu {
 
 void swiglu(Context& ctx, const Tensor& gate_up, Tensor& out) {
   using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf>;

@@ -6,15 +6,9 @@
 #include <algorithm>
 
 #include "ops/cpu/element_rows.h"
+#include "ops/cpu/parallel_threshold.h"
 
 namespace attnscope::ops::attention::cpu {
-
-namespace {
-
-// Below this many elements a copy runs on the calling thread (starting a team costs more).
-constexpr std::int64_t kMinParallelElements = 1 << 15;
-
-}  // namespace
 
 void gather_sequence(Context& ctx, const PagedCall& call, std::int64_t s, Tensor& q_s, Tensor& k_s,
                      Tensor& v_s) {
@@ -36,7 +30,7 @@ void gather_sequence(Context& ctx, const PagedCall& call, std::int64_t s, Tensor
   Tensor* to[2] = {&k_s, &v_s};
   const std::int64_t block_count = (kv_len + block_tokens - 1) / block_tokens;
 #pragma omp parallel for collapse(3) num_threads(ctx.threads()) \
-    schedule(static) if (2 * kv_heads * kv_len * d >= kMinParallelElements)
+    schedule(static) if (2 * kv_heads * kv_len * d >= ops::cpu::kMinParallelElements)
   for (int which = 0; which < 2; ++which) {
     for (std::int64_t g = 0; g < kv_heads; ++g) {
       for (std::int64_t b = 0; b < block_count; ++b) {
