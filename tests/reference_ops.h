@@ -12,6 +12,9 @@
 
 namespace attnscope::testing {
 
+// u, the unit roundoff of f32 (round to nearest): the op tests' error bounds are multiples of it.
+constexpr double kUnitRoundoff = 0x1p-24;
+
 inline Tensor random_tensor(const Shape& shape, std::mt19937& rng, Allocator& allocator,
                             float scale = 1.0f) {
   Tensor t = Tensor::empty(shape, DType::F32, allocator);

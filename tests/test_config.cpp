@@ -15,7 +15,7 @@
 namespace attnscope {
 namespace {
 
-const std::string kLabel = "config.json";
+const std::string kConfigLabel = "config.json";
 
 // GPT-2 small's config.json as Hugging Face publishes it (n_inner absent).
 const char* const kGpt2ConfigJson = R"({
@@ -57,7 +57,7 @@ struct ConfigText : testing::JsonObjectText {
 // The message of the Error thrown by parsing, or a note that none was thrown.
 std::string config_failure(const testing::JsonObjectText& config) {
   try {
-    gpt2::parse_gpt2_config(config.json(), kLabel);
+    gpt2::parse_gpt2_config(config.json(), kConfigLabel);
   } catch (const Error& error) {
     return error.what();
   }
@@ -65,7 +65,7 @@ std::string config_failure(const testing::JsonObjectText& config) {
 }
 
 TEST_CASE("config: GPT-2 small's config.json") {
-  const gpt2::Gpt2Config config = gpt2::parse_gpt2_config(kGpt2ConfigJson, kLabel);
+  const gpt2::Gpt2Config config = gpt2::parse_gpt2_config(kGpt2ConfigJson, kConfigLabel);
   CHECK(config.model_type == "gpt2");
   CHECK(config.vocab_size == 50257);
   CHECK(config.context_length == 1024);
@@ -82,7 +82,7 @@ TEST_CASE("config: GPT-2 small's config.json") {
 
 TEST_CASE("config: optional keys take their defaults") {
   const gpt2::Gpt2Config config = gpt2::parse_gpt2_config(
-      ConfigText().erase("eos_token_id").set("vocab_size", "50257").json(), kLabel);
+      ConfigText().erase("eos_token_id").set("vocab_size", "50257").json(), kConfigLabel);
   CHECK(config.d_ff == 64);
   CHECK(config.layer_norm_epsilon == 1e-5);
   CHECK(config.activation == "gelu_new");
@@ -91,16 +91,18 @@ TEST_CASE("config: optional keys take their defaults") {
 }
 
 TEST_CASE("config: n_inner given, null or absent") {
-  CHECK(gpt2::parse_gpt2_config(ConfigText().set("n_inner", "24").json(), kLabel).d_ff == 24);
-  CHECK(gpt2::parse_gpt2_config(ConfigText().set("n_inner", "null").json(), kLabel).d_ff == 64);
-  CHECK(gpt2::parse_gpt2_config(ConfigText().json(), kLabel).d_ff == 64);
+  CHECK(gpt2::parse_gpt2_config(ConfigText().set("n_inner", "24").json(), kConfigLabel).d_ff == 24);
+  CHECK(gpt2::parse_gpt2_config(ConfigText().set("n_inner", "null").json(), kConfigLabel).d_ff ==
+        64);
+  CHECK(gpt2::parse_gpt2_config(ConfigText().json(), kConfigLabel).d_ff == 64);
 }
 
 TEST_CASE("config: n_ctx stands in for n_positions, and n_positions wins when both are given") {
-  CHECK(gpt2::parse_gpt2_config(ConfigText().erase("n_positions").set("n_ctx", "48").json(), kLabel)
+  CHECK(gpt2::parse_gpt2_config(ConfigText().erase("n_positions").set("n_ctx", "48").json(),
+                                kConfigLabel)
             .context_length == 48);
-  CHECK(gpt2::parse_gpt2_config(ConfigText().set("n_ctx", "48").json(), kLabel).context_length ==
-        32);
+  CHECK(gpt2::parse_gpt2_config(ConfigText().set("n_ctx", "48").json(), kConfigLabel)
+            .context_length == 32);
 }
 
 TEST_CASE("config: every activation name of transformers' ACT2FN without parameters is read") {
@@ -109,7 +111,7 @@ TEST_CASE("config: every activation name of transformers' ACT2FN without paramet
         ConfigText()
             .set("activation_function", std::string("\"").append(entry.name).append("\""))
             .json(),
-        kLabel);
+        kConfigLabel);
     CHECK(config.activation == entry.name);
     CHECK(config.mlp_activation() == entry.activation);
   }
@@ -120,14 +122,14 @@ TEST_CASE("config: every activation name of transformers' ACT2FN without paramet
 
 TEST_CASE("config: the attention scale follows scale_attn_weights and the layer index") {
   const gpt2::Gpt2Config plain =
-      gpt2::parse_gpt2_config(ConfigText().json(), kLabel);  // D = 16 / 4
+      gpt2::parse_gpt2_config(ConfigText().json(), kConfigLabel);  // D = 16 / 4
   CHECK(plain.attention_scale(0) == 0.5f);
   CHECK(plain.attention_scale(3) == 0.5f);
   const gpt2::Gpt2Config unscaled =
-      gpt2::parse_gpt2_config(ConfigText().set("scale_attn_weights", "false").json(), kLabel);
+      gpt2::parse_gpt2_config(ConfigText().set("scale_attn_weights", "false").json(), kConfigLabel);
   CHECK(unscaled.attention_scale(0) == 1.0f);
   const gpt2::Gpt2Config by_layer = gpt2::parse_gpt2_config(
-      ConfigText().set("scale_attn_by_inverse_layer_idx", "true").json(), kLabel);
+      ConfigText().set("scale_attn_by_inverse_layer_idx", "true").json(), kConfigLabel);
   CHECK(by_layer.attention_scale(0) == 0.5f);
   CHECK(by_layer.attention_scale(1) == 0.25f);
   CHECK(by_layer.attention_scale(3) == 0.125f);
@@ -136,7 +138,7 @@ TEST_CASE("config: the attention scale follows scale_attn_weights and the layer 
                                   .set("scale_attn_weights", "false")
                                   .set("scale_attn_by_inverse_layer_idx", "true")
                                   .json(),
-                              kLabel);
+                              kConfigLabel);
   CHECK(both.attention_scale(1) == 0.5f);
 }
 
@@ -146,26 +148,26 @@ TEST_CASE("config: other optional values are read") {
                                                               .set("eos_token_id", "0")
                                                               .set("model_type", "\"gpt2\"")
                                                               .json(),
-                                                          kLabel);
+                                                          kConfigLabel);
   CHECK(config.layer_norm_epsilon == 1e-6);
   CHECK(config.eos_token_ids == std::vector<std::int64_t>{0});
 }
 
 TEST_CASE("config: text that is not a JSON object is refused with the parser's position") {
-  CHECK_THROWS_WITH_AS(gpt2::parse_gpt2_config("{\n  \"n_embd\": 768,\n}", kLabel),
+  CHECK_THROWS_WITH_AS(gpt2::parse_gpt2_config("{\n  \"n_embd\": 768,\n}", kConfigLabel),
                        "config.json: not valid JSON: parse error at line 3, column 1: syntax "
                        "error while parsing object key - unexpected '}'; expected string literal",
                        Error);
-  CHECK_THROWS_WITH_AS(gpt2::parse_gpt2_config("", kLabel),
+  CHECK_THROWS_WITH_AS(gpt2::parse_gpt2_config("", kConfigLabel),
                        doctest::Contains("config.json: not valid JSON: parse error at line 1, "
                                          "column 1"),
                        Error);
-  CHECK_THROWS_WITH_AS(gpt2::parse_gpt2_config(std::string_view("{}\0{", 4), kLabel),
+  CHECK_THROWS_WITH_AS(gpt2::parse_gpt2_config(std::string_view("{}\0{", 4), kConfigLabel),
                        "config.json: not valid JSON: NUL byte at offset 2", Error);
-  CHECK_THROWS_WITH_AS(gpt2::parse_gpt2_config("[1, 2]", kLabel), "config.json: not a JSON object",
-                       Error);
-  CHECK_THROWS_WITH_AS(gpt2::parse_gpt2_config("null", kLabel), "config.json: not a JSON object",
-                       Error);
+  CHECK_THROWS_WITH_AS(gpt2::parse_gpt2_config("[1, 2]", kConfigLabel),
+                       "config.json: not a JSON object", Error);
+  CHECK_THROWS_WITH_AS(gpt2::parse_gpt2_config("null", kConfigLabel),
+                       "config.json: not a JSON object", Error);
 }
 
 TEST_CASE("config: each required key is required") {
@@ -280,11 +282,11 @@ TEST_CASE("config: activation_function and model_type must be ones attnscope imp
 }
 
 TEST_CASE("config: eos_token_id is one id, a list of them or null, as in every family") {
-  CHECK(gpt2::parse_gpt2_config(ConfigText().set("eos_token_id", "[7, 99]").json(), kLabel)
+  CHECK(gpt2::parse_gpt2_config(ConfigText().set("eos_token_id", "[7, 99]").json(), kConfigLabel)
             .eos_token_ids == std::vector<std::int64_t>{7, 99});
-  CHECK(gpt2::parse_gpt2_config(ConfigText().set("eos_token_id", "null").json(), kLabel)
+  CHECK(gpt2::parse_gpt2_config(ConfigText().set("eos_token_id", "null").json(), kConfigLabel)
             .eos_token_ids.empty());
-  CHECK(gpt2::parse_gpt2_config(ConfigText().set("eos_token_id", "[]").json(), kLabel)
+  CHECK(gpt2::parse_gpt2_config(ConfigText().set("eos_token_id", "[]").json(), kConfigLabel)
             .eos_token_ids.empty());
   CHECK(config_failure(ConfigText().set("eos_token_id", "[7, \"8\"]")) ==
         "config.json: eos_token_id must be an integer, found a string");
@@ -293,15 +295,15 @@ TEST_CASE("config: eos_token_id is one id, a list of them or null, as in every f
 TEST_CASE("config: an eos_token_id outside the vocabulary is kept, as transformers keeps it") {
   for (const char* eos : {"100", "-1"}) {
     const gpt2::Gpt2Config config =
-        gpt2::parse_gpt2_config(ConfigText().set("eos_token_id", eos).json(), kLabel);
+        gpt2::parse_gpt2_config(ConfigText().set("eos_token_id", eos).json(), kConfigLabel);
     CHECK_FALSE(config.eos_in_vocabulary());
   }
   // The default, 50256, is GPT-2's <|endoftext|>: outside a small vocabulary.
   const gpt2::Gpt2Config fallback =
-      gpt2::parse_gpt2_config(ConfigText().erase("eos_token_id").json(), kLabel);
+      gpt2::parse_gpt2_config(ConfigText().erase("eos_token_id").json(), kConfigLabel);
   CHECK(fallback.eos_token_ids == std::vector<std::int64_t>{50256});
   CHECK_FALSE(fallback.eos_in_vocabulary());
-  CHECK(gpt2::parse_gpt2_config(ConfigText().set("eos_token_id", "99").json(), kLabel)
+  CHECK(gpt2::parse_gpt2_config(ConfigText().set("eos_token_id", "99").json(), kConfigLabel)
             .eos_in_vocabulary());
 }
 

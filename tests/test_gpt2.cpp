@@ -164,10 +164,14 @@ TEST_CASE("a bf16 model's attention calls let flash round to bf16, on AMX tiles 
     const ops::attention::Backend& flash = ops::attention::find_backend("flash");
     std::vector<double> out_of[2];  // without and with the leave
     for (bool leave : {false, true}) {
-      ops::attention::Call call{
-          tap.q,      tap.k,    tap.v, Tensor::empty(tap.q.shape(), DType::F32, ctx.allocator()),
-          tap.kv_len, tap.scale};
-      call.bf16_products = leave;
+      ops::attention::Call call{.q = tap.q,
+                                .k = tap.k,
+                                .v = tap.v,
+                                .out = Tensor::empty(tap.q.shape(), DType::F32, ctx.allocator()),
+                                .kv_len = tap.kv_len,
+                                .scale = tap.scale,
+                                .kv_lens = {},
+                                .bf16_products = leave};
       flash.attend(ctx, call);
       out_of[leave ? 1 : 0] = to_double(call.out);
     }

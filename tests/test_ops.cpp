@@ -25,6 +25,7 @@
 #include "runtime/sampler.h"
 
 using namespace attnscope;
+using testing::kUnitRoundoff;
 using testing::max_relative_error;
 using testing::random_tensor;
 
@@ -287,12 +288,6 @@ TEST_CASE("split_qkv and merge_heads move rows between layouts") {
 // The Llama family's ops: rms_norm, rotary_embedding_, swiglu. Error bounds below come from the
 // f32 rounding model: every f32 operation returns the exact result times (1 + d), |d| <= u.
 // ---------------------------------------------------------------------------------------------
-
-namespace {
-
-constexpr double kUnitRoundoff = 0x1p-24;  // u of f32, round to nearest
-
-}  // namespace
 
 TEST_CASE("rms_norm matches the float64 definition on normal, huge and tiny rows, in place") {
   Context ctx(2);

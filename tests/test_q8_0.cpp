@@ -17,17 +17,17 @@
 #include "ops/cast.h"
 #include "ops/cpu/linear_q8_0.h"
 #include "ops/cpu/output_blocks.h"
+#include "reference_ops.h"
 #include "runtime/cpu_features.h"
 #include "runtime/error.h"
 #include "runtime/q8_0.h"
 #include "runtime/tensor.h"
 
 using namespace attnscope;
+using testing::kUnitRoundoff;
 using testing::levels_of_this_cpu;
 
 namespace {
-
-constexpr double kUnitRoundoff = 0x1.0p-24;
 
 double rounding_gamma(double n) { return n * kUnitRoundoff / (1.0 - n * kUnitRoundoff); }
 

@@ -22,12 +22,12 @@ using testing::parse_safetensors;
 using testing::SafetensorsWriter;
 using testing::TempDir;
 
-const std::string kLabel = "t.safetensors";
+const std::string kFileLabel = "t.safetensors";
 
 // The file: one header (any text) and `data_bytes` zero bytes of data section.
 SafetensorsFile parse_header(std::string_view header, std::size_t data_bytes = 0) {
   return parse_safetensors(SafetensorsWriter::with_header(header, std::string(data_bytes, '\0')),
-                           kLabel);
+                           kFileLabel);
 }
 
 // A header with one entry "a" whose fields are given as JSON text.
@@ -100,8 +100,8 @@ void check_several_dtypes(const SafetensorsFile& file) {
 }
 
 TEST_CASE("safetensors: a file of several dtypes round-trips through parse") {
-  const SafetensorsFile file = parse_safetensors(several_dtypes().serialize(), kLabel);
-  CHECK(file.label() == kLabel);
+  const SafetensorsFile file = parse_safetensors(several_dtypes().serialize(), kFileLabel);
+  CHECK(file.label() == kFileLabel);
   check_several_dtypes(file);
 }
 
@@ -132,7 +132,7 @@ TEST_CASE("safetensors: views keep the mapping alive after the file object and p
 
 TEST_CASE(
     "safetensors: tensor() refuses missing names and dtypes attnscope does not compute with") {
-  const SafetensorsFile file = parse_safetensors(several_dtypes().serialize(), kLabel);
+  const SafetensorsFile file = parse_safetensors(several_dtypes().serialize(), kFileLabel);
   CHECK_THROWS_WITH_AS(file.tensor("nope"), "t.safetensors: no tensor named 'nope'", Error);
   CHECK_THROWS_WITH_AS(file.tensor("position_ids"),
                        "t.safetensors: tensor 'position_ids': dtype I64 is not one attnscope "
@@ -149,7 +149,7 @@ TEST_CASE("safetensors: every dtype of the format is accepted in entries") {
   SafetensorsWriter writer;
   for (const auto& [dtype, size] : dtypes)
     writer.add(dtype, dtype, {3}, std::string(3 * size, 'x'));
-  const SafetensorsFile file = parse_safetensors(writer.serialize(), kLabel);
+  const SafetensorsFile file = parse_safetensors(writer.serialize(), kFileLabel);
   CHECK(file.entries().size() == dtypes.size());
   for (const auto& [dtype, size] : dtypes) {
     const SafetensorsEntry* entry = file.find(dtype);
@@ -167,7 +167,7 @@ TEST_CASE("safetensors: empty headers, padding, trailing bytes and empty tensors
   SafetensorsWriter writer;
   writer.add_f32("a", {2}, {1, 2});
   writer.add_trailing_bytes(100);
-  CHECK(parse_safetensors(writer.serialize(), kLabel).entries().size() == 1);
+  CHECK(parse_safetensors(writer.serialize(), kFileLabel).entries().size() == 1);
 
   // Empty tensors own no bytes: they may share an offset with each other and with a tensor.
   const SafetensorsFile file =
@@ -182,7 +182,7 @@ TEST_CASE("safetensors: empty headers, padding, trailing bytes and empty tensors
 TEST_CASE("safetensors: a scalar (shape []) holds one element") {
   SafetensorsWriter writer;
   writer.add_f32("s", {}, {2.5f});
-  const Tensor scalar = parse_safetensors(writer.serialize(), kLabel).tensor("s");
+  const Tensor scalar = parse_safetensors(writer.serialize(), kFileLabel).tensor("s");
   CHECK(scalar.shape().empty());
   CHECK(scalar.numel() == 1);
   CHECK(scalar.data<float>()[0] == 2.5f);
@@ -208,30 +208,31 @@ TEST_CASE("safetensors: open() refuses missing paths, directories and short file
 }
 
 TEST_CASE("safetensors: parse() refuses a buffer shorter than the length prefix") {
-  CHECK_THROWS_WITH_AS(parse_safetensors("", kLabel),
+  CHECK_THROWS_WITH_AS(parse_safetensors("", kFileLabel),
                        "t.safetensors: file is 0 bytes, too short for the 8-byte header length",
                        Error);
-  CHECK_THROWS_WITH_AS(parse_safetensors(std::string("\x02\0\0\0", 4), kLabel),
+  CHECK_THROWS_WITH_AS(parse_safetensors(std::string("\x02\0\0\0", 4), kFileLabel),
                        doctest::Contains("file is 4 bytes"), Error);
 }
 
 TEST_CASE("safetensors: header lengths past the end of the file or absurdly large are refused") {
-  CHECK_THROWS_WITH_AS(parse_safetensors(SafetensorsWriter::with_declared_length(3, "{}"), kLabel),
-                       "t.safetensors: header length 3 runs past the end of the file (10 bytes)",
-                       Error);
-  CHECK_THROWS_WITH_AS(parse_safetensors(SafetensorsWriter::with_declared_length(1), kLabel),
+  CHECK_THROWS_WITH_AS(
+      parse_safetensors(SafetensorsWriter::with_declared_length(3, "{}"), kFileLabel),
+      "t.safetensors: header length 3 runs past the end of the file (10 bytes)", Error);
+  CHECK_THROWS_WITH_AS(parse_safetensors(SafetensorsWriter::with_declared_length(1), kFileLabel),
                        doctest::Contains("header length 1 runs past the end"), Error);
   CHECK_THROWS_WITH_AS(
       parse_safetensors(SafetensorsWriter::with_declared_length(std::uint64_t{200} << 20, "{}"),
-                        kLabel),
+                        kFileLabel),
       "t.safetensors: header length 209715200 is over the 100 MiB limit", Error);
   // Near 2^64: 8 + N would wrap if the reader added before comparing.
   CHECK_THROWS_WITH_AS(
-      parse_safetensors(SafetensorsWriter::with_declared_length(~std::uint64_t{0}, "{}"), kLabel),
+      parse_safetensors(SafetensorsWriter::with_declared_length(~std::uint64_t{0}, "{}"),
+                        kFileLabel),
       doctest::Contains("is over the 100 MiB limit"), Error);
   CHECK_THROWS_WITH_AS(
       parse_safetensors(SafetensorsWriter::with_declared_length(~std::uint64_t{0} - 7, "{}"),
-                        kLabel),
+                        kFileLabel),
       doctest::Contains("is over the 100 MiB limit"), Error);
 }
 
@@ -477,7 +478,7 @@ TEST_CASE("safetensors: the writer aligns each tensor to its element size") {
   writer.add_f32("w", {1}, {5.0f});
   writer.add("h", "F16", {1}, bytes_of(std::vector<std::uint16_t>{f32_to_f16(2.0f)}));
   writer.add("d", "F64", {1}, bytes_of(std::vector<double>{1.0}));
-  const SafetensorsFile file = parse_safetensors(writer.serialize(), kLabel);
+  const SafetensorsFile file = parse_safetensors(writer.serialize(), kFileLabel);
   CHECK(file.find("w")->begin == 4);
   CHECK(file.find("h")->begin == 8);
   CHECK(file.find("d")->begin == 16);

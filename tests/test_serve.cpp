@@ -1456,8 +1456,8 @@ TEST_CASE("serve: --request-timeout and the shutdown cut a request short with an
   const int trickling = connect_raw(stopping.port());
   std::atomic<bool> stop_trickling{false};
   std::thread trickle([&] {
-    const std::string start = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Pad: ";
-    send(trickling, start.data(), start.size(), MSG_NOSIGNAL);
+    const std::string request_head = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Pad: ";
+    send(trickling, request_head.data(), request_head.size(), MSG_NOSIGNAL);
     while (!stop_trickling && send(trickling, "a", 1, MSG_NOSIGNAL) == 1) {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
     }

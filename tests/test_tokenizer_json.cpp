@@ -53,18 +53,18 @@ Json read_json(const std::string& path) {
   return Json::parse(file);
 }
 
-struct Case {
+struct StyleCase {
   std::string text;
   Ids ids;
   Ids ids_with_special;
   std::string decoded;
 };
 
-std::vector<Case> read_cases(const std::string& style) {
+std::vector<StyleCase> read_style_cases(const std::string& style) {
   const std::string path = style_dir(style) + "/cases.jsonl";
   std::ifstream file(path);
   REQUIRE_MESSAGE(file.is_open(), "cannot open " << path);
-  std::vector<Case> cases;
+  std::vector<StyleCase> cases;
   for (std::string line; std::getline(file, line);) {
     if (line.empty()) continue;
     const Json entry = Json::parse(line);
@@ -150,9 +150,9 @@ TEST_CASE("the ids and decoded text of transformers, for each style of tokenizer
   for (const char* style : kStyles) {
     CAPTURE(style);
     const TokenizerJson tokenizer = TokenizerJson::load(style_dir(style));
-    const std::vector<Case> cases = read_cases(style);
+    const std::vector<StyleCase> cases = read_style_cases(style);
     REQUIRE(cases.size() > 300);
-    for (const Case& reference : cases) {
+    for (const StyleCase& reference : cases) {
       CAPTURE(reference.text);
       CHECK(tokenizer.encode(reference.text, false) == reference.ids);
       CHECK(tokenizer.encode(reference.text, true) == reference.ids_with_special);
@@ -189,7 +189,7 @@ TEST_CASE("merges written as \"left right\" strings load as the [left, right] pa
   write_tokenizer_json(dir, tokenizer);
   const TokenizerJson strings = TokenizerJson::load(dir.path());
   const TokenizerJson pairs = TokenizerJson::load(style_dir("llama3"));
-  for (const Case& reference : read_cases("llama3")) {
+  for (const StyleCase& reference : read_style_cases("llama3")) {
     CAPTURE(reference.text);
     CHECK(strings.encode(reference.text, false) == pairs.encode(reference.text, false));
   }

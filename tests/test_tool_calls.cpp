@@ -20,12 +20,12 @@ using attnscope::cli::parse_reply;
 using attnscope::cli::Reply;
 using attnscope::cli::settled_content;
 using attnscope::cli::ToolCallParser;
-using json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
-json tool_call_case(const std::string& name) {
+OrderedJson tool_call_case(const std::string& name) {
   std::ifstream file(attnscope::testing::test_fixtures() + "/chat_templates/cases.json");
   REQUIRE(file);
-  for (const json& c : json::parse(file)) {
+  for (const OrderedJson& c : OrderedJson::parse(file)) {
     if (c["name"] == name) return c;
   }
   FAIL("no case " << name);
@@ -40,7 +40,7 @@ std::string turn(const std::string& text, const std::string& open, const std::st
   return text.substr(body, text.find(close, body) - body);
 }
 
-void check_calls(const Reply& reply, const json& expected) {
+void check_calls(const Reply& reply, const OrderedJson& expected) {
   REQUIRE(reply.tool_calls.size() == expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) {
     CAPTURE(i);
@@ -77,7 +77,7 @@ void check_stays_text(const std::string& text, ToolCallParser parser) {
 }  // namespace
 
 TEST_CASE("tool calls: hermes reads back what Qwen2.5's template wrote") {
-  const json c = tool_call_case("tool calls: qwen2.5");
+  const OrderedJson c = tool_call_case("tool calls: qwen2.5");
   const std::string reply =
       turn(c["rendered"].get<std::string>(), "<|im_start|>assistant\n", "<|im_end|>");
   const Reply parsed = parse_reply(reply, ToolCallParser::hermes);
@@ -110,7 +110,7 @@ TEST_CASE("tool calls: hermes reads back what Qwen2.5's template wrote") {
 }
 
 TEST_CASE("tool calls: llama3_json reads back what Llama 3.2's template wrote") {
-  const json c = tool_call_case("tool calls: llama3.2");
+  const OrderedJson c = tool_call_case("tool calls: llama3.2");
   const std::string reply = turn(c["rendered"].get<std::string>(),
                                  "<|start_header_id|>assistant<|end_header_id|>\n\n", "<|eot_id|>");
   const Reply parsed = parse_reply(reply, ToolCallParser::llama3_json);
@@ -144,7 +144,7 @@ TEST_CASE("tool calls: llama3_json reads back what Llama 3.2's template wrote") 
 TEST_CASE("tool calls: mistral reads back both ways Mistral's templates write calls") {
   for (const char* name : {"tool calls: mistral-nemo", "tool calls: mistral-small-3.2"}) {
     CAPTURE(name);
-    const json c = tool_call_case(name);
+    const OrderedJson c = tool_call_case(name);
     const std::string reply = turn(c["rendered"].get<std::string>(), "[/INST]", "</s>");
     const Reply parsed = parse_reply(reply, ToolCallParser::mistral);
     CHECK(parsed.content == c["variables"]["messages"].back()["content"].get<std::string>());

@@ -12,8 +12,9 @@ namespace attnscope::cli {
 
 namespace {
 
-constexpr double kWidth = 760, kHeight = 520;
-constexpr double kLeft = 80, kRight = 560, kTop = 44, kBottom = 440;  // the plot area
+constexpr double kImageWidth = 760, kImageHeight = 520;
+constexpr double kPlotLeft = 80, kPlotRight = 560, kPlotTop = 44,
+                 kPlotBottom = 440;  // the plot area
 constexpr const char* kPalette[] = {"#4878a8", "#d0603a", "#5a9e4b", "#8a5fb0",
                                     "#c4a22f", "#3aa6a6", "#b0457a", "#6b6b6b"};
 constexpr const char* kOtherOps = "#9a9a9a";
@@ -58,36 +59,37 @@ std::string roofline_svg(const std::string& title, const Roofs& roofs,
     min_y = std::min(min_y, p.flops / p.seconds);
     max_y = std::max(max_y, p.flops / p.seconds);
   }
-  const LogAxis x = decades(min_x, max_x, kLeft, kRight);
-  LogAxis y = decades(min_y, max_y, kBottom, kTop);
+  const LogAxis x = decades(min_x, max_x, kPlotLeft, kPlotRight);
+  LogAxis y = decades(min_y, max_y, kPlotBottom, kPlotTop);
   y.high = std::ceil(std::log10(3 * max_y));  // room above the compute roof for its label, no more
 
   std::ostringstream svg;
   svg << std::fixed << std::setprecision(1);
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
-      << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kImageWidth << "\" height=\""
+      << kImageHeight << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       << "<text x=\"8\" y=\"22\" font-weight=\"bold\" font-size=\"14\">" << escape_xml(title)
       << "</text>\n";
   // Decade grid and labels.
   for (int k = static_cast<int>(x.low); k <= static_cast<int>(x.high); ++k) {
     const double px = x.pixel(std::pow(10.0, k));
-    svg << "<line x1=\"" << px << "\" y1=\"" << kTop << "\" x2=\"" << px << "\" y2=\"" << kBottom
-        << "\" stroke=\"#e4e4e4\"/>\n<text x=\"" << px << "\" y=\"" << kBottom + 16
-        << "\" text-anchor=\"middle\">" << decade_label(k, 1) << "</text>\n";
+    svg << "<line x1=\"" << px << "\" y1=\"" << kPlotTop << "\" x2=\"" << px << "\" y2=\""
+        << kPlotBottom << "\" stroke=\"#e4e4e4\"/>\n<text x=\"" << px << "\" y=\""
+        << kPlotBottom + 16 << "\" text-anchor=\"middle\">" << decade_label(k, 1) << "</text>\n";
   }
   for (int k = static_cast<int>(y.low); k <= static_cast<int>(y.high); ++k) {
     const double py = y.pixel(std::pow(10.0, k));
-    svg << "<line x1=\"" << kLeft << "\" y1=\"" << py << "\" x2=\"" << kRight << "\" y2=\"" << py
-        << "\" stroke=\"#e4e4e4\"/>\n<text x=\"" << kLeft - 6 << "\" y=\"" << py + 4
+    svg << "<line x1=\"" << kPlotLeft << "\" y1=\"" << py << "\" x2=\"" << kPlotRight << "\" y2=\""
+        << py << "\" stroke=\"#e4e4e4\"/>\n<text x=\"" << kPlotLeft - 6 << "\" y=\"" << py + 4
         << "\" text-anchor=\"end\">" << decade_label(k, 1e9) << "</text>\n";
   }
-  svg << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << kRight - kLeft
-      << "\" height=\"" << kBottom - kTop << "\" fill=\"none\" stroke=\"#444\"/>\n"
-      << "<text x=\"" << (kLeft + kRight) / 2 << "\" y=\"" << kBottom + 34
+  svg << "<rect x=\"" << kPlotLeft << "\" y=\"" << kPlotTop << "\" width=\""
+      << kPlotRight - kPlotLeft << "\" height=\"" << kPlotBottom - kPlotTop
+      << "\" fill=\"none\" stroke=\"#444\"/>\n"
+      << "<text x=\"" << (kPlotLeft + kPlotRight) / 2 << "\" y=\"" << kPlotBottom + 34
       << "\" text-anchor=\"middle\">arithmetic intensity (FLOP per byte moved)</text>\n"
-      << "<text x=\"18\" y=\"" << (kTop + kBottom) / 2
-      << "\" text-anchor=\"middle\" transform=\"rotate(-90 18 " << (kTop + kBottom) / 2
+      << "<text x=\"18\" y=\"" << (kPlotTop + kPlotBottom) / 2
+      << "\" text-anchor=\"middle\" transform=\"rotate(-90 18 " << (kPlotTop + kPlotBottom) / 2
       << ")\">GFLOP/s</text>\n";
 
   // The roof: bandwidth x intensity up to the ridge, then flat, clipped to the plot.
@@ -99,16 +101,16 @@ std::string roofline_svg(const std::string& title, const Roofs& roofs,
       << "\"/>\n";
   std::ostringstream roof_labels;
   roof_labels << std::setprecision(1) << std::fixed << roofs.flops_per_s / 1e9 << " GFLOP/s";
-  svg << "<text x=\"" << kRight - 4 << "\" y=\"" << y.pixel(roofs.flops_per_s) - 6
+  svg << "<text x=\"" << kPlotRight - 4 << "\" y=\"" << y.pixel(roofs.flops_per_s) - 6
       << "\" text-anchor=\"end\">" << roof_labels.str() << "</text>\n";
   std::ostringstream bandwidth;
   bandwidth << std::setprecision(1) << std::fixed << roofs.bytes_per_s / 1e9 << " GB/s";
   svg << "<text x=\"" << x.pixel(x_start) + 6 << "\" y=\""
       << y.pixel(x_start * roofs.bytes_per_s) - 8 << "\">" << bandwidth.str() << "</text>\n"
       << "<line x1=\"" << x.pixel(ridge) << "\" y1=\"" << y.pixel(roofs.flops_per_s) << "\" x2=\""
-      << x.pixel(ridge) << "\" y2=\"" << kBottom
+      << x.pixel(ridge) << "\" y2=\"" << kPlotBottom
       << "\" stroke=\"#222\" stroke-dasharray=\"3,3\"/>\n"
-      << "<text x=\"" << x.pixel(ridge) + 4 << "\" y=\"" << kBottom - 6 << "\">ridge "
+      << "<text x=\"" << x.pixel(ridge) + 4 << "\" y=\"" << kPlotBottom - 6 << "\">ridge "
       << std::setprecision(2) << ridge << std::setprecision(1) << "</text>\n";
 
   // The points, a colour per series in order of first appearance.
@@ -136,18 +138,18 @@ std::string roofline_svg(const std::string& title, const Roofs& roofs,
         << escape_xml(p.label) << "</text>\n";
   }
   // Legend, right of the plot.
-  double ly = kTop + 8;
+  double ly = kPlotTop + 8;
   for (const std::string& series : series_order) {
-    svg << "<circle cx=\"" << kRight + 22 << "\" cy=\"" << ly << "\" r=\"5\" fill=\""
-        << colours[series] << "\"/>\n<text x=\"" << kRight + 32 << "\" y=\"" << ly + 4 << "\">"
+    svg << "<circle cx=\"" << kPlotRight + 22 << "\" cy=\"" << ly << "\" r=\"5\" fill=\""
+        << colours[series] << "\"/>\n<text x=\"" << kPlotRight + 32 << "\" y=\"" << ly + 4 << "\">"
         << escape_xml(series) << "</text>\n";
     ly += 18;
   }
   if (!legend_note.empty()) {
-    svg << "<text x=\"" << kRight + 14 << "\" y=\"" << ly + 8 << "\" font-size=\"10\">"
+    svg << "<text x=\"" << kPlotRight + 14 << "\" y=\"" << ly + 8 << "\" font-size=\"10\">"
         << escape_xml(legend_note) << "</text>\n";
   }
-  double footer = kBottom + 56;
+  double footer = kPlotBottom + 56;
   svg << "<text x=\"8\" y=\"" << footer << "\" font-size=\"10\">" << escape_xml(roofs.caption)
       << "</text>\n";
   if (!not_drawn.empty()) {

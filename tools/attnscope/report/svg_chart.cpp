@@ -11,7 +11,7 @@ namespace {
 constexpr int kLabelWidth = 110;
 constexpr int kBarMaxWidth = 420;
 constexpr int kRowHeight = 24;
-constexpr int kTop = 36;
+constexpr int kBarsTop = 36;
 constexpr int kWidth = kLabelWidth + kBarMaxWidth + 120;
 
 }  // namespace
@@ -43,14 +43,14 @@ std::string bar_chart_svg(const std::string& title, const std::string& unit,
                           const std::vector<Bar>& bars) {
   double largest = 0;
   for (const Bar& bar : bars) largest = std::max(largest, bar.value);
-  const int height = kTop + kRowHeight * static_cast<int>(bars.size()) + 12;
+  const int height = kBarsTop + kRowHeight * static_cast<int>(bars.size()) + 12;
   std::ostringstream svg;
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << height
       << "\" font-family=\"sans-serif\" font-size=\"13\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       << "<text x=\"8\" y=\"22\" font-weight=\"bold\">" << escape_xml(title) << "</text>\n";
   for (std::size_t i = 0; i < bars.size(); ++i) {
-    const int y = kTop + kRowHeight * static_cast<int>(i);
+    const int y = kBarsTop + kRowHeight * static_cast<int>(i);
     const double width = largest > 0 ? kBarMaxWidth * bars[i].value / largest : 0.0;
     svg << std::fixed << std::setprecision(1) << "<text x=\"" << kLabelWidth - 8 << "\" y=\""
         << y + 16 << "\" text-anchor=\"end\">" << escape_xml(bars[i].label) << "</text>\n"

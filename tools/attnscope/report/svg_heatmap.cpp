@@ -13,8 +13,8 @@ namespace {
 
 constexpr int kCellWidth = 22;
 constexpr int kCellHeight = 16;
-constexpr int kLeft = 70;  // row numbers and the rows' name
-constexpr int kTop = 64;   // title, the columns' name and their numbers
+constexpr int kCellsLeft = 70;  // row numbers and the rows' name
+constexpr int kCellsTop = 64;   // title, the columns' name and their numbers
 constexpr int kLegendWidth = 14;
 constexpr int kLegendHeight = 160;
 const char* const kZeroColour = "#e6e6e6";
@@ -63,30 +63,30 @@ std::string heatmap_svg(const HeatMap& map) {
   const double high = highest > 0 ? std::max(std::ceil(std::log10(highest)), low + 1) : 1.0;
   const auto position = [&](double value) { return (std::log10(value) - low) / (high - low); };
 
-  const int legend_x = kLeft + columns * kCellWidth + 40;
+  const int legend_x = kCellsLeft + columns * kCellWidth + 40;
   const int width = legend_x + kLegendWidth + 120;
-  const int height = kTop + std::max(rows * kCellHeight, kLegendHeight + 40) + 24;
+  const int height = kCellsTop + std::max(rows * kCellHeight, kLegendHeight + 40) + 24;
   std::ostringstream svg;
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
       << "\" font-family=\"sans-serif\" font-size=\"11\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       << "<text x=\"8\" y=\"22\" font-size=\"13\" font-weight=\"bold\">" << escape_xml(map.title)
       << "</text>\n"
-      << "<text x=\"" << kLeft << "\" y=\"" << kTop - 22 << "\">" << escape_xml(map.columns_name)
-      << "</text>\n"
-      << "<text x=\"8\" y=\"" << kTop - 6 << "\">" << escape_xml(map.rows_name) << "</text>\n";
+      << "<text x=\"" << kCellsLeft << "\" y=\"" << kCellsTop - 22 << "\">"
+      << escape_xml(map.columns_name) << "</text>\n"
+      << "<text x=\"8\" y=\"" << kCellsTop - 6 << "\">" << escape_xml(map.rows_name) << "</text>\n";
   for (int c = 0; c < columns; ++c) {
-    svg << "<text x=\"" << kLeft + c * kCellWidth + kCellWidth / 2 << "\" y=\"" << kTop - 6
-        << "\" text-anchor=\"middle\">" << c << "</text>\n";
+    svg << "<text x=\"" << kCellsLeft + c * kCellWidth + kCellWidth / 2 << "\" y=\""
+        << kCellsTop - 6 << "\" text-anchor=\"middle\">" << c << "</text>\n";
   }
   for (int r = 0; r < rows; ++r) {
-    const int y = kTop + r * kCellHeight;
-    svg << "<text x=\"" << kLeft - 6 << "\" y=\"" << y + 12 << "\" text-anchor=\"end\">" << r
+    const int y = kCellsTop + r * kCellHeight;
+    svg << "<text x=\"" << kCellsLeft - 6 << "\" y=\"" << y + 12 << "\" text-anchor=\"end\">" << r
         << "</text>\n";
     const std::vector<double>& row = map.cells[static_cast<std::size_t>(r)];
     for (std::size_t c = 0; c < row.size(); ++c) {
       const double value = row[c];
-      svg << "<rect x=\"" << kLeft + static_cast<int>(c) * kCellWidth << "\" y=\"" << y
+      svg << "<rect x=\"" << kCellsLeft + static_cast<int>(c) * kCellWidth << "\" y=\"" << y
           << "\" width=\"" << kCellWidth - 1 << "\" height=\"" << kCellHeight - 1 << "\" fill=\""
           << (value > 0 ? colour_at(position(value)) : kZeroColour) << "\"><title>"
           << escape_xml(map.rows_name) << " " << r << ", " << escape_xml(map.columns_name) << " "
@@ -98,21 +98,21 @@ std::string heatmap_svg(const HeatMap& map) {
       << "<stop offset=\"0\" stop-color=\"" << colour_at(0) << "\"/><stop offset=\"0.5\" "
       << "stop-color=\"" << colour_at(0.5) << "\"/><stop offset=\"1\" stop-color=\"" << colour_at(1)
       << "\"/></linearGradient></defs>\n"
-      << "<text x=\"" << legend_x << "\" y=\"" << kTop - 6 << "\">" << escape_xml(map.unit)
+      << "<text x=\"" << legend_x << "\" y=\"" << kCellsTop - 6 << "\">" << escape_xml(map.unit)
       << "</text>\n"
-      << "<rect x=\"" << legend_x << "\" y=\"" << kTop << "\" width=\"" << kLegendWidth
+      << "<rect x=\"" << legend_x << "\" y=\"" << kCellsTop << "\" width=\"" << kLegendWidth
       << "\" height=\"" << kLegendHeight << "\" fill=\"url(#scale)\"/>\n";
   const int decades = static_cast<int>(high - low);
   const int step = std::max(1, decades / 8);
   for (int d = 0; d <= decades; d += step) {
-    const int y = kTop + kLegendHeight - kLegendHeight * d / decades;
+    const int y = kCellsTop + kLegendHeight - kLegendHeight * d / decades;
     svg << "<text x=\"" << legend_x + kLegendWidth + 4 << "\" y=\"" << y + 4 << "\">1e"
         << static_cast<int>(low) + d << "</text>\n";
   }
-  svg << "<rect x=\"" << legend_x << "\" y=\"" << kTop + kLegendHeight + 12 << "\" width=\""
+  svg << "<rect x=\"" << legend_x << "\" y=\"" << kCellsTop + kLegendHeight + 12 << "\" width=\""
       << kLegendWidth << "\" height=\"" << kCellHeight - 1 << "\" fill=\"" << kZeroColour
       << "\"/>\n"
-      << "<text x=\"" << legend_x + kLegendWidth + 4 << "\" y=\"" << kTop + kLegendHeight + 24
+      << "<text x=\"" << legend_x + kLegendWidth + 4 << "\" y=\"" << kCellsTop + kLegendHeight + 24
       << "\">0 (equal)</text>\n"
       << "</svg>\n";
   return svg.str();
