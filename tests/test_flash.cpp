@@ -112,10 +112,10 @@ TEST_CASE("flash's decode rows match float64 at every cpu level, in kernels and 
 }
 
 TEST_CASE("flash's query tiles match float64 at every cpu level, in kernels and in Eigen") {
-  // Two query rows or more go through query_tile's kernels from the avx512 level on when the head
+  // Two query rows or more go through query_tile's kernels from the avx2 level on when the head
   // dim is a multiple of 16 up to 256 (ops/attention/cpu/query_tile.h), through Eigen's products
-  // otherwise: row counts around its tiles of 12 and 6 rows, key counts around its groups of 16
-  // and 32 keys, head dims of 1 to 4 vectors of 16 and of several 64-column chunks.
+  // otherwise: row counts around its tiles of 12 and 6 rows, key counts around its groups of 8,
+  // 16 and 32 keys, head dims of 1 to 4 vectors of 16 and of several 16- and 64-column chunks.
   std::mt19937 rng(17);
   Context ctx(2);
   testing::for_each_cpu_level([&] {

@@ -10,13 +10,14 @@
 // except on a diagonal tile), O += P V_tile ([Bq, D] GEMM); then
 // out_tile = O / l row by row. The key range ends at the tile's last query position, so the
 // masked work is at most the Bq x Bq triangle of the last key tile, whatever Bk is. Where they
-// apply (the avx512 levels, D a multiple of 16) the two products are hand-written kernels instead
-// of Eigen's general ones: decode_row.h's for a tile of one query row (decode; measured: 1.25x
+// apply (D a multiple of 16) the two products are hand-written kernels instead of Eigen's general
+// ones: decode_row.h's for a tile of one query row at the avx512 levels (decode; measured: 1.25x
 // per layer at 16 sequences behind 512 tokens, docs/results/2026-12-04-decode-attention/),
-// query_tile.h's for more (D <= 256; measured there). Where the call may round its operands to
-// bf16 (Call::bf16_products: a bf16 model) and the cpu has AMX, the tiles of every sequence of at
-// least kAmxMinRows query rows, at head dims that are multiples of 32, multiply on bf16 tiles
-// instead (query_tile_amx.h), their K and V packed once per call before the tasks start.
+// query_tile.h's for more from the avx2 level on (D <= 256; measured there). Where the call may
+// round its operands to bf16 (Call::bf16_products: a bf16 model) and the cpu has AMX, the tiles of
+// every sequence of at least kAmxMinRows query rows, at head dims that are multiples of 32,
+// multiply on bf16 tiles instead (query_tile_amx.h), their K and V packed once per call before the
+// tasks start.
 //
 // Split-KV path: at most kSplitKvMaxQueries rows, with (batch, head) pairs that do not share out
 // evenly among the threads (one head, two threads). Split when chunks >= 2, where
@@ -75,6 +76,7 @@
 #include "ops/attention/cpu/query_tile_amx.h"
 #include "ops/cpu/eigen_maps.h"
 #include "ops/cpu/element_rows.h"
+#include "runtime/cpu_features.h"
 
 namespace attnscope::ops::attention::cpu {
 
@@ -614,7 +616,8 @@ std::string products_words(std::int64_t rows, std::int64_t head_dim, bool amx) {
     case TileProducts::one_row:
       return "AVX-512 one-row products";
     case TileProducts::query_tile:
-      return "AVX-512 register-tiled products";
+      return cpu_level() >= CpuLevel::Avx512 ? "AVX-512 register-tiled products"
+                                             : "AVX2 register-tiled products";
     case TileProducts::amx:
       return "AMX bf16-tile products (q, k, p and v rounded to bf16)";
     case TileProducts::eigen:

@@ -1,5 +1,5 @@
 // The two products of flash's online softmax for a tile of query rows (a prefill) on the cpu,
-// from the avx512 level on (runtime/cpu_features.h): a run of keys' scores S = Q K^T, and their
+// from the avx2 level on (runtime/cpu_features.h): a run of keys' scores S = Q K^T, and their
 // values' sum added to the output, O (=|+=) P V. ops/attention/cpu/flash.cpp calls them for each
 // run of keys that lie together (one block of a paged cache, or a whole key tile), as it calls
 // decode_row.h's for a single row; query_tile.cpp says how and what it gained.
@@ -9,9 +9,9 @@
 
 namespace attnscope::ops::attention::cpu {
 
-// Whether the kernels below serve rows of `head_dim` values at this cpu level: the avx512 levels
-// and head_dim a multiple of 16 up to kQueryTileMaxHeadDim (otherwise flash multiplies through
-// Eigen).
+// Whether the kernels below serve rows of `head_dim` values at this cpu level: the avx2 level and
+// up, and head_dim a multiple of 16 up to kQueryTileMaxHeadDim (otherwise flash multiplies
+// through Eigen).
 constexpr std::int64_t kQueryTileMaxHeadDim = 256;
 bool query_tile_kernels_apply(std::int64_t head_dim);
 
