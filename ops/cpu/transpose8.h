@@ -1,5 +1,6 @@
 // transpose8: an 8 x 8 block of floats transposed in eight AVX2 registers, for packing the
-// avx2 level's GEMM operands (ops/cpu/gemm.cpp; transpose16.h is the AVX-512 one).
+// avx2 level's GEMM operands (ops/cpu/gemm.cpp) and flash's keys (ops/attention/cpu/
+// query_tile.cpp); transpose16.h is the AVX-512 one.
 //
 // The algorithm, three rounds as in transpose16 (each swaps one bit of the row index with the same
 // bit of the column index), each round with the instruction that fits its block size:
