@@ -1,6 +1,7 @@
 // The engine's flags (tools/attnscope/cli/engine_flags.h).
 #include "tools/attnscope/cli/engine_flags.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
 

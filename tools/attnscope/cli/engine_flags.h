@@ -2,11 +2,11 @@
 // memory and element type, the scheduler's token budget and its cap on running sequences.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 
 #include "engine/engine.h"
+#include "tools/attnscope/cli/cli11_fwd.h"
 
 namespace attnscope::cli {
 

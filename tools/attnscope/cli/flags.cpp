@@ -2,6 +2,7 @@
 // describe, and token ids given on the command line.
 #include "tools/attnscope/cli/flags.h"
 
+#include <CLI/CLI.hpp>
 #include <charconv>
 #include <cmath>
 #include <filesystem>

@@ -3,7 +3,6 @@
 // --attn, one backend or a list, has one definition and one validator here.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -12,6 +11,7 @@
 
 #include "runtime/context.h"
 #include "runtime/dtype.h"
+#include "tools/attnscope/cli/cli11_fwd.h"
 
 namespace attnscope::cli {
 

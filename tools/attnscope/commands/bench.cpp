@@ -17,6 +17,7 @@
 // The report (provenance, machine, one row per test) goes to stdout in the --output format
 // (tools/attnscope/report/bench_output.h). Cost: the tests themselves; each model is loaded once,
 // for all its tests.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <ctime>

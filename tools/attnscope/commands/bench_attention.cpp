@@ -2,6 +2,7 @@
 // alone, backend by backend, on random inputs of one shape, and sets each measurement beside what
 // the backend's cost model predicts (the measurement: tools/attnscope/measure/attention_timing.h).
 // Progress goes to stderr; a Markdown table (or one JSON object) goes to stdout.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>

@@ -1,6 +1,7 @@
 // `attnscope bench --op serving` (tools/attnscope/commands/bench_serving.h).
 #include "tools/attnscope/commands/bench_serving.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
 

@@ -9,12 +9,12 @@
 // ends early when its object closes).
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "tools/attnscope/cli/cli11_fwd.h"
 #include "tools/attnscope/cli/engine_flags.h"
 
 namespace attnscope::cli {

@@ -2,8 +2,9 @@
 // app and returns the function that runs it once the flags are parsed.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <functional>
+
+#include "tools/attnscope/cli/cli11_fwd.h"
 
 namespace attnscope::cli {
 

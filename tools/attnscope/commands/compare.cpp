@@ -11,6 +11,7 @@
 // Cost: backends x prompt lengths x rounds runs of one prefill and --gen decode steps, on one
 // model loaded once. --device cuda runs them on the GPU (steps timed to the end of their kernels,
 // attention shares from device time; see profile_run.h), in --dtype.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <filesystem>
 #include <fstream>

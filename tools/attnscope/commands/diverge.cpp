@@ -9,6 +9,7 @@
 // Output: a table on stdout, --json FILE with everything, --heatmap FILE.svg (layers x heads of
 // the largest output difference). --perturb-layer L rounds the second run's attention output of
 // layer L to bf16, a deliberate divergence that the report must find at layer L.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <iostream>

@@ -12,6 +12,7 @@
 // Times: the op alone, the median of the unprofiled calls (profile_attention_op alternates
 // profiled and unprofiled ones); a model step, the attention calls' time inside the profiled
 // step (device time on a GPU), per call.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
 #include <memory>

@@ -3,6 +3,7 @@
 // token's log-probabilities under --top-logprobs K). --logits-out FILE saves the f32 logits each
 // generated token was chosen from as a .npy array [tokens, vocab]; --attention-out FILE the
 // attention probabilities of every position (tools/attnscope/measure/attention_map.h).
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdint>
 #include <iostream>

@@ -1,5 +1,6 @@
 // `attnscope inspect`: a model's config, parameter count and tensors, and the bytes its weights
 // take when loaded on the cpu at --dtype (bf16/f16/q8_0 narrow the matrices, ModelDTypes).
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iomanip>
 #include <iostream>

@@ -8,6 +8,7 @@
 //   standard error: SE(NLL) = sqrt((mean(l^2) - mean(l)^2) / (n - 1)), and by the delta method
 //   SE(perplexity) = perplexity * SE(NLL) (as llama-perplexity reports it).
 // --save-logits / --kl-divergence save and compare against a baseline (logit_baseline.h).
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>

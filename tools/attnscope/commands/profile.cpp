@@ -13,6 +13,7 @@
 // CUPTI's kernel durations against the CUDA events around the same launches. With CUPTI, a line
 // says where the decode steps' GPU time went: kernels, copies and memsets per step, the time they
 // ran, the time the GPU sat idle between them (device_step_times, profile_run.h).
+#include <CLI/CLI.hpp>
 #include <iomanip>
 #include <iostream>
 #include <memory>

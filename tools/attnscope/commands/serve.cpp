@@ -39,6 +39,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <charconv>
 #include <chrono>

@@ -1,5 +1,7 @@
 // `attnscope serve` in a build without cpp-httplib (a dependency folder, as on the lent GPU
 // machine; cmake/dependencies.cmake): the command exists and says why it cannot run.
+#include <CLI/CLI.hpp>
+
 #include "runtime/error.h"
 #include "tools/attnscope/commands/commands.h"
 

@@ -17,6 +17,7 @@
 // Cost: the inputs (4 B H T D elements) plus the largest backend's temporaries (naive: 4 score
 // matrices, 2 GiB at the default shape in f32); per round one call of every backend (about
 // 1-2 s for naive and math at the default shape on 2 CPU cores).
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
 #include <memory>

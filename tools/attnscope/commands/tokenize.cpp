@@ -1,6 +1,7 @@
 // `attnscope tokenize` and `attnscope detokenize`: BPE from the command line, with GPT-2's
 // vocab.json + merges.txt (or OpenAI's encoder.json + vocab.bpe) or a Hugging Face
 // tokenizer.json (byte-level: SmolLM2, Qwen2, Llama 3; SentencePiece: Llama 2, TinyLlama).
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
 #include <iterator>

@@ -1,6 +1,7 @@
 // The measuring layer of the attention op alone (tools/attnscope/measure/attention_timing.h).
 #include "tools/attnscope/measure/attention_timing.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>

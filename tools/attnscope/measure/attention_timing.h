@@ -12,7 +12,6 @@
 // (B=8, H=16, T=1024, D=64) needs about 3 GiB with the naive backend.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -21,6 +20,7 @@
 
 #include "ops/attention/backend.h"
 #include "runtime/context.h"
+#include "tools/attnscope/cli/cli11_fwd.h"
 #include "tools/attnscope/report/statistics.h"
 
 namespace attnscope::cli {

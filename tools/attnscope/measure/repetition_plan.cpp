@@ -1,6 +1,7 @@
 // The adaptive number of repetitions (tools/attnscope/measure/repetition_plan.h).
 #include "tools/attnscope/measure/repetition_plan.h"
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 
 #include "tools/attnscope/cli/elapsed.h"

@@ -5,9 +5,10 @@
 // runs the rounds (run_rounds).
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <functional>
 #include <nlohmann/json.hpp>
+
+#include "tools/attnscope/cli/cli11_fwd.h"
 
 namespace attnscope::cli {
 
