@@ -20,14 +20,16 @@ namespace {
 // rows or more in tiles of 2 weight rows x up to 8 input rows (ops/cpu/dot_tile.h). Below
 // avx512 one row goes through Eigen's row-major matrix-vector kernel (several weight rows at a
 // time, no software prefetch), a few rows through one Eigen dot product per (weight row, input
-// row). Measured (Zen 5, 2 threads, synthetic:gpt2 tg32, interleaved rounds,
-// docs/results/2026-12-01-cpu-decode-rows): with Eigen's dot products batch 3 ran below batch 4's
-// tiles per step; one weight row at a time gave batch 3 1.18x and batch 2 1.06x (8 rounds); the
-// tiles at 2 rows were ~10% slower. Batch 1 through dot_rows_avx512 instead of Eigen's GEMV, on
-// huge pages (2-core Xeon, 3 interleaved rounds, docs/results/2026-12-03-f32-decode-row): GPT-2
-// 1.02-1.07x, SmolLM2 shape 1.06-1.08x (85-87% of the read roof -> 92-93%). It also makes a
-// row's result the same whether it is decoded alone or beside one or two others.
-// With `accumulate` the products are added to y instead of replacing it.
+// row); at batch 1 that kernel reads f32 weights near the read roof: the avx2 one-row kernel of
+// 16-bit weights (dot_row_avx2) ran it at 0.73-0.90x (GPT-2, Zen 3, 5 interleaved rounds,
+// docs/results/2026-12-07-avx2-f32-decode-row/). Measured (Zen 5, 2 threads, synthetic:gpt2 tg32,
+// interleaved rounds, docs/results/2026-12-01-cpu-decode-rows): with Eigen's dot products batch 3
+// ran below batch 4's tiles per step; one weight row at a time gave batch 3 1.18x and batch 2 1.06x
+// (8 rounds); the tiles at 2 rows were ~10% slower. Batch 1 through dot_rows_avx512 instead of
+// Eigen's GEMV, on huge pages (2-core Xeon, 3 interleaved rounds,
+// docs/results/2026-12-03-f32-decode-row): GPT-2 1.02-1.07x, SmolLM2 shape 1.06-1.08x (85-87% of
+// the read roof -> 92-93%). It also makes a row's result the same whether it is decoded alone or
+// beside one or two others. With `accumulate` the products are added to y instead of replacing it.
 void matrix_vector_rows(const Context& ctx, CpuLevel level, const float* x, const float* w,
                         const float* b, float* y, std::int64_t rows, std::int64_t in,
                         std::int64_t outputs, bool accumulate) {
