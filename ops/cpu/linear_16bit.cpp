@@ -8,12 +8,12 @@
 //    thread streams its block of weight rows once; every 16-bit row is widened in registers and
 //    multiplied into up to 4 input rows at a time (so a row is loaded from memory once per step
 //    and from L1 ceil(N / 4) times), and the weight stream is prefetched ahead
-//    (kWeightPrefetchBytes, output_blocks.h: 1.5x). From the avx512 level on, 4 rows or more go
-//    in the tiles shared with f32 weights (ops/cpu/dot_tile.h: 2 weight rows x up to 8 input
-//    rows). Cost: 2 M K bytes read, 2 N M K FLOPs. bf16 widens by zero-extending each
-//    16-bit word to 32 bits and shifting it left by 16 (bf16 is the top half of an f32); f16 by the
-//    F16C conversion (vcvtph2ps). At the avx512bf16 level, bf16 weights from kBf16PairMinRows
-//    (5) rows on: x rounded to bf16 once per call and the pair tiles (dot_tile.h's
+//    (kWeightPrefetchBytes, output_blocks.h: 1.5x; not by avx2's one-row kernel, below). From the
+//    avx512 level on, 4 rows or more go in the tiles shared with f32 weights (ops/cpu/dot_tile.h: 2
+//    weight rows x up to 8 input rows). Cost: 2 M K bytes read, 2 N M K FLOPs. bf16 widens by
+//    zero-extending each 16-bit word to 32 bits and shifting it left by 16 (bf16 is the top half of
+//    an f32); f16 by the F16C conversion (vcvtph2ps). At the avx512bf16 level, bf16 weights from
+//    kBf16PairMinRows (5) rows on: x rounded to bf16 once per call and the pair tiles (dot_tile.h's
 //    dot_tile_bf16_pairs: no widening, vdpbf16ps), 1.36x at 5 rows, 1.62x at 16 the f32 tiles;
 //    1 to 4 rows are bound by reading the weights and stay f32.
 //  - Prefill (from there on): FLOP-bound, so the blocked f32 GEMM (ops/cpu/gemm.h) runs, as
@@ -89,7 +89,11 @@ void dot_rows_portable(const std::uint16_t* w, const float* x, std::int64_t ldx,
 // of 32 bytes waited for one FMA latency, about 8 bytes a cycle, no faster than a core's share of
 // the memory stream: 4 made batch-1 decode 1.17x (f16) and 1.22x (bf16) on GPT-2 under
 // ATTNSCOPE_CPU_LEVEL=avx2 on a Xeon (docs/results/2026-12-03-decode-avx2-row). The last k % 8
-// weights go through the scalar loop.
+// weights go through the scalar loop. No software prefetch, unlike the other decode kernels:
+// the CPUs that run this level for real are AVX2-only ones (the Xeons seen have AVX-512), and
+// on a Zen 3, where every prefetch hint fills L1, taking out the 8 KB-ahead prefetch made
+// batch-1 decode 1.10-1.19x (medians, f16 and bf16, GPT-2 and SmolLM2 shapes, 8 interleaved
+// rounds; a 2 KB distance 1.07-1.15x: docs/results/2026-12-07-avx2-16bit-row-prefetch/).
 template <typename Weights>
 __attribute__((target("avx2,fma,f16c"))) float dot_row_avx2(const std::uint16_t* w, const float* x,
                                                             std::int64_t k) {
@@ -98,7 +102,6 @@ __attribute__((target("avx2,fma,f16c"))) float dot_row_avx2(const std::uint16_t*
   for (__m256& a : acc) a = _mm256_setzero_ps();
   std::int64_t i = 0;
   for (; i + 8 * kAccumulators <= k; i += 8 * kAccumulators) {
-    prefetch_weights(reinterpret_cast<const char*>(w + i) + kWeightPrefetchBytes);
     for (int a = 0; a < kAccumulators; ++a) {
       acc[a] =
           _mm256_fmadd_ps(Weights::load8(w + i + 8 * a), _mm256_loadu_ps(x + i + 8 * a), acc[a]);

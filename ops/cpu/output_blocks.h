@@ -90,19 +90,21 @@ inline bool bf16_linear_rounds_x(CpuLevel level, std::int64_t rows) {
   return level == CpuLevel::Avx512Bf16 && rows >= kBf16PairMinRows;
 }
 
-// The hand-written decode kernels (16-bit and q8_0 weights, and every tile) ask for the weight
-// bytes this far ahead of the ones they are multiplying, one software prefetch per 64-byte line
-// (prefetch_weights). A thread's weights are one contiguous stream, but the hardware prefetcher
-// alone left those kernels at 9-11 GB/s on a Xeon (2 threads, membw 13.7 GB/s): their compute per
-// byte is 2-4x that of f32, so fewer loads are in flight. The prefetch goes into L2, not L1
-// (likely why: prefetches into L1 take L1's few miss buffers, and the kernel's own loads queue
-// behind them). Measured (Xeon with AVX-512, 2 threads, synthetic:gpt2 tg64, 3 interleaved rounds,
+// The hand-written decode kernels (16-bit and q8_0 weights, and every tile; not the avx2 one-row
+// kernel of 16-bit weights, linear_16bit.cpp says why) ask for the weight bytes this far ahead of
+// the ones they are multiplying, one software prefetch per 64-byte line (prefetch_weights). A
+// thread's weights are one contiguous stream, but the hardware prefetcher alone left those kernels
+// at 9-11 GB/s on a Xeon (2 threads, membw 13.7 GB/s): their compute per byte is 2-4x that of f32,
+// so fewer loads are in flight. The prefetch goes into L2, not L1 (likely why: prefetches into L1
+// take L1's few miss buffers, and the kernel's own loads queue behind them). Measured (Xeon with
+// AVX-512, 2 threads, synthetic:gpt2 tg64, 3 interleaved rounds,
 // docs/results/2026-12-03-decode-prefetch): against L1 at 4 KB, L2 at 8 KB gave batch-1 decode
 // 1.12x with f16 weights, 1.27x with bf16 and 1.14x with q8_0 (all three now at 90% of the read
 // roof or more), 1.22x with 16-bit weights at the avx2 level; batch 8 1.03-1.10x; f32 batch 1
 // (Eigen's GEMV, no software prefetch) unchanged. In L2, 4-32 KB ahead were within noise of
-// each other; in L1, 1 KB was best and 1.5 KB on worse. (AMD's cores fill L1 for every hint, so
-// there only the distance changes; not measured there.)
+// each other; in L1, 1 KB was best and 1.5 KB on worse. (AMD's cores fill L1 for every hint: on
+// a Zen 3 the avx2 one-row kernel ran faster with none,
+// docs/results/2026-12-07-avx2-16bit-row-prefetch/; the other kernels are not measured there.)
 constexpr int kWeightPrefetchBytes = 8192;
 
 // Asks for the 64-byte line at `ahead` into L2 (prefetcht1 on x86), for reading.
