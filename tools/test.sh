@@ -4,9 +4,9 @@
 # that runs the same suites and a short libFuzzer run of each harness (safetensors reader, config
 # reader, tokenizer). One sanitizer build serves both to keep CI's compile time down.
 #
-#   tools/test.sh            everything (26-31 minutes in four runs on 2 cores of a Zen 3, whose
+#   tools/test.sh            everything (23-31 minutes in five runs on 2 cores of a Zen 3, whose
 #                            speed drifts by a quarter: the Release build, CUDA kernels included,
-#                            10-13; its tests 1; the sanitizer build 7-10; its tests 6; the
+#                            8-13; its tests 1; the sanitizer build 7-10; its tests 5-6; the
 #                            fuzzers 2. 35 there before the sanitizer build was a unity build and
 #                            the fuzzers ran side by side; 15 then on an Emerald Rapids Xeon)
 #   tools/test.sh --quick    the Release build and its tests only

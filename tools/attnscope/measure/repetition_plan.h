@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "tools/attnscope/cli/cli11_fwd.h"
 
