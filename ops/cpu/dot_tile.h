@@ -2,8 +2,8 @@
 // weights (ops/cpu/linear.cpp) and 16-bit ones (ops/cpu/linear_16bit.cpp): y = x W^T + b for a
 // batch of input rows x, reading W from memory once. From the avx512 level on, 1 to 3 rows go one
 // weight row at a time (dot_rows_avx512, below), 4 up to gemm_min_rows (output_blocks.h) in tiles;
-// at the avx2 level, 2 rows up to it in the avx2 tiles at the end of this file (8 lanes, the same
-// idea).
+// at the avx2 level, 2 rows up to where decode_lanes_avx2.h takes over, in the avx2 tiles at the
+// end of this file (8 lanes, the same idea).
 //
 // A tile is 2 adjacent weight rows against kInputRows <= 8 input rows: 16 accumulators of 16
 // lanes. Each weight vector is loaded (and widened, for 16-bit weights) once and multiplied into
@@ -125,6 +125,13 @@ struct Q8_0Rows {
 
 inline __mmask16 first_lanes(std::int64_t n) {
   return static_cast<__mmask16>(n >= 16 ? 0xFFFF : (1u << n) - 1u);
+}
+
+// The first `count` of 8 lanes (none when count <= 0), as AVX2's masked loads and stores take
+// them: all ones in each lane kept.
+__attribute__((target("avx2,fma"))) inline __m256i first_lanes_avx2(std::int64_t count) {
+  const int n = static_cast<int>(std::clamp<std::int64_t>(count, 0, 8));
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
 // The sum of 8 lanes, in 3 rounds of pairwise additions.
@@ -366,8 +373,10 @@ inline void matrix_vector_tiles_bf16_pairs(const std::uint16_t* x_bf16, const st
 // once per step whatever the batch. Each sum is reduced across its lanes at the end (sum8),
 // the last k % 8 products in a scalar loop.
 // Measured (AMD EPYC Zen 3, 2 threads, synthetic:gpt2 f32 decode behind 32 tokens; see
-// docs/results/2026-12-02-engine/): gemm_min_rows (output_blocks.h) says where Eigen's GEMM takes
-// over.
+// docs/results/2026-12-02-engine/): gemm_min_rows (output_blocks.h) says where the GEMM takes
+// over. Past 6 rows every further tile walks the weight pair again and each input vector loaded
+// feeds 2 multiply-adds; from 12 (f32) or 16 (16-bit) rows the kernels with the input rows in the
+// lanes run faster (decode_lanes_avx2.h: 1.4-1.5x at 16 to 63 f32 rows).
 constexpr int kAvx2TileRows = 6;
 
 template <typename Weights, int kInputRows>

@@ -299,8 +299,7 @@ __attribute__((target("avx2,fma,f16c"))) void pack_panels_avx2(const typename We
       const int width = std::min(8, panel_width - group);
       const auto real_lines =
           static_cast<int>(std::clamp<std::int64_t>(lines - first - group, 0, width));
-      const __m256i store_mask =
-          _mm256_cmpgt_epi32(_mm256_set1_epi32(width), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+      const __m256i store_mask = first_lanes_avx2(width);
       for (std::int64_t k = 0; k < depth; k += 8) {
         const auto values = static_cast<int>(std::min<std::int64_t>(8, depth - k));
         __m256 block[8];

@@ -1,9 +1,11 @@
 // ops::linear on the cpu (arguments checked by ops/linear.cpp): matrix-vector products for a
-// few rows, a blocked GEMM (ops/cpu/gemm.h) for many.
+// few rows, a blocked GEMM (ops/cpu/gemm.h) for many; at the avx2 level, batches between the two
+// put the input rows in the vector lanes (ops/cpu/decode_lanes_avx2.h says from how many rows).
 #include "ops/linear.h"
 
 #include <Eigen/Core>
 
+#include "ops/cpu/decode_lanes_avx2.h"
 #include "ops/cpu/dot_tile.h"
 #include "ops/cpu/eigen_maps.h"
 #include "ops/cpu/gemm.h"
@@ -92,7 +94,10 @@ void linear(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& b
   const float* b = bias.defined() ? bias.data<float>() : nullptr;
   // Read here, outside the threads' parallel region (an unknown ATTNSCOPE_CPU_LEVEL throws).
   const CpuLevel level = cpu_level();
-  if (rows < gemm_min_rows(level, DType::F32)) {
+  if (decode_in_lanes_avx2(level, DType::F32, rows)) {
+    decode_lanes_avx2(ctx, x.data<float>(), weight.data<float>(), DType::F32, b, out.data<float>(),
+                      rows, in, outputs, accumulate);
+  } else if (rows < gemm_min_rows(level, DType::F32)) {
     matrix_vector_rows(ctx, level, x.data<float>(), weight.data<float>(), b, out.data<float>(),
                        rows, in, outputs, accumulate);
   } else {

@@ -10,9 +10,11 @@
 //    and from L1 ceil(N / 4) times), and the weight stream is prefetched ahead
 //    (kWeightPrefetchBytes, output_blocks.h: 1.5x; not by avx2's one-row kernel, below). From the
 //    avx512 level on, 4 rows or more go in the tiles shared with f32 weights (ops/cpu/dot_tile.h: 2
-//    weight rows x up to 8 input rows). Cost: 2 M K bytes read, 2 N M K FLOPs. bf16 widens by
-//    zero-extending each 16-bit word to 32 bits and shifting it left by 16 (bf16 is the top half of
-//    an f32); f16 by the F16C conversion (vcvtph2ps). At the avx512bf16 level, bf16 weights from
+//    weight rows x up to 8 input rows); at the avx2 level, from 16 rows, the input rows go in the
+//    vector lanes and each group of weight rows is widened once (ops/cpu/decode_lanes_avx2.h).
+//    Cost: 2 M K bytes read, 2 N M K FLOPs. bf16 widens by zero-extending each 16-bit word to 32
+//    bits and shifting it left by 16 (bf16 is the top half of an f32); f16 by the F16C conversion
+//    (vcvtph2ps). At the avx512bf16 level, bf16 weights from
 //    kBf16PairMinRows (5) rows on: x rounded to bf16 once per call and the pair tiles (dot_tile.h's
 //    dot_tile_bf16_pairs: no widening, vdpbf16ps), 1.36x at 5 rows, 1.62x at 16 the f32 tiles;
 //    1 to 4 rows are bound by reading the weights and stay f32.
@@ -41,6 +43,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ops/cpu/decode_lanes_avx2.h"
 #include "ops/cpu/dot_tile.h"
 #include "ops/cpu/element_rows.h"
 #include "ops/cpu/gemm_amx.h"
@@ -225,7 +228,10 @@ void linear_16bit(Context& ctx, const Tensor& x, const Tensor& weight, const Ten
   const MatrixVectorBlock matrix_vector = select_matrix_vector(weight.dtype(), level);
   const auto* w = static_cast<const std::uint16_t*>(weight.raw_data());
   const float* b = bias.defined() ? bias.data<float>() : nullptr;
-  if (rows < gemm_min_rows(level, weight.dtype())) {
+  if (decode_in_lanes_avx2(level, weight.dtype(), rows)) {
+    decode_lanes_avx2(ctx, x.data<float>(), w, weight.dtype(), b, out.data<float>(), rows, in,
+                      outputs, accumulate);
+  } else if (rows < gemm_min_rows(level, weight.dtype())) {
     for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
       matrix_vector(x.data<float>(), w, b, out.data<float>(), rows, in, outputs, first, width,
                     accumulate);

@@ -139,12 +139,6 @@ __attribute__((target("avx512f"))) void values_tile_avx512(const float* p, std::
 // loaded float: ops/cpu/gemm.cpp says why not _mm256_broadcast_ss.
 constexpr int kAvx2KeyGroup = 16;
 
-// The first `count` of 8 lanes (none when count <= 0), as AVX2's masked stores take them.
-__attribute__((target("avx2,fma"))) __m256i first_lanes_avx2(std::int64_t count) {
-  const int n = static_cast<int>(std::clamp<std::int64_t>(count, 0, 8));
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 // kt[c * 16 + i] = k_i[c] for i < count (zeros past it), c < head_dim: the run's first `count`
 // <= 16 key rows transposed, in 8 x 8 blocks.
 __attribute__((target("avx2,fma"))) void transpose_keys_avx2(const float* k, std::int64_t count,
@@ -184,7 +178,7 @@ __attribute__((target("avx2,fma"))) void scores_tile_avx2(const float* q, std::i
     }
   }
   for (int v = 0; v < kVectors; ++v) {
-    const __m256i lanes = first_lanes_avx2(keys - 8 * v);
+    const __m256i lanes = ops::cpu::first_lanes_avx2(keys - 8 * v);
     for (int r = 0; r < kRows; ++r) _mm256_maskstore_ps(s + r * ld_s + 8 * v, lanes, acc[r][v]);
   }
 }
