@@ -166,16 +166,17 @@ TEST_CASE("linear with f32 weights: the prefill GEMM at every cpu level, edges a
   });
 }
 
-TEST_CASE("linear with f32 weights: decode rows 1..63 at every cpu level") {
+TEST_CASE("linear with f32 weights: decode rows 1..127 at every cpu level") {
   Context ctx(2);
   std::mt19937 rng(13);
   for_each_cpu_level([&] {
-    // Up to gemm_min_rows (ops/cpu/output_blocks.h: 48 at the avx512 levels, 64 at avx2) the
+    // Up to gemm_min_rows (ops/cpu/output_blocks.h: 48 at the avx512 levels, 128 at avx2) the
     // decode tiles, in tiles of up to 8 (avx512) or 6 (avx2) rows, shared out evenly, but at avx2
     // from 12 rows the input rows in the lanes (ops/cpu/decode_lanes_avx2.h: 13 and 14 one tile
-    // of two vectors, 23 and 37 an odd vector of their own); the GEMM from there on.
+    // of two vectors, 23 and 37 an odd vector of their own, 127 eight tiles); the GEMM from there
+    // on.
     for (std::int64_t rows :
-         {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 23, 37, 47, 63}) {
+         {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 23, 37, 47, 63, 64, 127}) {
       // K 67: whole rounds of 16 and a masked tail; 131 outputs: thread blocks of 96 and 35 (an
       // odd one); rows 9..16 in two tiles at the avx512 levels, 23 in three, 47 in six.
       check_linear(ctx, {rows, 67, 131}, DType::F32, rows % 2 == 1, rows % 3 == 0, rng);
@@ -218,9 +219,9 @@ TEST_CASE("linear with bf16 and f16 weights: decode rows 1..127 at every level")
   Context ctx(2);
   std::mt19937 rng(15);
   for_each_16bit_dtype_at_every_cpu_level([&](DType dtype) {
-    // Up to gemm_min_rows (ops/cpu/output_blocks.h: 128 at the avx512 levels, but 48 for bf16 at
-    // avx512bf16, whose tiles from 5 rows on take x in bf16) the decode kernels; 127 rows: 16
-    // tiles of 7 and 8. At avx2 (gemm_min_rows 64) from 16 rows the input rows in the lanes
+    // Up to gemm_min_rows (ops/cpu/output_blocks.h: 128 at avx2 and the avx512 levels, but 48
+    // for bf16 at avx512bf16, whose tiles from 5 rows on take x in bf16) the decode kernels; 127
+    // rows: 16 tiles of 7 and 8. At avx2 from 16 rows the input rows in the lanes
     // (ops/cpu/decode_lanes_avx2.h), each group of weight rows widened first; 131 outputs leave
     // the second thread's last group with 11 of its 12 rows.
     for (std::int64_t rows :

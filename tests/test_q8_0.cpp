@@ -266,16 +266,17 @@ struct LinearCase {
 
 // Checks one call of linear_q8_0 at the current cpu level against two float64 references.
 //  1. The same quantized operands (decode, and prefill at the avx512vnni level: dequantized
-//     weights times quantized activations; other prefill: dequantized weights times the f32
-//     activations), evaluated in float64. The kernel differs from it only by f32 rounding: every
-//     product passes through at most one rounding for the scale dw dx, one for its product, one
-//     per block (quantized activations: at most K/32) or term (f32 activations: at most K) added
-//     after it, 4 for the reduction of the lanes, and one each for the AVX-512 tail, the bias
-//     and the accumulation: |error| <= rounding_gamma(path + 10) (sum of |terms| + |b| + |y0|),
-//     path = K/32 (quantized activations) or K (f32 activations). At the amx level
-//     prefill runs on bf16 tiles with x and the weights each split in two bf16 parts
-//     (ops/cpu/gemm_amx.cpp): 3K products whose magnitudes sum to at most (1 + 2^-6) |x w^|,
-//     path = 3K, plus 2^-16 (3 + 2^-7) sum |x w^| for the bits the parts do not hold.
+//     weights times quantized activations; other prefill and the avx2 level's decode in lanes:
+//     dequantized weights times the f32 activations), evaluated in float64. The kernel differs
+//     from it only by f32 rounding: every product passes through at most one rounding for the
+//     scale dw dx, one for its product, one per block (quantized activations: at most K/32) or
+//     term (f32 activations: at most K) added after it, 4 for the reduction of the lanes, and
+//     one each for the AVX-512 tail, the bias and the accumulation: |error| <=
+//     rounding_gamma(path + 10) (sum of |terms| + |b| + |y0|), path = K/32 (quantized
+//     activations) or K (f32 activations). At the amx level prefill runs on bf16 tiles with x
+//     and the weights each split in two bf16 parts (ops/cpu/gemm_amx.cpp): 3K products whose
+//     magnitudes sum to at most (1 + 2^-6) |x w^|, path = 3K, plus 2^-16 (3 + 2^-7) sum |x w^|
+//     for the bits the parts do not hold.
 //  2. The original f32 weights and activations: add the quantization errors,
 //     |x w - x^ w^| <= |x - x^| |w| + |x^| |w - w^|, with |w - w^| <= dw/2 and, in decode,
 //     |x - x^| <= dx/2 + |x| rounding_gamma(3) where x is quantized (the quantizer's bound above).
@@ -291,8 +292,9 @@ std::pair<double, double> check_linear(const LinearCase& c, std::mt19937& rng) {
   dequantize_q8_0(wq.data(), w_hat.data(), std::int64_t(w.size()));
 
   const bool decode = c.rows < ops::cpu::gemm_min_rows(cpu_level(), DType::Q8_0);
-  // The decode kernels and the avx512vnni prefill GEMM (ops/cpu/gemm_q8_0_vnni.cpp) quantize x.
-  const bool quantized_x = decode || ops::cpu::q8_0_prefill_quantizes_x(cpu_level());
+  // The decode kernels (but the avx2 level's lanes) and the avx512vnni prefill GEMM
+  // (ops/cpu/gemm_q8_0_vnni.cpp) quantize x.
+  const bool quantized_x = ops::cpu::q8_0_quantizes_x(cpu_level(), c.rows);
   std::vector<double> x_hat(x.begin(), x.end());  // what the kernel multiplies, exactly
   std::vector<double> dx(x.size() / 32, 0.0);
   if (quantized_x) {
@@ -352,7 +354,9 @@ TEST_CASE("linear_q8_0 matches float64 at every cpu level, decode and prefill") 
     double worst_same = 0.0, worst_original = 0.0;
     // 130 rows: the GEMM at every level (gemm_min_rows, ops/cpu/output_blocks.h: at most 128).
     // At avx512vnni, 6 to 127 rows put the input rows in the lanes (q8_0_decode_in_lanes): the
-    // fewest rows, a partial tile, a full one, three with a last row alone, four.
+    // fewest rows, a partial tile, a full one, three with a last row alone, four. At avx2 from 16
+    // rows the f32 lanes (decode_lanes_avx2.h): 16 one tile of 2 vectors of 8 rows, 33 tiles of
+    // 1, 2 and 2, 64 four of 2.
     for (std::int64_t rows : {1, 2, 5, 6, 9, 16, 33, 64, 130}) {
       // 1, 2, 3, 5, 9, 18 blocks: AVX-512 steps of 4, a last pair, an odd last block
       for (std::int64_t in : {32, 64, 96, 160, 288, 576}) {

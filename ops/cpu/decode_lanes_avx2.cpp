@@ -1,5 +1,5 @@
 // decode_lanes_avx2 (ops/cpu/decode_lanes_avx2.h): a batch's decode step through a linear layer
-// with f32 or 16-bit weights at the avx2 level, the input rows in the vector lanes.
+// with f32, 16-bit or q8_0 weights at the avx2 level, the input rows in the vector lanes.
 //
 // The math is every linear kernel's: y[r][o] = b[o] + sum_k x[r][k] W[o][k]. The avx2 tiles
 // (dot_tile.h) put k in the lanes: 2 weight rows against up to 6 input rows, so each input vector
@@ -14,18 +14,23 @@
 // its packed panel, so W is never packed. A tile of at most 8 rows (the last of a batch) takes one
 // vector against 12 weight rows instead. A group is 12 weight rows: two 6-row kernels per tile of
 // 16, one 12-row kernel per tile of 8; the group's rows stay in L1 or L2 while the tiles go by.
-// 16-bit weights: the group's rows are widened to f32 into a scratch first (exact; element_rows.h),
-// then the same kernels read the scratch.
+// 16-bit and q8_0 weights: the group's rows are widened or dequantized to f32 into a scratch first
+// (exact; element_rows.h), then the same kernels read the scratch. So x stays f32 with q8_0
+// weights too, as in this level's q8_0 prefill, where the other q8_0 decode kernels quantize it
+// (linear_q8_0.h: q8_0_quantizes_x).
 // The weights are 12 row streams the hardware prefetcher may not all follow: while multiplying a
 // group, the kernel asks for the next group's rows into L2 (prefetch_weights, output_blocks.h), a
 // line of each every 16 k, as the q8_0 lanes kernel does.
 // Cost: x transposed once per call (rows x in floats), W read from memory once, 2 in outputs
 // multiply-adds per 8 lanes of input rows (rows rounded up to 8; the last tile computes its empty
 // lanes).
-// Measured against the avx2 tiles (AMD EPYC Zen 3, 2 threads, synthetic:gpt2, interleaved
-// rounds; linear.cpp and linear_16bit.cpp say from how many rows it runs, with the numbers).
+// Measured against the avx2 tiles and the GEMM (AMD EPYC Zen 3, 2 threads, synthetic:gpt2,
+// interleaved rounds): decode_lanes_avx2.h and output_blocks.h (gemm_min_rows) say from and up
+// to how many rows it runs, with the numbers. A decode step of 16 rows through GPT-2's f32
+// linear layers took ~100 GFLOP/s on the tiles, half the two cores' FMA peak, and ~150 here.
 //
-// Error: the tiles' (every product in f32, summed over k in another order).
+// Error: the tiles' (every product in f32, summed over k in another order); with q8_0 weights
+// that of the f32 product of x with the dequantized weights.
 #include "ops/cpu/decode_lanes_avx2.h"
 
 #include <algorithm>
@@ -145,8 +150,9 @@ void group_against_tile(const float* tile, int vectors, const float* w, std::int
 void decode_lanes_avx2(const Context& ctx, const float* x, const void* w, DType weights,
                        const float* b, float* y, std::int64_t rows, std::int64_t in,
                        std::int64_t outputs, bool accumulate) {
-  check(weights == DType::F32 || weights == DType::F16 || weights == DType::BF16,
-        "decode_lanes_avx2", "weights must be f32, f16 or bf16");
+  check(weights == DType::F32 || weights == DType::F16 || weights == DType::BF16 ||
+            weights == DType::Q8_0,
+        "decode_lanes_avx2", "weights must be f32, f16, bf16 or q8_0");
   const auto row_bytes = static_cast<std::int64_t>(storage_bytes(weights, in));
   const std::vector<Tile> tiles = plan_tiles(rows);
   // The calling thread's transposed x, kept between calls; the workers read it through `lanes`.
@@ -155,7 +161,7 @@ void decode_lanes_avx2(const Context& ctx, const float* x, const void* w, DType 
   const float* const lanes = arranged.data();
   for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
     alignas(64) float dots[kGroup][8 * kMaxVectors];
-    // 16-bit weights: each worker's group rows widened, kept between calls.
+    // Weights not in f32: each worker's group rows as f32, kept between calls.
     thread_local std::vector<float> widened;
     if (weights != DType::F32) widened.resize(static_cast<std::size_t>(kGroup * in));
     for (std::int64_t o = first; o < first + width; o += kGroup) {
@@ -163,8 +169,7 @@ void decode_lanes_avx2(const Context& ctx, const float* x, const void* w, DType 
       const char* stored = static_cast<const char*>(w) + o * row_bytes;
       const float* group_rows = reinterpret_cast<const float*>(stored);
       if (weights != DType::F32) {
-        widen_16bit(reinterpret_cast<const std::uint16_t*>(stored), weights, group * in,
-                    widened.data());
+        rows_to_f32(stored, weights, group * in, widened.data());
         group_rows = widened.data();
       }
       // The last group asks for the rows past its block: harmless, a prefetch never faults.

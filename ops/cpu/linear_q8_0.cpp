@@ -382,7 +382,9 @@ void linear_q8_0(const Context& ctx, const float* x, const BlockQ8_0* w, const f
            ", got " + std::to_string(in);
   });
   const CpuLevel level = cpu_level();
-  if (rows < gemm_min_rows(level, DType::Q8_0)) {
+  if (decode_in_lanes_avx2(level, DType::Q8_0, rows)) {
+    decode_lanes_avx2(ctx, x, w, DType::Q8_0, b, y, rows, in, outputs, accumulate);
+  } else if (rows < gemm_min_rows(level, DType::Q8_0)) {
     if (q8_0_decode_in_lanes(level, rows)) {
       decode_q8_0_vnni(ctx, x, w, b, y, rows, in, outputs, accumulate);
     } else {

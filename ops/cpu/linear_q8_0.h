@@ -19,7 +19,10 @@
 // once, each row applied to every input row while in L1; quantizing x costs rows x in, nothing
 // beside the outputs x in weights. At avx512vnni and avx512bf16, a step of 6 rows or more puts the
 // input rows in the vector lanes instead (q8_0_decode_in_lanes below,
-// ops/cpu/decode_q8_0_vnni.cpp): the same integer sums, 16 rows per instruction.
+// ops/cpu/decode_q8_0_vnni.cpp): the same integer sums, 16 rows per instruction. At the avx2
+// level a step of 16 rows or more puts them in the lanes too (ops/cpu/decode_lanes_avx2.h), but
+// with the weights dequantized to f32 and x kept in f32, as that level's prefill does
+// (q8_0_quantizes_x below).
 //
 // Prefill (from that many rows on), by level:
 //  - avx512vnni and avx512bf16: x quantized as in decode, then a blocked GEMM of bytes against
@@ -41,6 +44,8 @@
 
 #include <cstdint>
 
+#include "ops/cpu/decode_lanes_avx2.h"
+#include "ops/cpu/output_blocks.h"
 #include "runtime/context.h"
 #include "runtime/cpu_features.h"
 #include "runtime/q8_0.h"
@@ -51,6 +56,13 @@ namespace attnscope::ops::cpu {
 // GEMM of the avx512vnni and avx512bf16 levels) rather than keeping it in f32 (the other levels).
 inline bool q8_0_prefill_quantizes_x(CpuLevel level) {
   return level >= CpuLevel::Avx512Vnni && level < CpuLevel::Amx;
+}
+
+// Whether linear_q8_0 quantizes x for `rows` rows at `level`: the decode kernels do, but for the
+// avx2 level's lanes (decode_in_lanes_avx2); prefill does where q8_0_prefill_quantizes_x says so.
+inline bool q8_0_quantizes_x(CpuLevel level, std::int64_t rows) {
+  if (rows >= gemm_min_rows(level, DType::Q8_0)) return q8_0_prefill_quantizes_x(level);
+  return !decode_in_lanes_avx2(level, DType::Q8_0, rows);
 }
 
 // Whether a decode step of `rows` rows (below gemm_min_rows) at `level` runs with the input rows

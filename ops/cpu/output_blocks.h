@@ -51,14 +51,19 @@ namespace attnscope::ops::cpu {
 //    packed avx2 GEMM (ops/cpu/gemm.cpp) that has since replaced Eigen's there (1.2-1.4x at
 //    pp512) is behind the tiles at 16 rows (f32 0.83x, bf16 0.74x, q8_0 0.48x) and level with
 //    them from 24 to 48 for f32 and bf16, within a noise of +-25% (3 interleaved rounds,
-//    docs/results/2026-12-07-avx2-gemm/decode-rows/): the thresholds stay.
+//    docs/results/2026-12-07-avx2-gemm/decode-rows/). Since, batches from 12 rows (f32) or 16
+//    (the others) put the input rows in the vector lanes (decode_lanes_avx2.h), which never pack
+//    W and lead the GEMM up to 128 rows for every weight type (lanes / GEMM, Zen 3,
+//    docs/results/2026-12-07-avx2-decode-lanes/): f32 1.12x at 64, 1.07x at 96, 1.06x at 128
+//    (2 rounds); bf16 1.09x, 1.05x, 1.11x (2 rounds); q8_0 1.50x at 32, 1.26x at 48, 1.22x at 64,
+//    1.17x at 96 (3 rounds); f16 1.12x at 64, 1.02x at 96, 1.04x at 127 (2 rounds).
 //  - portable: not measured; 16, as every level had before.
 inline std::int64_t gemm_min_rows(CpuLevel level, DType weights) {
   switch (level) {
     case CpuLevel::Portable:
       return 16;
     case CpuLevel::Avx2:
-      return weights == DType::Q8_0 ? 32 : 64;
+      return 128;
     case CpuLevel::Avx512:
     case CpuLevel::Avx512Vnni:
       return weights == DType::F32 ? 48 : 128;
