@@ -6,14 +6,14 @@
 // loaded feeds 2 multiply-adds (8 loads per 12), and a batch of more than 6 rows walks every pair
 // of weight rows again per further tile. Here the operands trade places, as the q8_0 decode
 // kernel of the avx512vnni level does (decode_q8_0_vnni.cpp): x is transposed once per call into
-// tiles of 16 rows (lanes[k][i] = x[i][k], zeros past the last row), and a kernel takes a group
-// of weight rows against one tile, per k loading the tile's 16 inputs as two vectors and
-// broadcasting each weight W[o][k] straight from its row as stored: 6 weight rows x 16 input rows
-// in 12 accumulators, 8 loads per 12 multiply-adds, two of them vectors from a tile that stays in
-// L1 or L2. It is the prefill GEMM's 6 x 16 micro-kernel (gemm.cpp) with the weights in place of
-// its packed panel, so W is never packed. A tile of at most 8 rows (the last of a batch) takes one
-// vector against 12 weight rows instead. A group is 12 weight rows: two 6-row kernels per tile of
-// 16, one 12-row kernel per tile of 8; the group's rows stay in L1 or L2 while the tiles go by.
+// tiles of 16 rows (lanes[k][i] = x[i][k], zeros past the last row; plan_tiles below), and a kernel
+// takes a group of weight rows against one tile, per k loading the tile's 16 inputs as two vectors
+// and broadcasting each weight W[o][k] straight from its row as stored: 6 weight rows x 16 input
+// rows in 12 accumulators, 8 loads per 12 multiply-adds, two of them vectors from a tile that stays
+// in L1 or L2. It is the prefill GEMM's 6 x 16 micro-kernel (gemm.cpp) with the weights in place of
+// its packed panel, so W is never packed. A tile of 8 rows (a batch's odd vector) takes one vector
+// against 12 weight rows instead. A group is 12 weight rows: two 6-row kernels per tile of 16, one
+// 12-row kernel per tile of 8; the group's rows stay in L1 or L2 while the tiles go by.
 // 16-bit and q8_0 weights: the group's rows are widened or dequantized to f32 into a scratch first
 // (exact; element_rows.h), then the same kernels read the scratch. So x stays f32 with q8_0
 // weights too, as in this level's q8_0 prefill, where the other q8_0 decode kernels quantize it
@@ -88,11 +88,12 @@ void arrange_rows(const float* x, std::int64_t rows, std::int64_t in,
 }
 
 // dots[j][i] = W row j . tile row i, for j < kOutputs (W's rows `in` apart) and i < 8 kVectors;
-// meanwhile the next group's rows (`next`, next_row_bytes apart) are asked into L2.
+// meanwhile the first next_rows rows of the next group (`next`, next_row_bytes apart) are asked
+// into L2.
 template <int kVectors, int kOutputs>
 __attribute__((target("avx2,fma"))) void group_kernel(const float* tile, const float* w,
                                                       std::int64_t in, const char* next,
-                                                      std::int64_t next_row_bytes,
+                                                      int next_rows, std::int64_t next_row_bytes,
                                                       float (*dots)[8 * kMaxVectors]) {
   constexpr std::int64_t kLineFloats = 16;
   constexpr int kWidth = 8 * kVectors;
@@ -101,7 +102,7 @@ __attribute__((target("avx2,fma"))) void group_kernel(const float* tile, const f
     for (__m256& a : row) a = _mm256_setzero_ps();
   }
   for (std::int64_t line = 0; line < in; line += kLineFloats) {
-    for (int j = 0; j < kOutputs; ++j) {
+    for (int j = 0; j < next_rows; ++j) {
       prefetch_weights(next + j * next_row_bytes + line * next_row_bytes / in);
     }
     const std::int64_t end = std::min(in, line + kLineFloats);
@@ -124,24 +125,28 @@ __attribute__((target("avx2,fma"))) void group_kernel(const float* tile, const f
 
 // The kernels of a tile of kVectors, by the number of weight rows they take (a group's last may
 // have fewer than 12 / kVectors).
-using GroupKernel = void (*)(const float*, const float*, std::int64_t, const char*, std::int64_t,
-                             float (*)[8 * kMaxVectors]);
+using GroupKernel = void (*)(const float*, const float*, std::int64_t, const char*, int,
+                             std::int64_t, float (*)[8 * kMaxVectors]);
 template <int kVectors>
 constexpr std::array<GroupKernel, kGroup / kVectors> kGroupKernels =
     kernels_by_rows<GroupKernel, kGroup / kVectors>([](auto outputs) -> GroupKernel {
       return group_kernel<kVectors, decltype(outputs)::value>;
     });
 
-// dots[j][i] for the group's `outputs` weight rows (at w, f32) against one tile.
+// dots[j][i] for the group's `outputs` weight rows (at w, f32) against one tile, while the next
+// group's `next_rows` rows (stored at `next`) are asked into L2, each call the rows matching its
+// own.
 void group_against_tile(const float* tile, int vectors, const float* w, std::int64_t in,
-                        int outputs, const char* next, std::int64_t next_row_bytes,
+                        int outputs, const char* next, int next_rows, std::int64_t next_row_bytes,
                         float (*dots)[8 * kMaxVectors]) {
   const int per_call = kGroup / vectors;
   for (int j = 0; j < outputs; j += per_call) {
-    const auto count = static_cast<std::size_t>(std::min(per_call, outputs - j));
-    const GroupKernel kernel =
-        vectors == 2 ? kGroupKernels<2>[count - 1] : kGroupKernels<1>[count - 1];
-    kernel(tile, w + j * in, in, next + j * next_row_bytes, next_row_bytes, dots + j);
+    const int count = std::min(per_call, outputs - j);
+    const GroupKernel kernel = vectors == 2 ? kGroupKernels<2>[static_cast<std::size_t>(count - 1)]
+                                            : kGroupKernels<1>[static_cast<std::size_t>(count - 1)];
+    const int prefetched = std::clamp(next_rows - j, 0, count);
+    kernel(tile, w + j * in, in, next + (prefetched > 0 ? j * next_row_bytes : 0), prefetched,
+           next_row_bytes, dots + j);
   }
 }
 
@@ -172,12 +177,14 @@ void decode_lanes_avx2(const Context& ctx, const float* x, const void* w, DType 
         rows_to_f32(stored, weights, group * in, widened.data());
         group_rows = widened.data();
       }
-      // The last group asks for the rows past its block: harmless, a prefetch never faults.
-      const char* next = stored + kGroup * row_bytes;
+      // The next group's rows in this thread's block (none after its last group).
+      const auto next_rows =
+          static_cast<int>(std::clamp<std::int64_t>(first + width - o - kGroup, 0, kGroup));
+      const char* next = next_rows > 0 ? stored + kGroup * row_bytes : stored;
       for (const Tile& tile : tiles) {
         const std::int64_t first_row = tile.first_vector * 8;
         group_against_tile(lanes + first_row * in, tile.vectors, group_rows, in, group, next,
-                           row_bytes, dots);
+                           next_rows, row_bytes, dots);
         for (std::int64_t i = 0; i < std::min<std::int64_t>(8 * tile.vectors, rows - first_row);
              ++i) {
           for (int j = 0; j < group; ++j) {
