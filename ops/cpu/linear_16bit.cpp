@@ -14,10 +14,10 @@
 //    vector lanes and each group of weight rows is widened once (ops/cpu/decode_lanes_avx2.h).
 //    Cost: 2 M K bytes read, 2 N M K FLOPs. bf16 widens by zero-extending each 16-bit word to 32
 //    bits and shifting it left by 16 (bf16 is the top half of an f32); f16 by the F16C conversion
-//    (vcvtph2ps). At the avx512bf16 level, bf16 weights from
-//    kBf16PairMinRows (5) rows on: x rounded to bf16 once per call and the pair tiles (dot_tile.h's
-//    dot_tile_bf16_pairs: no widening, vdpbf16ps), 1.36x at 5 rows, 1.62x at 16 the f32 tiles;
-//    1 to 4 rows are bound by reading the weights and stay f32.
+//    (vcvtph2ps). At the avx512bf16 level, bf16 weights from kBf16PairMinRows (5) rows on: x
+//    rounded to bf16 once per call and the pair tiles (dot_tile.h's dot_tile_bf16_pairs: no
+//    widening, vdpbf16ps), 1.36x at 5 rows, 1.62x at 16 the f32 tiles; 1 to 4 rows are bound by
+//    reading the weights and stay f32.
 //  - Prefill (from there on): FLOP-bound, so the blocked f32 GEMM (ops/cpu/gemm.h) runs, as
 //    ops/cpu/linear.cpp does with f32 weights. From the avx2 level on it widens each thread's
 //    block of weights in the packing every call does anyway (into its panels); at the portable
