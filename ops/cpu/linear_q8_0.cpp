@@ -64,7 +64,11 @@ void row_dots_portable(const BlockQ8_0* w, const std::int8_t* qx, const float* d
 
 // One block per step: |qw| once, then per row qx with qw's sign (vpsignb), the 32 products
 // summed by pairs (vpmaddubsw) and quads (vpmaddwd) into 8 int32, scaled by dw dx into 8 f32
-// lanes.
+// lanes. The weights are prefetched kWeightPrefetchBytes ahead (output_blocks.h), once a block:
+// at ~5 cycles a block a core asks for too few lines for the hardware prefetcher alone. Measured
+// (Zen 3, 2 threads, tg64, interleaved rounds, docs/results/2026-12-07-avx2-q8-row-prefetch/):
+// batch-1 decode 1.16x (1.03-1.25) GPT-2, 1.21x (0.99-1.37) SmolLM2 shape in 6 rounds; batch 4
+// 1.03-1.05x, batch 8 unchanged (there the integer arithmetic, not reading, bounds the step).
 template <int kRows>
 __attribute__((target("avx2,fma,f16c"))) void row_dots_avx2(const BlockQ8_0* w,
                                                             const std::int8_t* qx, const float* dx,
@@ -73,6 +77,7 @@ __attribute__((target("avx2,fma,f16c"))) void row_dots_avx2(const BlockQ8_0* w,
   __m256 sums[kRows];
   for (int r = 0; r < kRows; ++r) sums[r] = _mm256_setzero_ps();
   for (std::int64_t b = 0; b < blocks; ++b) {
+    prefetch_weights(reinterpret_cast<const char*>(w + b) + kWeightPrefetchBytes);
     const __m256i weights = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].q));
     const __m256i magnitudes = _mm256_sign_epi8(weights, weights);
     const float dw = _cvtsh_ss(w[b].scale);

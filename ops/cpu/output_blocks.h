@@ -108,8 +108,9 @@ inline bool bf16_linear_rounds_x(CpuLevel level, std::int64_t rows) {
 // roof or more), 1.22x with 16-bit weights at the avx2 level; batch 8 1.03-1.10x; f32 batch 1
 // (Eigen's GEMV, no software prefetch) unchanged. In L2, 4-32 KB ahead were within noise of
 // each other; in L1, 1 KB was best and 1.5 KB on worse. (AMD's cores fill L1 for every hint: on
-// a Zen 3 the avx2 one-row kernel ran faster with none,
-// docs/results/2026-12-07-avx2-16bit-row-prefetch/; the other kernels are not measured there.)
+// a Zen 3 the avx2 one-row kernel of 16-bit weights ran faster with none,
+// docs/results/2026-12-07-avx2-16bit-row-prefetch/, while the avx2 q8_0 kernel, ~4x the compute
+// per byte, needs it: linear_q8_0.cpp. The tiles are not measured without it there.)
 constexpr int kWeightPrefetchBytes = 8192;
 
 // Asks for the 64-byte line at `ahead` into L2 (prefetcht1 on x86), for reading.
