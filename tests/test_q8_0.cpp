@@ -356,7 +356,8 @@ TEST_CASE("linear_q8_0 matches float64 at every cpu level, decode and prefill") 
     // At avx512vnni, 6 to 127 rows put the input rows in the lanes (q8_0_decode_in_lanes): the
     // fewest rows, a partial tile, a full one, three with a last row alone, four. At avx2 from 16
     // rows the f32 lanes (decode_lanes_avx2.h): 16 one tile of 2 vectors of 8 rows, 33 tiles of
-    // 1, 2 and 2, 64 four of 2.
+    // 1, 2 and 2, 64 four of 2; below 16 groups of 4 rows (four_row_dots_avx2) and a rest of 1
+    // to 3 (5, 6, 9).
     for (std::int64_t rows : {1, 2, 5, 6, 9, 16, 33, 64, 130}) {
       // 1, 2, 3, 5, 9, 18 blocks: AVX-512 steps of 4, a last pair, an odd last block
       for (std::int64_t in : {32, 64, 96, 160, 288, 576}) {
@@ -392,8 +393,9 @@ TEST_CASE("linear_q8_0 gives every level, decode and prefill, the same integer p
   // Every block's scale becomes 1: products and sums are integers.
   for (std::int64_t o = 0; o < kOutputs; ++o) w[o * 32] = 127.0f;
   const std::vector<BlockQ8_0> wq = quantized(w);
-  // decode one weight row at a time, in the lanes at avx512vnni, and the GEMM at every level
-  for (std::int64_t rows : {3, 20, 130}) {
+  // decode one weight row at a time (7: at avx2 a group of 4 rows and one of 3), in the lanes at
+  // avx512vnni, and the GEMM at every level
+  for (std::int64_t rows : {3, 7, 20, 130}) {
     CAPTURE(rows);
     std::vector<float> x = normal_values(rows * 32, rng, 40.0f);
     for (float& value : x) value = std::clamp(std::nearbyint(value), -127.0f, 127.0f);

@@ -62,18 +62,28 @@ void row_dots_portable(const BlockQ8_0* w, const std::int8_t* qx, const float* d
 
 #if defined(__x86_64__)
 
-// One block per step: |qw| once, then per row qx with qw's sign (vpsignb), the 32 products
-// summed by pairs (vpmaddubsw) and quads (vpmaddwd) into 8 int32, scaled by dw dx into 8 f32
-// lanes. The weights are prefetched kWeightPrefetchBytes ahead (output_blocks.h), once a block:
-// at ~5 cycles a block a core asks for too few lines for the hardware prefetcher alone. Measured
-// (Zen 3, 2 threads, tg64, interleaved rounds, docs/results/2026-12-07-avx2-q8-row-prefetch/):
-// batch-1 decode 1.16x (1.03-1.25) GPT-2, 1.21x (0.99-1.37) SmolLM2 shape in 6 rounds; batch 4
-// 1.03-1.05x, batch 8 unchanged (there the integer arithmetic, not reading, bounds the step).
+// The 32 products of one weight block (qw in `weights`, |qw| in `magnitudes`) with the 32 input
+// bytes at `inputs`, summed by fours into 8 int32 lanes: qx takes qw's sign (vpsignb), vpmaddubsw
+// sums pairs of products, vpmaddwd against ones pairs of those.
+__attribute__((target("avx2"))) inline __m256i product_quads_avx2(__m256i weights,
+                                                                  __m256i magnitudes,
+                                                                  const std::int8_t* inputs) {
+  const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(inputs));
+  const __m256i pairs = _mm256_maddubs_epi16(magnitudes, _mm256_sign_epi8(bytes, weights));
+  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+}
+
+// One block per step: |qw| once, then per row its product quads (above) scaled by dw dx into 8
+// f32 lanes. The weights are prefetched kWeightPrefetchBytes ahead (output_blocks.h), once a
+// block: at ~5 cycles a block a core asks for too few lines for the hardware prefetcher alone.
+// Measured (Zen 3, 2 threads, tg64, interleaved rounds,
+// docs/results/2026-12-07-avx2-q8-row-prefetch/): batch-1 decode 1.16x (1.03-1.25) GPT-2, 1.21x
+// (0.99-1.37) SmolLM2 shape in 6 rounds; batch 4 1.03-1.05x, batch 8 unchanged (there the
+// integer arithmetic, not reading, bounds the step: four_row_dots_avx2 below).
 template <int kRows>
 __attribute__((target("avx2,fma,f16c"))) void row_dots_avx2(const BlockQ8_0* w,
                                                             const std::int8_t* qx, const float* dx,
                                                             std::int64_t blocks, float* dots) {
-  const __m256i ones = _mm256_set1_epi16(1);
   __m256 sums[kRows];
   for (int r = 0; r < kRows; ++r) sums[r] = _mm256_setzero_ps();
   for (std::int64_t b = 0; b < blocks; ++b) {
@@ -82,15 +92,46 @@ __attribute__((target("avx2,fma,f16c"))) void row_dots_avx2(const BlockQ8_0* w,
     const __m256i magnitudes = _mm256_sign_epi8(weights, weights);
     const float dw = _cvtsh_ss(w[b].scale);
     for (int r = 0; r < kRows; ++r) {
-      const __m256i inputs =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qx + (r * blocks + b) * kBlock));
-      const __m256i pairs = _mm256_maddubs_epi16(magnitudes, _mm256_sign_epi8(inputs, weights));
-      const __m256i quads = _mm256_madd_epi16(pairs, ones);
+      const __m256i quads = product_quads_avx2(weights, magnitudes, qx + (r * blocks + b) * kBlock);
       sums[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(quads), _mm256_set1_ps(dw * dx[r * blocks + b]),
                                 sums[r]);
     }
   }
   for (int r = 0; r < kRows; ++r) dots[r] = sum8(sums[r]);
+}
+
+// Four input rows, their sums side by side: per block the four rows' product quads, then two
+// rounds of vphaddd put the sum of row r's lanes 0-3 in lane r and of its lanes 4-7 in lane
+// 4 + r, so that one conversion, one scale vector (dw times the rows' dx, each twice) and one FMA
+// serve the four rows, where row_dots_avx2<4> takes four of each and four scalar scale products
+// and broadcasts. The integer sums are the same; the f32 sum over blocks keeps 2 partial sums a
+// row instead of 8. The kernel of a decode step of 4 to 15 rows, bound by this arithmetic.
+// Measured (Zen 3, 2 threads, tg64, 8 interleaved rounds,
+// docs/results/2026-12-07-avx2-q8-four-rows/): batch 4 1.07x GPT-2, 1.09x SmolLM2 shape, batch 8
+// 1.00-1.05x; the same reduction for 2 or 3 rows (the missing ones zeros) was no faster than
+// row_dots_avx2 on its own.
+__attribute__((target("avx2,fma,f16c"))) void four_row_dots_avx2(const BlockQ8_0* w,
+                                                                 const std::int8_t* qx,
+                                                                 const float* dx,
+                                                                 std::int64_t blocks, float* dots) {
+  __m256 sums = _mm256_setzero_ps();
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    prefetch_weights(reinterpret_cast<const char*>(w + b) + kWeightPrefetchBytes);
+    const __m256i weights = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].q));
+    const __m256i magnitudes = _mm256_sign_epi8(weights, weights);
+    __m256i quads[4];
+    for (int r = 0; r < 4; ++r) {
+      quads[r] = product_quads_avx2(weights, magnitudes, qx + (r * blocks + b) * kBlock);
+    }
+    const __m256i row_sums = _mm256_hadd_epi32(_mm256_hadd_epi32(quads[0], quads[1]),
+                                               _mm256_hadd_epi32(quads[2], quads[3]));
+    const __m128 input_scales =
+        _mm_setr_ps(dx[b], dx[blocks + b], dx[2 * blocks + b], dx[3 * blocks + b]);
+    const __m256 scales = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(w[b].scale)),
+                                        _mm256_set_m128(input_scales, input_scales));
+    sums = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row_sums), scales, sums);
+  }
+  _mm_storeu_ps(dots, _mm_add_ps(_mm256_castps256_ps128(sums), _mm256_extractf128_ps(sums, 1)));
 }
 
 // Four blocks per step in two 512-bit registers (lanes 0-7: block b, 8-15: block b + 1; then
@@ -224,7 +265,7 @@ LevelKernels kernels_for(CpuLevel level) {
              row_dots_avx512<7, false>, row_dots_avx512<8, false>}};
   }
   if (level == CpuLevel::Avx2) {
-    return {4, {row_dots_avx2<1>, row_dots_avx2<2>, row_dots_avx2<3>, row_dots_avx2<4>}};
+    return {4, {row_dots_avx2<1>, row_dots_avx2<2>, row_dots_avx2<3>, four_row_dots_avx2}};
   }
 #endif
   (void)level;

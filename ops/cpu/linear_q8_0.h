@@ -13,16 +13,16 @@
 // against ones sums pairs of those to int32 (with AVX-512 VNNI, one vpdpbusd does both). Four
 // kernels, chosen at run time by cpu_level() (runtime/cpu_features.h): avx512vnni (also at
 // avx512bf16 and amx) and avx512 (AVX-512 BW, two blocks per instruction, four per step), avx2 (one
-// block), portable (plain loops). All quantize x identically and differ only in the order of the
-// f32 sum over blocks (avx512vnni and avx512 not even in that). Cost: reads 34 bytes per 32 weights
-// once (3.8x fewer than f32), for all rows together: each thread streams its block of weight rows
-// once, each row applied to every input row while in L1; quantizing x costs rows x in, nothing
-// beside the outputs x in weights. At avx512vnni and avx512bf16, a step of 6 rows or more puts the
-// input rows in the vector lanes instead (q8_0_decode_in_lanes below,
-// ops/cpu/decode_q8_0_vnni.cpp): the same integer sums, 16 rows per instruction. At the avx2
-// level a step of 16 rows or more puts them in the lanes too (ops/cpu/decode_lanes_avx2.h), but
-// with the weights dequantized to f32 and x kept in f32, as that level's prefill does
-// (q8_0_quantizes_x below).
+// block; groups of four input rows summed side by side), portable (plain loops). All quantize x
+// identically and differ only in the order of the f32 sum over blocks (avx512vnni and avx512 not
+// even in that). Cost: reads 34 bytes per 32 weights once (3.8x fewer than f32), for all rows
+// together: each thread streams its block of weight rows once, each row applied to every input row
+// while in L1; quantizing x costs rows x in, nothing beside the outputs x in weights. At avx512vnni
+// and avx512bf16, a step of 6 rows or more puts the input rows in the vector lanes instead
+// (q8_0_decode_in_lanes below, ops/cpu/decode_q8_0_vnni.cpp): the same integer sums, 16 rows per
+// instruction. At the avx2 level a step of 16 rows or more puts them in the lanes too
+// (ops/cpu/decode_lanes_avx2.h), but with the weights dequantized to f32 and x kept in f32, as that
+// level's prefill does (q8_0_quantizes_x below).
 //
 // Prefill (from that many rows on), by level:
 //  - avx512vnni and avx512bf16: x quantized as in decode, then a blocked GEMM of bytes against
