@@ -96,6 +96,20 @@ struct Bf16Format {
     const __mmask16 nan = _mm512_cmp_ps_mask(values, values, _CMP_UNORD_Q);
     return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(rounded, nan, quiet_nan));
   }
+  // The same with 8 lanes (AVX2): the 16-bit results packed from the 32-bit lanes of each half,
+  // then the two halves' packed quarters side by side.
+  __attribute__((target("avx2,fma,f16c"))) static __m128i narrow8(__m256 values) {
+    const __m256i bits = _mm256_castps_si256(values);
+    const __m256i last_kept_bit =
+        _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+    const __m256i rounding = _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), last_kept_bit);
+    const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(bits, rounding), 16);
+    const __m256i quiet_nan = _mm256_or_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(0x40));
+    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(values, values, _CMP_UNORD_Q));
+    const __m256i halves = _mm256_blendv_epi8(rounded, quiet_nan, nan);  // each below 2^16
+    const __m256i packed = _mm256_packus_epi32(halves, halves);
+    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08));  // quarters 0 and 2
+  }
 };
 struct F16Format {
   __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 widen(

@@ -86,6 +86,23 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void narrow_a
   }
 }
 
+// The same 8 lanes at a time (F16C's vcvtps2ph at the avx2 level), the tail of fewer than 8
+// values one at a time.
+template <bool kBf16>
+__attribute__((target("avx2,fma,f16c"))) void narrow_avx2(const float* src, std::int64_t n,
+                                                          std::uint16_t* dst) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 values = _mm256_loadu_ps(src + i);
+    const __m128i narrowed =
+        kBf16 ? Bf16Format::narrow8(values)
+              : _mm256_cvtps_ph(values, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), narrowed);
+  }
+  convert_elements(src + i, DType::F32, dst + i, kBf16 ? DType::BF16 : DType::F16,
+                   static_cast<std::size_t>(n - i));
+}
+
 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) __m256 upper_half(__m512 v) {
   return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
 }
@@ -172,6 +189,14 @@ void narrow_16bit(const float* src, DType format, std::int64_t n, std::uint16_t*
       narrow_avx512<true>(src, n, dst);
     } else {
       narrow_avx512<false>(src, n, dst);
+    }
+    return;
+  }
+  if (cpu_level() == CpuLevel::Avx2) {
+    if (format == DType::BF16) {
+      narrow_avx2<true>(src, n, dst);
+    } else {
+      narrow_avx2<false>(src, n, dst);
     }
     return;
   }
