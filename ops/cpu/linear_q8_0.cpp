@@ -103,9 +103,9 @@ __attribute__((target("avx2,fma,f16c"))) void row_dots_avx2(const BlockQ8_0* w,
 // Four input rows, their sums side by side: per block the four rows' product quads, then two
 // rounds of vphaddd put the sum of row r's lanes 0-3 in lane r and of its lanes 4-7 in lane
 // 4 + r, so that one conversion, one scale vector (dw times the rows' dx, each twice) and one FMA
-// serve the four rows, where row_dots_avx2<4> takes four of each and four scalar scale products
-// and broadcasts. The integer sums are the same; the f32 sum over blocks keeps 2 partial sums a
-// row instead of 8. The kernel of a decode step of 4 to 15 rows, bound by this arithmetic.
+// serve the four rows, where row_dots_avx2 takes per row a conversion, a scalar scale product, a
+// broadcast and an FMA. The integer sums are the same; the f32 sum over blocks keeps 2 partial sums
+// a row instead of 8. The kernel of a decode step of 4 to 15 rows, bound by this arithmetic.
 // Measured (Zen 3, 2 threads, tg64, 8 interleaved rounds,
 // docs/results/2026-12-07-avx2-q8-four-rows/): batch 4 1.07x GPT-2, 1.09x SmolLM2 shape, batch 8
 // 1.00-1.05x; the same reduction for 2 or 3 rows (the missing ones zeros) was no faster than
