@@ -184,7 +184,8 @@ void widen_16bit(const std::uint16_t* src, DType format, std::int64_t n, float* 
 void narrow_16bit(const float* src, DType format, std::int64_t n, std::uint16_t* dst) {
   check_format(format, "narrow_16bit");
 #if defined(__x86_64__)
-  if (cpu_level() >= CpuLevel::Avx512) {
+  const CpuLevel level = cpu_level();
+  if (level >= CpuLevel::Avx512) {
     if (format == DType::BF16) {
       narrow_avx512<true>(src, n, dst);
     } else {
@@ -192,7 +193,7 @@ void narrow_16bit(const float* src, DType format, std::int64_t n, std::uint16_t*
     }
     return;
   }
-  if (cpu_level() == CpuLevel::Avx2) {
+  if (level == CpuLevel::Avx2) {
     if (format == DType::BF16) {
       narrow_avx2<true>(src, n, dst);
     } else {

@@ -75,8 +75,8 @@ __attribute__((target("avx2"))) inline __m256i product_quads_avx2(__m256i weight
 
 // One block per step: |qw| once, then per row its product quads (above) scaled by dw dx into 8
 // f32 lanes. The weights are prefetched kWeightPrefetchBytes ahead (output_blocks.h), once a
-// block: at ~5 cycles a block a core asks for too few lines for the hardware prefetcher alone.
-// Measured (Zen 3, 2 threads, tg64, interleaved rounds,
+// block: at about a dozen instructions a block a core asks for too few lines for the hardware
+// prefetcher alone. Measured (Zen 3, 2 threads, tg64, interleaved rounds,
 // docs/results/2026-12-07-avx2-q8-row-prefetch/): batch-1 decode 1.16x (1.03-1.25) GPT-2, 1.21x
 // (0.99-1.37) SmolLM2 shape in 6 rounds; batch 4 1.03-1.05x, batch 8 unchanged (there the
 // integer arithmetic, not reading, bounds the step: four_row_dots_avx2 below).
@@ -107,9 +107,9 @@ __attribute__((target("avx2,fma,f16c"))) void row_dots_avx2(const BlockQ8_0* w,
 // broadcast and an FMA. The integer sums are the same; the f32 sum over blocks keeps 2 partial sums
 // a row instead of 8. The kernel of a decode step of 4 to 15 rows, bound by this arithmetic.
 // Measured (Zen 3, 2 threads, tg64, 8 interleaved rounds,
-// docs/results/2026-12-07-avx2-q8-four-rows/): batch 4 1.07x GPT-2, 1.09x SmolLM2 shape, batch 8
-// 1.00-1.05x; the same reduction for 2 or 3 rows (the missing ones zeros) was no faster than
-// row_dots_avx2 on its own.
+// docs/results/2026-12-07-avx2-q8-four-rows/): batch 4 1.07x (0.92-1.54) GPT-2, 1.09x
+// (0.99-1.14) SmolLM2 shape, batch 8 1.05x and 1.00x, within the noise. Only whole groups of four
+// take it: for 2 or 3 rows the missing ones would cost as much as real ones.
 __attribute__((target("avx2,fma,f16c"))) void four_row_dots_avx2(const BlockQ8_0* w,
                                                                  const std::int8_t* qx,
                                                                  const float* dx,
