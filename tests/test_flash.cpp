@@ -93,10 +93,11 @@ TEST_CASE("flash matches float64 attention at lengths around its 64 x 256 tiles"
 }
 
 TEST_CASE("flash's decode rows match float64 at every cpu level, in kernels and in Eigen") {
-  // One query row goes through decode_row's kernels from the avx512 level on when the head dim is
+  // One query row goes through decode_row's kernels from the avx2 level on when the head dim is
   // a multiple of 16 (ops/attention/cpu/decode_row.h), through Eigen's products otherwise: key
-  // counts around the kernels' 16 keys at a time and flash's key tiles of 256; head dims of 1 to
-  // 8 vectors of 16 (one slice of the values kernel) and of 9 (two slices).
+  // counts around the kernels' 8 or 16 keys at a time and flash's key tiles of 256; head dims of 1
+  // to 8 vectors of 16 (one slice of the avx512 values kernel), of 9 (two slices), and 80 and 128
+  // (two slices of the avx2 kernel's 8 vectors of 8).
   std::mt19937 rng(13);
   Context ctx(2);
   testing::for_each_cpu_level([&] {

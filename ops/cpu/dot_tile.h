@@ -125,7 +125,8 @@ using Bf16Weights = SixteenBitWeights<Bf16Format>;
 using F16Weights = SixteenBitWeights<F16Format>;
 
 // A row of q8_0 blocks (runtime/q8_0.h), 16 values from value c on (c a multiple of 16) as f32
-// lanes: the bytes sign-extended and converted, times the block's f16 scale (exact).
+// lanes (load8: 8 from a multiple of 8): the bytes sign-extended and converted, times the block's
+// f16 scale (exact).
 struct Q8_0Rows {
   __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) static __m512 load(
       const BlockQ8_0* row, std::int64_t c) {
@@ -134,6 +135,15 @@ struct Q8_0Rows {
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.q + c % kQ8_0BlockElements));
     return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes)),
                          _mm512_set1_ps(_cvtsh_ss(block.scale)));
+  }
+  // 8 values from value c on (c a multiple of 8) as 8 f32 lanes, at the avx2 level.
+  __attribute__((target("avx2,fma,f16c"))) static __m256 load8(const BlockQ8_0* row,
+                                                               std::int64_t c) {
+    const BlockQ8_0& block = row[c / kQ8_0BlockElements];
+    const __m128i bytes =
+        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(block.q + c % kQ8_0BlockElements));
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)),
+                         _mm256_set1_ps(_cvtsh_ss(block.scale)));
   }
 };
 

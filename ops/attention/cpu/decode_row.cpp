@@ -1,5 +1,6 @@
 // decode_row (ops/attention/cpu/decode_row.h): one query row against a run of key and value rows,
-// with AVX-512.
+// with AVX-512 (below) or AVX2 (the same two kernels with 8 lanes: 8 keys' scores at a time,
+// reduced by transpose8.h's sum_lanes8, and slices of up to 8 vectors, 64 columns, of the output).
 //
 // Scores: 16 keys at a time, row after row as they lie in memory, each key's head_dim values
 // multiplied into an accumulator of its own (head_dim / 16 FMAs), then the 16 sums reduced across
@@ -22,7 +23,11 @@
 // Cost per key: its key and value rows read (2 head_dim values), 2 head_dim multiply-adds.
 // Measured against Eigen's products (Zen 4, 2 threads, synthetic:gpt2 q8_0, 16 sequences behind
 // 512 tokens, docs/results/2026-12-04-decode-attention/): flash per layer 1.25x (1.06-1.49, 7
-// rounds). Summing V a 16-lane column slice at a time over all keys, strided, was 0.77x.
+// rounds). Summing V a 16-lane column slice at a time over all keys, strided, was 0.77x. The AVX2
+// kernels (Zen 3, 2 threads, docs/results/2026-12-07-avx2-decode-attention/): the engine's paged
+// attention over a concurrency-16 serving run 1.09-1.18x with an f32 cache, 1.20-1.23x bf16,
+// 1.22-1.33x q8_0 (2 alternated rounds each); the op alone on an f32 cache within noise (bound by
+// reading K and V).
 #include "ops/attention/cpu/decode_row.h"
 
 #include <algorithm>
@@ -37,13 +42,14 @@
 #include "ops/cpu/dot_tile.h"
 #include "ops/cpu/output_blocks.h"
 #include "ops/cpu/transpose16.h"
+#include "ops/cpu/transpose8.h"
 #endif
 
 namespace attnscope::ops::attention::cpu {
 
 bool decode_row_kernels_apply(std::int64_t head_dim) {
 #if defined(__x86_64__)
-  return cpu_level() >= CpuLevel::Avx512 && head_dim % 16 == 0;
+  return cpu_level() >= CpuLevel::Avx2 && head_dim % 16 == 0;
 #else
   (void)head_dim;
   return false;
@@ -65,6 +71,9 @@ struct PlainRows {
       const Element* row, std::int64_t c) {
     return Values::load(row + c);
   }
+  __attribute__((target("avx2,fma,f16c"))) static __m256 load8(const Element* row, std::int64_t c) {
+    return Values::load8(row + c);
+  }
 };
 struct BlockRows : ops::cpu::Q8_0Rows {
   using Element = BlockQ8_0;
@@ -73,6 +82,8 @@ struct BlockRows : ops::cpu::Q8_0Rows {
 using F32Rows = PlainRows<ops::cpu::F32Weights>;
 using F16Rows = PlainRows<ops::cpu::F16Weights>;
 using Bf16Rows = PlainRows<ops::cpu::Bf16Weights>;
+
+// ---- AVX-512 (the avx512 levels) ----
 
 // scores[j] = q . k_j, 16 keys at a time; `Rows` loads 16 of k's values as f32 lanes.
 template <typename Rows>
@@ -135,35 +146,140 @@ void row_values(const float* p, const typename Rows::Element* v, std::int64_t ke
   }
 }
 
+// ---- AVX2 (the avx2 level): 16 registers of 8 lanes ----
+
+// row_scores with 8 keys at a time.
+template <typename Rows>
+__attribute__((target("avx2,fma,f16c"))) void row_scores_avx2(const float* q,
+                                                              const typename Rows::Element* k,
+                                                              std::int64_t keys,
+                                                              std::int64_t head_dim,
+                                                              float* scores) {
+  for (std::int64_t first = 0; first < keys; first += 8) {
+    const std::int64_t count = std::min<std::int64_t>(8, keys - first);
+    __m256 sums[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) {
+      const typename Rows::Element* row =
+          k + (first + (i < count ? i : 0)) * Rows::elements(head_dim);
+      sums[i] = _mm256_setzero_ps();
+      for (std::int64_t c = 0; c < head_dim; c += 8) {
+        sums[i] = _mm256_fmadd_ps(_mm256_loadu_ps(q + c), Rows::load8(row, c), sums[i]);
+      }
+    }
+    _mm256_maskstore_ps(scores + first, ops::cpu::first_lanes_avx2(count),
+                        ops::cpu::sum_lanes8(sums));
+  }
+}
+
+// add_weighted_rows with 8 lanes: kVectors accumulators, the broadcast weight and a loaded vector
+// of the row, at most 10 of the 16 registers.
+template <typename Rows, int kVectors>
+__attribute__((target("avx2,fma,f16c"))) void add_weighted_rows_avx2(
+    const float* p, const typename Rows::Element* v, std::int64_t keys, std::int64_t head_dim,
+    std::int64_t c, float* out) {
+  __m256 sums[kVectors];
+  for (int i = 0; i < kVectors; ++i) sums[i] = _mm256_loadu_ps(out + c + 8 * i);
+  for (std::int64_t j = 0; j < keys; ++j) {
+    const __m256 weight = _mm256_set1_ps(p[j]);
+    const typename Rows::Element* row = v + j * Rows::elements(head_dim);
+    for (int i = 0; i < kVectors; ++i) {
+      sums[i] = _mm256_fmadd_ps(weight, Rows::load8(row, c + 8 * i), sums[i]);
+    }
+  }
+  for (int i = 0; i < kVectors; ++i) _mm256_storeu_ps(out + c + 8 * i, sums[i]);
+}
+
+template <typename Rows>
+constexpr std::array<AddWeightedRows<Rows>, kMaxSliceVectors> kAddWeightedRowsAvx2 =
+    ops::cpu::kernels_by_rows<AddWeightedRows<Rows>, kMaxSliceVectors>(
+        [](auto vectors) -> AddWeightedRows<Rows> {
+          return add_weighted_rows_avx2<Rows, decltype(vectors)::value>;
+        });
+
+template <typename Rows>
+void row_values_avx2(const float* p, const typename Rows::Element* v, std::int64_t keys,
+                     std::int64_t head_dim, float* out) {
+  for (std::int64_t c = 0; c < head_dim; c += 8 * kMaxSliceVectors) {
+    const auto vectors = std::min<std::int64_t>(kMaxSliceVectors, (head_dim - c) / 8);
+    kAddWeightedRowsAvx2<Rows>[vectors - 1](p, v, keys, head_dim, c, out);
+  }
+}
+
+// The kernels of one vector width, for rows of any format.
+struct Avx512Kernels {
+  template <typename Rows>
+  static void scores(const float* q, const typename Rows::Element* k, std::int64_t keys,
+                     std::int64_t head_dim, float* out) {
+    row_scores<Rows>(q, k, keys, head_dim, out);
+  }
+  template <typename Rows>
+  static void values(const float* p, const typename Rows::Element* v, std::int64_t keys,
+                     std::int64_t head_dim, float* out) {
+    row_values<Rows>(p, v, keys, head_dim, out);
+  }
+};
+struct Avx2Kernels {
+  template <typename Rows>
+  static void scores(const float* q, const typename Rows::Element* k, std::int64_t keys,
+                     std::int64_t head_dim, float* out) {
+    row_scores_avx2<Rows>(q, k, keys, head_dim, out);
+  }
+  template <typename Rows>
+  static void values(const float* p, const typename Rows::Element* v, std::int64_t keys,
+                     std::int64_t head_dim, float* out) {
+    row_values_avx2<Rows>(p, v, keys, head_dim, out);
+  }
+};
+
+// Kernels' scores or values (`kScores`) of `keys` rows of `rows` format: `a` is q or p.
+template <typename Kernels, bool kScores>
+void run_kernel(const float* a, const void* kv, DType rows, std::int64_t keys,
+                std::int64_t head_dim, float* out) {
+  const auto call = [&](auto format, const auto* elements) {
+    using Rows = decltype(format);
+    if constexpr (kScores) {
+      Kernels::template scores<Rows>(a, elements, keys, head_dim, out);
+    } else {
+      Kernels::template values<Rows>(a, elements, keys, head_dim, out);
+    }
+  };
+  const auto* halves = static_cast<const std::uint16_t*>(kv);
+  if (rows == DType::BF16) return call(Bf16Rows{}, halves);
+  if (rows == DType::F16) return call(F16Rows{}, halves);
+  if (rows == DType::Q8_0) return call(BlockRows{}, static_cast<const BlockQ8_0*>(kv));
+  call(F32Rows{}, static_cast<const float*>(kv));
+}
+
+template <bool kScores>
+void run_kernel_for_level(const float* a, const void* kv, DType rows, std::int64_t keys,
+                          std::int64_t head_dim, float* out) {
+  if (cpu_level() >= CpuLevel::Avx512) {
+    run_kernel<Avx512Kernels, kScores>(a, kv, rows, keys, head_dim, out);
+  } else {
+    run_kernel<Avx2Kernels, kScores>(a, kv, rows, keys, head_dim, out);
+  }
+}
+
 }  // namespace
 
 void decode_row_scores(const float* q, const void* k, DType rows, std::int64_t keys,
                        std::int64_t head_dim, float* scores) {
-  const auto* k16 = static_cast<const std::uint16_t*>(k);
-  if (rows == DType::BF16) return row_scores<Bf16Rows>(q, k16, keys, head_dim, scores);
-  if (rows == DType::F16) return row_scores<F16Rows>(q, k16, keys, head_dim, scores);
-  const auto* blocks = static_cast<const BlockQ8_0*>(k);
-  if (rows == DType::Q8_0) return row_scores<BlockRows>(q, blocks, keys, head_dim, scores);
-  row_scores<F32Rows>(q, static_cast<const float*>(k), keys, head_dim, scores);
+  run_kernel_for_level<true>(q, k, rows, keys, head_dim, scores);
 }
 
 void decode_row_values(const float* p, const void* v, DType rows, std::int64_t keys,
                        std::int64_t head_dim, float* out) {
-  const auto* v16 = static_cast<const std::uint16_t*>(v);
-  if (rows == DType::BF16) return row_values<Bf16Rows>(p, v16, keys, head_dim, out);
-  if (rows == DType::F16) return row_values<F16Rows>(p, v16, keys, head_dim, out);
-  const auto* blocks = static_cast<const BlockQ8_0*>(v);
-  if (rows == DType::Q8_0) return row_values<BlockRows>(p, blocks, keys, head_dim, out);
-  row_values<F32Rows>(p, static_cast<const float*>(v), keys, head_dim, out);
+  run_kernel_for_level<false>(p, v, rows, keys, head_dim, out);
 }
 
 #else
 
 void decode_row_scores(const float*, const void*, DType, std::int64_t, std::int64_t, float*) {
-  check(false, "decode_row_scores", "AVX-512 exists on x86-64 CPUs only");
+  check(false, "decode_row_scores", "its kernels exist on x86-64 CPUs only");
 }
 void decode_row_values(const float*, const void*, DType, std::int64_t, std::int64_t, float*) {
-  check(false, "decode_row_values", "AVX-512 exists on x86-64 CPUs only");
+  check(false, "decode_row_values", "its kernels exist on x86-64 CPUs only");
 }
 
 #endif  // __x86_64__

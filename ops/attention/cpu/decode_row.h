@@ -1,5 +1,5 @@
 // The two products of flash's online softmax for one query row (a decode step) on the cpu, from
-// the avx512 level on (runtime/cpu_features.h): a run of keys' scores s_j = q . k_j, and their
+// the avx2 level on (runtime/cpu_features.h): a run of keys' scores s_j = q . k_j, and their
 // values' sum added to the output, out += sum_j p_j v_j. ops/attention/cpu/flash.cpp calls them
 // for each run of keys that lie together (one block of a paged cache, or a whole key tile);
 // decode_row.cpp says how and what it gained.
@@ -11,8 +11,8 @@
 
 namespace attnscope::ops::attention::cpu {
 
-// Whether the kernels below serve rows of `head_dim` values at this cpu level: the avx512 levels
-// and head_dim a multiple of 16 (otherwise flash multiplies through Eigen).
+// Whether the kernels below serve rows of `head_dim` values at this cpu level: from the avx2
+// level on, head_dim a multiple of 16 (otherwise flash multiplies through Eigen).
 bool decode_row_kernels_apply(std::int64_t head_dim);
 
 // scores[j] = q . k_j for the `keys` rows of k (head_dim values each, one after another, of

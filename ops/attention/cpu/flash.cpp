@@ -11,9 +11,9 @@
 // out_tile = O / l row by row. The key range ends at the tile's last query position, so the
 // masked work is at most the Bq x Bq triangle of the last key tile, whatever Bk is. Where they
 // apply (D a multiple of 16) the two products are hand-written kernels instead of Eigen's general
-// ones: decode_row.h's for a tile of one query row at the avx512 levels (decode; measured: 1.25x
-// per layer at 16 sequences behind 512 tokens, docs/results/2026-12-04-decode-attention/),
-// query_tile.h's for more from the avx2 level on (D <= 256; measured there). Where the call may
+// ones from the avx2 level on: decode_row.h's for a tile of one query row (decode; measured:
+// 1.25x per layer at 16 sequences behind 512 tokens, docs/results/2026-12-04-decode-attention/),
+// query_tile.h's for more (D <= 256; measured there). Where the call may
 // round its operands to bf16 (Call::bf16_products: a bf16 model) and the cpu has AMX, the tiles of
 // every sequence of at least kAmxMinRows query rows, at head dims that are multiples of 32,
 // multiply on bf16 tiles instead (query_tile_amx.h), their K and V packed once per call before the
@@ -612,12 +612,12 @@ namespace {
 
 // flash_plan's words for tile_products.
 std::string products_words(std::int64_t rows, std::int64_t head_dim, bool amx) {
+  const std::string width = cpu_level() >= CpuLevel::Avx512 ? "AVX-512" : "AVX2";
   switch (tile_products(rows, head_dim, amx)) {
     case TileProducts::one_row:
-      return "AVX-512 one-row products";
+      return width + " one-row products";
     case TileProducts::query_tile:
-      return cpu_level() >= CpuLevel::Avx512 ? "AVX-512 register-tiled products"
-                                             : "AVX2 register-tiled products";
+      return width + " register-tiled products";
     case TileProducts::amx:
       return "AMX bf16-tile products (q, k, p and v rounded to bf16)";
     case TileProducts::eigen:
