@@ -1,6 +1,5 @@
 // Rows of the element types a KV cache holds on the cpu, to and from f32, many values at a time
-// (16 a step from the avx512 level on, 8 at the avx2 level for 16-bit values, one at a time
-// below):
+// (16 a step from the avx512 level on, 8 at the avx2 level, one at a time below):
 // - f16 and bf16 (runtime/dtype.h): widen_16bit is exact (bf16 is the top half of an f32, f16
 //   converts with vcvtph2ps); narrow_16bit rounds to nearest, ties to even: bf16 by adding 0x7FFF
 //   plus the kept half's last bit to the f32's bits (NaN kept a quiet NaN: dot_tile.h's
