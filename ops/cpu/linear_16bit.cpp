@@ -98,7 +98,7 @@ void dot_rows_portable(const std::uint16_t* w, const float* x, std::int64_t ldx,
 // batch-1 decode 1.10-1.19x (medians, f16 and bf16, GPT-2 and SmolLM2 shapes, 8 interleaved
 // rounds; a 2 KB distance 1.07-1.15x: docs/results/2026-12-07-avx2-16bit-row-prefetch/). Two
 // weight rows at a time, each vector of x loaded once for both, was slower there too: 0.72-0.83x
-// (docs/results/2026-12-07-avx2-16bit-row-pair/): one stream per core reads fastest on that CPU.
+// (docs/results/2026-12-07-avx2-16bit-row-pair/).
 template <typename Weights>
 __attribute__((target("avx2,fma,f16c"))) float dot_row_avx2(const std::uint16_t* w, const float* x,
                                                             std::int64_t k) {

@@ -47,10 +47,11 @@
 
 namespace attnscope::ops::attention::cpu {
 
-bool decode_row_kernels_apply(std::int64_t head_dim) {
+bool decode_row_kernels_apply(CpuLevel level, std::int64_t head_dim) {
 #if defined(__x86_64__)
-  return cpu_level() >= CpuLevel::Avx2 && head_dim % 16 == 0;
+  return level >= CpuLevel::Avx2 && head_dim % 16 == 0;
 #else
+  (void)level;
   (void)head_dim;
   return false;
 #endif
@@ -252,9 +253,9 @@ void run_kernel(const float* a, const void* kv, DType rows, std::int64_t keys,
 }
 
 template <bool kScores>
-void run_kernel_for_level(const float* a, const void* kv, DType rows, std::int64_t keys,
-                          std::int64_t head_dim, float* out) {
-  if (cpu_level() >= CpuLevel::Avx512) {
+void run_kernel_for_level(CpuLevel level, const float* a, const void* kv, DType rows,
+                          std::int64_t keys, std::int64_t head_dim, float* out) {
+  if (level >= CpuLevel::Avx512) {
     run_kernel<Avx512Kernels, kScores>(a, kv, rows, keys, head_dim, out);
   } else {
     run_kernel<Avx2Kernels, kScores>(a, kv, rows, keys, head_dim, out);
@@ -263,22 +264,24 @@ void run_kernel_for_level(const float* a, const void* kv, DType rows, std::int64
 
 }  // namespace
 
-void decode_row_scores(const float* q, const void* k, DType rows, std::int64_t keys,
+void decode_row_scores(CpuLevel level, const float* q, const void* k, DType rows, std::int64_t keys,
                        std::int64_t head_dim, float* scores) {
-  run_kernel_for_level<true>(q, k, rows, keys, head_dim, scores);
+  run_kernel_for_level<true>(level, q, k, rows, keys, head_dim, scores);
 }
 
-void decode_row_values(const float* p, const void* v, DType rows, std::int64_t keys,
+void decode_row_values(CpuLevel level, const float* p, const void* v, DType rows, std::int64_t keys,
                        std::int64_t head_dim, float* out) {
-  run_kernel_for_level<false>(p, v, rows, keys, head_dim, out);
+  run_kernel_for_level<false>(level, p, v, rows, keys, head_dim, out);
 }
 
 #else
 
-void decode_row_scores(const float*, const void*, DType, std::int64_t, std::int64_t, float*) {
+void decode_row_scores(CpuLevel, const float*, const void*, DType, std::int64_t, std::int64_t,
+                       float*) {
   check(false, "decode_row_scores", "its kernels exist on x86-64 CPUs only");
 }
-void decode_row_values(const float*, const void*, DType, std::int64_t, std::int64_t, float*) {
+void decode_row_values(CpuLevel, const float*, const void*, DType, std::int64_t, std::int64_t,
+                       float*) {
   check(false, "decode_row_values", "its kernels exist on x86-64 CPUs only");
 }
 

@@ -339,10 +339,10 @@ Head head_of(const PagedCall& call, std::int64_t s, std::int64_t h, float* widen
 // (`amx`), else decode_row.h's for one row (decode), query_tile.h's for more; Eigen's products
 // elsewhere.
 enum class TileProducts { one_row, query_tile, amx, eigen };
-TileProducts tile_products(std::int64_t rows, std::int64_t head_dim, bool amx) {
+TileProducts tile_products(CpuLevel level, std::int64_t rows, std::int64_t head_dim, bool amx) {
   if (amx) return TileProducts::amx;
-  if (rows == 1 && decode_row_kernels_apply(head_dim)) return TileProducts::one_row;
-  if (rows > 1 && query_tile_kernels_apply(head_dim)) return TileProducts::query_tile;
+  if (rows == 1 && decode_row_kernels_apply(level, head_dim)) return TileProducts::one_row;
+  if (rows > 1 && query_tile_kernels_apply(level, head_dim)) return TileProducts::query_tile;
   return TileProducts::eigen;
 }
 
@@ -408,7 +408,8 @@ void attend_key_range(const Head& head, std::int64_t first_row, const StateLayou
   float* running_max = state + layout.max_offset();
   float* row_sum = state + layout.sum_offset();
   // s's one row is `scores`, O's is `state` (decode_row.h's products).
-  const TileProducts products = tile_products(rows, d, head.kv.packed_keys != nullptr);
+  const CpuLevel level = cpu_level();
+  const TileProducts products = tile_products(level, rows, d, head.kv.packed_keys != nullptr);
   const bool one_row = products == TileProducts::one_row;
   const bool query_tile = products == TileProducts::query_tile;
   const bool amx = products == TileProducts::amx;
@@ -424,14 +425,14 @@ void attend_key_range(const Head& head, std::int64_t first_row, const StateLayou
       head.kv.for_each_run(key_start, cols, KeyRows::Reading::keys,
                            [&](std::int64_t column, std::int64_t count, const void* run) {
                              if (one_row) {
-                               decode_row_scores(q_tile.data(), run, head.kv.dtype, count, d,
+                               decode_row_scores(level, q_tile.data(), run, head.kv.dtype, count, d,
                                                  scores + column);
                                return;
                              }
                              const float* k_rows = head.kv.as_f32(run, count);
                              if (query_tile) {
-                               query_tile_scores(q_tile.data(), head.row_stride, rows, k_rows,
-                                                 count, d, scores + column, cols);
+                               query_tile_scores(level, q_tile.data(), head.row_stride, rows,
+                                                 k_rows, count, d, scores + column, cols);
                                return;
                              }
                              s.middleCols(column, count).noalias() =
@@ -464,14 +465,14 @@ void attend_key_range(const Head& head, std::int64_t first_row, const StateLayou
                          [&](std::int64_t column, std::int64_t count, const void* run) {
                            if (one_row) {
                              if (first_tile && column == 0) std::fill_n(state, d, 0.0f);
-                             decode_row_values(scores + column, run, head.kv.dtype, count, d,
+                             decode_row_values(level, scores + column, run, head.kv.dtype, count, d,
                                                state);
                              return;
                            }
                            const float* v_rows = head.kv.as_f32(run, count);
                            if (query_tile) {
-                             query_tile_values(scores + column, cols, rows, v_rows, count, d, state,
-                                               d, first_tile && column == 0);
+                             query_tile_values(level, scores + column, cols, rows, v_rows, count, d,
+                                               state, d, first_tile && column == 0);
                              return;
                            }
                            const ConstMatrixMap v_run(v_rows, count, d);
@@ -612,8 +613,9 @@ namespace {
 
 // flash_plan's words for tile_products.
 std::string products_words(std::int64_t rows, std::int64_t head_dim, bool amx) {
-  const std::string width = cpu_level() >= CpuLevel::Avx512 ? "AVX-512" : "AVX2";
-  switch (tile_products(rows, head_dim, amx)) {
+  const CpuLevel level = cpu_level();
+  const std::string width = level >= CpuLevel::Avx512 ? "AVX-512" : "AVX2";
+  switch (tile_products(level, rows, head_dim, amx)) {
     case TileProducts::one_row:
       return width + " one-row products";
     case TileProducts::query_tile:

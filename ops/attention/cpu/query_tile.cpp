@@ -42,10 +42,11 @@
 
 namespace attnscope::ops::attention::cpu {
 
-bool query_tile_kernels_apply(std::int64_t head_dim) {
+bool query_tile_kernels_apply(CpuLevel level, std::int64_t head_dim) {
 #if defined(__x86_64__)
-  return cpu_level() >= CpuLevel::Avx2 && head_dim % 16 == 0 && head_dim <= kQueryTileMaxHeadDim;
+  return level >= CpuLevel::Avx2 && head_dim % 16 == 0 && head_dim <= kQueryTileMaxHeadDim;
 #else
+  (void)level;
   (void)head_dim;
   return false;
 #endif
@@ -300,19 +301,20 @@ void values_in_tiles(const float* p, std::int64_t ld_p, std::int64_t rows, const
 
 }  // namespace
 
-void query_tile_scores(const float* q, std::int64_t q_stride, std::int64_t rows, const float* k,
-                       std::int64_t keys, std::int64_t head_dim, float* s, std::int64_t ld_s) {
-  if (cpu_level() >= CpuLevel::Avx512) {
+void query_tile_scores(CpuLevel level, const float* q, std::int64_t q_stride, std::int64_t rows,
+                       const float* k, std::int64_t keys, std::int64_t head_dim, float* s,
+                       std::int64_t ld_s) {
+  if (level >= CpuLevel::Avx512) {
     scores_in_tiles<Avx512Tiles>(q, q_stride, rows, k, keys, head_dim, s, ld_s);
   } else {
     scores_in_tiles<Avx2Tiles>(q, q_stride, rows, k, keys, head_dim, s, ld_s);
   }
 }
 
-void query_tile_values(const float* p, std::int64_t ld_p, std::int64_t rows, const float* v,
-                       std::int64_t keys, std::int64_t head_dim, float* o, std::int64_t ld_o,
-                       bool overwrite) {
-  if (cpu_level() >= CpuLevel::Avx512) {
+void query_tile_values(CpuLevel level, const float* p, std::int64_t ld_p, std::int64_t rows,
+                       const float* v, std::int64_t keys, std::int64_t head_dim, float* o,
+                       std::int64_t ld_o, bool overwrite) {
+  if (level >= CpuLevel::Avx512) {
     values_in_tiles<Avx512Tiles>(p, ld_p, rows, v, keys, head_dim, o, ld_o, overwrite);
   } else {
     values_in_tiles<Avx2Tiles>(p, ld_p, rows, v, keys, head_dim, o, ld_o, overwrite);
@@ -321,12 +323,12 @@ void query_tile_values(const float* p, std::int64_t ld_p, std::int64_t rows, con
 
 #else
 
-void query_tile_scores(const float*, std::int64_t, std::int64_t, const float*, std::int64_t,
-                       std::int64_t, float*, std::int64_t) {
+void query_tile_scores(CpuLevel, const float*, std::int64_t, std::int64_t, const float*,
+                       std::int64_t, std::int64_t, float*, std::int64_t) {
   check(false, "query_tile_scores", "its kernels exist on x86-64 CPUs only");
 }
-void query_tile_values(const float*, std::int64_t, std::int64_t, const float*, std::int64_t,
-                       std::int64_t, float*, std::int64_t, bool) {
+void query_tile_values(CpuLevel, const float*, std::int64_t, std::int64_t, const float*,
+                       std::int64_t, std::int64_t, float*, std::int64_t, bool) {
   check(false, "query_tile_values", "its kernels exist on x86-64 CPUs only");
 }
 
