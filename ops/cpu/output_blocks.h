@@ -110,7 +110,8 @@ inline bool bf16_linear_rounds_x(CpuLevel level, std::int64_t rows) {
 // each other; in L1, 1 KB was best and 1.5 KB on worse. (AMD's cores fill L1 for every hint: on
 // a Zen 3 the avx2 one-row kernel of 16-bit weights ran faster with none,
 // docs/results/2026-12-07-avx2-16bit-row-prefetch/, while the avx2 q8_0 kernel, ~4x the compute
-// per byte, needs it: linear_q8_0.cpp. The tiles are not measured without it there.)
+// per byte, needs it: linear_q8_0.cpp; so do the avx2 tiles: without it, decode of 4 and 8 rows
+// ran 0.60-0.83x, f32, f16 and bf16, docs/results/2026-12-07-avx2-tiles-no-prefetch/.)
 constexpr int kWeightPrefetchBytes = 8192;
 
 // Asks for the 64-byte line at `ahead` into L2 (prefetcht1 on x86), for reading.
