@@ -103,6 +103,16 @@ __attribute__((target("avx2,fma,f16c"))) void narrow_avx2(const float* src, std:
                    static_cast<std::size_t>(n - i));
 }
 
+// The block's scale from the largest magnitude of its values (q8_0_scale), returned as a double
+// for the quotients; a scale of 0 (every value rounds to 0) also zeroes the block's bytes, and
+// the caller is done.
+double set_scale(float largest_magnitude, BlockQ8_0& block) {
+  block.scale = q8_0_scale(largest_magnitude);
+  const double d = f16_to_f32(block.scale);
+  if (d == 0.0) std::memset(block.q, 0, sizeof block.q);
+  return d;
+}
+
 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) __m256 upper_half(__m512 v) {
   return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
 }
@@ -121,12 +131,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void quantize
     mark_not_held(block);
     return;
   }
-  block.scale = q8_0_scale(_mm512_reduce_max_ps(_mm512_max_ps(low_magnitude, high_magnitude)));
-  const double d = _cvtsh_ss(block.scale);
-  if (d == 0.0) {
-    std::memset(block.q, 0, sizeof block.q);
-    return;
-  }
+  const double d =
+      set_scale(_mm512_reduce_max_ps(_mm512_max_ps(low_magnitude, high_magnitude)), block);
+  if (d == 0.0) return;
   const __m512d divisor = _mm512_set1_pd(d);
   __m256i quarters[4];
   const __m256 eights[4] = {_mm512_castps512_ps256(low), upper_half(low),
@@ -164,12 +171,8 @@ __attribute__((target("avx2,fma,f16c"))) void quantize_block_avx2(const float* x
       _mm_max_ps(_mm256_castps256_ps128(largest_seen), _mm256_extractf128_ps(largest_seen, 1));
   half = _mm_max_ps(half, _mm_movehl_ps(half, half));
   half = _mm_max_ss(half, _mm_movehdup_ps(half));
-  block.scale = q8_0_scale(_mm_cvtss_f32(half));
-  const double d = _cvtsh_ss(block.scale);
-  if (d == 0.0) {
-    std::memset(block.q, 0, sizeof block.q);
-    return;
-  }
+  const double d = set_scale(_mm_cvtss_f32(half), block);
+  if (d == 0.0) return;
   const __m256d divisor = _mm256_set1_pd(d);
   __m128i fours[8];
   for (int i = 0; i < 8; ++i) {

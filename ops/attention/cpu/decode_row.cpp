@@ -207,71 +207,41 @@ void row_values_avx2(const float* p, const typename Rows::Element* v, std::int64
   }
 }
 
-// The kernels of one vector width, for rows of any format.
-struct Avx512Kernels {
-  template <typename Rows>
-  static void scores(const float* q, const typename Rows::Element* k, std::int64_t keys,
-                     std::int64_t head_dim, float* out) {
-    row_scores<Rows>(q, k, keys, head_dim, out);
-  }
-  template <typename Rows>
-  static void values(const float* p, const typename Rows::Element* v, std::int64_t keys,
-                     std::int64_t head_dim, float* out) {
-    row_values<Rows>(p, v, keys, head_dim, out);
-  }
-};
-struct Avx2Kernels {
-  template <typename Rows>
-  static void scores(const float* q, const typename Rows::Element* k, std::int64_t keys,
-                     std::int64_t head_dim, float* out) {
-    row_scores_avx2<Rows>(q, k, keys, head_dim, out);
-  }
-  template <typename Rows>
-  static void values(const float* p, const typename Rows::Element* v, std::int64_t keys,
-                     std::int64_t head_dim, float* out) {
-    row_values_avx2<Rows>(p, v, keys, head_dim, out);
-  }
-};
-
-// Kernels' scores or values (`kScores`) of `keys` rows of `rows` format: `a` is q or p.
-template <typename Kernels, bool kScores>
-void run_kernel(const float* a, const void* kv, DType rows, std::int64_t keys,
-                std::int64_t head_dim, float* out) {
-  const auto call = [&](auto format, const auto* elements) {
-    using Rows = decltype(format);
-    if constexpr (kScores) {
-      Kernels::template scores<Rows>(a, elements, keys, head_dim, out);
-    } else {
-      Kernels::template values<Rows>(a, elements, keys, head_dim, out);
-    }
-  };
+// Calls kernel(Rows{}, elements) with the Rows (above) of a run's element type `rows` and the run
+// `kv` as those elements.
+template <typename Kernel>
+void with_rows(DType rows, const void* kv, Kernel kernel) {
   const auto* halves = static_cast<const std::uint16_t*>(kv);
-  if (rows == DType::BF16) return call(Bf16Rows{}, halves);
-  if (rows == DType::F16) return call(F16Rows{}, halves);
-  if (rows == DType::Q8_0) return call(BlockRows{}, static_cast<const BlockQ8_0*>(kv));
-  call(F32Rows{}, static_cast<const float*>(kv));
-}
-
-template <bool kScores>
-void run_kernel_for_level(CpuLevel level, const float* a, const void* kv, DType rows,
-                          std::int64_t keys, std::int64_t head_dim, float* out) {
-  if (level >= CpuLevel::Avx512) {
-    run_kernel<Avx512Kernels, kScores>(a, kv, rows, keys, head_dim, out);
-  } else {
-    run_kernel<Avx2Kernels, kScores>(a, kv, rows, keys, head_dim, out);
-  }
+  if (rows == DType::BF16) return kernel(Bf16Rows{}, halves);
+  if (rows == DType::F16) return kernel(F16Rows{}, halves);
+  if (rows == DType::Q8_0) return kernel(BlockRows{}, static_cast<const BlockQ8_0*>(kv));
+  kernel(F32Rows{}, static_cast<const float*>(kv));
 }
 
 }  // namespace
 
 void decode_row_scores(CpuLevel level, const float* q, const void* k, DType rows, std::int64_t keys,
                        std::int64_t head_dim, float* scores) {
-  run_kernel_for_level<true>(level, q, k, rows, keys, head_dim, scores);
+  with_rows(rows, k, [&](auto format, const auto* elements) {
+    using Rows = decltype(format);
+    if (level >= CpuLevel::Avx512) {
+      row_scores<Rows>(q, elements, keys, head_dim, scores);
+    } else {
+      row_scores_avx2<Rows>(q, elements, keys, head_dim, scores);
+    }
+  });
 }
 
 void decode_row_values(CpuLevel level, const float* p, const void* v, DType rows, std::int64_t keys,
                        std::int64_t head_dim, float* out) {
-  run_kernel_for_level<false>(level, p, v, rows, keys, head_dim, out);
+  with_rows(rows, v, [&](auto format, const auto* elements) {
+    using Rows = decltype(format);
+    if (level >= CpuLevel::Avx512) {
+      row_values<Rows>(p, elements, keys, head_dim, out);
+    } else {
+      row_values_avx2<Rows>(p, elements, keys, head_dim, out);
+    }
+  });
 }
 
 #else
