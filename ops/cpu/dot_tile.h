@@ -452,6 +452,55 @@ void matrix_vector_tiles_avx2(const float* x, const typename Weights::Element* w
       });
 }
 
+// ---- avx2: one input row (output_blocks.h's matrix_vector_streams) ----
+
+// sums[s] = dot(x, weight row s * stride of w) for s < kStreams: 8 accumulators in all
+// (8 / kStreams a row, enough independent FMA chains to hide their latency), each vector of x
+// loaded once for every row; the last k % 8 weights of each row in the scalar loop.
+template <typename Weights, int kStreams>
+__attribute__((target("avx2,fma,f16c"))) void dot_streams_avx2(const typename Weights::Element* w,
+                                                               std::int64_t stride, const float* x,
+                                                               std::int64_t k, float* sums) {
+  constexpr int kAccumulators = 8 / kStreams;
+  __m256 acc[kStreams][kAccumulators];
+  for (int s = 0; s < kStreams; ++s) {
+    for (int a = 0; a < kAccumulators; ++a) acc[s][a] = _mm256_setzero_ps();
+  }
+  std::int64_t i = 0;
+  for (; i + 8 * kAccumulators <= k; i += 8 * kAccumulators) {
+    for (int a = 0; a < kAccumulators; ++a) {
+      const __m256 input = _mm256_loadu_ps(x + i + 8 * a);
+      for (int s = 0; s < kStreams; ++s) {
+        acc[s][a] = _mm256_fmadd_ps(Weights::load8(w + s * stride + i + 8 * a), input, acc[s][a]);
+      }
+    }
+  }
+  for (; i + 8 <= k; i += 8) {
+    const __m256 input = _mm256_loadu_ps(x + i);
+    for (int s = 0; s < kStreams; ++s) {
+      acc[s][0] = _mm256_fmadd_ps(Weights::load8(w + s * stride + i), input, acc[s][0]);
+    }
+  }
+  for (int s = 0; s < kStreams; ++s) {
+    __m256 total = acc[s][0];
+    for (int a = 1; a < kAccumulators; ++a) total = _mm256_add_ps(total, acc[s][a]);
+    sums[s] = sum8(total);
+    for (std::int64_t j = i; j < k; ++j) sums[s] += Weights::one(w[s * stride + j]) * x[j];
+  }
+}
+
+// rows == 1 at the avx2 level: outputs [first, first + width) in kWeightStreams streams.
+template <typename Weights>
+void matrix_vector_streams_avx2(const float* x, const typename Weights::Element* w, const float* b,
+                                float* y, std::int64_t in, std::int64_t first, std::int64_t width,
+                                bool accumulate) {
+  matrix_vector_streams(first, width, b, y, accumulate,
+                        [&](std::int64_t o, std::int64_t stride, auto streams, float* sums) {
+                          dot_streams_avx2<Weights, decltype(streams)::value>(
+                              w + o * in, stride * in, x, in, sums);
+                        });
+}
+
 }  // namespace attnscope::ops::cpu
 
 #endif  // __x86_64__

@@ -19,12 +19,13 @@ namespace {
 // row is multiplied with a weight row while that row (4 C bytes) sits in L1, so a batch of a
 // few rows costs the same memory traffic as one. From the avx512 level on, 1 to 3 rows go one
 // weight row at a time against all of them, the stream prefetched into L2 (dot_rows_avx512), 4
-// rows or more in tiles of 2 weight rows x up to 8 input rows (ops/cpu/dot_tile.h). Below
-// avx512 one row goes through Eigen's row-major matrix-vector kernel (several weight rows at a
-// time, no software prefetch), a few rows through one Eigen dot product per (weight row, input
-// row); at batch 1 that kernel reads f32 weights near the read roof: the avx2 one-row kernel of
-// 16-bit weights (dot_row_avx2) ran it at 0.73-0.90x (GPT-2, Zen 3, 5 interleaved rounds,
-// docs/results/2026-12-07-avx2-f32-decode-row/). Measured (Zen 5, 2 threads, synthetic:gpt2 tg32,
+// rows or more in tiles of 2 weight rows x up to 8 input rows (ops/cpu/dot_tile.h). At the
+// avx2 level one row goes through output_blocks.h's matrix_vector_streams (4 weight rows far apart
+// at a time: batch-1 decode 1.15x GPT-2, 1.23x SmolLM2 shape against Eigen's row-major
+// matrix-vector kernel, which takes several adjacent rows at a time; Zen 3, 6 interleaved rounds,
+// docs/results/2026-12-07-avx2-decode-streams/), 2 rows or more through the avx2 tiles; below
+// avx2 one row through Eigen's kernel, a few through one Eigen dot product per (weight row, input
+// row). Measured (Zen 5, 2 threads, synthetic:gpt2 tg32,
 // interleaved rounds, docs/results/2026-12-01-cpu-decode-rows): with Eigen's dot products batch 3
 // ran below batch 4's tiles per step; one weight row at a time gave batch 3 1.18x and batch 2 1.06x
 // (8 rounds); the tiles at 2 rows were ~10% slower. Batch 1 through dot_rows_avx512 instead of
@@ -48,6 +49,10 @@ void matrix_vector_rows(const Context& ctx, CpuLevel level, const float* x, cons
     }
     if (level == CpuLevel::Avx2 && rows > 1) {
       matrix_vector_tiles_avx2<F32Weights>(x, w, b, y, rows, in, outputs, first, width, accumulate);
+      return;
+    }
+    if (level == CpuLevel::Avx2) {
+      matrix_vector_streams_avx2<F32Weights>(x, w, b, y, in, first, width, accumulate);
       return;
     }
 #endif

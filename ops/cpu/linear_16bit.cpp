@@ -8,16 +8,17 @@
 //    thread streams its block of weight rows once; every 16-bit row is widened in registers and
 //    multiplied into up to 4 input rows at a time (so a row is loaded from memory once per step
 //    and from L1 ceil(N / 4) times), and the weight stream is prefetched ahead
-//    (kWeightPrefetchBytes, output_blocks.h: 1.5x; not by avx2's one-row kernel, below). From the
-//    avx512 level on, 4 rows or more go in the tiles shared with f32 weights (ops/cpu/dot_tile.h: 2
-//    weight rows x up to 8 input rows); at the avx2 level, from 16 rows, the input rows go in the
-//    vector lanes and each group of weight rows is widened once (ops/cpu/decode_lanes_avx2.h).
-//    Cost: 2 M K bytes read, 2 N M K FLOPs. bf16 widens by zero-extending each 16-bit word to 32
-//    bits and shifting it left by 16 (bf16 is the top half of an f32); f16 by the F16C conversion
-//    (vcvtph2ps). At the avx512bf16 level, bf16 weights from kBf16PairMinRows (5) rows on: x
-//    rounded to bf16 once per call and the pair tiles (dot_tile.h's dot_tile_bf16_pairs: no
-//    widening, vdpbf16ps), 1.36x at 5 rows, 1.62x at 16 the f32 tiles; 1 to 4 rows are bound by
-//    reading the weights and stay f32.
+//    (kWeightPrefetchBytes, output_blocks.h: 1.5x). At the avx2 level one row reads its block as 4
+//    streams far apart instead, without software prefetch (ops/cpu/output_blocks.h's
+//    matrix_vector_streams: 1.15-1.30x one stream, Zen 3). From the avx512 level on, 4 rows or more
+//    go in the tiles shared with f32 weights (ops/cpu/dot_tile.h: 2 weight rows x up to 8 input
+//    rows); at the avx2 level, from 16 rows, the input rows go in the vector lanes and each group
+//    of weight rows is widened once (ops/cpu/decode_lanes_avx2.h). Cost: 2 M K bytes read, 2 N M K
+//    FLOPs. bf16 widens by zero-extending each 16-bit word to 32 bits and shifting it left by 16
+//    (bf16 is the top half of an f32); f16 by the F16C conversion (vcvtph2ps). At the avx512bf16
+//    level, bf16 weights from kBf16PairMinRows (5) rows on: x rounded to bf16 once per call and the
+//    pair tiles (dot_tile.h's dot_tile_bf16_pairs: no widening, vdpbf16ps), 1.36x at 5 rows, 1.62x
+//    at 16 the f32 tiles; 1 to 4 rows are bound by reading the weights and stay f32.
 //  - Prefill (from there on): FLOP-bound, so the blocked f32 GEMM (ops/cpu/gemm.h) runs, as
 //    ops/cpu/linear.cpp does with f32 weights. From the avx2 level on it widens each thread's
 //    block of weights in the packing every call does anyway (into its panels); at the portable
@@ -83,59 +84,13 @@ void dot_rows_portable(const std::uint16_t* w, const float* x, std::int64_t ldx,
   }
 }
 
-#if defined(__x86_64__)
-
-// ---- avx2: 8 lanes (each format's load8 and one: ops/cpu/dot_tile.h) ----
-
-// One weight row against one input row (more rows take the avx2 tiles, dot_tile.h): 4
-// accumulators, 32 weights (one 64-byte line) a round, hide the FMA latency. With 2, each round
-// of 32 bytes waited for one FMA latency, about 8 bytes a cycle, no faster than a core's share of
-// the memory stream: 4 made batch-1 decode 1.17x (f16) and 1.22x (bf16) on GPT-2 under
-// ATTNSCOPE_CPU_LEVEL=avx2 on a Xeon (docs/results/2026-12-03-decode-avx2-row). The last k % 8
-// weights go through the scalar loop. No software prefetch, unlike the other decode kernels:
-// the CPUs that run this level for real are AVX2-only ones (the Xeons seen have AVX-512), and
-// on a Zen 3, where every prefetch hint fills L1, taking out the 8 KB-ahead prefetch made
-// batch-1 decode 1.10-1.19x (medians, f16 and bf16, GPT-2 and SmolLM2 shapes, 8 interleaved
-// rounds; a 2 KB distance 1.07-1.15x: docs/results/2026-12-07-avx2-16bit-row-prefetch/). Two
-// weight rows at a time, each vector of x loaded once for both, was slower there too: 0.72-0.83x
-// (docs/results/2026-12-07-avx2-16bit-row-pair/).
-template <typename Weights>
-__attribute__((target("avx2,fma,f16c"))) float dot_row_avx2(const std::uint16_t* w, const float* x,
-                                                            std::int64_t k) {
-  constexpr int kAccumulators = 4;
-  __m256 acc[kAccumulators];
-  for (__m256& a : acc) a = _mm256_setzero_ps();
-  std::int64_t i = 0;
-  for (; i + 8 * kAccumulators <= k; i += 8 * kAccumulators) {
-    for (int a = 0; a < kAccumulators; ++a) {
-      acc[a] =
-          _mm256_fmadd_ps(Weights::load8(w + i + 8 * a), _mm256_loadu_ps(x + i + 8 * a), acc[a]);
-    }
-  }
-  for (; i + 8 <= k; i += 8) {
-    acc[0] = _mm256_fmadd_ps(Weights::load8(w + i), _mm256_loadu_ps(x + i), acc[0]);
-  }
-  float sum = sum8(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-  for (; i < k; ++i) sum += Weights::one(w[i]) * x[i];
-  return sum;
-}
-
-// matrix_vector_dot_rows's kernel at the avx2 level, where it only ever gets one row.
-template <typename Weights>
-void dot_rows_avx2(const std::uint16_t* w, const float* x, std::int64_t ldx, int rows,
-                   std::int64_t k, float* sums) {
-  for (int r = 0; r < rows; ++r) sums[r] = dot_row_avx2<Weights>(w, x + r * ldx, k);
-}
-
-#endif  // __x86_64__
-
 // Outputs [first, first + width) of a decode step (rows < gemm_min_rows), for one thread.
 using MatrixVectorBlock = void (*)(const float* x, const std::uint16_t* w, const float* b, float* y,
                                    std::int64_t rows, std::int64_t in, std::int64_t outputs,
                                    std::int64_t first, std::int64_t width, bool accumulate);
 
 #if defined(__x86_64__)
-// One row: one weight row at a time; more: the avx2 tiles (dot_tile.h).
+// One row: output_blocks.h's matrix_vector_streams; more: the avx2 tiles (dot_tile.h).
 template <typename Weights>
 void matrix_vector_avx2(const float* x, const std::uint16_t* w, const float* b, float* y,
                         std::int64_t rows, std::int64_t in, std::int64_t outputs,
@@ -143,8 +98,7 @@ void matrix_vector_avx2(const float* x, const std::uint16_t* w, const float* b, 
   if (rows > 1) {
     matrix_vector_tiles_avx2<Weights>(x, w, b, y, rows, in, outputs, first, width, accumulate);
   } else {
-    matrix_vector_dot_rows<dot_rows_avx2<Weights>>(x, w, b, y, rows, in, outputs, first, width,
-                                                   accumulate);
+    matrix_vector_streams_avx2<Weights>(x, w, b, y, in, first, width, accumulate);
   }
 }
 

@@ -100,6 +100,31 @@ __attribute__((target("avx2,fma,f16c"))) void row_dots_avx2(const BlockQ8_0* w,
   for (int r = 0; r < kRows; ++r) dots[r] = sum8(sums[r]);
 }
 
+// One input row against kStreams weight rows `stride` blocks apart (output_blocks.h's
+// matrix_vector_streams: why streams), each with its own 8 f32 sums, the input's 32 bytes loaded
+// once a block for all of them. No software prefetch, unlike row_dots_avx2 (which the streams
+// replace at batch 1: 1.19-1.23x, docs/results/2026-12-07-avx2-decode-streams/).
+template <int kStreams>
+__attribute__((target("avx2,fma,f16c"))) void stream_dots_avx2(const BlockQ8_0* w,
+                                                               std::int64_t stride,
+                                                               const std::int8_t* qx,
+                                                               const float* dx, std::int64_t blocks,
+                                                               float* dots) {
+  __m256 sums[kStreams];
+  for (int s = 0; s < kStreams; ++s) sums[s] = _mm256_setzero_ps();
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    for (int s = 0; s < kStreams; ++s) {
+      const BlockQ8_0& block = w[s * stride + b];
+      const __m256i weights = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.q));
+      const __m256i magnitudes = _mm256_sign_epi8(weights, weights);
+      const __m256i quads = product_quads_avx2(weights, magnitudes, qx + b * kBlock);
+      sums[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(quads),
+                                _mm256_set1_ps(_cvtsh_ss(block.scale) * dx[b]), sums[s]);
+    }
+  }
+  for (int s = 0; s < kStreams; ++s) dots[s] = sum8(sums[s]);
+}
+
 // Four input rows, their sums side by side: per block the four rows' product quads, then two
 // rounds of vphaddd put the sum of row r's lanes 0-3 in lane r and of its lanes 4-7 in lane
 // 4 + r, so that one conversion, one scale vector (dw times the rows' dx, each twice) and one FMA
@@ -282,8 +307,19 @@ void matrix_vector_rows(const Context& ctx, const float* x, const BlockQ8_0* w, 
   const QuantizedRows quantized_rows = quantize_rows(ctx, x, rows, in, false);
   const std::int8_t* const quantized = quantized_rows.bytes;
   const float* const scales = quantized_rows.scales;
-  const LevelKernels kernels = kernels_for(cpu_level());
+  const CpuLevel level = cpu_level();
+  const LevelKernels kernels = kernels_for(level);
   for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
+#if defined(__x86_64__)
+    if (rows == 1 && level == CpuLevel::Avx2) {
+      matrix_vector_streams(first, width, b, y, accumulate,
+                            [&](std::int64_t o, std::int64_t stride, auto streams, float* sums) {
+                              stream_dots_avx2<decltype(streams)::value>(
+                                  w + o * blocks, stride * blocks, quantized, scales, blocks, sums);
+                            });
+      return;
+    }
+#endif
     float dots[kMaxRowGroup];
     for (std::int64_t o = first; o < first + width; ++o) {
       for (std::int64_t r0 = 0; r0 < rows; r0 += kernels.group) {

@@ -108,7 +108,7 @@ inline bool bf16_linear_rounds_x(CpuLevel level, std::int64_t rows) {
 // roof or more), 1.22x with 16-bit weights at the avx2 level; batch 8 1.03-1.10x; f32 batch 1
 // (Eigen's GEMV, no software prefetch) unchanged. In L2, 4-32 KB ahead were within noise of
 // each other; in L1, 1 KB was best and 1.5 KB on worse. (AMD's cores fill L1 for every hint: on
-// a Zen 3 the avx2 one-row kernel of 16-bit weights ran faster with none,
+// a Zen 3 the avx2 batch-1 kernel of 16-bit weights ran faster with none,
 // docs/results/2026-12-07-avx2-16bit-row-prefetch/, while the avx2 q8_0 kernel, ~4x the compute
 // per byte, needs it: linear_q8_0.cpp; so do the avx2 tiles: without it, decode of 4 and 8 rows
 // ran 0.60-0.83x, f32, f16 and bf16, docs/results/2026-12-07-avx2-tiles-no-prefetch/.)
@@ -202,6 +202,39 @@ void matrix_vector_dot_rows(const float* x, const Element* w, const float* b, fl
         store_output(y[(r0 + r) * outputs + o], sums[r], b, o, accumulate);
       }
     }
+  }
+}
+
+// Batch 1 at the avx2 level (f32, 16-bit and q8_0 weights): outputs [first, first + width) of
+// y = x W^T (+ b) for one input row, the block cut into kWeightStreams runs of consecutive weight
+// rows and one row of each run multiplied together, so that each core reads kWeightStreams
+// sequential streams far apart (each run is hundreds of KB), x loaded once for all of them.
+// dots(o, stride, std::integral_constant<int, S>, sums) sets sums[s] = dot(x, weight row
+// o + s stride) for s < S; the width % kWeightStreams rows left go one at a time (S = 1).
+// Why: with one stream per core memory latency stays exposed (on a Zen 3 perf put half of the
+// one-row kernel's samples on the first load of each line); streams far apart keep more lines in
+// flight (`bench --op membw`'s "streams" way reads 4 per thread at ~1.2x its one-stream ways),
+// where two adjacent rows at a time, one stream jumping back and forth inside each 4 KB page,
+// read slower than one (docs/results/2026-12-07-avx2-16bit-row-pair/). Measured (Zen 3, 2
+// threads, tg64, 6 interleaved rounds, docs/results/2026-12-07-avx2-decode-streams/): against
+// one row at a time (16-bit, q8_0) or Eigen's GEMV (f32), batch-1 decode 1.15-1.30x, every
+// weight type, GPT-2 and SmolLM2 shapes; 4 streams against 2 within noise but for GPT-2 f16.
+// No software prefetch (AMD's cores fill L1 for every hint). Cost: width K weights read once.
+constexpr int kWeightStreams = 4;
+template <typename Dots>
+void matrix_vector_streams(std::int64_t first, std::int64_t width, const float* b, float* y,
+                           bool accumulate, Dots dots) {
+  const std::int64_t run = width / kWeightStreams;
+  float sums[kWeightStreams];
+  for (std::int64_t o = first; o < first + run; ++o) {
+    dots(o, run, std::integral_constant<int, kWeightStreams>{}, sums);
+    for (int s = 0; s < kWeightStreams; ++s) {
+      store_output(y[o + s * run], sums[s], b, o + s * run, accumulate);
+    }
+  }
+  for (std::int64_t o = first + run * kWeightStreams; o < first + width; ++o) {
+    dots(o, 0, std::integral_constant<int, 1>{}, sums);
+    store_output(y[o], sums[0], b, o, accumulate);
   }
 }
 
