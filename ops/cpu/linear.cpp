@@ -21,7 +21,7 @@ namespace {
 // weight row at a time against all of them, the stream prefetched into L2 (dot_rows_avx512), 4
 // rows or more in tiles of 2 weight rows x up to 8 input rows (ops/cpu/dot_tile.h). At the
 // avx2 level one row goes through output_blocks.h's matrix_vector_streams (4 weight rows far apart
-// at a time: batch-1 decode 1.15x GPT-2, 1.23x SmolLM2 shape against Eigen's row-major
+// at a time: batch-1 decode 1.04x GPT-2, 1.14x SmolLM2 shape against Eigen's row-major
 // matrix-vector kernel, which takes several adjacent rows at a time; Zen 3, 6 interleaved rounds,
 // docs/results/2026-12-07-avx2-decode-streams/), 2 rows or more through the avx2 tiles; below
 // avx2 one row through Eigen's kernel, a few through one Eigen dot product per (weight row, input

@@ -10,7 +10,7 @@
 //    and from L1 ceil(N / 4) times), and the weight stream is prefetched ahead
 //    (kWeightPrefetchBytes, output_blocks.h: 1.5x). At the avx2 level one row reads its block as 4
 //    streams far apart instead, without software prefetch (ops/cpu/output_blocks.h's
-//    matrix_vector_streams: 1.15-1.30x one stream, Zen 3). From the avx512 level on, 4 rows or more
+//    matrix_vector_streams: 1.23-1.44x one stream, Zen 3). From the avx512 level on, 4 rows or more
 //    go in the tiles shared with f32 weights (ops/cpu/dot_tile.h: 2 weight rows x up to 8 input
 //    rows); at the avx2 level, from 16 rows, the input rows go in the vector lanes and each group
 //    of weight rows is widened once (ops/cpu/decode_lanes_avx2.h). Cost: 2 M K bytes read, 2 N M K

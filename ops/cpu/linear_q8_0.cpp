@@ -78,8 +78,9 @@ __attribute__((target("avx2"))) inline __m256i product_quads_avx2(__m256i weight
 // block: at about a dozen instructions a block a core asks for too few lines for the hardware
 // prefetcher alone. Measured (Zen 3, 2 threads, tg64, interleaved rounds,
 // docs/results/2026-12-07-avx2-q8-row-prefetch/): batch-1 decode 1.16x (1.03-1.25) GPT-2, 1.21x
-// (0.99-1.37) SmolLM2 shape in 6 rounds; batch 4 1.03-1.05x, batch 8 unchanged (there the
-// integer arithmetic, not reading, bounds the step: four_row_dots_avx2 below).
+// (0.99-1.37) SmolLM2 shape in 6 rounds, when batch 1 ran here (it takes stream_dots_avx2, below,
+// since); batch 4 1.03-1.05x, batch 8 unchanged (there the integer arithmetic, not reading,
+// bounds the step: four_row_dots_avx2 below).
 template <int kRows>
 __attribute__((target("avx2,fma,f16c"))) void row_dots_avx2(const BlockQ8_0* w,
                                                             const std::int8_t* qx, const float* dx,
@@ -103,7 +104,7 @@ __attribute__((target("avx2,fma,f16c"))) void row_dots_avx2(const BlockQ8_0* w,
 // One input row against kStreams weight rows `stride` blocks apart (output_blocks.h's
 // matrix_vector_streams: why streams), each with its own 8 f32 sums, the input's 32 bytes loaded
 // once a block for all of them. No software prefetch, unlike row_dots_avx2 (which the streams
-// replace at batch 1: 1.19-1.23x, docs/results/2026-12-07-avx2-decode-streams/).
+// replace at batch 1: 1.20-1.21x, docs/results/2026-12-07-avx2-decode-streams/).
 template <int kStreams>
 __attribute__((target("avx2,fma,f16c"))) void stream_dots_avx2(const BlockQ8_0* w,
                                                                std::int64_t stride,

@@ -217,8 +217,9 @@ void matrix_vector_dot_rows(const float* x, const Element* w, const float* b, fl
 // where two adjacent rows at a time, one stream jumping back and forth inside each 4 KB page,
 // read slower than one (docs/results/2026-12-07-avx2-16bit-row-pair/). Measured (Zen 3, 2
 // threads, tg64, 6 interleaved rounds, docs/results/2026-12-07-avx2-decode-streams/): against
-// one row at a time (16-bit, q8_0) or Eigen's GEMV (f32), batch-1 decode 1.15-1.30x, every
-// weight type, GPT-2 and SmolLM2 shapes; 4 streams against 2 within noise but for GPT-2 f16.
+// one row at a time (16-bit, q8_0) or Eigen's GEMV (f32), batch-1 decode f16 1.31x / 1.44x,
+// bf16 1.23x / 1.36x, q8_0 1.20x / 1.21x, f32 1.04x / 1.14x (GPT-2 / SmolLM2 shape); 4 streams
+// against 2 within noise but for GPT-2 f16 (1.25x).
 // No software prefetch (AMD's cores fill L1 for every hint). Cost: width K weights read once.
 constexpr int kWeightStreams = 4;
 template <typename Dots>
