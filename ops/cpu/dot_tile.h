@@ -17,7 +17,8 @@
 // (64 permutes): decode 1.02-1.03x from 8 to 32 rows, bf16 and f32 (Zen 4, 3 interleaved rounds,
 // docs/results/2026-12-05-sum-lanes16/; at the edge of this machine's noise).
 // The two rows are one contiguous stream, prefetched kWeightPrefetchBytes ahead: without it this
-// kernel read at half the bandwidth.
+// kernel read at half the bandwidth. (The avx2 tiles pair rows far apart instead, each row's
+// stream prefetched: WeightPairs below.)
 // Cost per tile: 2 K weights read from memory, 2 kInputRows K multiply-adds.
 // Measured (docs/results/2026-12-01-cpu-zen5, synthetic:gpt2 f32): batch 8 decode was ~40% of
 // the memory bandwidth with a dot product per (weight row, input row) pair, Eigen's for f32 and
@@ -277,6 +278,11 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void dot_tile
 // the gap; two interleaved weight streams may suit the hardware prefetchers less than one.
 constexpr std::int64_t kTileMinRows = 4;
 
+// How a tile's two weight rows are chosen: adjacent (o, o + 1: one stream, the avx512 tiles), or
+// half the thread's block apart (o, o + ceil(width / 2): two streams far apart, the avx2 tiles;
+// output_blocks.h's matrix_vector_streams says why).
+enum class WeightPairs { kAdjacent, kApart };
+
 // The loop both levels' tiles share: outputs [first, first + width) of y [rows, outputs] =
 // x [rows, in] W^T (+ b), added to y with `accumulate`, a pair of weight rows at a time (an odd
 // last row paired with itself, its twin discarded), the input rows in tiles of at most
@@ -287,19 +293,24 @@ template <typename Element, typename Input, typename Tile>
 void for_each_weight_pair_tile(const Input* x, const Element* w, const float* b, float* y,
                                std::int64_t rows, std::int64_t in, std::int64_t outputs,
                                std::int64_t first, std::int64_t width, bool accumulate,
-                               std::int64_t max_tile_rows, int second, Tile tile) {
+                               WeightPairs pairs, std::int64_t max_tile_rows, int second,
+                               Tile tile) {
+  const bool apart = pairs == WeightPairs::kApart;
+  const std::int64_t distance = apart ? (width + 1) / 2 : 1;  // from w0's row to w1's
+  const std::int64_t end = apart ? first + distance : first + width;
   alignas(64) float sums[16];
-  for (std::int64_t o = first; o < first + width; o += 2) {
-    const bool pair = o + 1 < first + width;
+  for (std::int64_t o = first; o < end; o += apart ? 1 : 2) {
+    const std::int64_t twin = o + distance;
+    const bool pair = twin < first + width;
     const Element* w0 = w + o * in;
-    const Element* w1 = pair ? w0 + in : w0;
+    const Element* w1 = pair ? w + twin * in : w0;
     for_each_even_tile(rows, max_tile_rows, [&](std::int64_t r0, std::int64_t tile_rows) {
       const auto count = static_cast<int>(tile_rows);
       tile(count, w0, w1, x + r0 * in, sums);
       for (int r = 0; r < count; ++r) {
         float* row = y + (r0 + r) * outputs;
         store_output(row[o], sums[r], b, o, accumulate);
-        if (pair) store_output(row[o + 1], sums[second + r], b, o + 1, accumulate);
+        if (pair) store_output(row[twin], sums[second + r], b, twin, accumulate);
       }
     });
   }
@@ -316,7 +327,7 @@ void matrix_vector_tiles(const float* x, const typename Weights::Element* w, con
   constexpr Tile kTiles[5] = {dot_tile<Weights, 4>, dot_tile<Weights, 5>, dot_tile<Weights, 6>,
                               dot_tile<Weights, 7>, dot_tile<Weights, 8>};
   for_each_weight_pair_tile(
-      x, w, b, y, rows, in, outputs, first, width, accumulate, 8, 8,
+      x, w, b, y, rows, in, outputs, first, width, accumulate, WeightPairs::kAdjacent, 8, 8,
       [&](int count, const Element* w0, const Element* w1, const float* x_rows, float* sums) {
         kTiles[count - kTileMinRows](w0, w1, x_rows, in, sums);
       });
@@ -381,14 +392,14 @@ inline void matrix_vector_tiles_bf16_pairs(const std::uint16_t* x_bf16, const st
                               dot_tile_bf16_pairs<6>, dot_tile_bf16_pairs<7>,
                               dot_tile_bf16_pairs<8>};
   for_each_weight_pair_tile(
-      x_bf16, w, b, y, rows, in, outputs, first, width, accumulate, 8, 8,
+      x_bf16, w, b, y, rows, in, outputs, first, width, accumulate, WeightPairs::kAdjacent, 8, 8,
       [&](int count, const std::uint16_t* w0, const std::uint16_t* w1, const std::uint16_t* x_rows,
           float* sums) { kTiles[count - kTileMinRows](w0, w1, x_rows, in, sums); });
 }
 
 // ---- avx2: the tiles for CPUs without AVX-512 ----
 //
-// 2 adjacent weight rows against up to kAvx2TileRows input rows: 2 kAvx2TileRows accumulators of
+// 2 weight rows against up to kAvx2TileRows input rows: 2 kAvx2TileRows accumulators of
 // 8 lanes, 2 weight vectors and one input vector, 15 of the 16 ymm registers. Each weight vector
 // is loaded (and widened) once and multiplied into every input row, so a round of 8 weights costs
 // 2 + rows loads for 2 rows multiply-adds, where a dot product per (weight row, input row) pair
@@ -401,6 +412,11 @@ inline void matrix_vector_tiles_bf16_pairs(const std::uint16_t* x_bf16, const st
 // over. Past 6 rows every further tile walks the weight pair again and each input vector loaded
 // feeds 2 multiply-adds; from 12 (f32) or 16 (16-bit) rows the kernels with the input rows in the
 // lanes run faster (decode_lanes_avx2.h: 1.4-1.5x at 16 to 63 f32 rows).
+// The two weight rows are half the thread's block apart (WeightPairs::kApart), two streams far
+// apart, each prefetched; adjacent rows, one stream jumping back and forth inside each 4 KB page,
+// read slower on a Zen 3: pairs apart made decode 1.19x (f32), 1.07x (f16), 1.21x (bf16) at batch
+// 2 and 1.35x, 1.11x, 1.03x at batch 4, 1.01-1.04x at batch 8, where arithmetic bounds the step
+// (GPT-2, 2 threads, tg64, 5 interleaved rounds, docs/results/2026-12-07-avx2-tile-pairs-apart/).
 constexpr int kAvx2TileRows = 6;
 
 template <typename Weights, int kInputRows>
@@ -412,7 +428,8 @@ __attribute__((target("avx2,fma,f16c"))) void dot_tile_avx2(const typename Weigh
   for (auto& row : acc) row[0] = row[1] = _mm256_setzero_ps();
   std::int64_t k = 0;
   for (; k + 8 <= in; k += 8) {
-    prefetch_weights(reinterpret_cast<const char*>(w0 + 2 * k) + kWeightPrefetchBytes);
+    prefetch_weights(reinterpret_cast<const char*>(w0 + k) + kWeightPrefetchBytes);
+    prefetch_weights(reinterpret_cast<const char*>(w1 + k) + kWeightPrefetchBytes);
     const __m256 first = Weights::load8(w0 + k);
     const __m256 second = Weights::load8(w1 + k);
     for (int r = 0; r < kInputRows; ++r) {
@@ -446,7 +463,8 @@ void matrix_vector_tiles_avx2(const float* x, const typename Weights::Element* w
                                           dot_tile_avx2<Weights, 3>, dot_tile_avx2<Weights, 4>,
                                           dot_tile_avx2<Weights, 5>, dot_tile_avx2<Weights, 6>};
   for_each_weight_pair_tile(
-      x, w, b, y, rows, in, outputs, first, width, accumulate, kAvx2TileRows, kAvx2TileRows,
+      x, w, b, y, rows, in, outputs, first, width, accumulate, WeightPairs::kApart, kAvx2TileRows,
+      kAvx2TileRows,
       [&](int count, const Element* w0, const Element* w1, const float* x_rows, float* sums) {
         kTiles[count - 1](w0, w1, x_rows, in, sums);
       });
