@@ -25,9 +25,9 @@ namespace {
 // matrix-vector kernel, which takes several adjacent rows at a time; Zen 3, 6 interleaved rounds,
 // docs/results/2026-12-07-avx2-decode-streams/), 2 rows or more through the avx2 tiles; below
 // avx2 one row through Eigen's kernel, a few through one Eigen dot product per (weight row, input
-// row). Measured (Zen 5, 2 threads, synthetic:gpt2 tg32,
-// interleaved rounds, docs/results/2026-12-01-cpu-decode-rows): with Eigen's dot products batch 3
-// ran below batch 4's tiles per step; one weight row at a time gave batch 3 1.18x and batch 2 1.06x
+// row). Measured (Zen 5, 2 threads, synthetic:gpt2 tg32, interleaved rounds,
+// docs/results/2026-12-01-cpu-decode-rows): with Eigen's dot products batch 3 ran below batch
+// 4's tiles per step; one weight row at a time gave batch 3 1.18x and batch 2 1.06x
 // (8 rounds); the tiles at 2 rows were ~10% slower. Batch 1 through dot_rows_avx512 instead of
 // Eigen's GEMV, on huge pages (2-core Xeon, 3 interleaved rounds,
 // docs/results/2026-12-03-f32-decode-row): GPT-2 1.02-1.07x, SmolLM2 shape 1.06-1.08x (85-87% of

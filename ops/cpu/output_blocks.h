@@ -109,8 +109,9 @@ inline bool bf16_linear_rounds_x(CpuLevel level, std::int64_t rows) {
 // (Eigen's GEMV, no software prefetch) unchanged. In L2, 4-32 KB ahead were within noise of
 // each other; in L1, 1 KB was best and 1.5 KB on worse. (AMD's cores fill L1 for every hint: on
 // a Zen 3 the avx2 batch-1 kernel of 16-bit weights ran faster with none,
-// docs/results/2026-12-07-avx2-16bit-row-prefetch/, while the avx2 q8_0 kernel, ~4x the compute
-// per byte, needs it: linear_q8_0.cpp; so do the avx2 tiles: without it, decode of 4 and 8 rows
+// docs/results/2026-12-07-avx2-16bit-row-prefetch/, and batch 1 reads as streams far apart without
+// it, matrix_vector_streams below; the avx2 q8_0 kernel of 2 to 15 rows, ~4x the compute per
+// byte, needs it: linear_q8_0.cpp; so do the avx2 tiles: without it, decode of 4 and 8 rows
 // ran 0.60-0.83x, f32, f16 and bf16, docs/results/2026-12-07-avx2-tiles-no-prefetch/.)
 constexpr int kWeightPrefetchBytes = 8192;
 
