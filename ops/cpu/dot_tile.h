@@ -519,6 +519,19 @@ void matrix_vector_streams_avx2(const float* x, const typename Weights::Element*
                         });
 }
 
+// A decode step at the avx2 level below the lanes' row count (decode_lanes_avx2.h), f32 or 16-bit
+// weights: one row in streams (above), more in the avx2 tiles.
+template <typename Weights>
+void matrix_vector_avx2(const float* x, const typename Weights::Element* w, const float* b,
+                        float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
+                        std::int64_t first, std::int64_t width, bool accumulate) {
+  if (rows > 1) {
+    matrix_vector_tiles_avx2<Weights>(x, w, b, y, rows, in, outputs, first, width, accumulate);
+  } else {
+    matrix_vector_streams_avx2<Weights>(x, w, b, y, in, first, width, accumulate);
+  }
+}
+
 }  // namespace attnscope::ops::cpu
 
 #endif  // __x86_64__

@@ -47,12 +47,8 @@ void matrix_vector_rows(const Context& ctx, CpuLevel level, const float* x, cons
                                                           width, accumulate);
       return;
     }
-    if (level == CpuLevel::Avx2 && rows > 1) {
-      matrix_vector_tiles_avx2<F32Weights>(x, w, b, y, rows, in, outputs, first, width, accumulate);
-      return;
-    }
     if (level == CpuLevel::Avx2) {
-      matrix_vector_streams_avx2<F32Weights>(x, w, b, y, in, first, width, accumulate);
+      matrix_vector_avx2<F32Weights>(x, w, b, y, rows, in, outputs, first, width, accumulate);
       return;
     }
 #endif

@@ -90,18 +90,6 @@ using MatrixVectorBlock = void (*)(const float* x, const std::uint16_t* w, const
                                    std::int64_t first, std::int64_t width, bool accumulate);
 
 #if defined(__x86_64__)
-// One row: output_blocks.h's matrix_vector_streams; more: the avx2 tiles (dot_tile.h).
-template <typename Weights>
-void matrix_vector_avx2(const float* x, const std::uint16_t* w, const float* b, float* y,
-                        std::int64_t rows, std::int64_t in, std::int64_t outputs,
-                        std::int64_t first, std::int64_t width, bool accumulate) {
-  if (rows > 1) {
-    matrix_vector_tiles_avx2<Weights>(x, w, b, y, rows, in, outputs, first, width, accumulate);
-  } else {
-    matrix_vector_streams_avx2<Weights>(x, w, b, y, in, first, width, accumulate);
-  }
-}
-
 template <typename Weights>
 void matrix_vector_avx512(const float* x, const std::uint16_t* w, const float* b, float* y,
                           std::int64_t rows, std::int64_t in, std::int64_t outputs,
