@@ -1,15 +1,17 @@
 // The batch-decode kernels of the cpu linear layers (runtime/cpu_features.h's levels), for f32
 // weights (ops/cpu/linear.cpp) and 16-bit ones (ops/cpu/linear_16bit.cpp): y = x W^T + b for a
-// batch of input rows x, reading W from memory once. From the avx512 level on, 1 to 3 rows go one
-// weight row at a time (dot_rows_avx512, below), 4 up to gemm_min_rows (output_blocks.h) in tiles;
-// at the avx2 level, 2 rows up to where decode_lanes_avx2.h takes over, in the avx2 tiles at the
-// end of this file (8 lanes, the same idea).
+// batch of input rows x, reading W from memory once. From the avx512 level on
+// (matrix_vector_avx512) 1 row goes in streams (dot_streams_avx512), 2 and 3 one weight row at a
+// time (dot_rows_avx512, below), 4 up to gemm_min_rows (output_blocks.h) in tiles; at the avx2
+// level (matrix_vector_avx2, at the end of this file) 1 row in streams, 2 up to where
+// decode_lanes_avx2.h takes over in the avx2 tiles (8 lanes, the same idea).
 //
 // A tile is 2 adjacent weight rows against kInputRows <= 8 input rows: 16 accumulators of 16
 // lanes. Each weight vector is loaded (and widened, for 16-bit weights) once and multiplied into
 // every input row, which stay in L1 or L2 (kInputRows x K floats); more rows take more tiles, the
 // weight rows staying in L1 between them.
-// Fewer rows (kTileMinRows, below) take dot_rows_avx512, f32 weights too (linear.cpp). bf16
+// Fewer rows (kTileMinRows, below) take the streams or dot_rows_avx512, f32 weights too
+// (linear.cpp). bf16
 // weights at the avx512bf16 level have tiles of their own, on bf16 pairs (dot_tile_bf16_pairs).
 // The 16 dot products are summed across their lanes together: sum_lanes16 (transpose16.h; 30
 // permutes, 15 additions) leaves dot (i, r) in lane 8 i + r (a reduction per dot product costs
@@ -395,6 +397,64 @@ inline void matrix_vector_tiles_bf16_pairs(const std::uint16_t* x_bf16, const st
       x_bf16, w, b, y, rows, in, outputs, first, width, accumulate, WeightPairs::kAdjacent, 8, 8,
       [&](int count, const std::uint16_t* w0, const std::uint16_t* w1, const std::uint16_t* x_rows,
           float* sums) { kTiles[count - kTileMinRows](w0, w1, x_rows, in, sums); });
+}
+
+// One input row from the avx512 level on (output_blocks.h's matrix_vector_streams):
+// sums[s] = dot(x, weight row s * stride of w) for s < kStreams, each row with the two
+// accumulators and the order of sums of dot_rows_avx512_fixed (32 weights a round, the tail by
+// masked loads into the first), so that a row gives the same result alone as beside one or two
+// others; each vector of x loaded once for every row, each stream prefetched
+// kWeightPrefetchBytes ahead (without the prefetch, 0.88-0.98x on SmolLM2's shape in 3 rounds).
+template <typename Weights, int kStreams>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void dot_streams_avx512(
+    const typename Weights::Element* w, std::int64_t stride, const float* x, std::int64_t k,
+    float* sums) {
+  constexpr int kStreamBytesPerRound = 32 * sizeof(typename Weights::Element);
+  __m512 acc[kStreams][2];
+  for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
+  std::int64_t i = 0;
+  for (; i + 32 <= k; i += 32) {
+    for (int s = 0; s < kStreams; ++s) {
+      const char* ahead = reinterpret_cast<const char*>(w + s * stride + i) + kWeightPrefetchBytes;
+      for (int line = 0; line < kStreamBytesPerRound; line += 64) prefetch_weights(ahead + line);
+    }
+    const __m512 first_inputs = _mm512_loadu_ps(x + i);
+    const __m512 second_inputs = _mm512_loadu_ps(x + i + 16);
+    for (int s = 0; s < kStreams; ++s) {
+      const auto* row = w + s * stride + i;
+      acc[s][0] = _mm512_fmadd_ps(Weights::load(row), first_inputs, acc[s][0]);
+      acc[s][1] = _mm512_fmadd_ps(Weights::load(row + 16), second_inputs, acc[s][1]);
+    }
+  }
+  for (; i < k; i += 16) {
+    const __mmask16 lanes = first_lanes(k - i);
+    const __m512 inputs = _mm512_maskz_loadu_ps(lanes, x + i);
+    for (int s = 0; s < kStreams; ++s) {
+      acc[s][0] = _mm512_fmadd_ps(Weights::load(w + s * stride + i, lanes), inputs, acc[s][0]);
+    }
+  }
+  for (int s = 0; s < kStreams; ++s) sums[s] = sum16(_mm512_add_ps(acc[s][0], acc[s][1]));
+}
+
+// A decode step from the avx512 level on, f32 or 16-bit weights (bf16 at avx512bf16 from
+// kBf16PairMinRows rows takes the pair tiles instead): one row in kWeightStreams streams
+// (above), 2 and 3 one weight row at a time (dot_rows_avx512), from kTileMinRows on in tiles.
+template <typename Weights>
+void matrix_vector_avx512(const float* x, const typename Weights::Element* w, const float* b,
+                          float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
+                          std::int64_t first, std::int64_t width, bool accumulate) {
+  if (rows >= kTileMinRows) {
+    matrix_vector_tiles<Weights>(x, w, b, y, rows, in, outputs, first, width, accumulate);
+  } else if (rows > 1) {
+    matrix_vector_dot_rows<dot_rows_avx512<Weights>>(x, w, b, y, rows, in, outputs, first, width,
+                                                     accumulate);
+  } else {
+    matrix_vector_streams(first, width, b, y, accumulate,
+                          [&](std::int64_t o, std::int64_t stride, auto streams, float* sums) {
+                            dot_streams_avx512<Weights, decltype(streams)::value>(
+                                w + o * in, stride * in, x, in, sums);
+                          });
+  }
 }
 
 // ---- avx2: the tiles for CPUs without AVX-512 ----

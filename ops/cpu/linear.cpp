@@ -17,13 +17,16 @@ namespace {
 
 // Each thread streams its contiguous block of weight rows from memory exactly once: every input
 // row is multiplied with a weight row while that row (4 C bytes) sits in L1, so a batch of a
-// few rows costs the same memory traffic as one. From the avx512 level on, 1 to 3 rows go one
+// few rows costs the same memory traffic as one. One row goes through output_blocks.h's
+// matrix_vector_streams (4 weight rows far apart at a time) from the avx2 level on. At avx2:
+// batch-1 decode 1.04x GPT-2, 1.14x SmolLM2 shape against Eigen's row-major matrix-vector kernel,
+// which takes several adjacent rows at a time (Zen 3, 6 interleaved rounds,
+// docs/results/2026-12-07-avx2-decode-streams/); from avx512 on, prefetched, 1.07x and 1.05x
+// against one row at a time (dot_rows_avx512; Zen 4, 12 interleaved rounds, within its noise,
+// docs/results/2026-12-07-avx512-decode-streams/). From the avx512 level on, 2 and 3 rows go one
 // weight row at a time against all of them, the stream prefetched into L2 (dot_rows_avx512), 4
-// rows or more in tiles of 2 weight rows x up to 8 input rows (ops/cpu/dot_tile.h). At the
-// avx2 level one row goes through output_blocks.h's matrix_vector_streams (4 weight rows far apart
-// at a time: batch-1 decode 1.04x GPT-2, 1.14x SmolLM2 shape against Eigen's row-major
-// matrix-vector kernel, which takes several adjacent rows at a time; Zen 3, 6 interleaved rounds,
-// docs/results/2026-12-07-avx2-decode-streams/), 2 rows or more through the avx2 tiles; below
+// rows or more in tiles of 2 weight rows x up to 8 input rows (ops/cpu/dot_tile.h's
+// matrix_vector_avx512 chooses); at avx2, 2 rows or more through the avx2 tiles; below
 // avx2 one row through Eigen's kernel, a few through one Eigen dot product per (weight row, input
 // row). Measured (Zen 5, 2 threads, synthetic:gpt2 tg32, interleaved rounds,
 // docs/results/2026-12-01-cpu-decode-rows): with Eigen's dot products batch 3 ran below batch
@@ -31,20 +34,16 @@ namespace {
 // (8 rounds); the tiles at 2 rows were ~10% slower. Batch 1 through dot_rows_avx512 instead of
 // Eigen's GEMV, on huge pages (2-core Xeon, 3 interleaved rounds,
 // docs/results/2026-12-03-f32-decode-row): GPT-2 1.02-1.07x, SmolLM2 shape 1.06-1.08x (85-87% of
-// the read roof -> 92-93%). It also makes a row's result the same whether it is decoded alone or
-// beside one or two others. With `accumulate` the products are added to y instead of replacing it.
+// the read roof -> 92-93%). The streams keep its sums and their order, so a row's result is the
+// same whether it is decoded alone or beside one or two others. With `accumulate` the products are
+// added to y instead of replacing it.
 void matrix_vector_rows(const Context& ctx, CpuLevel level, const float* x, const float* w,
                         const float* b, float* y, std::int64_t rows, std::int64_t in,
                         std::int64_t outputs, bool accumulate) {
   for_each_output_block(ctx, outputs, [&](std::int64_t first, std::int64_t width) {
 #if defined(__x86_64__)
-    if (level >= CpuLevel::Avx512 && rows >= kTileMinRows) {
-      matrix_vector_tiles<F32Weights>(x, w, b, y, rows, in, outputs, first, width, accumulate);
-      return;
-    }
     if (level >= CpuLevel::Avx512) {
-      matrix_vector_dot_rows<dot_rows_avx512<F32Weights>>(x, w, b, y, rows, in, outputs, first,
-                                                          width, accumulate);
+      matrix_vector_avx512<F32Weights>(x, w, b, y, rows, in, outputs, first, width, accumulate);
       return;
     }
     if (level == CpuLevel::Avx2) {

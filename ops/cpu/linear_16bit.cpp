@@ -8,9 +8,10 @@
 //    thread streams its block of weight rows once; every 16-bit row is widened in registers and
 //    multiplied into up to 4 input rows at a time (so a row is loaded from memory once per step
 //    and from L1 ceil(N / 4) times), and the weight stream is prefetched ahead
-//    (kWeightPrefetchBytes, output_blocks.h: 1.5x). At the avx2 level one row reads its block as 4
-//    streams far apart instead, without software prefetch (ops/cpu/output_blocks.h's
-//    matrix_vector_streams: 1.23-1.44x one stream, Zen 3). From the avx512 level on, 4 rows or more
+//    (kWeightPrefetchBytes, output_blocks.h: 1.5x). One row reads its block as 4 streams far apart
+//    instead (ops/cpu/output_blocks.h's matrix_vector_streams): at the avx2 level without
+//    software prefetch, 1.23-1.44x one stream on a Zen 3; from the avx512 level on prefetched,
+//    1.03-1.07x on a Zen 4, within its noise. From the avx512 level on, 4 rows or more
 //    go in the tiles shared with f32 weights (ops/cpu/dot_tile.h: 2 weight rows x up to 8 input
 //    rows); at the avx2 level, from 16 rows, the input rows go in the vector lanes and each group
 //    of weight rows is widened once (ops/cpu/decode_lanes_avx2.h). Cost: 2 M K bytes read, 2 N M K
@@ -88,20 +89,6 @@ void dot_rows_portable(const std::uint16_t* w, const float* x, std::int64_t ldx,
 using MatrixVectorBlock = void (*)(const float* x, const std::uint16_t* w, const float* b, float* y,
                                    std::int64_t rows, std::int64_t in, std::int64_t outputs,
                                    std::int64_t first, std::int64_t width, bool accumulate);
-
-#if defined(__x86_64__)
-template <typename Weights>
-void matrix_vector_avx512(const float* x, const std::uint16_t* w, const float* b, float* y,
-                          std::int64_t rows, std::int64_t in, std::int64_t outputs,
-                          std::int64_t first, std::int64_t width, bool accumulate) {
-  if (rows >= kTileMinRows) {
-    matrix_vector_tiles<Weights>(x, w, b, y, rows, in, outputs, first, width, accumulate);
-  } else {
-    matrix_vector_dot_rows<dot_rows_avx512<Weights>>(x, w, b, y, rows, in, outputs, first, width,
-                                                     accumulate);
-  }
-}
-#endif
 
 #if defined(__x86_64__)
 // bf16 weights at the avx512bf16 level: from kBf16PairMinRows rows (output_blocks.h) x is rounded

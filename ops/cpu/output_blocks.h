@@ -206,7 +206,8 @@ void matrix_vector_dot_rows(const float* x, const Element* w, const float* b, fl
   }
 }
 
-// Batch 1 at the avx2 level (f32, 16-bit and q8_0 weights): outputs [first, first + width) of
+// Batch 1 at the avx2 level (f32, 16-bit and q8_0 weights) and from the avx512 level on (f32 and
+// 16-bit weights, ops/cpu/dot_tile.h's dot_streams_avx512): outputs [first, first + width) of
 // y = x W^T (+ b) for one input row, the block cut into kWeightStreams runs of consecutive weight
 // rows and one row of each run multiplied together, so that each core reads kWeightStreams
 // sequential streams far apart (each run is hundreds of KB), x loaded once for all of them.
@@ -220,8 +221,12 @@ void matrix_vector_dot_rows(const float* x, const Element* w, const float* b, fl
 // threads, tg64, 6 interleaved rounds, docs/results/2026-12-07-avx2-decode-streams/): against
 // one row at a time (16-bit, q8_0) or Eigen's GEMV (f32), batch-1 decode f16 1.31x / 1.44x,
 // bf16 1.23x / 1.36x, q8_0 1.20x / 1.21x, f32 1.04x / 1.14x (GPT-2 / SmolLM2 shape); 4 streams
-// against 2 within noise but for GPT-2 f16 (1.25x).
-// No software prefetch (AMD's cores fill L1 for every hint). Cost: width K weights read once.
+// against 2 within noise but for GPT-2 f16 (1.25x). At avx2 no software prefetch (AMD's cores
+// fill L1 for every hint); from avx512 on each stream is prefetched as dot_rows_avx512's one is:
+// against that one stream, GPT-2 f32 1.07x, f16 1.04x, bf16 1.07x, SmolLM2 shape 1.05x, 1.03x,
+// 1.06x (Zen 4, 12 interleaved rounds whose own ranges were 0.8-1.5x: its read bandwidth swung
+// 45-125% of the probe; docs/results/2026-12-07-avx512-decode-streams/).
+// Cost: width K weights read once.
 constexpr int kWeightStreams = 4;
 template <typename Dots>
 void matrix_vector_streams(std::int64_t first, std::int64_t width, const float* b, float* y,
