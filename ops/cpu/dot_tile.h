@@ -11,8 +11,8 @@
 // every input row, which stay in L1 or L2 (kInputRows x K floats); more rows take more tiles, the
 // weight rows staying in L1 between them.
 // Fewer rows (kTileMinRows, below) take the streams or dot_rows_avx512, f32 weights too
-// (linear.cpp). bf16
-// weights at the avx512bf16 level have tiles of their own, on bf16 pairs (dot_tile_bf16_pairs).
+// (linear.cpp). bf16 weights at the avx512bf16 level have tiles of their own, on bf16 pairs
+// (dot_tile_bf16_pairs).
 // The 16 dot products are summed across their lanes together: sum_lanes16 (transpose16.h; 30
 // permutes, 15 additions) leaves dot (i, r) in lane 8 i + r (a reduction per dot product costs
 // about as much as a 768-wide dot product itself). Against a whole transpose16 and 15 additions
@@ -404,7 +404,8 @@ inline void matrix_vector_tiles_bf16_pairs(const std::uint16_t* x_bf16, const st
 // accumulators and the order of sums of dot_rows_avx512_fixed (32 weights a round, the tail by
 // masked loads into the first), so that a row gives the same result alone as beside one or two
 // others; each vector of x loaded once for every row, each stream prefetched
-// kWeightPrefetchBytes ahead (without the prefetch, 0.88-0.98x on SmolLM2's shape in 3 rounds).
+// kWeightPrefetchBytes ahead (without it, 3 rounds on a Zen 4: SmolLM2 shape 0.88-0.98x, GPT-2
+// 1.02-1.07x; docs/results/2026-12-07-avx512-decode-streams/no-prefetch/).
 template <typename Weights, int kStreams>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void dot_streams_avx512(
     const typename Weights::Element* w, std::int64_t stride, const float* x, std::int64_t k,
