@@ -190,7 +190,7 @@ TEST_CASE("linear with f32 weights: decode rows 1..127 at every cpu level") {
 }
 
 TEST_CASE("linear: a row decoded alone equals the same row decoded beside one or two others") {
-  // From the avx512 level on, 1 row in streams (dot_streams_avx512) and 2 or 3 rows one weight row
+  // From the avx512 level on, 1 row in streams (dot_block_avx512) and 2 or 3 rows one weight row
   // at a time against every input row (dot_rows_avx512) keep the same accumulators per row and
   // sum them in the same order, for f32 and 16-bit weights alike, so a sequence's logits do not
   // depend on how many others share its decode step. (At the avx2 level one row's streams and the

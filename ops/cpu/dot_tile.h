@@ -1,8 +1,8 @@
 // The batch-decode kernels of the cpu linear layers (runtime/cpu_features.h's levels), for f32
 // weights (ops/cpu/linear.cpp) and 16-bit ones (ops/cpu/linear_16bit.cpp): y = x W^T + b for a
 // batch of input rows x, reading W from memory once. From the avx512 level on
-// (matrix_vector_avx512) 1 row goes in streams (dot_streams_avx512), 2 and 3 one weight row at a
-// time (dot_rows_avx512, below), 4 up to gemm_min_rows (output_blocks.h) in tiles; at the avx2
+// (matrix_vector_avx512) 1 row goes in streams, 2 and 3 one weight row at a time (both
+// dot_block_avx512, below), 4 up to gemm_min_rows (output_blocks.h) in tiles; at the avx2
 // level (matrix_vector_avx2, at the end of this file) 1 row in streams, 2 up to where
 // decode_lanes_avx2.h takes over in the avx2 tiles (8 lanes, the same idea).
 //
@@ -179,46 +179,69 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) inline float 
   return sum8(_mm256_add_ps(_mm256_load_ps(lanes), _mm256_load_ps(lanes + 8)));
 }
 
-// Fewer than kTileMinRows input rows: one weight row at a time against all of them,
-// sums[r] = dot(w, row r of x) for r < kRows (rows ldx apart). Two accumulators per row, 32
-// weights a round, the tail by masked loads; the weight stream prefetched kWeightPrefetchBytes
-// ahead.
-template <typename Weights, int kRows>
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void dot_rows_avx512_fixed(
-    const typename Weights::Element* w, const float* x, std::int64_t ldx, std::int64_t k,
-    float* sums) {
+// The kernel of fewer than kTileMinRows input rows, in two shapes: one weight row against 1 to 3
+// input rows (dot_rows_avx512, below), or kWeightStreams weight rows far apart against one input
+// row (the streams of batch 1, matrix_vector_avx512). sums[s * kInputRows + r] = dot(weight row
+// s, input row r) for s < kWeightRows (weight rows `stride` apart) and r < kInputRows (input rows
+// ldx apart). Two accumulators per (weight row, input row), 32 weights a round, the tail by masked
+// loads into the first; each weight row's stream prefetched kWeightPrefetchBytes ahead (for the
+// streams, without it, 3 rounds on a Zen 4: SmolLM2 shape 0.88-0.98x, GPT-2 1.02-1.07x;
+// docs/results/2026-12-07-avx512-decode-streams/no-prefetch/). Both shapes sum a row's products in
+// the same order, so a row's result is the same decoded alone as beside one or two others.
+template <typename Weights, int kWeightRows, int kInputRows>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void dot_block_avx512(
+    const typename Weights::Element* w, std::int64_t stride, const float* x, std::int64_t ldx,
+    std::int64_t k, float* sums) {
   constexpr int kStreamBytesPerRound = 32 * sizeof(typename Weights::Element);
-  __m512 acc[kRows][2];
-  for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  __m512 acc[kWeightRows][kInputRows][2];
+  for (auto& weight_row : acc) {
+    for (auto& pair : weight_row) pair[0] = pair[1] = _mm512_setzero_ps();
+  }
   std::int64_t i = 0;
   for (; i + 32 <= k; i += 32) {
-    const char* ahead = reinterpret_cast<const char*>(w + i) + kWeightPrefetchBytes;
-    for (int line = 0; line < kStreamBytesPerRound; line += 64) {
-      prefetch_weights(ahead + line);
+    __m512 weights[kWeightRows][2];
+    for (int s = 0; s < kWeightRows; ++s) {
+      const auto* row = w + s * stride + i;
+      const char* ahead = reinterpret_cast<const char*>(row) + kWeightPrefetchBytes;
+      for (int line = 0; line < kStreamBytesPerRound; line += 64) prefetch_weights(ahead + line);
+      weights[s][0] = Weights::load(row);
+      weights[s][1] = Weights::load(row + 16);
     }
-    const __m512 w0 = Weights::load(w + i);
-    const __m512 w1 = Weights::load(w + i + 16);
-    for (int r = 0; r < kRows; ++r) {
-      acc[r][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + r * ldx + i), acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + r * ldx + i + 16), acc[r][1]);
+    for (int r = 0; r < kInputRows; ++r) {
+      const __m512 first_inputs = _mm512_loadu_ps(x + r * ldx + i);
+      const __m512 second_inputs = _mm512_loadu_ps(x + r * ldx + i + 16);
+      for (int s = 0; s < kWeightRows; ++s) {
+        acc[s][r][0] = _mm512_fmadd_ps(weights[s][0], first_inputs, acc[s][r][0]);
+        acc[s][r][1] = _mm512_fmadd_ps(weights[s][1], second_inputs, acc[s][r][1]);
+      }
     }
   }
   for (; i < k; i += 16) {
     const __mmask16 lanes = first_lanes(k - i);
-    const __m512 w0 = Weights::load(w + i, lanes);  // masked-off lanes are 0
-    for (int r = 0; r < kRows; ++r) {
-      acc[r][0] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(lanes, x + r * ldx + i), acc[r][0]);
+    __m512 weights[kWeightRows];
+    for (int s = 0; s < kWeightRows; ++s) {
+      weights[s] = Weights::load(w + s * stride + i, lanes);  // masked-off lanes are 0
+    }
+    for (int r = 0; r < kInputRows; ++r) {
+      const __m512 inputs = _mm512_maskz_loadu_ps(lanes, x + r * ldx + i);
+      for (int s = 0; s < kWeightRows; ++s) {
+        acc[s][r][0] = _mm512_fmadd_ps(weights[s], inputs, acc[s][r][0]);
+      }
     }
   }
-  for (int r = 0; r < kRows; ++r) sums[r] = sum16(_mm512_add_ps(acc[r][0], acc[r][1]));
+  for (int s = 0; s < kWeightRows; ++s) {
+    for (int r = 0; r < kInputRows; ++r) {
+      sums[s * kInputRows + r] = sum16(_mm512_add_ps(acc[s][r][0], acc[s][r][1]));
+    }
+  }
 }
 
-// dot_rows_avx512_fixed for 1 to 4 rows (ops/cpu/output_blocks.h's matrix_vector_dot_rows).
+// One weight row against 1 to 4 input rows (ops/cpu/output_blocks.h's matrix_vector_dot_rows).
 template <typename Weights>
 void dot_rows_avx512(const typename Weights::Element* w, const float* x, std::int64_t ldx, int rows,
                      std::int64_t k, float* sums) {
   with_fixed_rows(rows, [&](auto fixed) {
-    dot_rows_avx512_fixed<Weights, decltype(fixed)::value>(w, x, ldx, k, sums);
+    dot_block_avx512<Weights, 1, decltype(fixed)::value>(w, 0, x, ldx, k, sums);
   });
 }
 
@@ -399,47 +422,10 @@ inline void matrix_vector_tiles_bf16_pairs(const std::uint16_t* x_bf16, const st
           float* sums) { kTiles[count - kTileMinRows](w0, w1, x_rows, in, sums); });
 }
 
-// One input row from the avx512 level on (output_blocks.h's matrix_vector_streams):
-// sums[s] = dot(x, weight row s * stride of w) for s < kStreams, each row with the two
-// accumulators and the order of sums of dot_rows_avx512_fixed (32 weights a round, the tail by
-// masked loads into the first), so that a row gives the same result alone as beside one or two
-// others; each vector of x loaded once for every row, each stream prefetched
-// kWeightPrefetchBytes ahead (without it, 3 rounds on a Zen 4: SmolLM2 shape 0.88-0.98x, GPT-2
-// 1.02-1.07x; docs/results/2026-12-07-avx512-decode-streams/no-prefetch/).
-template <typename Weights, int kStreams>
-__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))) void dot_streams_avx512(
-    const typename Weights::Element* w, std::int64_t stride, const float* x, std::int64_t k,
-    float* sums) {
-  constexpr int kStreamBytesPerRound = 32 * sizeof(typename Weights::Element);
-  __m512 acc[kStreams][2];
-  for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
-  std::int64_t i = 0;
-  for (; i + 32 <= k; i += 32) {
-    for (int s = 0; s < kStreams; ++s) {
-      const char* ahead = reinterpret_cast<const char*>(w + s * stride + i) + kWeightPrefetchBytes;
-      for (int line = 0; line < kStreamBytesPerRound; line += 64) prefetch_weights(ahead + line);
-    }
-    const __m512 first_inputs = _mm512_loadu_ps(x + i);
-    const __m512 second_inputs = _mm512_loadu_ps(x + i + 16);
-    for (int s = 0; s < kStreams; ++s) {
-      const auto* row = w + s * stride + i;
-      acc[s][0] = _mm512_fmadd_ps(Weights::load(row), first_inputs, acc[s][0]);
-      acc[s][1] = _mm512_fmadd_ps(Weights::load(row + 16), second_inputs, acc[s][1]);
-    }
-  }
-  for (; i < k; i += 16) {
-    const __mmask16 lanes = first_lanes(k - i);
-    const __m512 inputs = _mm512_maskz_loadu_ps(lanes, x + i);
-    for (int s = 0; s < kStreams; ++s) {
-      acc[s][0] = _mm512_fmadd_ps(Weights::load(w + s * stride + i, lanes), inputs, acc[s][0]);
-    }
-  }
-  for (int s = 0; s < kStreams; ++s) sums[s] = sum16(_mm512_add_ps(acc[s][0], acc[s][1]));
-}
-
 // A decode step from the avx512 level on, f32 or 16-bit weights (bf16 at avx512bf16 from
 // kBf16PairMinRows rows takes the pair tiles instead): one row in kWeightStreams streams
-// (above), 2 and 3 one weight row at a time (dot_rows_avx512), from kTileMinRows on in tiles.
+// (dot_block_avx512), 2 and 3 one weight row at a time (dot_rows_avx512), from kTileMinRows on
+// in tiles.
 template <typename Weights>
 void matrix_vector_avx512(const float* x, const typename Weights::Element* w, const float* b,
                           float* y, std::int64_t rows, std::int64_t in, std::int64_t outputs,
@@ -452,8 +438,8 @@ void matrix_vector_avx512(const float* x, const typename Weights::Element* w, co
   } else {
     matrix_vector_streams(first, width, b, y, accumulate,
                           [&](std::int64_t o, std::int64_t stride, auto streams, float* sums) {
-                            dot_streams_avx512<Weights, decltype(streams)::value>(
-                                w + o * in, stride * in, x, in, sums);
+                            dot_block_avx512<Weights, decltype(streams)::value, 1>(
+                                w + o * in, stride * in, x, 0, in, sums);
                           });
   }
 }

@@ -207,7 +207,7 @@ void matrix_vector_dot_rows(const float* x, const Element* w, const float* b, fl
 }
 
 // Batch 1 at the avx2 level (f32, 16-bit and q8_0 weights) and from the avx512 level on (f32 and
-// 16-bit weights, ops/cpu/dot_tile.h's dot_streams_avx512): outputs [first, first + width) of
+// 16-bit weights, ops/cpu/dot_tile.h's dot_block_avx512): outputs [first, first + width) of
 // y = x W^T (+ b) for one input row, the block cut into kWeightStreams runs of consecutive weight
 // rows and one row of each run multiplied together, so that each core reads kWeightStreams
 // sequential streams far apart (each run is hundreds of KB), x loaded once for all of them.
